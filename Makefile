@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# moat — one GNU Makefile. Sources are discovered by wildcard so adding a file
+# needs no edit here. `make check` is the one test command.
+
+BUILD ?= release
+ifeq ($(BUILD),san)
+O ?= build-san
+else
+O ?= build
+endif
+
+CC ?= cc
+PKGS := jansson libseccomp libnftables openssl
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wimplicit-fallthrough -Wvla -Wundef -Wno-unused-parameter \
+	-Wpointer-arith -Wcast-qual -Wwrite-strings -Wnull-dereference
+HARDEN := -fstack-protector-strong -fstack-clash-protection -fPIE -fno-strict-aliasing
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc -Itests -MMD -MP
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu17 $(WARN) $(HARDEN)
+LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
+ifeq ($(BUILD),san)
+CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+else
+CPPFLAGS += -D_FORTIFY_SOURCE=2
+endif
+LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp -lnftables -lssl -lcrypto)
+
+LIB_SRCS := $(wildcard src/shared/*.c src/lib/*.c src/proxy/*.c)
+CLI_SRCS := $(wildcard src/cli/*.c)
+UNIT_SRCS := $(wildcard tests/unit/*.c) tests/harness/tap.c
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+PROBE_SRCS := $(wildcard tests/redteam/probes/*.c)
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(O)/%.o)
+FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
+PROBE_BINS := $(PROBE_SRCS:tests/redteam/probes/%.c=$(O)/probes/%)
+
+MOAT := $(O)/moat
+LIBMOAT := $(O)/libmoat.a
+
+.PHONY: all deps check demo bench fuzz lint format clean install
+all: $(MOAT) $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIBMOAT): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(MOAT): $(CLI_OBJS) $(LIBMOAT)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBMOAT) $(LIBS)
+
+$(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
+	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
+
+# Fuzz targets: with the normal compiler they link a replay driver that runs
+# every file of fuzz/corpus/<target>/ once; `make fuzz` builds them with libFuzzer.
+$(O)/fuzz/%: fuzz/%.c fuzz/replay.c $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c $(LIBMOAT) $(LIBS)
+
+# Red-team probes are static so they run inside any root (also --rootfs).
+$(O)/probes/%: tests/redteam/probes/%.c tests/redteam/probes/probe.h
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -std=gnu17 -O1 -g -Wall -Wno-unused-result -static -o $@ $<
+
+deps:
+	@scripts/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@O=$(O) BUILD=$(BUILD) tests/run-all.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory $(MOAT)
+	@O=$(O) examples/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory $(MOAT)
+	@O=$(O) bench/run-all.sh
+
+FUZZ_SECONDS ?= 30
+fuzz:
+	@O=build-fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run-fuzz.sh
+
+lint:
+	@scripts/lint.sh
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d)

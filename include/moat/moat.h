@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libmoat — the public API. The CLI uses only this header. It compiles with
+ * -std=c11 -pedantic. The library never prints and never exits: every
+ * function returns >= 0 on success or -errno on failure, and fills the
+ * optional struct moat_error only on failure.
+ */
+#ifndef MOAT_MOAT_H
+#define MOAT_MOAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MOAT_VERSION "0.1.0"
+#define MOAT_POLICY_VERSION 1
+
+/* Exit codes of `moat run` (besides the command's own status). */
+enum moat_exit {
+	MOAT_EXIT_USAGE = 2,	   /* bad flag, bad policy */
+	MOAT_EXIT_TIMEOUT = 124,   /* wall-clock limit */
+	MOAT_EXIT_SETUP = 125,	   /* the sandbox could not be set up: nothing ran */
+	MOAT_EXIT_CANNOT_EXEC = 126, /* the command exists but could not be executed */
+	MOAT_EXIT_NOT_FOUND = 127, /* the command was not found inside the sandbox */
+};
+
+/* An error: which stage failed, the errno, a message, and for parse errors the
+ * position in the policy file. Filled only on failure. */
+struct moat_error {
+	char stage[32];	   /* "policy", "plan", "mount", "seccomp", … */
+	int err;	   /* positive errno, 0 if none applies */
+	unsigned line, column; /* 1-based; 0 when not a parse error */
+	char message[512]; /* human readable, names the step and path */
+};
+
+/* ---- policy ---------------------------------------------------------------- */
+
+struct moat_policy;
+
+/* A new policy with the safe defaults. Caller owns it; free with moat_policy_free(). */
+struct moat_policy *moat_policy_new(void);
+struct moat_policy *moat_policy_free(struct moat_policy *p);
+
+/* Merge a JSON policy file into p. Unknown keys, wrong types and bad values
+ * are errors with line:column. */
+int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_error *ret_err);
+int moat_policy_load_string(struct moat_policy *p, const char *json, size_t len,
+			    const char *name, struct moat_error *ret_err);
+
+/* Apply one command-line option (e.g. "--ro", "/srv/data:/data") on top of the
+ * policy. `value` is NULL for options that take none. Returns -ENOENT for an
+ * option that is not a policy option. moat_policy_option_takes_value() tells
+ * whether an option needs a value: 1 yes, 0 no, -ENOENT unknown. */
+int moat_policy_set_option(struct moat_policy *p, const char *option, const char *value,
+			   struct moat_error *ret_err);
+int moat_policy_option_takes_value(const char *option);
+
+/* One help line per policy option, "--flag VALUE\tdescription", NULL-terminated.
+ * Static storage. */
+const char *const *moat_policy_option_help(void);
+
+/* Validate the merged policy (cross-key rules, paths exist). */
+int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err);
+
+/* The effective policy as pretty JSON. Caller frees *ret_json. */
+int moat_policy_to_json(const struct moat_policy *p, char **ret_json);
+
+/* The setup plan (ordered steps) as text, one step a line. Caller frees. */
+int moat_policy_plan_text(const struct moat_policy *p, char **ret_text);
+
+/* ---- run ------------------------------------------------------------------- */
+
+enum moat_reason {
+	MOAT_REASON_EXITED,
+	MOAT_REASON_SIGNALED,
+	MOAT_REASON_TIMEOUT,
+	MOAT_REASON_MEMORY,
+	MOAT_REASON_PIDS,
+	MOAT_REASON_SETUP_FAILED,
+	MOAT_REASON_NOT_FOUND,
+	MOAT_REASON_CANNOT_EXEC,
+	MOAT_REASON_INTERRUPTED,
+};
+
+struct moat_status {
+	enum moat_reason reason;
+	int exit_code;	     /* what `moat run` exits with */
+	int status;	     /* the command's exit status, when it exited */
+	int signal;	     /* the signal that killed it, when signaled */
+	uint64_t wall_us;    /* wall-clock time of the run */
+	uint64_t cpu_user_us, cpu_sys_us;
+	uint64_t mem_peak;   /* bytes, 0 if not measured */
+	uint64_t pids_peak;  /* 0 if not measured */
+	uint64_t denied_syscalls;
+	uint64_t net_allowed, net_denied;
+	uint64_t execs;
+	char run_id[40];
+	char degraded[128];  /* comma-separated layers the user let go, "" if none */
+};
+
+const char *moat_reason_name(enum moat_reason r);
+
+/* Run argv[0] with argv inside a fresh sandbox described by p. Blocks until the
+ * sandbox is gone (every process dead, every temporary removed). On success
+ * fills *ret_status (including a failed or killed command). Returns < 0 only
+ * when the sandbox could not be set up; then *ret_status has
+ * MOAT_REASON_SETUP_FAILED and ret_err says which step failed. */
+int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
+	     struct moat_error *ret_err);
+
+/* Write the status record as one JSON object to path (mode 0600). */
+int moat_status_write_json(const struct moat_status *st, const char *path,
+			   struct moat_error *ret_err);
+
+/* ---- doctor ---------------------------------------------------------------- */
+
+/* Probe the running kernel. Caller frees *ret_json (a JSON object) and, if
+ * asked, *ret_text (a readable report). */
+int moat_doctor(char **ret_json, char **ret_text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

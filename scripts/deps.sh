@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Install the Debian packages moat builds and tests with, if any are missing.
+# Run as root on Debian 12; elsewhere it only reports what is missing.
+set -euo pipefail
+
+build_pkgs=(gcc make pkg-config libjansson-dev libseccomp-dev libnftables-dev libssl-dev)
+test_pkgs=(clang python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
+	shellcheck cppcheck clang-format)
+want=("${build_pkgs[@]}")
+if [ "${1:-}" != "--build-only" ]; then
+	want+=("${test_pkgs[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "moat: missing Debian packages: ${missing[*]}" >&2
+	echo "moat: run as root: apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+echo "moat: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

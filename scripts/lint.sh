@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Static checks: clang-format (check only), cppcheck, shellcheck.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rc=0
+mapfile -t csrc < <(git ls-files '*.c' '*.h')
+mapfile -t shsrc < <(git ls-files '*.sh' .ci/run)
+if ! clang-format --dry-run --Werror "${csrc[@]}" 2>/tmp/moat-lint.$$; then
+	head -40 /tmp/moat-lint.$$
+	echo "lint: clang-format differs (make format)"
+	rc=1
+fi
+rm -f /tmp/moat-lint.$$
+if ! cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
+	--suppress=missingIncludeSystem --suppress=unknownMacro -D_GNU_SOURCE -Iinclude -Isrc \
+	src include; then
+	echo "lint: cppcheck"
+	rc=1
+fi
+if ! shellcheck -x -S warning "${shsrc[@]}"; then
+	echo "lint: shellcheck"
+	rc=1
+fi
+[ $rc -eq 0 ] && echo "lint: clean"
+exit $rc

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The internal shape of a policy. Pure data: parse (policy.c) fills it, plan
+ * (plan.c) reads it, apply (spawn.c and friends) never changes it.
+ * Every list has a hard limit (MOAT_MAX_*), checked by the parser.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "moat/moat.h"
+
+#define MOAT_MAX_MOUNTS 256
+#define MOAT_MAX_ENV 256
+#define MOAT_MAX_RULES 1024
+#define MOAT_MAX_SYSCALL_NAMES 256
+#define MOAT_MAX_SECRETS 64
+#define MOAT_MAX_PORTS 32
+#define MOAT_MAX_PATH 4096
+#define MOAT_MAX_POLICY_BYTES (1u << 20)
+#define MOAT_MAX_STRING 4096
+
+enum moat_mount_kind {
+	MOAT_MOUNT_RO,	  /* read-only bind of a host path */
+	MOAT_MOUNT_RW,	  /* read-write bind of a host path */
+	MOAT_MOUNT_TMPFS, /* fresh tmpfs of `size` bytes */
+	MOAT_MOUNT_HIDE,  /* empty, read-only, over a file or directory */
+};
+
+struct moat_mount {
+	enum moat_mount_kind kind;
+	char *src;  /* host path (RO, RW); NULL otherwise */
+	char *dest; /* absolute, normalised path inside */
+	uint64_t size; /* TMPFS size in bytes; 0 = the policy's disk size */
+};
+
+enum moat_workspace_mode {
+	MOAT_WS_OVERLAY, /* writes go to an upper layer, reviewed and applied at the end */
+	MOAT_WS_RW,	 /* direct writes */
+	MOAT_WS_RO,	 /* read-only */
+};
+
+enum moat_net_mode {
+	MOAT_NET_NONE,	/* loopback only (default) */
+	MOAT_NET_ALLOW, /* egress proxy with an allowlist */
+	MOAT_NET_HOST,	/* no network namespace: weakened, loud */
+};
+
+enum moat_tty_mode {
+	MOAT_TTY_AUTO,	/* a pty when stdin is a terminal */
+	MOAT_TTY_ALWAYS,
+	MOAT_TTY_NEVER,
+};
+
+enum moat_apply_mode {
+	MOAT_APPLY_SAFE,
+	MOAT_APPLY_NEVER,
+	MOAT_APPLY_ALL,
+};
+
+/* Layers the user explicitly let go (--allow-degraded). */
+enum moat_degrade {
+	MOAT_DEGRADE_LANDLOCK = 1u << 0,
+	MOAT_DEGRADE_CGROUP = 1u << 1,
+	MOAT_DEGRADE_SECCOMP_NOTIFY = 1u << 2,
+};
+
+struct moat_env {
+	char *name;
+	char *value; /* NULL: take it from moat's own environment */
+};
+
+struct moat_host_rule {
+	char *pattern; /* "api.example.com", "*.example.com", or a CIDR for cidr rules */
+	uint16_t ports[MOAT_MAX_PORTS];
+	unsigned n_ports; /* 0 = the default 80,443 (hosts) or any (cidr) */
+};
+
+struct moat_resolve {
+	char *name;
+	char *addr; /* numeric IPv4 or IPv6 */
+};
+
+enum moat_secret_source {
+	MOAT_SECRET_ENV,
+	MOAT_SECRET_FILE,
+	MOAT_SECRET_COMMAND,
+};
+
+struct moat_secret {
+	char *name; /* the environment variable inside */
+	enum moat_secret_source source;
+	char *from; /* variable name, file path or shell command */
+	char **hosts;
+	unsigned n_hosts;
+	char **methods; /* NULL/0 = any */
+	unsigned n_methods;
+	char **paths; /* path prefixes, NULL/0 = any */
+	unsigned n_paths;
+	char *header; /* NULL: replace the placeholder where it appears; else add this header */
+	char *format; /* with header: value format, "%s" replaced by the secret ("Bearer %s") */
+};
+
+struct moat_http_rule {
+	char *host; /* exact host or pattern */
+	char **methods;
+	unsigned n_methods;
+	char **paths;
+	unsigned n_paths;
+};
+
+struct moat_policy {
+	int version;
+
+	/* filesystem */
+	char *rootfs; /* NULL: the host's system directories */
+	char *workspace;
+	enum moat_workspace_mode workspace_mode;
+	char *input;
+	char *output;
+	bool output_overwrite;
+	struct moat_mount *mounts;
+	unsigned n_mounts;
+
+	/* identity and process */
+	uid_t uid;
+	gid_t gid;
+	char *user;
+	char *hostname;
+	char *cwd; /* NULL: the workspace, else /home/agent */
+	struct moat_env *env;
+	unsigned n_env;
+	enum moat_tty_mode tty;
+
+	/* limits (0 = no limit unless a default applies) */
+	uint64_t cpus_milli; /* 1500 = 1.5 CPUs */
+	uint64_t memory;
+	uint64_t pids;
+	uint64_t timeout_ms;
+	uint64_t kill_grace_ms;
+	uint64_t disk;
+	uint64_t max_output;
+	uint64_t nofile;
+	uint64_t fsize;
+	unsigned allow_degraded; /* enum moat_degrade bits */
+
+	/* kernel layers */
+	char **allow_syscalls;
+	unsigned n_allow_syscalls;
+	char **deny_syscalls;
+	unsigned n_deny_syscalls;
+	/* test-only switches (MOAT_TEST_LAYERS=1 required): disable one layer */
+	bool test_no_seccomp;
+	bool test_no_landlock;
+
+	/* network */
+	enum moat_net_mode net;
+	struct moat_host_rule *allow_hosts;
+	unsigned n_allow_hosts;
+	struct moat_host_rule *deny_hosts;
+	unsigned n_deny_hosts;
+	struct moat_host_rule *allow_cidrs;
+	unsigned n_allow_cidrs;
+	struct moat_resolve *resolve;
+	unsigned n_resolve;
+	struct moat_http_rule *http_rules;
+	unsigned n_http_rules;
+	char *upstream_ca; /* CA file to verify upstreams with (tests); NULL = system store */
+
+	/* credentials */
+	struct moat_secret *secrets;
+	unsigned n_secrets;
+
+	/* audit */
+	char *log_path;
+	char *status_path;
+	char *on_alert;
+	bool record_exec;
+	enum moat_apply_mode apply;
+	char **flag_patterns; /* extra flagged path patterns */
+	unsigned n_flag_patterns;
+	bool quiet;
+};
