@@ -32,7 +32,7 @@ struct leaf_entry {
 };
 
 struct moat_tls_ca {
-	EVP_PKEY *key;	    /* CA signing key: only here, never written anywhere */
+	EVP_PKEY *key; /* CA signing key: only here, never written anywhere */
 	EVP_PKEY *leaf_key; /* shared by all leaves of this run */
 	X509 *cert;
 	time_t not_after;
@@ -244,8 +244,12 @@ int moat_tls_ca_cert_pem(const struct moat_tls_ca *ca, char **ret_pem)
 const char *const *moat_tls_bundle_env(void)
 {
 	static const char *const vars[] = {
-		"SSL_CERT_FILE",       "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-		"NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",     "PIP_CERT",
+		"SSL_CERT_FILE",
+		"REQUESTS_CA_BUNDLE",
+		"CURL_CA_BUNDLE",
+		"NODE_EXTRA_CA_CERTS",
+		"GIT_SSL_CAINFO",
+		"PIP_CERT",
 		NULL,
 	};
 	return vars;
@@ -338,8 +342,9 @@ static int common_ctx_setup(SSL_CTX *ctx)
 	if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION))
 		return -EINVAL;
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-				      SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_mode(ctx,
+			 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+				 SSL_MODE_RELEASE_BUFFERS);
 	return 0;
 }
 
@@ -382,8 +387,8 @@ static int mint_leaf(struct moat_tls_ca *ca, const char *name, bool is_ip, SSL_C
 		return -ENOMEM;
 	if (common_ctx_setup(ctx) < 0)
 		return -EINVAL;
-	if (SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 ||
-	    SSL_CTX_check_private_key(ctx) != 1)
+	if (SSL_CTX_use_certificate(ctx, x) != 1 ||
+	    SSL_CTX_use_PrivateKey(ctx, ca->leaf_key) != 1 || SSL_CTX_check_private_key(ctx) != 1)
 		return -EINVAL;
 	/* add1 takes its own reference to the CA certificate. */
 	if (SSL_CTX_add1_chain_cert(ctx, ca->cert) != 1)

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define MOAT_TLS_LEAF_CACHE 256		 /* names kept in the leaf LRU */
+#define MOAT_TLS_LEAF_CACHE 256 /* names kept in the leaf LRU */
 #define MOAT_TLS_MAX_BUNDLE (16u << 20) /* largest system bundle we copy */
 #define MOAT_TLS_MAX_NAME 253
 

@@ -235,7 +235,7 @@ TEST(tls_leaf_handshake_and_data)
 	X509_free(leaf);
 
 	/* Data both ways. */
-	char buf[64] = { 0 };
+	char buf[64] = {0};
 	ASSERT_EQ(moat_tls_write(c, "GET / HTTP/1.1\r\n\r\n", 18, &w), 18);
 	ssize_t n = -EAGAIN;
 	for (int i = 0; i < 50 && n == -EAGAIN; i++)
