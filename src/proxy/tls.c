@@ -352,7 +352,7 @@ static int mint_leaf(struct moat_tls_ca *ca, const char *name, bool is_ip, SSL_C
 {
 	_cleanup_(x509_freep) X509 *x = X509_new();
 	_cleanup_(ssl_ctx_freep) SSL_CTX *ctx = NULL;
-	char san[MOAT_TLS_MAX_NAME + 8];
+	char san[MOAT_TLS_MAX_NAME + 16];
 	time_t now = time(NULL), until = now + CA_VALIDITY_S;
 
 	if (!x)

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The credential side of the egress proxy: real secret values, the
+ * placeholders the sandbox sees instead, and the rewriting of intercepted
+ * request heads.
+ *
+ * The security boundary is: a real value is written only into a request head
+ * whose destination is one of the secret's hosts, reached over TLS whose
+ * certificate the proxy verified for that host, with an allowed method and
+ * path, and only in a header. Everything else that carries a placeholder
+ * (another host, the URL, the first body bytes, plain HTTP, a DNS name) is
+ * refused with an alert that names the secret and the destination, never the
+ * value. Detection of placeholders outside that path is a tripwire (case-
+ * insensitive, also 12-character fragments of the random part, URL-decoded),
+ * not the boundary: a sandbox that re-encodes its placeholder only leaks the
+ * placeholder, which is worthless outside this run's proxy.
+ *
+ * Client-supplied credentials (RT-063): on a host that has a secret bound,
+ *   - a secret sent by adding a header (`header` set) replaces any header of
+ *     that name the client sent (result.warning says so);
+ *   - in placeholder mode, an Authorization header that carries no
+ *     placeholder is refused: the client may not act as another account on
+ *     the credential host. Requests without Authorization pass unchanged.
+ *   - TRACE and TRACK are refused (they would echo the injected header).
+ * Redirects are not followed by the proxy: the client's next request to the
+ * redirect target carries the placeholder and is refused there.
+ *
+ * Process hardening: the proxy worker calls moat_secrets_harden_process()
+ * first thing after fork (PR_SET_DUMPABLE 0, RLIMIT_CORE 0, OpenSSL's
+ * mlock'ed secure heap). Values are loaded either in the worker, or in the
+ * supervisor before fork, which then frees its copy (moat_secrets_free wipes).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/policy.h"
+
+#define MOAT_SECRETS_MAX_VALUE (64u << 10) /* file / command output cap */
+#define MOAT_SECRETS_CMD_TIMEOUT_MS 10000 /* command source */
+#define MOAT_SECRETS_MAX_NAME 64 /* secret (variable) name */
+#define MOAT_SECRETS_PLACEHOLDER_MAX 112 /* "moat-ph-" NAME "-" 32 hex NUL */
+#define MOAT_SECRETS_BODY_WINDOW 8192 /* body bytes scanned */
+#define MOAT_SECRETS_MAX_HEAD (64u << 10) /* request head accepted */
+#define MOAT_SECRETS_MAX_HEADERS 256 /* header lines accepted */
+#define MOAT_SECRETS_MAX_OUT (256u << 10) /* rewritten head */
+#define MOAT_SECRETS_FRAGMENT 12 /* hex characters that count as a fragment */
+
+struct moat_secrets;
+
+/* Load every secret's value from its source and make its placeholder.
+ * defs (the policy's array) must outlive the result. Any failure (missing
+ * variable, unreadable file, command failing, value empty or with control
+ * characters, malformed header/format) fails the whole call with a message
+ * in ret_err that names the secret and the source, never the value.
+ * Caller owns *ret; moat_secrets_free() wipes the values. */
+int moat_secrets_new(const struct moat_secret *defs, unsigned n_defs, struct moat_secrets **ret,
+		     struct moat_error *ret_err);
+struct moat_secrets *moat_secrets_free(struct moat_secrets *s);
+
+/* Load one value (what moat_secrets_new does per secret), with a command
+ * timeout. *ret_value is NUL-terminated, in locked memory when possible;
+ * release with moat_secrets_value_free(). */
+int moat_secrets_load_value(const struct moat_secret *def, unsigned timeout_ms, char **ret_value,
+			    size_t *ret_len, struct moat_error *ret_err);
+void moat_secrets_value_free(char *value, size_t len);
+
+/* The number of secrets; the i-th one's name and placeholder (what the
+ * sandbox's environment variable NAME is set to). Borrowed strings. */
+unsigned moat_secrets_count(const struct moat_secrets *s);
+const char *moat_secrets_name(const struct moat_secrets *s, unsigned i);
+const char *moat_secrets_placeholder(const struct moat_secrets *s, unsigned i);
+
+/* A fresh placeholder "moat-ph-<name>-<32 random hex>" into out. -EINVAL for a
+ * name that is not [A-Za-z_][A-Za-z0-9_]{0,63}. */
+int moat_secrets_placeholder_new(const char *name, char out[static MOAT_SECRETS_PLACEHOLDER_MAX]);
+
+/* PR_SET_DUMPABLE 0, RLIMIT_CORE 0, and OpenSSL's secure heap (mlock'ed,
+ * not dumped). Returns 0, or -errno if the process could not be made
+ * non-dumpable (the caller fails closed). The secure heap is best effort. */
+int moat_secrets_harden_process(void);
+
+/* True when host (a name or literal) is one of some secret's hosts: the proxy
+ * must terminate TLS for it. */
+bool moat_secrets_host_bound(const struct moat_secrets *s, const char *host);
+
+/* The index of a secret whose placeholder (or a fragment, case-insensitive)
+ * appears in data, or -ENOENT. */
+int moat_secrets_scan(const struct moat_secrets *s, const void *data, size_t len);
+/* The same for a DNS query name: labels are joined before scanning. */
+int moat_secrets_scan_dns(const struct moat_secrets *s, const char *qname);
+
+/* One intercepted request. */
+struct moat_secrets_request {
+	const char *host; /* the destination the proxy resolved (and verified, if tls) */
+	bool tls; /* upstream is TLS with a certificate verified for host */
+	const char *head; /* request line + header lines, ending "\r\n\r\n" */
+	size_t head_len;
+	const void *body; /* the first body bytes already received, may be NULL */
+	size_t body_len; /* only the first MOAT_SECRETS_BODY_WINDOW are scanned */
+};
+
+enum moat_secrets_verdict {
+	MOAT_SECRETS_PASS, /* no change: forward the original head */
+	MOAT_SECRETS_REWRITTEN, /* forward result.head instead */
+	MOAT_SECRETS_REFUSED, /* answer 403, log result.reason as an alert */
+};
+
+struct moat_secrets_result {
+	enum moat_secrets_verdict verdict;
+	char *head; /* REWRITTEN: the new head (holds real values) */
+	size_t head_len;
+	int secret; /* the secret that was injected or caused the refusal, or -1 */
+	char reason[320]; /* REFUSED: names the secret and the destination, never a value */
+	char warning[320]; /* optional, e.g. a client header was replaced */
+};
+
+/* Decide and rewrite one request head. Returns 0 with *ret filled, -EBADMSG
+ * for a head that is not strict HTTP/1.x (bare LF, folding, NUL, no colon,
+ * missing terminator...), -E2BIG when the head or the result would exceed the
+ * limits, -EINVAL for a bad host. On any error the request must be refused.
+ * Free with moat_secrets_result_clear() (wipes the head). */
+int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets_request *req,
+			 struct moat_secrets_result *ret);
+void moat_secrets_result_clear(struct moat_secrets_result *r);
+
+/* Overwrite, in place, every real value found in buf with '*' (same length,
+ * so framing stays valid): responses from a credential host must not echo
+ * the injected value (RT-063). Values split across two calls are not seen;
+ * the caller scans with an overlap if it needs that. Returns the count. */
+unsigned moat_secrets_scrub(const struct moat_secrets *s, char *buf, size_t len);
+
+/* Method/path rules of the policy (http_rules) for an intercepted request:
+ * 1 allowed, 0 refused. A host no rule names is allowed; a host some rules
+ * name needs one of them to allow the method (exact; none listed = any)
+ * and the path (prefix; none listed = any; a path with dot segments or
+ * encoded '/', '.', '\' never matches a prefix). */
+int moat_secrets_http_allowed(const struct moat_http_rule *rules, unsigned n_rules,
+			      const char *host, const char *method, const char *path);
+
+/* Host pattern: exact name, or "*.example.com" (any subdomain, not the name
+ * itself); case-insensitive, trailing dot ignored. */
+bool moat_secrets_host_match(const char *pattern, const char *host);

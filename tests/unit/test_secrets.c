@@ -1,0 +1,747 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "harness/tap.h"
+#include "proxy/secrets.h"
+#include "shared/macro.h"
+
+/* ---- sources ----------------------------------------------------------------- */
+
+static char *src_hosts[] = {(char[]){"api.example.test"}};
+static char src_name[] = "TOKEN";
+static char *a_hosts[] = {(char[]){"a.test"}};
+static char *big_hosts[] = {(char[]){"big.test"}};
+
+static struct moat_secret src_def(enum moat_secret_source src, const char *from)
+{
+	char **hosts = src_hosts;
+	return (struct moat_secret){
+		.name = src_name,
+		.source = src,
+		.from = (char *)(uintptr_t)from,
+		.hosts = hosts,
+		.n_hosts = 1,
+	};
+}
+
+static int load(enum moat_secret_source src, const char *from, unsigned timeout_ms, char **v,
+		size_t *len, struct moat_error *e)
+{
+	struct moat_secret d = src_def(src, from);
+	*v = NULL;
+	return moat_secrets_load_value(&d, timeout_ms, v, len, e);
+}
+
+TEST(secrets_placeholder_format)
+{
+	char a[MOAT_SECRETS_PLACEHOLDER_MAX], b[MOAT_SECRETS_PLACEHOLDER_MAX];
+	ASSERT_EQ(moat_secrets_placeholder_new("GITHUB_TOKEN", a), 0);
+	ASSERT_EQ(moat_secrets_placeholder_new("GITHUB_TOKEN", b), 0);
+	ASSERT_TRUE(startswith(a, "moat-ph-GITHUB_TOKEN-"));
+	ASSERT_EQ(strlen(a), strlen("moat-ph-GITHUB_TOKEN-") + 32);
+	for (const char *p = a + strlen("moat-ph-GITHUB_TOKEN-"); *p; p++)
+		ASSERT_TRUE(strchr("0123456789abcdef", *p));
+	ASSERT_TRUE(strcmp(a, b) != 0);
+	ASSERT_EQ(moat_secrets_placeholder_new("", a), -EINVAL);
+	ASSERT_EQ(moat_secrets_placeholder_new("A-B", a), -EINVAL);
+	ASSERT_EQ(moat_secrets_placeholder_new("1A", a), -EINVAL);
+	char longname[80];
+	memset(longname, 'A', 65);
+	longname[65] = '\0';
+	ASSERT_EQ(moat_secrets_placeholder_new(longname, a), -EINVAL);
+	longname[64] = '\0';
+	ASSERT_EQ(moat_secrets_placeholder_new(longname, a), 0);
+}
+
+TEST(secrets_source_env)
+{
+	struct moat_error e;
+	char *v;
+	size_t len;
+	ASSERT_EQ(setenv("MOAT_T_SRC", "envtok-1234\n", 1), 0);
+	ASSERT_EQ(load(MOAT_SECRET_ENV, "MOAT_T_SRC", 1000, &v, &len, &e), 0);
+	ASSERT_STREQ(v, "envtok-1234");
+	ASSERT_EQ(len, 11);
+	moat_secrets_value_free(v, len);
+
+	unsetenv("MOAT_T_MISSING");
+	ASSERT_EQ(load(MOAT_SECRET_ENV, "MOAT_T_MISSING", 1000, &v, &len, &e), -ENOENT);
+	ASSERT_CONTAINS(e.message, "TOKEN");
+	ASSERT_CONTAINS(e.message, "MOAT_T_MISSING");
+	ASSERT_CONTAINS(e.message, "not set");
+	ASSERT_STREQ(e.stage, "secrets");
+
+	ASSERT_EQ(setenv("MOAT_T_EMPTY", "", 1), 0);
+	ASSERT_EQ(load(MOAT_SECRET_ENV, "MOAT_T_EMPTY", 1000, &v, &len, &e), -ENODATA);
+
+	/* A value that would split a header: refused, and not echoed. */
+	ASSERT_EQ(setenv("MOAT_T_CRLF", "sekrit-abc\r\nX-Evil: 1", 1), 0);
+	ASSERT_EQ(load(MOAT_SECRET_ENV, "MOAT_T_CRLF", 1000, &v, &len, &e), -EINVAL);
+	ASSERT_CONTAINS(e.message, "control character");
+	ASSERT_TRUE(!strstr(e.message, "sekrit"));
+}
+
+TEST(secrets_source_file)
+{
+	struct moat_error e;
+	char path[] = "/tmp/moat-test-secret.XXXXXX", link[64];
+	char *v;
+	size_t len;
+	int fd = mkstemp(path);
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_EQ(write(fd, "filetok-9876\n", 13), 13);
+	close(fd);
+	ASSERT_EQ(load(MOAT_SECRET_FILE, path, 1000, &v, &len, &e), 0);
+	ASSERT_STREQ(v, "filetok-9876");
+	moat_secrets_value_free(v, len);
+
+	/* A symlink is not followed. */
+	snprintf(link, sizeof(link), "%s.lnk", path);
+	ASSERT_EQ(symlink(path, link), 0);
+	ASSERT_EQ(load(MOAT_SECRET_FILE, link, 1000, &v, &len, &e), -ELOOP);
+	ASSERT_CONTAINS(e.message, link);
+	ASSERT_TRUE(!strstr(e.message, "filetok"));
+	unlink(link);
+
+	ASSERT_EQ(load(MOAT_SECRET_FILE, "/nonexistent/token", 1000, &v, &len, &e), -ENOENT);
+	ASSERT_CONTAINS(e.message, "/nonexistent/token");
+	ASSERT_EQ(load(MOAT_SECRET_FILE, "/tmp", 1000, &v, &len, &e), -EINVAL);
+
+	/* Unreadable: only meaningful when not root. */
+	if (geteuid() != 0) {
+		ASSERT_EQ(chmod(path, 0), 0);
+		ASSERT_EQ(load(MOAT_SECRET_FILE, path, 1000, &v, &len, &e), -EACCES);
+		ASSERT_CONTAINS(e.message, "Permission denied");
+		ASSERT_EQ(chmod(path, 0600), 0);
+	}
+
+	/* Two lines: refused without showing them. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ASSERT_EQ(write(fd, "line-one-secret\nline2\n", 22), 22);
+	close(fd);
+	ASSERT_EQ(load(MOAT_SECRET_FILE, path, 1000, &v, &len, &e), -EINVAL);
+	ASSERT_TRUE(!strstr(e.message, "line-one"));
+
+	/* Larger than the cap. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	char big[4096];
+	memset(big, 'x', sizeof(big));
+	for (unsigned i = 0; i <= MOAT_SECRETS_MAX_VALUE / sizeof(big); i++)
+		ASSERT_EQ(write(fd, big, sizeof(big)), (ssize_t)sizeof(big));
+	close(fd);
+	ASSERT_EQ(load(MOAT_SECRET_FILE, path, 1000, &v, &len, &e), -EFBIG);
+	unlink(path);
+}
+
+TEST(secrets_source_command)
+{
+	struct moat_error e;
+	char *v;
+	size_t len;
+
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "printf 'cmdtok-%s\\n' 42", 5000, &v, &len, &e), 0);
+	ASSERT_STREQ(v, "cmdtok-42");
+	moat_secrets_value_free(v, len);
+	/* stdin is /dev/null */
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "cat; echo done-x", 5000, &v, &len, &e), 0);
+	ASSERT_STREQ(v, "done-x");
+	moat_secrets_value_free(v, len);
+
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "echo leaked-value-77; exit 3", 5000, &v, &len, &e),
+		  -ECHILD);
+	ASSERT_CONTAINS(e.message, "status 3");
+	ASSERT_TRUE(!strstr(e.message, "leaked-value"));
+
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "kill -9 $$", 5000, &v, &len, &e), -ECHILD);
+	ASSERT_CONTAINS(e.message, "signal 9");
+
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "true", 5000, &v, &len, &e), -ENODATA);
+
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "echo x; sleep 20", 300, &v, &len, &e), -ETIMEDOUT);
+	/* A background child holding stdout open is killed too. */
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "sleep 20 & echo y", 300, &v, &len, &e), -ETIMEDOUT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ASSERT_TRUE(t1.tv_sec - t0.tv_sec < 5);
+	ASSERT_CONTAINS(e.message, "timed out");
+
+	ASSERT_EQ(load(MOAT_SECRET_COMMAND, "head -c 70000 /dev/zero | tr '\\0' a", 5000, &v, &len,
+		       &e),
+		  -EFBIG);
+}
+
+TEST(secrets_new_fails_closed)
+{
+	char **hosts = a_hosts;
+	struct moat_secret defs[2] = {
+		{.name = (char[]){"ONE"},
+		 .source = MOAT_SECRET_ENV,
+		 .from = (char[]){"MOAT_T_ONE"},
+		 .hosts = hosts,
+		 .n_hosts = 1},
+		{.name = (char[]){"TWO"},
+		 .source = MOAT_SECRET_ENV,
+		 .from = (char[]){"MOAT_T_TWO"},
+		 .hosts = hosts,
+		 .n_hosts = 1},
+	};
+	struct moat_secrets *s = NULL;
+	struct moat_error e;
+
+	setenv("MOAT_T_ONE", "value-one-xyz", 1);
+	unsetenv("MOAT_T_TWO");
+	ASSERT_EQ(moat_secrets_new(defs, 2, &s, &e), -ENOENT);
+	ASSERT_TRUE(s == NULL);
+	ASSERT_CONTAINS(e.message, "TWO");
+	ASSERT_TRUE(!strstr(e.message, "value-one"));
+
+	setenv("MOAT_T_TWO", "value-two-xyz", 1);
+	ASSERT_EQ(moat_secrets_new(defs, 2, &s, &e), 0);
+	ASSERT_EQ(moat_secrets_count(s), 2);
+	ASSERT_STREQ(moat_secrets_name(s, 1), "TWO");
+	ASSERT_TRUE(startswith(moat_secrets_placeholder(s, 0), "moat-ph-ONE-"));
+	ASSERT_TRUE(moat_secrets_host_bound(s, "A.test."));
+	ASSERT_TRUE(!moat_secrets_host_bound(s, "b.test"));
+	moat_secrets_free(s);
+
+	/* Bad definitions. */
+	defs[1].n_hosts = 0;
+	ASSERT_EQ(moat_secrets_new(defs, 2, &s, &e), -EINVAL);
+	ASSERT_CONTAINS(e.message, "no hosts");
+	defs[1].n_hosts = 1;
+	defs[1].header = (char[]){"X-Key"};
+	defs[1].format = (char[]){"Bearer %s %s"};
+	ASSERT_EQ(moat_secrets_new(defs, 2, &s, &e), -EINVAL);
+	defs[1].format = (char[]){"%d"};
+	ASSERT_EQ(moat_secrets_new(defs, 2, &s, &e), -EINVAL);
+	defs[1].format = (char[]){"Bearer %s"};
+	defs[1].header = (char[]){"X Key"};
+	ASSERT_EQ(moat_secrets_new(defs, 2, &s, &e), -EINVAL);
+	defs[1].header = NULL;
+	defs[1].format = NULL;
+	defs[1].name = (char[]){"one"};
+	ASSERT_EQ(moat_secrets_new(defs, 2, &s, &e), -EEXIST);
+}
+
+TEST(secrets_harden_process)
+{
+	ASSERT_EQ(moat_secrets_harden_process(), 0);
+	ASSERT_EQ(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 0);
+}
+
+/* ---- rewriting ----------------------------------------------------------------- */
+
+#define GH_REAL "ghp_REALvalue0123456789"
+#define API_REAL "apikey_REALvalue42"
+#define ORG_REAL "org_REALvalue77"
+
+static char *gh_hosts[] = {(char[]){"api.github.test"}, (char[]){"uploads.github.test"}};
+static char *api_hosts[] = {(char[]){"*.api.test"}};
+static char *org_hosts[] = {(char[]){"git.test"}};
+static char *org_methods[] = {(char[]){"GET"}, (char[]){"HEAD"}};
+static char *org_paths[] = {(char[]){"/repos/acme/"}};
+static struct moat_secret defs[] = {
+	{.name = (char[]){"GH_TOKEN"},
+	 .source = MOAT_SECRET_ENV,
+	 .from = (char[]){"MOAT_T_GH"},
+	 .hosts = gh_hosts,
+	 .n_hosts = 2},
+	{.name = (char[]){"API_KEY"},
+	 .source = MOAT_SECRET_ENV,
+	 .from = (char[]){"MOAT_T_API"},
+	 .hosts = api_hosts,
+	 .n_hosts = 1,
+	 .header = (char[]){"X-Api-Key"},
+	 .format = (char[]){"key=%s;v=1"}},
+	{.name = (char[]){"ORG"},
+	 .source = MOAT_SECRET_ENV,
+	 .from = (char[]){"MOAT_T_ORG"},
+	 .hosts = org_hosts,
+	 .n_hosts = 1,
+	 .methods = org_methods,
+	 .n_methods = 2,
+	 .paths = org_paths,
+	 .n_paths = 1},
+};
+
+static struct moat_secrets *setup(void)
+{
+	struct moat_secrets *s = NULL;
+	struct moat_error e;
+	setenv("MOAT_T_GH", GH_REAL, 1);
+	setenv("MOAT_T_API", API_REAL, 1);
+	setenv("MOAT_T_ORG", ORG_REAL, 1);
+	ASSERT_EQ(moat_secrets_new(defs, ELEMENTSOF(defs), &s, &e), 0);
+	return s;
+}
+
+static void no_values(const struct moat_secrets_result *r)
+{
+	static const char *const vals[] = {GH_REAL, API_REAL, ORG_REAL};
+	for (size_t i = 0; i < ELEMENTSOF(vals); i++) {
+		ASSERT_TRUE(!strstr(r->reason, vals[i]));
+		ASSERT_TRUE(!strstr(r->warning, vals[i]));
+	}
+}
+
+/* Rewrite a head built from fmt, where every "@GH@", "@API@", "@ORG@" is
+ * that secret's placeholder. */
+static int run(struct moat_secrets *s, const char *host, bool tls, const char *head,
+	       const char *body, struct moat_secrets_result *res)
+{
+	char buf[8192];
+	size_t o = 0;
+	for (const char *p = head; *p && o < sizeof(buf) - 200;) {
+		const char *tags[] = {"@GH@", "@API@", "@ORG@"};
+		bool done = false;
+		for (unsigned i = 0; i < 3; i++)
+			if (startswith(p, tags[i])) {
+				o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s",
+						      moat_secrets_placeholder(s, i));
+				p += strlen(tags[i]);
+				done = true;
+			}
+		if (!done)
+			buf[o++] = *p++;
+	}
+	struct moat_secrets_request rq = {.host = host,
+					  .tls = tls,
+					  .head = buf,
+					  .head_len = o,
+					  .body = body,
+					  .body_len = body ? strlen(body) : 0};
+	int r = moat_secrets_rewrite(s, &rq, res);
+	no_values(res);
+	return r;
+}
+
+TEST(secrets_rewrite_bearer_and_custom)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET /user HTTP/1.1\r\nHost: api.github.test\r\n"
+		      "Authorization: Bearer @GH@\r\nX-Other:  keep me \r\nX-Token: t=@GH@;@GH@\r\n"
+		      "\r\n",
+		      NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_EQ(r.secret, 0);
+	ASSERT_STREQ(r.head,
+		     "GET /user HTTP/1.1\r\nHost: api.github.test\r\n"
+		     "Authorization: Bearer " GH_REAL "\r\n"
+		     "X-Other:  keep me \r\n"
+		     "X-Token: t=" GH_REAL ";" GH_REAL "\r\n\r\n");
+	ASSERT_EQ(r.head_len, strlen(r.head));
+	ASSERT_TRUE(!strstr(r.head, "moat-ph-"));
+	moat_secrets_result_clear(&r);
+	ASSERT_TRUE(r.head == NULL);
+
+	/* The second host of the secret, a case-different name. */
+	ASSERT_EQ(run(s, "Uploads.GitHub.test.", true,
+		      "POST /x HTTP/1.1\r\nAuthorization: token @GH@\r\n\r\n", "data", &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_CONTAINS(r.head, "Authorization: token " GH_REAL "\r\n");
+	moat_secrets_result_clear(&r);
+	moat_secrets_free(s);
+}
+
+static char *b64(const char *s)
+{
+	static char out[400];
+	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)strlen(s));
+	return out;
+}
+
+TEST(secrets_rewrite_basic_auth)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+	char head[1024], plain[256];
+
+	snprintf(plain, sizeof(plain), "x-access-token:%s", moat_secrets_placeholder(s, 0));
+	snprintf(head, sizeof(head), "GET /info/refs HTTP/1.1\r\nAuthorization: Basic %s\r\n\r\n",
+		 b64(plain));
+	ASSERT_EQ(run(s, "api.github.test", true, head, NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	char want[1024];
+	snprintf(want, sizeof(want), "Authorization: Basic %s\r\n", b64("x-access-token:" GH_REAL));
+	ASSERT_CONTAINS(r.head, want);
+	moat_secrets_result_clear(&r);
+
+	/* As user name, with a password; with padding of every length. */
+	for (int pad = 0; pad < 3; pad++) {
+		snprintf(plain, sizeof(plain), "%s:%.*s", moat_secrets_placeholder(s, 0), pad,
+			 "xyz");
+		snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nauthorization: basic %s\r\n\r\n",
+			 b64(plain));
+		ASSERT_EQ(run(s, "api.github.test", true, head, NULL, &r), 0);
+		ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+		char exp[128];
+		snprintf(exp, sizeof(exp), GH_REAL ":%.*s", pad, "xyz");
+		snprintf(want, sizeof(want), "authorization: basic %s\r\n", b64(exp));
+		ASSERT_CONTAINS(r.head, want);
+		moat_secrets_result_clear(&r);
+	}
+
+	/* Basic auth carrying the placeholder to another host: refused. */
+	snprintf(plain, sizeof(plain), "u:%s", moat_secrets_placeholder(s, 0));
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nAuthorization: Basic %s\r\n\r\n",
+		 b64(plain));
+	ASSERT_EQ(run(s, "evil.test", true, head, NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "GH_TOKEN");
+	moat_secrets_result_clear(&r);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_refuse_wrong_host)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+
+	ASSERT_EQ(run(s, "evil.test", true, "GET / HTTP/1.1\r\nAuthorization: Bearer @GH@\r\n\r\n",
+		      NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_EQ(r.secret, 0);
+	ASSERT_CONTAINS(r.reason, "GH_TOKEN");
+	ASSERT_CONTAINS(r.reason, "evil.test");
+	ASSERT_CONTAINS(r.reason, "not approved");
+	ASSERT_TRUE(r.head == NULL);
+
+	/* Cross-provider: GH's placeholder to API's host (RT-062 d). */
+	ASSERT_EQ(run(s, "x.api.test", true, "GET / HTTP/1.1\r\nX-Gh: @GH@\r\n\r\n", NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "GH_TOKEN");
+	/* Lookalike hosts. */
+	const char *bad[] = {"api.github.test.evil.test", "evilapi.github.test", "github.test",
+			     "api-github.test"};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		ASSERT_EQ(run(s, bad[i], true, "GET / HTTP/1.1\r\nA: @GH@\r\n\r\n", NULL, &r), 0);
+		ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	}
+	/* Mangled placeholders to another host: upper case, a fragment. */
+	char head[512];
+	const char *ph = moat_secrets_placeholder(s, 0);
+	char upper[MOAT_SECRETS_PLACEHOLDER_MAX];
+	for (size_t i = 0; i <= strlen(ph); i++)
+		upper[i] = (char)toupper((unsigned char)ph[i]);
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nX: %s\r\n\r\n", upper);
+	ASSERT_EQ(run(s, "evil.test", true, head, NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nX: zz%.14szz\r\n\r\n",
+		 ph + strlen(ph) - 20);
+	ASSERT_EQ(run(s, "evil.test", true, head, NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	/* Even to the right host, a mangled one is refused, not forwarded. */
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n", upper);
+	ASSERT_EQ(run(s, "api.github.test", true, head, NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_refuse_url_body_plain)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+	char head[512];
+
+	ASSERT_EQ(run(s, "api.github.test", true, "GET /search?q=@GH@ HTTP/1.1\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "URL");
+	ASSERT_CONTAINS(r.reason, "GH_TOKEN");
+	/* Percent-encoded in the URL. */
+	const char *ph = moat_secrets_placeholder(s, 0);
+	size_t o = (size_t)snprintf(head, sizeof(head), "GET /?t=");
+	for (const char *p = ph; *p; p++)
+		o += (size_t)snprintf(head + o, sizeof(head) - o, "%%%02X", (unsigned char)*p);
+	snprintf(head + o, sizeof(head) - o, " HTTP/1.1\r\n\r\n");
+	ASSERT_EQ(run(s, "evil.test", true, head, NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	/* Absolute-form URL. */
+	ASSERT_EQ(
+		run(s, "evil.test", false, "GET http://evil.test/@GH@ HTTP/1.1\r\n\r\n", NULL, &r),
+		0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+
+	/* In the body window, even to the approved host. */
+	char body[600];
+	snprintf(body, sizeof(body), "{\"token\":\"%s\"}", ph);
+	ASSERT_EQ(run(s, "api.github.test", true, "POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\n",
+		      body, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "body");
+
+	/* Plain HTTP to the right host (RT-062 e). */
+	ASSERT_EQ(run(s, "api.github.test", false,
+		      "GET / HTTP/1.1\r\nAuthorization: Bearer @GH@\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "plain HTTP");
+	/* Plain HTTP to an add-header host: refused rather than sent bare. */
+	ASSERT_EQ(run(s, "x.api.test", false, "GET / HTTP/1.1\r\n\r\n", NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "API_KEY");
+	/* Placeholder in a header name. */
+	ASSERT_EQ(run(s, "api.github.test", true, "GET / HTTP/1.1\r\n@GH@: 1\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_method_path_rules)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+
+	ASSERT_EQ(run(s, "git.test", true,
+		      "GET /repos/acme/x?ref=main HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		      NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_CONTAINS(r.head, "Bearer " ORG_REAL);
+	moat_secrets_result_clear(&r);
+
+	const char *bad[] = {
+		"POST /repos/acme/x HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		"GET /repos/other/x HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		"GET /repos/acme/../other HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		"GET /repos/acme/%2e%2e/other HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		"GET /repos/acme/..;/other HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		"GET /repos/acme HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		"get /repos/acme/x HTTP/1.1\r\nAuthorization: Bearer @ORG@\r\n\r\n",
+		/* Without a placeholder, the host's rules still apply. */
+		"DELETE /repos/acme/x HTTP/1.1\r\n\r\n",
+		"GET /admin HTTP/1.1\r\n\r\n",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		ASSERT_EQ(run(s, "git.test", true, bad[i], NULL, &r), 0);
+		if (r.verdict != MOAT_SECRETS_REFUSED)
+			moat_tap_fail(__FILE__, __LINE__, "not refused: %s", bad[i]);
+		ASSERT_CONTAINS(r.reason, "ORG");
+	}
+	/* An anonymous allowed request passes untouched. */
+	ASSERT_EQ(run(s, "git.test", true, "HEAD /repos/acme/ HTTP/1.1\r\n\r\n", NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_PASS);
+	ASSERT_TRUE(r.head == NULL);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_add_header_mode)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+
+	ASSERT_EQ(run(s, "eu.api.test", true, "GET /v1 HTTP/1.1\r\nHost: eu.api.test\r\n\r\n", NULL,
+		      &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_EQ(r.secret, 1);
+	ASSERT_STREQ(r.head,
+		     "GET /v1 HTTP/1.1\r\nHost: eu.api.test\r\n"
+		     "X-Api-Key: key=" API_REAL ";v=1\r\n\r\n");
+	ASSERT_STREQ(r.warning, "");
+	moat_secrets_result_clear(&r);
+
+	/* The client's own header is replaced, with a warning (RT-063). */
+	ASSERT_EQ(run(s, "eu.api.test", true, "GET /v1 HTTP/1.1\r\nx-api-key: mine\r\n\r\n", NULL,
+		      &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_TRUE(!strstr(r.head, "mine"));
+	ASSERT_CONTAINS(r.warning, "replaced");
+	moat_secrets_result_clear(&r);
+	/* The placeholder in that header: replaced silently. */
+	ASSERT_EQ(run(s, "eu.api.test", true, "GET /v1 HTTP/1.1\r\nX-Api-Key: @API@\r\n\r\n", NULL,
+		      &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_STREQ(r.warning, "");
+	ASSERT_TRUE(!strstr(r.head, "moat-ph"));
+	moat_secrets_result_clear(&r);
+
+	/* "*.api.test" does not cover api.test itself. */
+	ASSERT_EQ(run(s, "api.test", true, "GET /v1 HTTP/1.1\r\n\r\n", NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_PASS);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_client_credentials_and_trace)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+
+	/* RT-063: the client's own token to the credential host. */
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET / HTTP/1.1\r\nAuthorization: token ghp_ATTACKER\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "client-supplied Authorization");
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET / HTTP/1.1\r\nAuthorization: Basic dXNlcjpwYXNz\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	/* No credentials at all: forwarded as is. */
+	ASSERT_EQ(
+		run(s, "api.github.test", true, "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", NULL, &r),
+		0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_PASS);
+	/* Elsewhere the client's Authorization is none of our business. */
+	ASSERT_EQ(run(s, "other.test", true, "GET / HTTP/1.1\r\nAuthorization: token x\r\n\r\n",
+		      NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_PASS);
+
+	ASSERT_EQ(run(s, "api.github.test", true, "TRACE / HTTP/1.1\r\n\r\n", NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "TRACE");
+	ASSERT_EQ(run(s, "x.api.test", true, "TRACK / HTTP/1.1\r\n\r\n", NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_rewrite_malformed)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+	const char *bad[] = {
+		"GET / HTTP/1.1\nA: b\r\n\r\n",
+		"GET / HTTP/1.1\r\nA: b\n\r\n",
+		"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
+		"GET / HTTP/1.1\r\nA: b\r\n",
+		"GET / HTTP/1.1\r\nNoColon\r\n\r\n",
+		"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",
+		"GET  / HTTP/1.1\r\n\r\n",
+		"GET / HTTP/2\r\n\r\n",
+		"GET / HTTP/1.1\r\nA: b\rc\r\n\r\n",
+		"GET /\x01 HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\n\r\nX: y\r\n\r\n",
+		"",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		if (run(s, "api.github.test", true, bad[i], NULL, &r) != -EBADMSG)
+			moat_tap_fail(__FILE__, __LINE__, "accepted: %zu", i);
+		ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	}
+	char nul[] = "GET / HTTP/1.1\r\nA: \0\r\n\r\n";
+	struct moat_secrets_request rq = {
+		.host = "a.test", .tls = true, .head = nul, .head_len = sizeof(nul) - 1};
+	ASSERT_EQ(moat_secrets_rewrite(s, &rq, &r), -EBADMSG);
+	rq.host = "bad host";
+	ASSERT_EQ(moat_secrets_rewrite(s, &rq, &r), -EINVAL);
+
+	/* Too many header lines. */
+	size_t cap = 20 + (MOAT_SECRETS_MAX_HEADERS + 1) * 6 + 4;
+	char *many = malloc(cap);
+	size_t o = (size_t)snprintf(many, cap, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i <= MOAT_SECRETS_MAX_HEADERS; i++)
+		o += (size_t)snprintf(many + o, cap - o, "A: b\r\n");
+	o += (size_t)snprintf(many + o, cap - o, "\r\n");
+	rq = (struct moat_secrets_request){
+		.host = "a.test", .tls = true, .head = many, .head_len = o};
+	ASSERT_EQ(moat_secrets_rewrite(s, &rq, &r), -E2BIG);
+	free(many);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_rewrite_output_bounded)
+{
+	/* A 60 KiB value replaced 8 times would exceed the output cap. */
+	char **hosts = big_hosts;
+	struct moat_secret d = {.name = (char[]){"BIG"},
+				.source = MOAT_SECRET_ENV,
+				.from = (char[]){"MOAT_T_BIG"},
+				.hosts = hosts,
+				.n_hosts = 1};
+	struct moat_secrets *s = NULL;
+	struct moat_secrets_result r;
+	struct moat_error e;
+	char *v = malloc(60 * 1024 + 1);
+	memset(v, 'v', 60 * 1024);
+	v[60 * 1024] = '\0';
+	setenv("MOAT_T_BIG", v, 1);
+	free(v);
+	ASSERT_EQ(moat_secrets_new(&d, 1, &s, &e), 0);
+	char head[2048];
+	size_t o = (size_t)snprintf(head, sizeof(head), "GET / HTTP/1.1\r\n");
+	for (int i = 0; i < 8; i++)
+		o += (size_t)snprintf(head + o, sizeof(head) - o, "X%d: %s\r\n", i,
+				      moat_secrets_placeholder(s, 0));
+	o += (size_t)snprintf(head + o, sizeof(head) - o, "\r\n");
+	struct moat_secrets_request rq = {
+		.host = "big.test", .tls = true, .head = head, .head_len = o};
+	ASSERT_EQ(moat_secrets_rewrite(s, &rq, &r), -E2BIG);
+	ASSERT_TRUE(r.head == NULL);
+	moat_secrets_free(s);
+}
+
+TEST(secrets_scan_dns_and_scrub)
+{
+	struct moat_secrets *s = setup();
+	const char *ph = moat_secrets_placeholder(s, 2);
+	const char *hex = ph + strlen(ph) - 32;
+	char q[512];
+
+	snprintf(q, sizeof(q), "%s.evil.test", ph);
+	ASSERT_EQ(moat_secrets_scan_dns(s, q), 2);
+	/* Split across labels, upper case. */
+	snprintf(q, sizeof(q), "%.10s.%.10s.%.12s.evil.test", hex, hex + 10, hex + 20);
+	for (char *p = q; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	ASSERT_EQ(moat_secrets_scan_dns(s, q), 2);
+	/* A 12-character fragment alone. */
+	snprintf(q, sizeof(q), "x%.12s.evil.test", hex + 5);
+	ASSERT_EQ(moat_secrets_scan_dns(s, q), 2);
+	ASSERT_EQ(moat_secrets_scan_dns(s, "www.example.test"), -ENOENT);
+	snprintf(q, sizeof(q), "%.11s.evil.test", hex);
+	ASSERT_EQ(moat_secrets_scan_dns(s, q), -ENOENT);
+	ASSERT_EQ(moat_secrets_scan(s, "abc", 3), -ENOENT);
+
+	char resp[] =
+		"HTTP/1.1 200 OK\r\n\r\n{\"auth\":\"Bearer " GH_REAL "\",\"k\":\"" API_REAL "\"}";
+	size_t len = strlen(resp);
+	ASSERT_EQ(moat_secrets_scrub(s, resp, len), 2);
+	ASSERT_EQ(strlen(resp), len);
+	ASSERT_TRUE(!strstr(resp, "REAL"));
+	ASSERT_CONTAINS(resp, "Bearer ****");
+	moat_secrets_free(s);
+}
+
+TEST(secrets_host_match_and_http_rules)
+{
+	ASSERT_TRUE(moat_secrets_host_match("*.example.com", "a.example.com"));
+	ASSERT_TRUE(moat_secrets_host_match("*.example.com", "A.b.Example.com."));
+	ASSERT_TRUE(!moat_secrets_host_match("*.example.com", "example.com"));
+	ASSERT_TRUE(!moat_secrets_host_match("*.example.com", "evil-example.com"));
+	ASSERT_TRUE(!moat_secrets_host_match("*.example.com", "a.example.com.evil"));
+	ASSERT_TRUE(moat_secrets_host_match("example.com", "EXAMPLE.com"));
+	ASSERT_TRUE(moat_secrets_host_match("127.0.0.1", "127.0.0.1"));
+	ASSERT_TRUE(!moat_secrets_host_match("*.0.0.1", "127.0.0.1"));
+
+	char *m[] = {(char[]){"GET"}};
+	char *p[] = {(char[]){"/repos/acme/"}};
+	struct moat_http_rule rules[] = {
+		{.host = (char[]){"api.test"},
+		 .methods = m,
+		 .n_methods = 1,
+		 .paths = p,
+		 .n_paths = 1},
+	};
+	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "api.test", "GET", "/repos/acme/x?y=1"), 1);
+	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "api.test", "POST", "/repos/acme/x"), 0);
+	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "api.test", "GET", "/repos/x"), 0);
+	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "api.test", "GET", "/repos/acme/./x"), 0);
+	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "api.test", "GET", "/repos/acme/%2F../x"), 0);
+	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "other.test", "DELETE", "/"), 1);
+}
