@@ -450,3 +450,114 @@ TEST(tls_client_ctx_sources)
 	ASSERT_EQ(SSL_CTX_get_min_proto_version(c), TLS1_2_VERSION);
 	SSL_CTX_free(c);
 }
+
+/* ---- real clients against a minted leaf ---------------------------------------- */
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+/* Serve "ok" over TLS with leaves of ca on 127.0.0.1, forever (child). */
+static void serve(struct moat_tls_ca *ca, int lfd)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		SSL_CTX *ctx = NULL;
+		SSL *ssl = NULL;
+		char buf[4096];
+		unsigned w;
+		if (fd < 0)
+			continue;
+		if (moat_tls_leaf_ctx(ca, "api.allowed.test", &ctx) == 0 &&
+		    moat_tls_server_new(ctx, fd, &ssl) == 0 && moat_tls_handshake(ssl, &w) == 0 &&
+		    moat_tls_read(ssl, buf, sizeof(buf), &w) > 0) {
+			static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+						   "Connection: close\r\n\r\nok";
+			(void)moat_tls_write(ssl, resp, sizeof(resp) - 1, &w);
+			(void)moat_tls_shutdown(ssl, &w);
+		}
+		SSL_free(ssl);
+		SSL_CTX_free(ctx);
+		close(fd);
+	}
+}
+
+static int sh(const char *cmd)
+{
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+TEST(tls_real_clients_accept_leaf)
+{
+	struct moat_tls_ca *ca = NULL;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	char path[64], cmd[1024];
+	int lfd;
+	pid_t pid;
+
+	if (access("/usr/bin/curl", X_OK) < 0)
+		SKIP("curl is not installed");
+	ASSERT_EQ(moat_tls_ca_new("clients", &ca), 0);
+	ca_file(ca, path);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_TRUE(lfd >= 0);
+	ASSERT_EQ(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ASSERT_EQ(listen(lfd, 16), 0);
+	ASSERT_EQ(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+	unsigned port = ntohs(a.sin_port);
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		serve(ca, lfd);
+		_exit(0);
+	}
+
+	snprintf(cmd, sizeof(cmd),
+		 "out=$(curl -sS --max-time 10 --cacert %s --resolve api.allowed.test:%u:127.0.0.1 "
+		 "https://api.allowed.test:%u/) && [ \"$out\" = ok ]",
+		 path, port, port);
+	int curl_rc = sh(cmd);
+	/* The wrong name fails in curl too. */
+	snprintf(cmd, sizeof(cmd),
+		 "curl -sS --max-time 10 --cacert %s --resolve other.test:%u:127.0.0.1 "
+		 "https://other.test:%u/ 2>/dev/null",
+		 path, port, port);
+	int curl_wrong = sh(cmd);
+	/* Python with X509 strict checking (as Python >= 3.13 does by default). */
+	snprintf(cmd, sizeof(cmd),
+		 "python3 - <<'PY'\n"
+		 "import socket, ssl\n"
+		 "c = ssl.create_default_context(cafile='%s')\n"
+		 "c.verify_flags |= ssl.VERIFY_X509_STRICT\n"
+		 "s = c.wrap_socket(socket.create_connection(('127.0.0.1', %u), timeout=10),\n"
+		 "                  server_hostname='api.allowed.test')\n"
+		 "s.sendall(b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+		 "assert s.recv(100).endswith(b'ok'), 'bad reply'\n"
+		 "PY",
+		 path, port);
+	int py_rc = access("/usr/bin/python3", X_OK) == 0 ||
+			access("/root/.pyenv/shims/python3", X_OK) == 0
+		? sh(cmd)
+		: 0;
+	/* git (libcurl-gnutls on Debian) through GIT_SSL_CAINFO: TLS must work;
+	 * the reply is not a git repository, which is a different error. */
+	snprintf(
+		cmd, sizeof(cmd),
+		"out=$(GIT_SSL_CAINFO=%s GIT_TERMINAL_PROMPT=0 git -c "
+		"http.curloptResolve=api.allowed.test:%u:127.0.0.1 ls-remote "
+		"https://api.allowed.test:%u/r.git 2>&1); echo \"$out\" | grep -qi 'certificate\\|ssl\\|tls' "
+		"&& { echo \"# $out\"; exit 1; }; exit 0",
+		path, port, port);
+	int git_rc = access("/usr/bin/git", X_OK) == 0 ? sh(cmd) : 0;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+	ASSERT_EQ(curl_rc, 0);
+	ASSERT_NE(curl_wrong, 0);
+	ASSERT_EQ(py_rc, 0);
+	ASSERT_EQ(git_rc, 0);
+	moat_tls_ca_free(ca);
+}
