@@ -869,6 +869,9 @@ struct req {
 	size_t plen;
 	struct hdr h[MOAT_SECRETS_MAX_HEADERS];
 	unsigned n;
+	const struct hdr *host; /* the Host header, if any */
+	int64_t content_length; /* -1: none */
+	bool chunked;
 };
 
 static bool is_ws(char c)
@@ -970,6 +973,84 @@ static bool name_is(const struct hdr *h, const char *name)
 	return h->nlen == strlen(name) && strncasecmp(h->name, name, h->nlen) == 0;
 }
 
+/* Body framing and Host, refusing what two HTTP implementations could read
+ * differently (request smuggling): several or conflicting Content-Length,
+ * Transfer-Encoding other than exactly "chunked", both at once, two Hosts. */
+static int parse_framing(struct req *q)
+{
+	bool te = false;
+
+	q->host = NULL;
+	q->content_length = -1;
+	q->chunked = false;
+	for (unsigned i = 0; i < q->n; i++) {
+		const struct hdr *h = &q->h[i];
+		if (name_is(h, "Host")) {
+			if (q->host)
+				return -EBADMSG;
+			q->host = h;
+		} else if (name_is(h, "Content-Length")) {
+			int64_t v = 0;
+			if (h->vlen == 0 || h->vlen > 18)
+				return -EBADMSG;
+			for (size_t k = 0; k < h->vlen; k++) {
+				if (!isdigit((unsigned char)h->value[k]))
+					return -EBADMSG;
+				v = v * 10 + (h->value[k] - '0');
+			}
+			if (q->content_length >= 0 && q->content_length != v)
+				return -EBADMSG;
+			q->content_length = v;
+		} else if (name_is(h, "Transfer-Encoding")) {
+			if (te || h->vlen != 7 || strncasecmp(h->value, "chunked", 7) != 0)
+				return -EBADMSG;
+			te = true;
+		}
+	}
+	if (te && q->content_length >= 0)
+		return -EBADMSG;
+	q->chunked = te;
+	return 0;
+}
+
+/* Does the Host header (host[:port], [v6][:port]) name host? */
+static bool host_header_matches(const struct hdr *h, const char *host)
+{
+	char name[MOAT_TLS_MAX_NAME + 2], a[MOAT_TLS_MAX_NAME + 1], b[MOAT_TLS_MAX_NAME + 1];
+	const char *v = h->value, *end = h->value + h->vlen, *port;
+	bool ip;
+
+	if (h->vlen == 0 || h->vlen > MOAT_TLS_MAX_NAME + 8)
+		return false;
+	if (*v == '[') {
+		const char *close = memchr(v, ']', h->vlen);
+		if (!close)
+			return false;
+		port = close + 1;
+		v++;
+		end = close;
+	} else {
+		port = memchr(v, ':', h->vlen);
+		if (port)
+			end = port;
+		else
+			port = end;
+	}
+	if (port < h->value + h->vlen) {
+		if (*port != ':' || port + 1 == h->value + h->vlen)
+			return false;
+		for (const char *c = port + 1; c < h->value + h->vlen; c++)
+			if (!isdigit((unsigned char)*c))
+				return false;
+	}
+	if ((size_t)(end - v) > MOAT_TLS_MAX_NAME + 1)
+		return false;
+	memcpy(name, v, (size_t)(end - v));
+	name[end - v] = '\0';
+	return moat_tls_normalize_host(name, a, &ip) == 0 &&
+		moat_tls_normalize_host(host, b, &ip) == 0 && streq(a, b);
+}
+
 enum why {
 	WHY_HOST,
 	WHY_PLAIN,
@@ -996,8 +1077,12 @@ _printf_(3, 4) static int refuse(struct ctx *c, int secret, const char *fmt, ...
 	va_end(ap);
 	c->res->verdict = MOAT_SECRETS_REFUSED;
 	c->res->secret = secret;
-	snprintf(c->res->reason, sizeof(c->res->reason), "secret %s: %s (destination %s)",
-		 secret >= 0 ? c->s->v[secret].def->name : "?", what, c->rq->host);
+	if (secret >= 0)
+		snprintf(c->res->reason, sizeof(c->res->reason), "secret %s: %s (destination %s)",
+			 c->s->v[secret].def->name, what, c->rq->host);
+	else
+		snprintf(c->res->reason, sizeof(c->res->reason), "%s (destination %s)", what,
+			 c->rq->host);
 	return 0;
 }
 
@@ -1139,6 +1224,11 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 				any_mp_ok = true;
 		}
 	}
+
+	/* One authority per request: the one the proxy resolved and verified
+	 * (RT-062 b, c). */
+	if (q->host && !host_header_matches(q->host, c->rq->host))
+		return refuse(c, -1, "the Host header names another host");
 
 	/* Never in the URL, never in the body, whatever the host. */
 	i = detect(s, q->target, q->tlen, true);
@@ -1299,11 +1389,18 @@ int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets
 	if (!q)
 		return -ENOMEM;
 	r = parse_head(req->head, req->head_len, q);
+	if (r == 0)
+		r = parse_framing(q);
 	if (r < 0) {
 		free(q);
 		return r;
 	}
 	ret->verdict = MOAT_SECRETS_PASS;
+	ret->content_length = q->content_length;
+	ret->chunked = q->chunked;
+	ret->method_len = q->mlen;
+	ret->target_off = (size_t)(q->target - req->head);
+	ret->target_len = q->tlen;
 	c = (struct ctx){.s = s,
 			 .rq = req,
 			 .q = q,

@@ -115,12 +115,20 @@ struct moat_secrets_result {
 	int secret; /* the secret that was injected or caused the refusal, or -1 */
 	char reason[320]; /* REFUSED: names the secret and the destination, never a value */
 	char warning[320]; /* optional, e.g. a client header was replaced */
+	/* Filled whenever the head parsed (any verdict): */
+	int64_t content_length; /* -1: no Content-Length */
+	bool chunked; /* Transfer-Encoding: chunked */
+	size_t method_len; /* the method is head[0 .. method_len) */
+	size_t target_off, target_len; /* the request-target inside head */
 };
 
 /* Decide and rewrite one request head. Returns 0 with *ret filled, -EBADMSG
  * for a head that is not strict HTTP/1.x (bare LF, folding, NUL, no colon,
- * missing terminator...), -E2BIG when the head or the result would exceed the
- * limits, -EINVAL for a bad host. On any error the request must be refused.
+ * missing terminator, several Host headers, conflicting Content-Length,
+ * Transfer-Encoding other than "chunked" or together with Content-Length...).
+ * A Host header that names another host than req->host is refused. -E2BIG
+ * when the head or the result would exceed the limits, -EINVAL for a bad
+ * host. On any error the request must be refused.
  * Free with moat_secrets_result_clear() (wipes the head). */
 int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets_request *req,
 			 struct moat_secrets_result *ret);

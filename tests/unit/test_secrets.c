@@ -745,3 +745,57 @@ TEST(secrets_host_match_and_http_rules)
 	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "api.test", "GET", "/repos/acme/%2F../x"), 0);
 	ASSERT_EQ(moat_secrets_http_allowed(rules, 1, "other.test", "DELETE", "/"), 1);
 }
+
+TEST(secrets_rewrite_framing_and_host)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+
+	ASSERT_EQ(run(s, "other.test", true,
+		      "POST /x?y HTTP/1.1\r\nHost: other.test:8443\r\nContent-Length: 12\r\n\r\n",
+		      NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_PASS);
+	ASSERT_EQ(r.content_length, 12);
+	ASSERT_TRUE(!r.chunked);
+	ASSERT_EQ(r.method_len, 4);
+	ASSERT_EQ(r.target_off, 5);
+	ASSERT_EQ(r.target_len, 4);
+	ASSERT_EQ(run(s, "other.test", true,
+		      "POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_TRUE(r.chunked);
+	ASSERT_EQ(r.content_length, -1);
+	ASSERT_EQ(run(s, "::1", true, "GET / HTTP/1.1\r\nHost: [::1]:443\r\n\r\n", NULL, &r), 0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_PASS);
+
+	const char *smuggle[] = {
+		"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n",
+		"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: other.test\r\nHost: other.test\r\n\r\n",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(smuggle); i++)
+		if (run(s, "other.test", true, smuggle[i], NULL, &r) != -EBADMSG)
+			moat_tap_fail(__FILE__, __LINE__, "accepted: %s", smuggle[i]);
+
+	/* Host names another host than the one the proxy verified (RT-062 b, c). */
+	const char *hosts[] = {"evil.test",	   "api.github.test:x@evil.test",
+			       "api.github.test.", "[::1]",
+			       "api.github.test:", "api.github.test:44x"};
+	const int ok[] = {0, 0, 1, 0, 0, 0};
+	for (size_t i = 0; i < ELEMENTSOF(hosts); i++) {
+		char head[256];
+		snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", hosts[i]);
+		ASSERT_EQ(run(s, "api.github.test", true, head, NULL, &r), 0);
+		if ((r.verdict != MOAT_SECRETS_REFUSED) != ok[i])
+			moat_tap_fail(__FILE__, __LINE__, "Host: %s: verdict %d", hosts[i],
+				      r.verdict);
+		if (!ok[i])
+			ASSERT_CONTAINS(r.reason, "Host header");
+	}
+	moat_secrets_free(s);
+}
