@@ -1379,6 +1379,10 @@ int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets
 	int r;
 
 	*ret = (struct moat_secrets_result){.verdict = MOAT_SECRETS_REFUSED, .secret = -1};
+	if (!s) {
+		static const struct moat_secrets none = {0};
+		s = &none;
+	}
 	if (!req || !req->host || moat_tls_normalize_host(req->host, norm, &ip) < 0)
 		return -EINVAL;
 	if (!req->head || req->head_len > MOAT_SECRETS_MAX_HEAD)

@@ -122,7 +122,7 @@ struct moat_secrets_result {
 	size_t target_off, target_len; /* the request-target inside head */
 };
 
-/* Decide and rewrite one request head. Returns 0 with *ret filled, -EBADMSG
+/* Decide and rewrite one request head (s may be NULL: no secrets). Returns 0 with *ret filled, -EBADMSG
  * for a head that is not strict HTTP/1.x (bare LF, folding, NUL, no colon,
  * missing terminator, several Host headers, conflicting Content-Length,
  * Transfer-Encoding other than "chunked" or together with Content-Length...).
