@@ -422,6 +422,13 @@ static int fail_tls(struct moat_intercept *x, SSL *ssl, const char *side, int r)
 int moat_intercept_new(const struct moat_intercept_config *cfg, const char *host, int client_fd,
 		       int upstream_fd, struct moat_intercept **ret)
 {
+	return moat_intercept_new_prefixed(cfg, host, client_fd, NULL, 0, upstream_fd, ret);
+}
+
+int moat_intercept_new_prefixed(const struct moat_intercept_config *cfg, const char *host,
+				int client_fd, const void *prefix, size_t prefix_len,
+				int upstream_fd, struct moat_intercept **ret)
+{
 	struct moat_intercept *x;
 	SSL_CTX *leaf = NULL;
 	bool ip;
@@ -443,7 +450,7 @@ int moat_intercept_new(const struct moat_intercept_config *cfg, const char *host
 	r = moat_tls_leaf_ctx(cfg->ca, x->host, &leaf);
 	if (r < 0)
 		goto fail;
-	r = moat_tls_server_new(leaf, client_fd, &x->cs);
+	r = moat_tls_server_new_prefixed(leaf, client_fd, prefix, prefix_len, &x->cs);
 	SSL_CTX_free(leaf);
 	if (r < 0)
 		goto fail;

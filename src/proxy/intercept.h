@@ -66,6 +66,11 @@ struct moat_intercept;
  * Host header must name). cfg is copied; what it points to must outlive x. */
 int moat_intercept_new(const struct moat_intercept_config *cfg, const char *host, int client_fd,
 		       int upstream_fd, struct moat_intercept **ret);
+/* The same when the client's first bytes (its ClientHello, read to check
+ * the SNI) were already taken off client_fd: they are replayed first. */
+int moat_intercept_new_prefixed(const struct moat_intercept_config *cfg, const char *host,
+				int client_fd, const void *prefix, size_t prefix_len,
+				int upstream_fd, struct moat_intercept **ret);
 struct moat_intercept *moat_intercept_free(struct moat_intercept *x);
 
 /* Make all progress possible now. 0: wait for *ret_client_events /

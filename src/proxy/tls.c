@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -524,6 +525,45 @@ int moat_tls_client_new(SSL_CTX *ctx, int fd, const char *hostname, SSL **ret)
 	if (SSL_set_fd(ssl, fd) != 1)
 		return -EBADF;
 	SSL_set_connect_state(ssl);
+	*ret = TAKE_PTR(ssl);
+	return 0;
+}
+
+int moat_tls_server_new_prefixed(SSL_CTX *ctx, int fd, const void *prefix, size_t len, SSL **ret)
+{
+	_cleanup_(ssl_freep) SSL *ssl = NULL;
+	BIO *rbuf, *rsock, *wsock;
+
+	if (len == 0)
+		return moat_tls_server_new(ctx, fd, ret);
+	if (len > INT_MAX)
+		return -E2BIG;
+	ssl = SSL_new(ctx);
+	if (!ssl)
+		return -ENOMEM;
+	/* Reads: a buffering BIO pre-filled with the bytes the proxy already
+	 * took off the socket (the ClientHello it inspected), then the socket.
+	 * Writes go straight to the socket. */
+	rbuf = BIO_new(BIO_f_buffer());
+	rsock = BIO_new_socket(fd, BIO_NOCLOSE);
+	wsock = BIO_new_socket(fd, BIO_NOCLOSE);
+	if (!rbuf || !rsock || !wsock) {
+		BIO_free(rbuf);
+		BIO_free(rsock);
+		BIO_free(wsock);
+		return -ENOMEM;
+	}
+	/* The read buffer must hold the prefix. */
+	if (BIO_set_read_buffer_size(rbuf, MAX((long)len, 4096L)) != 1 ||
+	    BIO_set_buffer_read_data(rbuf, (void *)(uintptr_t)prefix, (long)len) != 1) {
+		BIO_free(rbuf);
+		BIO_free(rsock);
+		BIO_free(wsock);
+		return -ENOMEM;
+	}
+	BIO_push(rbuf, rsock);
+	SSL_set_bio(ssl, rbuf, wsock);
+	SSL_set_accept_state(ssl);
 	*ret = TAKE_PTR(ssl);
 	return 0;
 }

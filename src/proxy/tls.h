@@ -108,6 +108,10 @@ int moat_tls_client_ctx(const char *ca_file, SSL_CTX **ret);
 int moat_tls_client_new(SSL_CTX *ctx, int fd, const char *hostname, SSL **ret);
 /* A server SSL on fd with a context from moat_tls_leaf_ctx(). */
 int moat_tls_server_new(SSL_CTX *ctx, int fd, SSL **ret);
+/* The same, when the proxy already read the first bytes of the client's
+ * handshake off fd (to inspect the ClientHello): they are replayed to
+ * OpenSSL before anything else is read from fd. */
+int moat_tls_server_new_prefixed(SSL_CTX *ctx, int fd, const void *prefix, size_t len, SSL **ret);
 
 /* Drive the handshake: 0 when done, -EAGAIN with *ret_want set, -EPROTO on a
  * TLS failure (including certificate verification: see moat_tls_error). */

@@ -196,7 +196,15 @@ static void intercept_conn(struct world *w, int cfd, unsigned up_port, const cha
 		.report = on_report,
 		.userdata = w,
 	};
-	if (moat_intercept_new(&cfg, "api.github.test", cfd, ufd, &x) < 0)
+	/* Like the proxy: the first bytes of the ClientHello were read to look
+	 * at the SNI before deciding to intercept. */
+	char hello[64];
+	struct pollfd hp = {.fd = cfd, .events = POLLIN};
+	ssize_t hn = poll(&hp, 1, 10000) == 1 ? recv(cfd, hello, sizeof(hello), 0) : -1;
+	if (hn <= 0)
+		_exit(6);
+	if (moat_intercept_new_prefixed(&cfg, "api.github.test", cfd, hello, (size_t)hn, ufd, &x) <
+	    0)
 		_exit(3);
 	for (;;) {
 		uint32_t ce, ue;

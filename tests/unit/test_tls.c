@@ -561,3 +561,51 @@ TEST(tls_real_clients_accept_leaf)
 	ASSERT_EQ(git_rc, 0);
 	moat_tls_ca_free(ca);
 }
+
+TEST(tls_server_prefixed_clienthello)
+{
+	struct moat_tls_ca *ca = NULL;
+	char path[64];
+
+	ASSERT_EQ(moat_tls_ca_new("pfx", &ca), 0);
+	ca_file(ca, path);
+	/* Part of the ClientHello already read by the proxy, or all of it. */
+	for (int all = 0; all < 2; all++) {
+		SSL_CTX *sctx = NULL, *cctx = NULL;
+		SSL *c = NULL, *s = NULL;
+		char hello[8192], buf[32] = {0};
+		int sv[2], rc, rs;
+		unsigned w;
+
+		nb_pair(sv);
+		ASSERT_EQ(moat_tls_client_ctx(path, &cctx), 0);
+		ASSERT_EQ(moat_tls_client_new(cctx, sv[1], "api.allowed.test", &c), 0);
+		ASSERT_EQ(moat_tls_handshake(c, &w), -EAGAIN);
+		ssize_t n = recv(sv[0], hello, all ? sizeof(hello) : 7, 0);
+		ASSERT_TRUE(n > 0);
+		ASSERT_EQ(moat_tls_leaf_ctx(ca, "api.allowed.test", &sctx), 0);
+		ASSERT_EQ(moat_tls_server_new_prefixed(sctx, sv[0], hello, (size_t)n, &s), 0);
+		pump(c, s, &rc, &rs);
+		ASSERT_EQ(rc, 0);
+		ASSERT_EQ(rs, 0);
+		ASSERT_EQ(moat_tls_write(c, "ping", 4, &w), 4);
+		n = -EAGAIN;
+		for (int i = 0; i < 50 && n == -EAGAIN; i++)
+			n = moat_tls_read(s, buf, sizeof(buf), &w);
+		ASSERT_EQ(n, 4);
+		ASSERT_STREQ(buf, "ping");
+		ASSERT_EQ(moat_tls_write(s, "pong", 4, &w), 4);
+		n = -EAGAIN;
+		for (int i = 0; i < 50 && n == -EAGAIN; i++)
+			n = moat_tls_read(c, buf, sizeof(buf), &w);
+		ASSERT_EQ(n, 4);
+		SSL_free(c);
+		SSL_free(s);
+		SSL_CTX_free(sctx);
+		SSL_CTX_free(cctx);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	unlink(path);
+	moat_tls_ca_free(ca);
+}
