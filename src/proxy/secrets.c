@@ -537,6 +537,38 @@ struct moat_secrets *moat_secrets_free(struct moat_secrets *s)
 	return NULL;
 }
 
+void moat_secrets_drop_values(struct moat_secrets *s)
+{
+	for (unsigned i = 0; s && i < s->n; i++) {
+		moat_secrets_value_free(s->v[i].value, s->v[i].value_len);
+		s->v[i].value = NULL;
+		s->v[i].value_len = 0;
+	}
+}
+
+unsigned moat_secrets_scrub_environ(const struct moat_secrets *s)
+{
+	unsigned count = 0;
+
+	for (unsigned i = 0; s && i < s->n; i++) {
+		const struct moat_secret *d = s->v[i].def;
+		size_t nlen;
+		if (d->source != MOAT_SECRET_ENV)
+			continue;
+		nlen = strlen(d->from);
+		for (char **e = environ; e && *e; e++)
+			if (strncmp(*e, d->from, nlen) == 0 && (*e)[nlen] == '=') {
+				/* Overwrite in place: the initial environment block
+				 * cannot be freed and would be copied into every
+				 * process forked later. */
+				OPENSSL_cleanse(*e + nlen + 1, strlen(*e + nlen + 1));
+				count++;
+			}
+		(void)unsetenv(d->from);
+	}
+	return count;
+}
+
 unsigned moat_secrets_count(const struct moat_secrets *s)
 {
 	return s ? s->n : 0;
@@ -738,6 +770,8 @@ unsigned moat_secrets_scrub(const struct moat_secrets *s, char *buf, size_t len)
 	for (unsigned i = 0; i < s->n; i++) {
 		const struct secret *x = &s->v[i];
 		char *p = buf, *end = buf + len;
+		if (!x->value)
+			continue;
 		while ((p = memmem(p, (size_t)(end - p), x->value, x->value_len))) {
 			memset(p, '*', x->value_len);
 			p += x->value_len;
@@ -1215,7 +1249,7 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 			: !m		 ? WHY_METHOD
 			: !p		 ? WHY_PATH
 					 : WHY_HOST;
-		c->approved[k] = c->bound[k] && c->rq->tls && m && p;
+		c->approved[k] = c->bound[k] && c->rq->tls && m && p && s->v[k].value;
 		if (c->bound[k]) {
 			any_bound = true;
 			if (first_bound < 0)

@@ -25,10 +25,19 @@
  * Redirects are not followed by the proxy: the client's next request to the
  * redirect target carries the placeholder and is refused there.
  *
- * Process hardening: the proxy worker calls moat_secrets_harden_process()
- * first thing after fork (PR_SET_DUMPABLE 0, RLIMIT_CORE 0, OpenSSL's
- * mlock'ed secure heap). Values are loaded either in the worker, or in the
- * supervisor before fork, which then frees its copy (moat_secrets_free wipes).
+ * Process hardening and order of a run (the sandbox's init is a copy of the
+ * supervisor's memory, so nothing secret may be in it when it is cloned):
+ *   supervisor: moat_secrets_new() (fail the run, exit 125, with the
+ *               error's message on failure); moat_tls_ca_new() +
+ *               moat_tls_write_bundle(). (Not moat_secrets_harden_process():
+ *               a non-dumpable supervisor would pass that on to the sandbox
+ *               it clones, whose uid_map it then could not write.)
+ *   fork the proxy worker: its first step is moat_secrets_harden_process();
+ *               it keeps the secrets and the CA;
+ *   supervisor: moat_secrets_drop_values(), moat_secrets_scrub_environ(),
+ *               moat_tls_ca_free(); then build the sandbox's environment
+ *               (NAME=moat_secrets_placeholder(), the CA bundle variables)
+ *               and clone the sandbox.
  */
 #pragma once
 
@@ -59,6 +68,17 @@ struct moat_secrets;
 int moat_secrets_new(const struct moat_secret *defs, unsigned n_defs, struct moat_secrets **ret,
 		     struct moat_error *ret_err);
 struct moat_secrets *moat_secrets_free(struct moat_secrets *s);
+
+/* For the supervisor, once the proxy worker (which needs the values) is
+ * forked and before the sandbox is cloned: wipe the values, keep names and
+ * placeholders (for the sandbox's environment). Nothing is injected with a
+ * dropped value. */
+void moat_secrets_drop_values(struct moat_secrets *s);
+/* Also for the supervisor before cloning the sandbox: overwrite, in place,
+ * the values of environment-sourced secrets in moat's own environment block
+ * (which a fork would copy into the sandbox's init) and unset them. Returns
+ * how many entries were wiped. */
+unsigned moat_secrets_scrub_environ(const struct moat_secrets *s);
 
 /* Load one value (what moat_secrets_new does per secret), with a command
  * timeout. *ret_value is NUL-terminated, in locked memory when possible;

@@ -799,3 +799,35 @@ TEST(secrets_rewrite_framing_and_host)
 	}
 	moat_secrets_free(s);
 }
+
+TEST(secrets_drop_values_and_scrub_environ)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+	char *env_entry = NULL;
+	extern char **environ;
+
+	for (char **e = environ; *e; e++)
+		if (startswith(*e, "MOAT_T_GH="))
+			env_entry = *e;
+	ASSERT_TRUE(env_entry != NULL);
+	/* Three env-sourced secrets. */
+	ASSERT_EQ(moat_secrets_scrub_environ(s), 3);
+	ASSERT_TRUE(getenv("MOAT_T_GH") == NULL);
+	/* The bytes of the old entry are gone too (setenv's copy, here). */
+	ASSERT_TRUE(!strstr(env_entry, "REAL"));
+
+	/* Values are still loaded: injection works until they are dropped. */
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET / HTTP/1.1\r\nAuthorization: Bearer @GH@\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	moat_secrets_result_clear(&r);
+	moat_secrets_drop_values(s);
+	ASSERT_TRUE(startswith(moat_secrets_placeholder(s, 0), "moat-ph-GH_TOKEN-"));
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET / HTTP/1.1\r\nAuthorization: Bearer @GH@\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	moat_secrets_free(s);
+}
