@@ -886,7 +886,7 @@ int moat_cgroup_kill(struct moat_cgroup *cg)
 	if (!cg)
 		return 0;
 	uint64_t end = now_ms() + KILL_TIMEOUT_MS;
-	for (;;) {
+	for (unsigned round = 0;; round++) {
 		if (count_procs(cg) == 0)
 			return 0;
 		if (now_ms() > end)
@@ -899,7 +899,10 @@ int moat_cgroup_kill(struct moat_cgroup *cg)
 			    write_at(d->fd, "cgroup.kill", "1", cg->fake) >= 0)
 				killed = true;
 		}
-		if (!killed) {
+		/* Something that is in a v1 group but not the v2 one (attach raced
+		 * with a crash) survives cgroup.kill: from the third round on, also
+		 * signal every listed pid. */
+		if (!killed || round >= 2) {
 			/* Frozen tasks cannot fork, so one pass over cgroup.procs finds
 			 * them all; the SIGKILLs land when we thaw. Without a freezer we
 			 * loop, and the pids limit bounds the race. */
@@ -1015,6 +1018,40 @@ int moat_cgroup_destroy(struct moat_cgroup *cg)
 	}
 	free(cg);
 	return first;
+}
+
+/* ---- doctor ----------------------------------------------------------------- */
+
+int moat_cgroup_describe(const struct moat_cgroup_info *info, char *buf, size_t len)
+{
+	char a[64], u[64];
+	size_t off = 0;
+	int n;
+#define ADD(...) \
+	do { \
+		n = snprintf(buf + off, len - off, __VA_ARGS__); \
+		if (n < 0 || (size_t)n >= len - off) \
+			return -ENOBUFS; \
+		off += (size_t)n; \
+	} while (0)
+	if (len == 0)
+		return -ENOBUFS;
+	buf[0] = 0;
+	ADD("cgroup: %s; controllers available: %s; usable by this user: %s%s\n",
+	    info->mode == 2	      ? "v2 (unified)"
+		    : info->mode == 1 ? "v1 (legacy/hybrid)"
+				      : "none",
+	    info->available ? moat_cgroup_ctrl_names(info->available, a, sizeof(a)) : "none",
+	    info->usable ? moat_cgroup_ctrl_names(info->usable, u, sizeof(u)) : "none",
+	    info->v2_tracking ? "; v2 tracking group for cgroup.kill" : "");
+	for (unsigned i = 0; i < info->n_hier; i++) {
+		const struct moat_cgroup_hier *h = &info->hier[i];
+		ADD("  v%d %-16s groups below %s/moat (%s)\n", h->version,
+		    h->controllers ? moat_cgroup_ctrl_names(h->controllers, a, sizeof(a)) : "-",
+		    h->base, h->writable ? "writable" : "not writable");
+	}
+#undef ADD
+	return (int)off;
 }
 
 /* ---- rlimits ----------------------------------------------------------------- */

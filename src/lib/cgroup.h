@@ -67,6 +67,10 @@ int moat_cgroup_detect_at(const char *root, struct moat_cgroup_info *ret);
 /* A comma-separated list of controller names ("memory,pids") into buf. */
 const char *moat_cgroup_ctrl_names(unsigned mask, char *buf, size_t len);
 
+/* A readable report for `moat doctor`: mode, controllers, where groups go and
+ * whether we may write there. Returns the length or -ENOBUFS. */
+int moat_cgroup_describe(const struct moat_cgroup_info *info, char *buf, size_t len);
+
 /* Limits; 0 = no limit (the group is still made, for accounting and kill). */
 struct moat_cgroup_limits {
 	uint64_t cpus_milli; /* 1500 = 1.5 CPUs */

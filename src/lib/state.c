@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -530,4 +531,84 @@ int moat_state_gc(const char *dir, struct moat_state_gc_result *ret)
 			ret->removed++;
 	}
 	return first;
+}
+
+/* ---- public API -------------------------------------------------------------------- */
+
+_printf_(3, 4) static int state_fail(struct moat_error *e, int err, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		memset(e, 0, sizeof(*e));
+		snprintf(e->stage, sizeof(e->stage), "state");
+		e->err = -err;
+		va_start(ap, fmt);
+		vsnprintf(e->message, sizeof(e->message), fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static int pick_dir(const char *state_dir, char *buf, size_t len, struct moat_error *ret_err)
+{
+	if (state_dir) {
+		if (strlen(state_dir) >= len)
+			return state_fail(ret_err, -ENAMETOOLONG, "state directory path too long");
+		snprintf(buf, len, "%s", state_dir);
+		return 0;
+	}
+	int r = moat_state_default_dir(buf, len);
+	if (r < 0)
+		return state_fail(ret_err, r, "cannot find the state directory: %s", strerror(-r));
+	return 0;
+}
+
+int moat_gc(const char *state_dir, struct moat_gc_result *ret, struct moat_error *ret_err)
+{
+	char dir[MOAT_STATE_PATH];
+	struct moat_state_gc_result g;
+	int r = pick_dir(state_dir, dir, sizeof(dir), ret_err);
+	memset(ret, 0, sizeof(*ret));
+	if (r < 0)
+		return r;
+	r = moat_state_gc(dir, &g);
+	ret->live = g.live;
+	ret->removed = g.removed;
+	ret->failed = g.failed;
+	ret->cgroups = g.cgroups;
+	ret->tmpdirs = g.tmpdirs;
+	if (r < 0)
+		return state_fail(ret_err, r, "%u dead run(s) in %s could not be cleaned: %s",
+				  g.failed, dir, strerror(-r));
+	return 0;
+}
+
+int moat_ps(const char *state_dir, struct moat_run_info **ret, size_t *ret_n,
+	    struct moat_error *ret_err)
+{
+	char dir[MOAT_STATE_PATH];
+	struct moat_state_record *recs = NULL;
+	size_t n = 0;
+	*ret = NULL;
+	*ret_n = 0;
+	int r = pick_dir(state_dir, dir, sizeof(dir), ret_err);
+	if (r < 0)
+		return r;
+	r = moat_state_list(dir, &recs, &n);
+	if (r < 0)
+		return state_fail(ret_err, r, "cannot list %s: %s", dir, strerror(-r));
+	struct moat_run_info *out = calloc(n ? n : 1, sizeof(*out));
+	if (!out) {
+		free(recs);
+		return state_fail(ret_err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(out[i].id, sizeof(out[i].id), "%s", recs[i].id);
+		out[i].pid = recs[i].pid;
+		out[i].start_us = recs[i].start_us;
+	}
+	free(recs);
+	*ret = out;
+	*ret_n = n;
+	return 0;
 }

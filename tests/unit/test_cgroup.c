@@ -337,6 +337,13 @@ TEST(cgroup_hybrid_fake)
 			mem_base = info.hier[i].base;
 	ASSERT_TRUE(mem_base != NULL);
 	ASSERT_CONTAINS(mem_base, "/sys/fs/cgroup/memory/process_api/abc");
+	char text[4096];
+	ASSERT_TRUE(moat_cgroup_describe(&info, text, sizeof(text)) > 0);
+	ASSERT_CONTAINS(text, "cgroup: v1 (legacy/hybrid)");
+	ASSERT_CONTAINS(text, "v2 tracking group for cgroup.kill");
+	ASSERT_CONTAINS(text, "v1 memory");
+	ASSERT_CONTAINS(text, "/memory/process_api/abc/moat (writable)");
+	ASSERT_EQ(moat_cgroup_describe(&info, text, 16), -ENOBUFS);
 
 	ASSERT_EQ(moat_cgroup_create_with(&info, &l, "h1", &cg, NULL), 0);
 	ASSERT_EQ(moat_cgroup_n_dirs(cg), 6);

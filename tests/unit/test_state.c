@@ -312,3 +312,32 @@ TEST(state_gc_stale_dot_entries)
 	ASSERT_EQ(stat(p, &st), 0);
 	drop_sdir();
 }
+
+/* The public wrappers the CLI uses (moat gc, moat ps). */
+TEST(state_public_gc_ps)
+{
+	struct moat_state_record r;
+	struct moat_state_entry *e = NULL;
+	struct moat_run_info *runs = NULL;
+	struct moat_gc_result g;
+	struct moat_error err;
+	size_t n = 0;
+	make_sdir();
+	/* Nothing recorded yet: the directory does not even exist. */
+	ASSERT_EQ(moat_gc(sdir, &g, &err), 0);
+	ASSERT_EQ(g.removed + g.live + g.failed, 0);
+	ASSERT_EQ(moat_ps(sdir, &runs, &n, &err), 0);
+	ASSERT_EQ(n, 0);
+	free(runs);
+	fill(&r, "pub");
+	ASSERT_EQ(moat_state_register(sdir, &r, &e), 0);
+	ASSERT_EQ(moat_ps(sdir, &runs, &n, &err), 0);
+	ASSERT_EQ(n, 1);
+	ASSERT_STREQ(runs[0].id, "pub");
+	ASSERT_EQ(runs[0].pid, getpid());
+	free(runs);
+	ASSERT_EQ(moat_gc(sdir, &g, &err), 0);
+	ASSERT_EQ(g.live, 1);
+	ASSERT_EQ(moat_state_unregister(e), 0);
+	drop_sdir();
+}
