@@ -312,6 +312,15 @@ int moat_state_unregister(struct moat_state_entry *e)
 	return r;
 }
 
+void moat_state_abandon(struct moat_state_entry *e)
+{
+	if (!e)
+		return;
+	safe_close(e->lockfd);
+	safe_close(e->dirfd);
+	free(e);
+}
+
 /* ---- list and gc ----------------------------------------------------------------- */
 
 /* 1: lock held by someone (live), 0: free (dead), <0: error (e.g. no lock file). */

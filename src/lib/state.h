@@ -53,6 +53,8 @@ int moat_state_register(const char *dir, const struct moat_state_record *rec,
 int moat_state_update(struct moat_state_entry *e, const struct moat_state_record *rec);
 /* Remove the entry and release the lock; frees e (accepts NULL). */
 int moat_state_unregister(struct moat_state_entry *e);
+/* Release the lock but keep the entry, for gc to finish; frees e (accepts NULL). */
+void moat_state_abandon(struct moat_state_entry *e);
 
 /* run.json <-> record. Parsing is strict and bounded (fuzzed: fuzz_state_record). */
 int moat_state_record_to_json(const struct moat_state_record *rec, char **ret_json);
