@@ -4,11 +4,10 @@
 
 void moat_doctor_extra(json_t *o)
 {
-	(void)o;
+	moat_doctor_cgroup(o);
 }
 
 void moat_doctor_extra_text(FILE *t, json_t *o)
 {
-	(void)t;
-	(void)o;
+	moat_doctor_cgroup_text(t, o);
 }

@@ -7,6 +7,7 @@
  * step writes one struct moat_setup_error to the setup pipe and exits.
  */
 #include <fcntl.h>
+#include <poll.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/openat2.h>
@@ -767,6 +768,14 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)sb->p->gid);
 	if (setresuid(sb->p->uid, sb->p->uid, sb->p->uid) < 0)
 		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)sb->p->uid);
+	/* A credential change clears the parent-death signal (root mode maps us to
+	 * another host uid): arm it again, then make sure moat did not die in
+	 * between (the write end of a pipe whose reader is gone polls POLLERR). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(MOAT_EXIT_SETUP);
+	struct pollfd alive = { .fd = sb->setup_w, .events = 0 };
+	if (poll(&alive, 1, 0) > 0 && (alive.revents & POLLERR))
+		_exit(MOAT_EXIT_SETUP);
 	if (sethostname(sb->p->hostname, strlen(sb->p->hostname)) < 0)
 		die(MOAT_STAGE_HOSTNAME, errno, -1, "sethostname");
 	if (setdomainname("", 0) < 0)
