@@ -84,8 +84,8 @@ int moat_supervise_limits_child(struct moat_run *r)
 {
 	int k = moat_limits_attach(&r->limits, r->init_pid);
 	if (k < 0)
-		return moat_error_set(r->err, "cgroup", -k, "cannot move the sandbox into its cgroup: %s",
-				      strerror(-k));
+		return moat_error_set(r->err, "cgroup", -k,
+				      "cannot move the sandbox into its cgroup: %s", strerror(-k));
 	return 0;
 }
 
