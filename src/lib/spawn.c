@@ -45,22 +45,6 @@ uint64_t moat_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-const char *moat_reason_name(enum moat_reason r)
-{
-	static const char *const names[] = {
-		[MOAT_REASON_EXITED] = "exited",
-		[MOAT_REASON_SIGNALED] = "signaled",
-		[MOAT_REASON_TIMEOUT] = "timeout",
-		[MOAT_REASON_MEMORY] = "memory",
-		[MOAT_REASON_PIDS] = "pids",
-		[MOAT_REASON_SETUP_FAILED] = "setup-failed",
-		[MOAT_REASON_NOT_FOUND] = "not-found",
-		[MOAT_REASON_CANNOT_EXEC] = "cannot-exec",
-		[MOAT_REASON_INTERRUPTED] = "interrupted",
-	};
-	return (size_t)r < ELEMENTSOF(names) && names[r] ? names[r] : "unknown";
-}
-
 static int random_hex(char *out, size_t nbytes)
 {
 	unsigned char b[32];
