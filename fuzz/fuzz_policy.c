@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (moat_policy_to_json(p, &json) >= 0) {
 			/* what we print must parse back */
 			struct moat_policy *q = moat_policy_new();
-			if (q && moat_policy_load_string(q, json, strlen(json), "roundtrip", &e) < 0)
+			if (q &&
+			    moat_policy_load_string(q, json, strlen(json), "roundtrip", &e) < 0)
 				abort();
 			moat_policy_free(q);
 		}

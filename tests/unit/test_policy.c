@@ -75,8 +75,8 @@ static void expect_bad(const char *file, unsigned line, unsigned col, const char
 	if (p)
 		moat_tap_fail(__FILE__, __LINE__, "%s was accepted", file);
 	if (e.line != line || e.column != col || !strstr(e.message, frag))
-		moat_tap_fail(__FILE__, __LINE__, "%s: want %u:%u \"%s\", got %u:%u \"%s\"", file, line,
-			      col, frag, e.line, e.column, e.message);
+		moat_tap_fail(__FILE__, __LINE__, "%s: want %u:%u \"%s\", got %u:%u \"%s\"", file,
+			      line, col, frag, e.line, e.column, e.message);
 }
 
 TEST(policy_bad_fixtures)
@@ -100,7 +100,7 @@ TEST(policy_bad_fixtures)
 TEST(policy_flags)
 {
 	struct moat_policy *p = moat_policy_new();
-	struct moat_error e = { 0 };
+	struct moat_error e = {0};
 	ASSERT_EQ(moat_policy_set_option(p, "--ro", "/a:/b", &e), 0);
 	ASSERT_STREQ(p->mounts[0].src, "/a");
 	ASSERT_STREQ(p->mounts[0].dest, "/b");
@@ -111,7 +111,9 @@ TEST(policy_flags)
 	ASSERT_EQ(moat_policy_set_option(p, "--allow-host", "api.example.com:443,8443", &e), 0);
 	ASSERT_EQ(p->net, MOAT_NET_ALLOW);
 	ASSERT_EQ(p->allow_hosts[0].n_ports, 2);
-	ASSERT_EQ(moat_policy_set_option(p, "--secret", "GH_TOKEN@api.github.com,uploads.github.com", &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--secret",
+					 "GH_TOKEN@api.github.com,uploads.github.com", &e),
+		  0);
 	ASSERT_EQ(p->secrets[0].n_hosts, 2);
 	ASSERT_EQ(moat_policy_set_option(p, "--timeout", "90s", &e), 0);
 	ASSERT_EQ(p->timeout_ms, 90000);
@@ -138,7 +140,7 @@ TEST(policy_flags)
 TEST(policy_validate_cross_keys)
 {
 	struct moat_policy *p = moat_policy_new();
-	struct moat_error e = { 0 };
+	struct moat_error e = {0};
 	ASSERT_EQ(moat_policy_set_option(p, "--ro", "/a:/x", &e), 0);
 	ASSERT_EQ(moat_policy_set_option(p, "--rw", "/b:/x", &e), 0);
 	ASSERT_TRUE(moat_policy_validate(p, &e) < 0);
@@ -161,7 +163,8 @@ TEST(policy_roundtrip_json)
 	ASSERT_EQ(moat_policy_to_json(p, &json), 0);
 	struct moat_policy *q = moat_policy_new();
 	if (moat_policy_load_string(q, json, strlen(json), "roundtrip", &e) < 0)
-		moat_tap_fail(__FILE__, __LINE__, "to_json output does not parse back: %s", e.message);
+		moat_tap_fail(__FILE__, __LINE__, "to_json output does not parse back: %s",
+			      e.message);
 	char *json2 = NULL;
 	ASSERT_EQ(moat_policy_to_json(q, &json2), 0);
 	ASSERT_STREQ(json, json2);
@@ -175,7 +178,7 @@ TEST(plan_default_layout)
 {
 	struct moat_policy *p = moat_policy_new();
 	struct moat_plan *pl = malloc(sizeof(*pl));
-	struct moat_error e = { 0 };
+	struct moat_error e = {0};
 	ASSERT_EQ(moat_policy_set_option(p, "--workspace", "/srv/w", &e), 0);
 	ASSERT_EQ(moat_policy_set_option(p, "--output", "/srv/out", &e), 0);
 	ASSERT_EQ(moat_plan_build(p, pl), 0);
@@ -203,7 +206,8 @@ TEST(plan_default_layout)
 		ASSERT_TRUE(!s->src || !strstr(s->src, "shadow"));
 		ASSERT_TRUE(!s->src || !strstr(s->src, "/etc/ssh"));
 	}
-	ASSERT_TRUE(seen_usr >= 0 && seen_etc_ro >= 0 && seen_tmp >= 0 && seen_ws >= 0 && seen_out >= 0);
+	ASSERT_TRUE(seen_usr >= 0 && seen_etc_ro >= 0 && seen_tmp >= 0 && seen_ws >= 0 &&
+		    seen_out >= 0);
 	/* the workspace comes after /tmp so it can live below it */
 	ASSERT_TRUE(seen_ws > seen_tmp);
 	ASSERT_STREQ(pl->cwd, "/srv/w");
@@ -219,7 +223,7 @@ TEST(plan_rootfs_sources)
 {
 	struct moat_policy *p = moat_policy_new();
 	struct moat_plan *pl = malloc(sizeof(*pl));
-	struct moat_error e = { 0 };
+	struct moat_error e = {0};
 	ASSERT_EQ(moat_policy_set_option(p, "--rootfs", "/srv/rootfs", &e), 0);
 	ASSERT_EQ(moat_plan_build(p, pl), 0);
 	for (unsigned i = 0; i < pl->n_steps; i++) {
