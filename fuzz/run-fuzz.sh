@@ -9,6 +9,7 @@ O=${O:-build-fuzz}
 secs=${FUZZ_SECONDS:-30}
 mkdir -p "$O"
 libsrc=$(ls src/shared/*.c src/lib/*.c src/proxy/*.c 2>/dev/null)
+# shellcheck disable=SC2054
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Isrc -std=gnu17)
 # shellcheck disable=SC2086
 libs=$(pkg-config --libs jansson libseccomp libnftables openssl)
