@@ -248,7 +248,8 @@ static int prepare_idmapped(struct moat_run *r)
 					  O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
 	for (unsigned i = 0; i < pl->n_steps; i++) {
 		const struct moat_step *s = &pl->steps[i];
-		if (s->op != MOAT_STEP_BIND || !(s->flags & MOAT_STEPF_USER))
+		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) ||
+		    !(s->flags & MOAT_STEPF_USER))
 			continue;
 		_cleanup_close_ int src =
 			moat_sandbox_open_source(s, ws_fd, r->p->workspace, false);

@@ -21,9 +21,9 @@ int moat_supervise_prepare(struct moat_run *r)
 	if (p->output)
 		return moat_error_set(r->err, "output", EOPNOTSUPP,
 				      "--output is not available in this build");
-	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY)
+	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY && p->apply != MOAT_APPLY_NEVER)
 		return moat_error_set(r->err, "workspace", EOPNOTSUPP,
-				      "--workspace DIR:overlay is not available in this build");
+				      "--workspace DIR:overlay needs --apply never in this build");
 	if (p->net == MOAT_NET_ALLOW)
 		return moat_error_set(r->err, "network", EOPNOTSUPP,
 				      "--net allow is not available in this build");
