@@ -14,11 +14,11 @@
 
 /* Rights that make sense on a non-directory; the kernel rejects the others
  * (EINVAL) in a rule whose parent_fd is a file. */
-#define FS_FILE_RIGHTS                                                                   \
-	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                    \
-	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |                    \
+#define FS_FILE_RIGHTS \
+	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | \
+	 LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | \
 	 LANDLOCK_ACCESS_FS_IOCTL_DEV)
-#define FS_READ_RIGHTS                                                                   \
+#define FS_READ_RIGHTS \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 
 static long ll_create(const void *attr, size_t size, uint32_t flags)
@@ -85,10 +85,9 @@ static int validate(const struct moat_landlock_opts *o)
 	return 0;
 }
 
-static void fill_report(const struct moat_landlock_opts *o, int abi,
-			struct moat_landlock_report *r)
+static void fill_report(const struct moat_landlock_opts *o, int abi, struct moat_landlock_report *r)
 {
-	*r = (struct moat_landlock_report){ .abi = abi > 0 ? abi : 0 };
+	*r = (struct moat_landlock_report){.abi = abi > 0 ? abi : 0};
 	if (abi <= 0)
 		return;
 	r->handled_fs = moat_landlock_fs_rights(abi);
@@ -130,7 +129,7 @@ static int add_path_rule(int ruleset, const struct moat_landlock_path *p, uint64
 		allowed &= FS_FILE_RIGHTS;
 	if (!allowed)
 		return 0;
-	struct moat_compat_path_beneath_attr a = { .allowed_access = allowed, .parent_fd = fd };
+	struct moat_compat_path_beneath_attr a = {.allowed_access = allowed, .parent_fd = fd};
 	if (ll_add_rule(ruleset, MOAT_COMPAT_LANDLOCK_RULE_PATH_BENEATH, &a) < 0)
 		return negerrno();
 	return 1;
@@ -138,7 +137,7 @@ static int add_path_rule(int ruleset, const struct moat_landlock_path *p, uint64
 
 static int add_port_rule(int ruleset, uint64_t access, uint16_t port)
 {
-	struct moat_compat_net_port_attr a = { .allowed_access = access, .port = port };
+	struct moat_compat_net_port_attr a = {.allowed_access = access, .port = port};
 	if (ll_add_rule(ruleset, MOAT_COMPAT_LANDLOCK_RULE_NET_PORT, &a) < 0)
 		return negerrno();
 	return 1;
@@ -173,9 +172,9 @@ int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock
 	};
 	/* An older kernel rejects a larger struct with non-zero unknown fields
 	 * (E2BIG); pass exactly the fields its ABI knows. */
-	size_t size = abi >= 6	 ? sizeof(attr)
-		      : abi >= 4 ? offsetof(struct moat_compat_ruleset_attr, scoped)
-				 : offsetof(struct moat_compat_ruleset_attr, handled_access_net);
+	size_t size = abi >= 6 ? sizeof(attr)
+		: abi >= 4     ? offsetof(struct moat_compat_ruleset_attr, scoped)
+			       : offsetof(struct moat_compat_ruleset_attr, handled_access_net);
 	_cleanup_close_ int ruleset = (int)ll_create(&attr, size, 0);
 	if (ruleset < 0)
 		return negerrno();
@@ -217,19 +216,19 @@ int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock
 }
 
 static const char *const fs_names[] = {
-	"execute",   "write_file", "read_file", "read_dir",	"remove_dir", "remove_file",
-	"make_char", "make_dir",   "make_reg",	"make_sock",	"make_fifo",  "make_block",
+	"execute",   "write_file", "read_file", "read_dir",  "remove_dir", "remove_file",
+	"make_char", "make_dir",   "make_reg",	"make_sock", "make_fifo",  "make_block",
 	"make_sym",  "refer",	   "truncate",	"ioctl_dev",
 };
-static const char *const net_names[] = { "bind_tcp", "connect_tcp" };
-static const char *const scope_names[] = { "abstract_unix_socket", "signal" };
+static const char *const net_names[] = {"bind_tcp", "connect_tcp"};
+static const char *const scope_names[] = {"abstract_unix_socket", "signal"};
 
 const char *moat_landlock_rights_str(char kind, uint64_t mask, char *buf, unsigned len)
 {
 	const char *const *names = kind == 'f' ? fs_names : kind == 'n' ? net_names : scope_names;
 	size_t n = kind == 'f' ? ELEMENTSOF(fs_names)
-		   : kind == 'n' ? ELEMENTSOF(net_names)
-				 : ELEMENTSOF(scope_names);
+		: kind == 'n'  ? ELEMENTSOF(net_names)
+			       : ELEMENTSOF(scope_names);
 	size_t off = 0;
 
 	if (!buf || len == 0)

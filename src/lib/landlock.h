@@ -23,7 +23,7 @@
 
 struct moat_landlock_path {
 	const char *path; /* used only when fd < 0 */
-	int fd;		  /* an O_PATH (or any) fd of the path, e.g. opened before pivot_root */
+	int fd; /* an O_PATH (or any) fd of the path, e.g. opened before pivot_root */
 	bool writable;
 };
 
@@ -45,9 +45,9 @@ struct moat_landlock_opts {
 
 /* What was (or, for the probe, would be) enforced. */
 struct moat_landlock_report {
-	int abi;	  /* running kernel's ABI; 0 when Landlock is absent or disabled */
-	int errata;	  /* errata bitmask (ABI >= 7), 0 otherwise */
-	bool enforced;	  /* a ruleset was applied to the caller */
+	int abi; /* running kernel's ABI; 0 when Landlock is absent or disabled */
+	int errata; /* errata bitmask (ABI >= 7), 0 otherwise */
+	bool enforced; /* a ruleset was applied to the caller */
 	uint64_t handled_fs;
 	uint64_t handled_net;
 	uint64_t scoped;

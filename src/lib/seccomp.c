@@ -52,10 +52,10 @@
  * than the query may carry. */
 #define PERSONALITY_OK_BITS 0x20008ULL
 
-#define R(n, l, m, v, e, notif, opt, fb, rf, at)                                         \
-	{                                                                                \
+#define R(n, l, m, v, e, notif, opt, fb, rf, at) \
+	{ \
 		.name = n, .label = l, .match = m, .value = v, .err = e, .notify = notif, \
-		.optional = opt, .fallback_nr = fb, .ref = rf, .attack = at              \
+		.optional = opt, .fallback_nr = fb, .ref = rf, .attack = at \
 	}
 /* An unconditional EPERM denial, recorded when notification is on. */
 #define DENY(n, rf, at) R(n, n, MOAT_SECCOMP_MATCH_ALL, 0, EPERM, true, false, 0, rf, at)
@@ -69,43 +69,58 @@ static const struct moat_seccomp_rule rules[] = {
 	/* namespaces */
 	DENY("unshare", "RT-005, RT-007",
 	     "creating namespaces: a nested user namespace gives CAP_SYS_ADMIN/CAP_NET_ADMIN over new namespaces, the entry point of most kernel LPEs (nf_tables CVE-2024-1086, fsconfig CVE-2022-0185)"),
-	DENY("setns", "RT-007", "joining another namespace through an inherited or /proc namespace fd"),
+	DENY("setns", "RT-007",
+	     "joining another namespace through an inherited or /proc namespace fd"),
 	R("clone", "clone(CLONE_NEW*)", MOAT_SECCOMP_MATCH_CLONE_NS, 0, EPERM, true, false, 0,
 	  "RT-005",
 	  "clone() with namespace flags (mask 0x7E020000): the same nested-namespace attack as unshare; plain fork/thread clone stays allowed"),
 	NOSYS("clone3", 0, "RT-005",
 	      "clone3() passes its flags in memory seccomp cannot inspect; ENOSYS makes glibc fall back to clone(), which is filtered"),
 	/* mounts */
-	DENY("mount", "RT-008", "mounting, bind-mounting or remounting read-only binds writable; revealing masked paths"),
-	DENY("umount2", "RT-008", "unmounting masks (e.g. over /proc/kcore) to reveal what they hide"),
-	NOSYS("open_tree", 0, "RT-008", "new mount API: cloning mount trees (CVE-2021-41133 swapped /.flatpak-info through it)"),
-	NOSYS("move_mount", 0, "RT-008", "new mount API: attaching detached mounts over sandbox paths"),
-	NOSYS("fsopen", 0, "RT-008", "new mount API: creating filesystem contexts (fsconfig heap overflow CVE-2022-0185)"),
-	NOSYS("fsconfig", 0, "RT-008", "new mount API: configuring filesystem contexts (CVE-2022-0185)"),
+	DENY("mount", "RT-008",
+	     "mounting, bind-mounting or remounting read-only binds writable; revealing masked paths"),
+	DENY("umount2", "RT-008",
+	     "unmounting masks (e.g. over /proc/kcore) to reveal what they hide"),
+	NOSYS("open_tree", 0, "RT-008",
+	      "new mount API: cloning mount trees (CVE-2021-41133 swapped /.flatpak-info through it)"),
+	NOSYS("move_mount", 0, "RT-008",
+	      "new mount API: attaching detached mounts over sandbox paths"),
+	NOSYS("fsopen", 0, "RT-008",
+	      "new mount API: creating filesystem contexts (fsconfig heap overflow CVE-2022-0185)"),
+	NOSYS("fsconfig", 0, "RT-008",
+	      "new mount API: configuring filesystem contexts (CVE-2022-0185)"),
 	NOSYS("fsmount", 0, "RT-008", "new mount API: turning a filesystem context into a mount"),
 	NOSYS("fspick", 0, "RT-008", "new mount API: reconfiguring existing mounts"),
-	NOSYS("mount_setattr", 0, "RT-008", "new mount API: clearing MOUNT_ATTR_RDONLY/NOSUID on mounts"),
-	NOSYS("open_tree_attr", 467, "RT-008", "new mount API (6.15): open_tree with mount attributes changed"),
+	NOSYS("mount_setattr", 0, "RT-008",
+	      "new mount API: clearing MOUNT_ATTR_RDONLY/NOSUID on mounts"),
+	NOSYS("open_tree_attr", 467, "RT-008",
+	      "new mount API (6.15): open_tree with mount attributes changed"),
 	DENY("pivot_root", "RT-009", "changing the root to escape or hide the sandbox root"),
-	DENY("chroot", "RT-009", "the chroot + fchdir(\"..\") escape and confusing host-path checks"),
+	DENY("chroot", "RT-009",
+	     "the chroot + fchdir(\"..\") escape and confusing host-path checks"),
 	/* kernel attack surface */
-	DENY("bpf", "RT-014", "loading eBPF programs and maps: verifier bugs are a recurring kernel LPE"),
-	DENY("perf_event_open", "RT-014", "perf events: a long history of kernel CVEs and side channels"),
+	DENY("bpf", "RT-014",
+	     "loading eBPF programs and maps: verifier bugs are a recurring kernel LPE"),
+	DENY("perf_event_open", "RT-014",
+	     "perf events: a long history of kernel CVEs and side channels"),
 	DENY("userfaultfd", "RT-014", "userfaultfd widens kernel race windows for exploits"),
 	NOSYS("io_uring_setup", 0, "RT-015",
 	      "io_uring runs file and network operations that never pass through seccomp; ENOSYS so libuv/tokio fall back"),
 	NOSYS("io_uring_enter", 0, "RT-015", "io_uring submission (see io_uring_setup)"),
 	NOSYS("io_uring_register", 0, "RT-015", "io_uring registration (see io_uring_setup)"),
-	DENY("keyctl", "RT-013", "the kernel keyring is not namespaced: reading or planting host keys (Kerberos, cifs, ecryptfs)"),
+	DENY("keyctl", "RT-013",
+	     "the kernel keyring is not namespaced: reading or planting host keys (Kerberos, cifs, ecryptfs)"),
 	DENY("add_key", "RT-013", "adding keys to the non-namespaced kernel keyring"),
-	DENY("request_key", "RT-013", "requesting keys (and upcalls to host helpers) from the kernel keyring"),
+	DENY("request_key", "RT-013",
+	     "requesting keys (and upcalls to host helpers) from the kernel keyring"),
 	/* processes */
 	DENY("ptrace", "RT-020",
 	     "tracing the sandbox init or other processes: stealing fds and memory, rewriting syscalls (opt-in for debuggers: --allow-syscall ptrace)"),
 	DENY("process_vm_readv", "RT-020", "reading another process's memory (opt-in with ptrace)"),
 	DENY("process_vm_writev", "RT-020", "writing another process's memory"),
 	DENY("process_madvise", "RT-020", "acting on another process's memory"),
-	DENY("kcmp", "RT-020", "comparing kernel objects of other processes (fd/mm probing, kernel pointer ordering)"),
+	DENY("kcmp", "RT-020",
+	     "comparing kernel objects of other processes (fd/mm probing, kernel pointer ordering)"),
 	DENY("pidfd_getfd", "RT-020", "stealing file descriptors from another process"),
 	/* kernel control */
 	DENY("kexec_load", "RT-016", "replacing the running kernel"),
@@ -119,13 +134,17 @@ static const struct moat_seccomp_rule rules[] = {
 	DENY("acct", "RT-016", "process accounting to a file"),
 	DENY("settimeofday", "RT-016", "setting the host clock (time is not namespaced)"),
 	DENY("clock_settime", "RT-016", "setting the host clock"),
-	DENY("clock_adjtime", "RT-016", "adjusting the host clock (also blocks read-only use; --allow-syscall clock_adjtime)"),
-	DENY("adjtimex", "RT-016", "adjusting the host clock (also blocks ntp_gettime(); --allow-syscall adjtimex)"),
-	DENY("syslog", "RT-016", "reading or clearing the kernel log (kernel addresses, host events)"),
+	DENY("clock_adjtime", "RT-016",
+	     "adjusting the host clock (also blocks read-only use; --allow-syscall clock_adjtime)"),
+	DENY("adjtimex", "RT-016",
+	     "adjusting the host clock (also blocks ntp_gettime(); --allow-syscall adjtimex)"),
+	DENY("syslog", "RT-016",
+	     "reading or clearing the kernel log (kernel addresses, host events)"),
 	DENY("quotactl", "RT-016", "disk quota control of host filesystems"),
 	DENY("quotactl_fd", "RT-016", "disk quota control of host filesystems"),
 	DENY_OPT("uselib", "RT-016", "loading a.out libraries: obsolete kernel surface"),
-	DENY_OPT("modify_ldt", "RT-016", "changing the x86 LDT: historic kernel bugs, only needed by 16-bit emulation"),
+	DENY_OPT("modify_ldt", "RT-016",
+		 "changing the x86 LDT: historic kernel bugs, only needed by 16-bit emulation"),
 	DENY_OPT("iopl", "RT-016", "raising the x86 I/O privilege level"),
 	DENY_OPT("ioperm", "RT-016", "x86 I/O port access"),
 	DENY_OPT("lookup_dcookie", "RT-016", "profiling cookies: obsolete kernel surface"),
@@ -146,7 +165,8 @@ static const struct moat_seccomp_rule rules[] = {
 	R("ioctl", "ioctl(TIOCLINUX)", MOAT_SECCOMP_MATCH_IOCTL_REQ, TIOCLINUX, EPERM, true, false,
 	  0, "RT-003", "virtual console copy/paste injection (CVE-2023-28100)"),
 	R("ioctl", "ioctl(TIOCSETD)", MOAT_SECCOMP_MATCH_IOCTL_REQ, TIOCSETD, EPERM, true, false, 0,
-	  "RT-004", "setting a tty line discipline autoloads n_gsm/n_hdlc (CVE-2023-6546, CVE-2017-2636)"),
+	  "RT-004",
+	  "setting a tty line discipline autoloads n_gsm/n_hdlc (CVE-2023-6546, CVE-2017-2636)"),
 	R("ioctl", "ioctl(TIOCCONS)", MOAT_SECCOMP_MATCH_IOCTL_REQ, TIOCCONS, EPERM, true, false, 0,
 	  "RT-004", "redirecting the console to a sandbox tty"),
 	/* sockets */
@@ -158,12 +178,15 @@ static const struct moat_seccomp_rule rules[] = {
 	  "netlink other than NETLINK_ROUTE: nf_tables (CVE-2024-1086), audit, uevents, xfrm; NETLINK_ROUTE stays for getaddrinfo/getifaddrs and `ip addr`, read-only because no capability is left"),
 	R("socket", "socket(INET, SOCK_DCCP)", MOAT_SECCOMP_MATCH_INET_TYPE, SOCK_DCCP, EPERM, true,
 	  false, 0, "RT-012", "DCCP sockets (CVE-2017-6074) and their module autoload"),
-	R("socket", "socket(INET, IPPROTO_DCCP)", MOAT_SECCOMP_MATCH_INET_PROTO, IPPROTO_DCCP, EPERM,
-	  true, false, 0, "RT-012", "DCCP sockets (CVE-2017-6074) and their module autoload"),
-	R("socket", "socket(INET, IPPROTO_SCTP)", MOAT_SECCOMP_MATCH_INET_PROTO, IPPROTO_SCTP, EPERM,
-	  true, false, 0, "RT-012", "SCTP sockets: rarely needed kernel surface, module autoload"),
-	R("socket", "socket(INET, IPPROTO_L2TP)", MOAT_SECCOMP_MATCH_INET_PROTO, IPPROTO_L2TP, EPERM,
-	  true, false, 0, "RT-012", "L2TP sockets: rarely needed kernel surface, module autoload"),
+	R("socket", "socket(INET, IPPROTO_DCCP)", MOAT_SECCOMP_MATCH_INET_PROTO, IPPROTO_DCCP,
+	  EPERM, true, false, 0, "RT-012",
+	  "DCCP sockets (CVE-2017-6074) and their module autoload"),
+	R("socket", "socket(INET, IPPROTO_SCTP)", MOAT_SECCOMP_MATCH_INET_PROTO, IPPROTO_SCTP,
+	  EPERM, true, false, 0, "RT-012",
+	  "SCTP sockets: rarely needed kernel surface, module autoload"),
+	R("socket", "socket(INET, IPPROTO_L2TP)", MOAT_SECCOMP_MATCH_INET_PROTO, IPPROTO_L2TP,
+	  EPERM, true, false, 0, "RT-012",
+	  "L2TP sockets: rarely needed kernel surface, module autoload"),
 	R("socketpair", "socketpair(family)", MOAT_SECCOMP_MATCH_SOCKETPAIR, 0, EPERM, true, false,
 	  0, "RT-012", "socket pairs of families other than AF_UNIX"),
 };
@@ -219,7 +242,7 @@ static int add1(scmp_filter_ctx ctx, uint32_t act, int nr, struct scmp_arg_cmp c
 static int add2(scmp_filter_ctx ctx, uint32_t act, int nr, struct scmp_arg_cmp a,
 		struct scmp_arg_cmp b)
 {
-	struct scmp_arg_cmp c[2] = { a, b };
+	struct scmp_arg_cmp c[2] = {a, b};
 	return add(ctx, act, nr, 2, c);
 }
 
@@ -228,8 +251,7 @@ static int add2(scmp_filter_ctx ctx, uint32_t act, int nr, struct scmp_arg_cmp a
  * allowlist of argument values is written as a union of rules each matching
  * only denied values.
  */
-static int add_rule(scmp_filter_ctx ctx, const struct moat_seccomp_rule *rule, int nr,
-		    uint32_t act)
+static int add_rule(scmp_filter_ctx ctx, const struct moat_seccomp_rule *rule, int nr, uint32_t act)
 {
 	int r = 0;
 
@@ -251,12 +273,13 @@ static int add_rule(scmp_filter_ctx ctx, const struct moat_seccomp_rule *rule, i
 		 * forbidden bit b set and bit 0 clear. */
 		r = add1(ctx, act, nr, SCMP_A0(SCMP_CMP_GT, 0xffffffffULL));
 		for (unsigned c = 1; c < 32 && r >= 0; c++)
-			r = add1(ctx, act, nr, SCMP_A0(SCMP_CMP_MASKED_EQ, 1ULL | (1ULL << c), 1ULL));
+			r = add1(ctx, act, nr,
+				 SCMP_A0(SCMP_CMP_MASKED_EQ, 1ULL | (1ULL << c), 1ULL));
 		for (unsigned b = 1; b < 32 && r >= 0; b++)
 			if (!(PERSONALITY_OK_BITS & (1ULL << b)))
-				r = add1(ctx, act, nr,
-					 SCMP_A0(SCMP_CMP_MASKED_EQ, 1ULL | (1ULL << b),
-						 1ULL << b));
+				r = add1(
+					ctx, act, nr,
+					SCMP_A0(SCMP_CMP_MASKED_EQ, 1ULL | (1ULL << b), 1ULL << b));
 		return r;
 	case MOAT_SECCOMP_MATCH_IOCTL_REQ:
 		/* The request is an unsigned int in the kernel: compare the low 32 bits
@@ -321,8 +344,9 @@ int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret)
 	_cleanup_(ctx_releasep) scmp_filter_ctx ctx = NULL;
 	int r;
 
-	if (!o || !ret || o->n_allow > MOAT_SECCOMP_MAX_NAMES || o->n_deny > MOAT_SECCOMP_MAX_NAMES ||
-	    (o->n_allow && !o->allow) || (o->n_deny && !o->deny))
+	if (!o || !ret || o->n_allow > MOAT_SECCOMP_MAX_NAMES ||
+	    o->n_deny > MOAT_SECCOMP_MAX_NAMES || (o->n_allow && !o->allow) ||
+	    (o->n_deny && !o->deny))
 		return -EINVAL;
 	for (unsigned i = 0; i < o->n_allow; i++)
 		if (moat_seccomp_validate_name(o->allow[i]) < 0)
@@ -357,7 +381,7 @@ int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret)
 			return -EOPNOTSUPP; /* a rule we cannot express: fail closed */
 		}
 		uint32_t act = (o->notify && rule->notify) ? SCMP_ACT_NOTIFY
-							    : SCMP_ACT_ERRNO((uint32_t)rule->err);
+							   : SCMP_ACT_ERRNO((uint32_t)rule->err);
 		r = add_rule(ctx, rule, nr, act);
 		if (r < 0)
 			return r;
@@ -373,7 +397,7 @@ int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret)
 			return r;
 	}
 	if (o->record_exec) {
-		static const char *const exec_names[] = { "execve", "execveat" };
+		static const char *const exec_names[] = {"execve", "execveat"};
 		for (size_t i = 0; i < ELEMENTSOF(exec_names); i++) {
 			if (in_list(o->deny, o->n_deny, exec_names[i]))
 				continue; /* denied: the denial is recorded instead */
@@ -426,8 +450,8 @@ static ssize_t read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	if (!page)
 		page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t room = page - (size_t)(addr % page);
-	struct iovec local = { .iov_base = buf, .iov_len = MIN(len, room) };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = local.iov_len };
+	struct iovec local = {.iov_base = buf, .iov_len = MIN(len, room)};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = local.iov_len};
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	return n < 0 ? negerrno() : n;
 }
@@ -512,7 +536,7 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
-	struct pollfd pfd = { .fd = notify_fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = notify_fd, .events = POLLIN};
 
 	if (notify_fd < 0 || !ret_ev)
 		return -EINVAL;
@@ -543,7 +567,7 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
 	read_link(ev->pid, "exe", ev->exe, sizeof(ev->exe));
 	read_link(ev->pid, "cwd", ev->cwd, sizeof(ev->cwd));
 
-	resp = (struct seccomp_notif_resp){ .id = req.id };
+	resp = (struct seccomp_notif_resp){.id = req.id};
 	if (req.data.nr == __NR_execve || req.data.nr == __NR_execveat) {
 		bool at = req.data.nr == __NR_execveat;
 		ev->type = MOAT_SECCOMP_EVENT_EXEC;
@@ -582,14 +606,14 @@ int moat_seccomp_probe(struct moat_seccomp_probe *ret)
 {
 	if (!ret)
 		return -EINVAL;
-	*ret = (struct moat_seccomp_probe){ 0 };
+	*ret = (struct moat_seccomp_probe){0};
 	ret->filter = action_avail(SECCOMP_RET_ERRNO);
 	ret->kill_process = action_avail(SECCOMP_RET_KILL_PROCESS);
 	ret->notify = action_avail(SECCOMP_RET_USER_NOTIF);
 	struct seccomp_notif_sizes sz;
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) == 0)
 		ret->notif_sizes_ok = sz.seccomp_notif == sizeof(struct seccomp_notif) &&
-				      sz.seccomp_notif_resp == sizeof(struct seccomp_notif_resp);
+			sz.seccomp_notif_resp == sizeof(struct seccomp_notif_resp);
 	ret->api_level = seccomp_api_get();
 	const struct scmp_version *v = seccomp_version();
 	if (v) {

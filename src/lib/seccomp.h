@@ -26,33 +26,33 @@ struct moat_seccomp_opts {
 	unsigned n_allow;
 	const char *const *deny; /* extra syscall names to deny with EPERM */
 	unsigned n_deny;
-	bool notify;	  /* dangerous denials go to the listener (recorded, then EPERM) */
+	bool notify; /* dangerous denials go to the listener (recorded, then EPERM) */
 	bool record_exec; /* execve/execveat go to the listener (recorded, then continue) */
 };
 
 /* How a rule matches its syscall's arguments. */
 enum moat_seccomp_match {
-	MOAT_SECCOMP_MATCH_ALL,		  /* every call */
-	MOAT_SECCOMP_MATCH_CLONE_NS,	  /* clone() with any namespace flag */
-	MOAT_SECCOMP_MATCH_PERSONALITY,	  /* personality() other than the harmless values */
-	MOAT_SECCOMP_MATCH_IOCTL_REQ,	  /* ioctl() whose request's low 32 bits == value */
+	MOAT_SECCOMP_MATCH_ALL, /* every call */
+	MOAT_SECCOMP_MATCH_CLONE_NS, /* clone() with any namespace flag */
+	MOAT_SECCOMP_MATCH_PERSONALITY, /* personality() other than the harmless values */
+	MOAT_SECCOMP_MATCH_IOCTL_REQ, /* ioctl() whose request's low 32 bits == value */
 	MOAT_SECCOMP_MATCH_SOCKET_FAMILY, /* socket() outside AF_UNIX/INET/INET6/NETLINK */
 	MOAT_SECCOMP_MATCH_NETLINK_PROTO, /* socket(AF_NETLINK) other than NETLINK_ROUTE */
-	MOAT_SECCOMP_MATCH_INET_PROTO,	  /* socket(AF_INET/AF_INET6, *, value) */
-	MOAT_SECCOMP_MATCH_INET_TYPE,	  /* socket(AF_INET/AF_INET6, type & 0xf == value) */
-	MOAT_SECCOMP_MATCH_SOCKETPAIR,	  /* socketpair() of a family other than AF_UNIX */
+	MOAT_SECCOMP_MATCH_INET_PROTO, /* socket(AF_INET/AF_INET6, *, value) */
+	MOAT_SECCOMP_MATCH_INET_TYPE, /* socket(AF_INET/AF_INET6, type & 0xf == value) */
+	MOAT_SECCOMP_MATCH_SOCKETPAIR, /* socketpair() of a family other than AF_UNIX */
 };
 
 struct moat_seccomp_rule {
-	const char *name;  /* syscall name, libseccomp spelling */
+	const char *name; /* syscall name, libseccomp spelling */
 	const char *label; /* unique key in docs/SECCOMP.md, e.g. "ioctl(TIOCSTI)" */
 	enum moat_seccomp_match match;
 	uint64_t value; /* for IOCTL_REQ, INET_PROTO, INET_TYPE */
-	int err;	/* errno the caller sees: EPERM, or ENOSYS for feature probes */
-	bool notify;	/* recorded through the listener when opts.notify */
-	bool optional;	/* may not exist on every architecture: skipped if unknown */
+	int err; /* errno the caller sees: EPERM, or ENOSYS for feature probes */
+	bool notify; /* recorded through the listener when opts.notify */
+	bool optional; /* may not exist on every architecture: skipped if unknown */
 	int fallback_nr; /* number to use when libseccomp does not know the name (0: none) */
-	const char *ref;    /* red-team catalogue entry */
+	const char *ref; /* red-team catalogue entry */
 	const char *attack; /* what the rule stops */
 };
 
@@ -75,12 +75,12 @@ int moat_seccomp_load(scmp_filter_ctx ctx, bool notify, int *ret_notify_fd);
 /* ---- supervisor side ------------------------------------------------------ */
 
 #define MOAT_SECCOMP_EV_PATH 4096
-#define MOAT_SECCOMP_EV_ARGC 256	/* argv entries recorded */
+#define MOAT_SECCOMP_EV_ARGC 256 /* argv entries recorded */
 #define MOAT_SECCOMP_EV_ARGV_BYTES 32768 /* bytes of argv recorded, NULs included */
 
 enum moat_seccomp_event_type {
 	MOAT_SECCOMP_EVENT_DENIED, /* a dangerous syscall, answered with -err */
-	MOAT_SECCOMP_EVENT_EXEC,   /* execve/execveat, recorded then continued */
+	MOAT_SECCOMP_EVENT_EXEC, /* execve/execveat, recorded then continued */
 };
 
 /* One decoded notification. Plain data, safe to copy (argv is offsets). Large
@@ -88,7 +88,7 @@ enum moat_seccomp_event_type {
  * bytes (NUL-terminated, length-capped): escape them before printing. */
 struct moat_seccomp_event {
 	enum moat_seccomp_event_type type;
-	pid_t pid;  /* in the listener's pid namespace */
+	pid_t pid; /* in the listener's pid namespace */
 	pid_t ppid; /* 0 if unknown */
 	int nr;
 	char syscall[32];
@@ -98,10 +98,10 @@ struct moat_seccomp_event {
 	char cwd[MOAT_SECCOMP_EV_PATH]; /* /proc/pid/cwd */
 	/* EXEC only */
 	char path[MOAT_SECCOMP_EV_PATH]; /* the path argument as given */
-	int dirfd;			 /* execveat's dirfd; AT_FDCWD for execve */
-	int exec_flags;			 /* execveat's flags */
-	unsigned argc;			 /* entries recorded */
-	bool truncated;			 /* argv or path cut at a cap, or unreadable */
+	int dirfd; /* execveat's dirfd; AT_FDCWD for execve */
+	int exec_flags; /* execveat's flags */
+	unsigned argc; /* entries recorded */
+	bool truncated; /* argv or path cut at a cap, or unreadable */
 	uint32_t argv_off[MOAT_SECCOMP_EV_ARGC];
 	char argv_buf[MOAT_SECCOMP_EV_ARGV_BYTES];
 };
@@ -122,13 +122,13 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
 /* ---- doctor ---------------------------------------------------------------- */
 
 struct moat_seccomp_probe {
-	bool filter;	   /* SECCOMP_MODE_FILTER available */
+	bool filter; /* SECCOMP_MODE_FILTER available */
 	bool kill_process; /* SECCOMP_RET_KILL_PROCESS */
-	bool notify;	   /* SECCOMP_RET_USER_NOTIF */
+	bool notify; /* SECCOMP_RET_USER_NOTIF */
 	bool notif_sizes_ok; /* the kernel's notification structs match ours */
-	unsigned api_level;  /* libseccomp's API level on this kernel */
+	unsigned api_level; /* libseccomp's API level on this kernel */
 	unsigned lib_major, lib_minor, lib_micro;
-	unsigned n_rules;  /* table rules that resolve on this architecture */
+	unsigned n_rules; /* table rules that resolve on this architecture */
 	unsigned n_rules_total;
 };
 
