@@ -53,7 +53,7 @@ static void load(const struct moat_seccomp_opts *o)
 
 static void load_default(void)
 {
-	struct moat_seccomp_opts o = { 0 };
+	struct moat_seccomp_opts o = {0};
 	load(&o);
 }
 
@@ -133,13 +133,13 @@ TEST(seccomp_validate_name)
 TEST(seccomp_build_rejects_bad_names)
 {
 	scmp_filter_ctx ctx = NULL;
-	const char *bad[] = { "no_such_call" };
-	const char *pt[] = { "ptrace" };
-	struct moat_seccomp_opts o = { .allow = bad, .n_allow = 1 };
+	const char *bad[] = {"no_such_call"};
+	const char *pt[] = {"ptrace"};
+	struct moat_seccomp_opts o = {.allow = bad, .n_allow = 1};
 	ASSERT_EQ(moat_seccomp_build(&o, &ctx), -EINVAL);
-	o = (struct moat_seccomp_opts){ .deny = bad, .n_deny = 1 };
+	o = (struct moat_seccomp_opts){.deny = bad, .n_deny = 1};
 	ASSERT_EQ(moat_seccomp_build(&o, &ctx), -EINVAL);
-	o = (struct moat_seccomp_opts){ .allow = pt, .n_allow = 1, .deny = pt, .n_deny = 1 };
+	o = (struct moat_seccomp_opts){.allow = pt, .n_allow = 1, .deny = pt, .n_deny = 1};
 	ASSERT_EQ(moat_seccomp_build(&o, &ctx), -EINVAL);
 	ASSERT_TRUE(ctx == NULL);
 }
@@ -165,8 +165,9 @@ TEST(seccomp_controls_unfiltered)
 
 TEST(seccomp_blocks_namespaces)
 {
-	static const unsigned long ns[] = { CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-					    CLONE_NEWUSER, CLONE_NEWPID,   CLONE_NEWNET };
+	static const unsigned long ns[] = {CLONE_NEWNS,	 CLONE_NEWCGROUP, CLONE_NEWUTS,
+					   CLONE_NEWIPC, CLONE_NEWUSER,	  CLONE_NEWPID,
+					   CLONE_NEWNET};
 	load_default();
 	ASSERT_ERRNO(unshare(CLONE_NEWUSER), EPERM);
 	ASSERT_ERRNO(unshare(0x80 /* CLONE_NEWTIME */), EPERM);
@@ -195,7 +196,8 @@ TEST(seccomp_blocks_kernel_surface)
 	ASSERT_ERRNO(syscall(SYS_io_uring_setup, 1, BAD), ENOSYS);
 	ASSERT_ERRNO(syscall(SYS_io_uring_enter, -1, 0, 0, 0, NULL, 0), ENOSYS);
 	ASSERT_ERRNO(syscall(SYS_io_uring_register, -1, 0, NULL, 0), ENOSYS);
-	ASSERT_ERRNO(syscall(SYS_keyctl, KEYCTL_DESCRIBE, KEY_SPEC_USER_KEYRING, BAD, 256, 0), EPERM);
+	ASSERT_ERRNO(syscall(SYS_keyctl, KEYCTL_DESCRIBE, KEY_SPEC_USER_KEYRING, BAD, 256, 0),
+		     EPERM);
 	ASSERT_ERRNO(syscall(SYS_add_key, BAD, BAD, BAD, 1, KEY_SPEC_SESSION_KEYRING), EPERM);
 	ASSERT_ERRNO(syscall(SYS_request_key, BAD, BAD, NULL, 0), EPERM);
 	ASSERT_ERRNO(syscall(SYS_ptrace, PTRACE_ATTACH, 1, 0, 0), EPERM);
@@ -341,8 +343,8 @@ TEST(seccomp_allowed_calls_still_work)
 
 TEST(seccomp_allow_and_deny_lists)
 {
-	const char *allow[] = { "ptrace" }, *deny[] = { "uname", "sethostname" };
-	struct moat_seccomp_opts o = { .allow = allow, .n_allow = 1, .deny = deny, .n_deny = 2 };
+	const char *allow[] = {"ptrace"}, *deny[] = {"uname", "sethostname"};
+	struct moat_seccomp_opts o = {.allow = allow, .n_allow = 1, .deny = deny, .n_deny = 2};
 	ASSERT_ERRNO(syscall(SYS_uname, BAD), EFAULT);
 	load(&o);
 	ASSERT_ERRNO(syscall(SYS_ptrace, PTRACE_PEEKDATA, 0x7ffffff0, 0, 0), ESRCH);
@@ -356,7 +358,7 @@ static int run_killed(void (*fn)(void), bool filter)
 	pid_t pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
-		struct rlimit rl = { 0, 0 };
+		struct rlimit rl = {0, 0};
 		setrlimit(RLIMIT_CORE, &rl);
 		if (filter)
 			load_default();
@@ -415,13 +417,15 @@ TEST(seccomp_probe)
 static void send_fd(int sock, int fd)
 {
 	char c = 'F';
-	struct iovec iov = { &c, 1 };
+	struct iovec iov = {&c, 1};
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
@@ -434,13 +438,15 @@ static void send_fd(int sock, int fd)
 static int recv_fd(int sock)
 {
 	char c;
-	struct iovec iov = { &c, 1 };
+	struct iovec iov = {&c, 1};
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
 	int fd = -1;
 	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
 		return -1;
@@ -459,7 +465,7 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 	pid_t pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
-		struct moat_seccomp_opts o = { .notify = true, .record_exec = record_exec };
+		struct moat_seccomp_opts o = {.notify = true, .record_exec = record_exec};
 		scmp_filter_ctx ctx = NULL;
 		int fd = -1;
 		close(sv[0]);
@@ -483,7 +489,7 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 static int next_event(int fd, struct moat_seccomp_event *ev)
 {
 	for (int i = 0; i < 100; i++) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 100) < 0)
 			return -errno;
 		int r = moat_seccomp_notify_handle(fd, ev);
@@ -515,7 +521,7 @@ static void deny_then_exec(void)
 	if (pid == 0) {
 		int dir = open("/bin", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		static char a0[] = "true", a1[] = "via-execveat";
-		char *const argv[] = { a0, a1, NULL };
+		char *const argv[] = {a0, a1, NULL};
 		syscall(SYS_execveat, dir, "true", argv, environ, 0);
 		_exit(13);
 	}
@@ -525,7 +531,7 @@ static void deny_then_exec(void)
 	if (chdir("/tmp") < 0)
 		_exit(15);
 	static char b0[] = "/bin/true", b1[] = "moat-marker", b2[] = "second arg";
-	char *const argv[] = { b0, b1, b2, NULL };
+	char *const argv[] = {b0, b1, b2, NULL};
 	execve(argv[0], argv, environ);
 	_exit(16);
 }
@@ -615,25 +621,25 @@ struct probe {
 	long a[6];
 };
 static const struct probe cond_probes[] = {
-	{ "clone", { CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0, 0 } },
-	{ "personality", { ADDR_NO_RANDOMIZE, 0, 0, 0, 0, 0 } },
-	{ "ioctl", { -1, TIOCSTI, BAD, 0, 0, 0 } },
-	{ "ioctl", { -1, TIOCLINUX, BAD, 0, 0, 0 } },
-	{ "ioctl", { -1, TIOCSETD, BAD, 0, 0, 0 } },
-	{ "ioctl", { -1, TIOCCONS, BAD, 0, 0, 0 } },
-	{ "socket", { AF_PACKET, SOCK_RAW, 0, 0, 0, 0 } },
-	{ "socket", { AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER, 0, 0, 0 } },
-	{ "socket", { AF_INET, SOCK_DCCP, IPPROTO_DCCP, 0, 0, 0 } },
-	{ "socket", { AF_INET6, SOCK_STREAM, IPPROTO_SCTP, 0, 0, 0 } },
-	{ "socket", { AF_INET, SOCK_DGRAM, IPPROTO_L2TP, 0, 0, 0 } },
-	{ "socketpair", { AF_INET, SOCK_STREAM, 0, BAD, 0, 0 } },
+	{"clone", {CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0, 0}},
+	{"personality", {ADDR_NO_RANDOMIZE, 0, 0, 0, 0, 0}},
+	{"ioctl", {-1, TIOCSTI, BAD, 0, 0, 0}},
+	{"ioctl", {-1, TIOCLINUX, BAD, 0, 0, 0}},
+	{"ioctl", {-1, TIOCSETD, BAD, 0, 0, 0}},
+	{"ioctl", {-1, TIOCCONS, BAD, 0, 0, 0}},
+	{"socket", {AF_PACKET, SOCK_RAW, 0, 0, 0, 0}},
+	{"socket", {AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER, 0, 0, 0}},
+	{"socket", {AF_INET, SOCK_DCCP, IPPROTO_DCCP, 0, 0, 0}},
+	{"socket", {AF_INET6, SOCK_STREAM, IPPROTO_SCTP, 0, 0, 0}},
+	{"socket", {AF_INET, SOCK_DGRAM, IPPROTO_L2TP, 0, 0, 0}},
+	{"socketpair", {AF_INET, SOCK_STREAM, 0, BAD, 0, 0}},
 };
 
 static bool sweep_skip(const struct moat_seccomp_rule *r)
 {
 	/* vhangup takes no argument to make harmless; it has its own errno test. */
 	return !r->notify || r->match != MOAT_SECCOMP_MATCH_ALL || streq(r->name, "vhangup") ||
-	       seccomp_syscall_resolve_name(r->name) < 0;
+		seccomp_syscall_resolve_name(r->name) < 0;
 }
 
 static void sweep(void)
@@ -643,8 +649,8 @@ static void sweep(void)
 	for (size_t i = 0; i < n; i++) {
 		if (sweep_skip(&r[i]))
 			continue;
-		if (syscall(seccomp_syscall_resolve_name(r[i].name), -1L, -1L, -1L, -1L, -1L, -1L) !=
-			    -1 ||
+		if (syscall(seccomp_syscall_resolve_name(r[i].name), -1L, -1L, -1L, -1L, -1L,
+			    -1L) != -1 ||
 		    errno != EPERM)
 			_exit(30);
 	}
@@ -718,7 +724,7 @@ TEST(seccomp_notify_caller_gone)
 	static struct moat_seccomp_event ev;
 	int fd = -1;
 	pid_t pid = start_notified(false, die_blocked, &fd);
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	ASSERT_EQ(poll(&p, 1, 5000), 1);
 	kill(pid, SIGKILL);
 	ASSERT_EQ(wait_status(pid), 128 + SIGKILL);
