@@ -4,12 +4,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -429,6 +433,68 @@ int moat_seccomp_load(scmp_filter_ctx ctx, bool notify, int *ret_notify_fd)
 	if (fd < 0)
 		return fd == -1 ? -ENODATA : fd;
 	*ret_notify_fd = fd;
+	return 0;
+}
+
+int moat_seccomp_export(scmp_filter_ctx ctx, bool notify, struct moat_seccomp_prog *ret)
+{
+	struct stat st;
+
+	if (!ctx || !ret)
+		return -EINVAL;
+	_cleanup_close_ int fd = memfd_create("moat-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	int r = seccomp_export_bpf(ctx, fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return negerrno();
+	/* The kernel takes at most BPF_MAXINSNS instructions. */
+	if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+	    st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS)
+		return -E2BIG;
+	_cleanup_free_ struct sock_filter *insns = malloc((size_t)st.st_size);
+	if (!insns)
+		return -ENOMEM;
+	if (pread(fd, insns, (size_t)st.st_size, 0) != st.st_size)
+		return -EIO;
+	*ret = (struct moat_seccomp_prog){
+		.insns = TAKE_PTR(insns),
+		.len = (unsigned short)(st.st_size / sizeof(struct sock_filter)),
+		.notify = notify,
+	};
+	return 0;
+}
+
+void moat_seccomp_prog_done(struct moat_seccomp_prog *p)
+{
+	if (!p)
+		return;
+	free(p->insns);
+	*p = (struct moat_seccomp_prog){0};
+}
+
+int moat_seccomp_install(const struct moat_seccomp_prog *p, int *ret_notify_fd)
+{
+	if (!p || !p->insns || !p->len || (p->notify && !ret_notify_fd))
+		return -EINVAL;
+	if (ret_notify_fd)
+		*ret_notify_fd = -1;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return negerrno();
+	struct sock_fprog prog = {.len = p->len, .filter = p->insns};
+	/* TSYNC reports an unsyncable thread by returning its tid, which a listener
+	 * fd would be confused with: TSYNC_ESRCH makes that an error instead. */
+	unsigned long flags = SECCOMP_FILTER_FLAG_TSYNC;
+	if (p->notify)
+		flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+	if (r < 0)
+		return negerrno();
+	if (!p->notify)
+		return r == 0 ? 0 : -EAGAIN; /* r = a thread that could not be synchronised */
+	*ret_notify_fd = (int)r;
 	return 0;
 }
 

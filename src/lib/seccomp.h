@@ -72,6 +72,29 @@ int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret);
  * receives the listener fd (O_CLOEXEC), owned by the caller; else -1. */
 int moat_seccomp_load(scmp_filter_ctx ctx, bool notify, int *ret_notify_fd);
 
+/*
+ * The filter compiled by the supervisor before clone, so that the sandbox's
+ * init can install it with no allocation (libseccomp's seccomp_load() builds
+ * the BPF program at load time, with malloc). The program is libseccomp's own
+ * output, exported with seccomp_export_bpf().
+ */
+struct sock_filter;
+struct moat_seccomp_prog {
+	struct sock_filter *insns;
+	unsigned short len;
+	bool notify; /* the program has NOTIFY rules: install with a listener */
+};
+
+/* Compile ctx into *ret (owned by the caller: moat_seccomp_prog_done()). notify
+ * must match the opts the ctx was built with. */
+int moat_seccomp_export(scmp_filter_ctx ctx, bool notify, struct moat_seccomp_prog *ret);
+void moat_seccomp_prog_done(struct moat_seccomp_prog *p);
+
+/* Install a compiled filter on the calling process, all threads, with
+ * no_new_privs. Async-signal-safe: no allocation, no stdio. *ret_notify_fd
+ * receives the listener (O_CLOEXEC) when p->notify, else -1. */
+int moat_seccomp_install(const struct moat_seccomp_prog *p, int *ret_notify_fd);
+
 /* ---- supervisor side ------------------------------------------------------ */
 
 #define MOAT_SECCOMP_EV_PATH 4096

@@ -138,10 +138,10 @@ static void fs_child(void)
 	ASSERT_TRUE(rwfd >= 0);
 	path(p, sizeof(p), "ro");
 	struct moat_landlock_path paths[] = {
-		{ .path = p, .fd = -1, .writable = false },
-		{ .path = NULL, .fd = rwfd, .writable = true },
+		{.path = p, .fd = -1, .writable = false},
+		{.path = NULL, .fd = rwfd, .writable = true},
 	};
-	struct moat_landlock_opts o = { .paths = paths, .n_paths = 2, .min_abi = 1 };
+	struct moat_landlock_opts o = {.paths = paths, .n_paths = 2, .min_abi = 1};
 	struct moat_landlock_report rep;
 	ASSERT_EQ(moat_landlock_apply(&o, &rep), 0);
 	ASSERT_TRUE(rep.enforced);
@@ -196,7 +196,7 @@ TEST(landlock_fs_ro_rw_other)
 static void min_abi_child(void)
 {
 	struct moat_landlock_report rep;
-	struct moat_landlock_opts o = { .min_abi = MOAT_LANDLOCK_ABI_KNOWN + 50 };
+	struct moat_landlock_opts o = {.min_abi = MOAT_LANDLOCK_ABI_KNOWN + 50};
 	ASSERT_EQ(moat_landlock_apply(&o, &rep), -EOPNOTSUPP);
 	ASSERT_EQ(rep.abi, moat_landlock_abi());
 	ASSERT_TRUE(!rep.enforced);
@@ -205,13 +205,13 @@ static void min_abi_child(void)
 	ASSERT_TRUE(fd >= 0);
 	close(fd);
 	/* A missing path fails the whole apply, nothing half-applied. */
-	struct moat_landlock_path p = { .path = "/nonexistent/moat", .fd = -1 };
-	o = (struct moat_landlock_opts){ .paths = &p, .n_paths = 1, .min_abi = 1 };
+	struct moat_landlock_path p = {.path = "/nonexistent/moat", .fd = -1};
+	o = (struct moat_landlock_opts){.paths = &p, .n_paths = 1, .min_abi = 1};
 	ASSERT_EQ(moat_landlock_apply(&o, &rep), -ENOENT);
 	fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
 	ASSERT_TRUE(fd >= 0);
 	close(fd);
-	o = (struct moat_landlock_opts){ .n_paths = 1 };
+	o = (struct moat_landlock_opts){.n_paths = 1};
 	ASSERT_EQ(moat_landlock_apply(&o, &rep), -EINVAL);
 }
 
@@ -224,7 +224,7 @@ TEST(landlock_fails_closed)
 
 static int tcp_listener(uint16_t *ret_port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ASSERT_TRUE(fd >= 0);
@@ -237,9 +237,9 @@ static int tcp_listener(uint16_t *ret_port)
 
 static int tcp_connect(uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-				 .sin_port = htons(port) };
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				.sin_port = htons(port)};
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ASSERT_TRUE(fd >= 0);
 	int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
@@ -255,14 +255,14 @@ static void net_child(void)
 	int l1 = tcp_listener(&p1), l2 = tcp_listener(&p2);
 	ASSERT_EQ(tcp_connect(p1), 0); /* controls */
 	ASSERT_EQ(tcp_connect(p2), 0);
-	struct moat_landlock_opts o = { .net_none = true, .connect_ports = &p2,
-					.n_connect_ports = 1, .min_abi = 4 };
+	struct moat_landlock_opts o = {
+		.net_none = true, .connect_ports = &p2, .n_connect_ports = 1, .min_abi = 4};
 	struct moat_landlock_report rep;
 	ASSERT_EQ(moat_landlock_apply(&o, &rep), 0);
 	ASSERT_EQ(rep.handled_net, LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP);
 	ASSERT_ERRNO(tcp_connect(p1), EACCES);
 	ASSERT_EQ(tcp_connect(p2), 0);
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ASSERT_ERRNO(bind(fd, (struct sockaddr *)&a, sizeof(a)), EACCES);
 	close(fd);
@@ -321,8 +321,8 @@ static void scope_child(void)
 	snprintf(inside, sizeof(inside), "moat-ll-in-%d", (int)getpid());
 	int lo = abstract_listen(outside);
 	ASSERT_EQ(abstract_connect(outside), 0); /* control */
-	ASSERT_EQ(kill(getppid(), 0), 0);	  /* control */
-	struct moat_landlock_opts o = { .scope = true, .min_abi = 6 };
+	ASSERT_EQ(kill(getppid(), 0), 0); /* control */
+	struct moat_landlock_opts o = {.scope = true, .min_abi = 6};
 	struct moat_landlock_report rep;
 	ASSERT_EQ(moat_landlock_apply(&o, &rep), 0);
 	ASSERT_EQ(rep.scoped, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL);
@@ -350,7 +350,7 @@ TEST(landlock_scope_abstract_unix_and_signal)
 static void best_effort_child(void)
 {
 	struct moat_landlock_report rep;
-	struct moat_landlock_opts o = { 0 };
+	struct moat_landlock_opts o = {0};
 	ASSERT_EQ(moat_landlock_apply(&o, &rep), 0);
 	ASSERT_TRUE(rep.enforced);
 	ASSERT_ERRNO(open("/etc/hostname", O_RDONLY | O_CLOEXEC), EACCES);

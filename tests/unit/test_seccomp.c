@@ -458,8 +458,19 @@ static int recv_fd(int sock)
 
 /* Start a child that installs the filter with notification, hands the
  * listener over and runs fn. Returns the child pid and the listener. */
+static bool use_install; /* load through moat_seccomp_export/install */
+
 static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 {
+	struct moat_seccomp_prog prog = {0};
+	if (use_install) {
+		struct moat_seccomp_opts o = {.notify = true, .record_exec = record_exec};
+		scmp_filter_ctx ctx = NULL;
+		ASSERT_EQ(moat_seccomp_build(&o, &ctx), 0);
+		ASSERT_EQ(moat_seccomp_export(ctx, true, &prog), 0);
+		seccomp_release(ctx);
+		ASSERT_TRUE(prog.len > 10);
+	}
 	int sv[2];
 	ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	pid_t pid = fork();
@@ -469,8 +480,11 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 		scmp_filter_ctx ctx = NULL;
 		int fd = -1;
 		close(sv[0]);
-		if (moat_seccomp_build(&o, &ctx) < 0 || moat_seccomp_load(ctx, true, &fd) < 0 ||
-		    fd < 0)
+		if (use_install) {
+			if (moat_seccomp_install(&prog, &fd) < 0 || fd < 0)
+				_exit(92);
+		} else if (moat_seccomp_build(&o, &ctx) < 0 ||
+			   moat_seccomp_load(ctx, true, &fd) < 0 || fd < 0)
 			_exit(91);
 		send_fd(sv[1], fd);
 		close(fd);
@@ -479,6 +493,7 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 		_exit(0);
 	}
 	close(sv[1]);
+	moat_seccomp_prog_done(&prog);
 	*ret_fd = recv_fd(sv[0]);
 	close(sv[0]);
 	ASSERT_TRUE(*ret_fd >= 0);
@@ -536,7 +551,7 @@ static void deny_then_exec(void)
 	_exit(16);
 }
 
-TEST(seccomp_notify_denial_and_exec_events)
+static void notify_denial_and_exec_events(void)
 {
 	static struct moat_seccomp_event ev;
 	int fd = -1;
@@ -581,6 +596,45 @@ TEST(seccomp_notify_denial_and_exec_events)
 	/* Nobody uses the filter any more. */
 	ASSERT_EQ(next_event(fd, &ev), -ENOTCONN);
 	close(fd);
+}
+
+TEST(seccomp_notify_denial_and_exec_events)
+{
+	notify_denial_and_exec_events();
+}
+
+/* The same through the no-allocation path the sandbox's init uses. */
+TEST(seccomp_notify_via_exported_program)
+{
+	use_install = true;
+	notify_denial_and_exec_events();
+}
+
+static void install_child(void)
+{
+	struct moat_seccomp_opts o = {0};
+	struct moat_seccomp_prog prog = {0};
+	scmp_filter_ctx ctx = NULL;
+	char buf[64];
+	int fd = 0;
+	ASSERT_EQ(moat_seccomp_build(&o, &ctx), 0);
+	ASSERT_EQ(moat_seccomp_export(ctx, false, &prog), 0);
+	seccomp_release(ctx);
+	ASSERT_EQ(moat_seccomp_install(&prog, &fd), 0);
+	ASSERT_EQ(fd, -1);
+	moat_seccomp_prog_done(&prog);
+	ASSERT_STREQ(status_field("NoNewPrivs:", buf, sizeof(buf)), "\t1");
+	ASSERT_ERRNO(unshare(CLONE_NEWUSER), EPERM);
+	ASSERT_ERRNO(syscall(SYS_clone3, BAD, 88), ENOSYS);
+	ASSERT_ERRNO(syscall(SYS_ioctl, -1, (1ULL << 32) | TIOCSTI, BAD), EPERM);
+	ASSERT_ERRNO(personality(ADDR_NO_RANDOMIZE), EPERM);
+	ASSERT_ERRNO(syscall(SYS_ioctl, -1, TIOCGWINSZ, BAD), EBADF);
+	x32_getpid(); /* killed */
+}
+
+TEST(seccomp_exported_program_without_notify)
+{
+	ASSERT_EQ(run_killed(install_child, false), SIGSYS);
 }
 
 static void huge_argv(void)
