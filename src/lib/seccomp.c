@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
@@ -598,6 +599,32 @@ static pid_t read_ppid(pid_t pid)
 	return ppid;
 }
 
+/* Does the exec path resolve in the caller's view of the filesystem? Resolved
+ * below the caller's root (/proc/PID/root) with RESOLVE_IN_ROOT, never
+ * following magic links, so a sandbox path cannot point the supervisor at its
+ * own files. Only ENOENT/ENOTDIR count as missing. */
+static bool exec_path_missing(pid_t pid, int dirfd, const char *path)
+{
+	char p[64];
+	_cleanup_close_ int base = -1, fd = -1;
+
+	if (!path[0])
+		return false; /* AT_EMPTY_PATH: the fd is the program */
+	if (path[0] == '/')
+		snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	else if (dirfd == AT_FDCWD)
+		snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
+	else
+		snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)pid, dirfd);
+	base = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0)
+		return false;
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	fd = (int)syscall(SYS_openat2, base, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
+	return fd < 0 && (errno == ENOENT || errno == ENOTDIR);
+}
+
 int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
 {
 	struct seccomp_notif req;
@@ -642,6 +669,7 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
 		read_str(ev->pid, req.data.args[at ? 1 : 0], ev->path, sizeof(ev->path),
 			 &ev->truncated);
 		read_argv(ev->pid, req.data.args[at ? 2 : 1], ev);
+		ev->missing = exec_path_missing(ev->pid, ev->dirfd, ev->path);
 		/* What we read belongs to the task still blocked in this call, not to
 		 * a process that reused its pid. */
 		if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) < 0)

@@ -125,6 +125,10 @@ struct moat_seccomp_event {
 	int exec_flags; /* execveat's flags */
 	unsigned argc; /* entries recorded */
 	bool truncated; /* argv or path cut at a cap, or unreadable */
+	/* The path did not resolve (ENOENT/ENOTDIR) inside the sandbox when the call
+	 * was made: the exec is bound to fail, e.g. one step of a PATH search. A
+	 * hint, checked before the kernel runs the exec. */
+	bool missing;
 	uint32_t argv_off[MOAT_SECCOMP_EV_ARGC];
 	char argv_buf[MOAT_SECCOMP_EV_ARGV_BYTES];
 };

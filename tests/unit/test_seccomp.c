@@ -545,6 +545,11 @@ static void deny_then_exec(void)
 		_exit(14);
 	if (chdir("/tmp") < 0)
 		_exit(15);
+	/* A PATH-search miss is recorded as such. */
+	static char m0[] = "/nonexistent/moat-missing";
+	char *const margv[] = {m0, NULL};
+	if (execve(m0, margv, environ) != -1 || errno != ENOENT)
+		_exit(17);
 	static char b0[] = "/bin/true", b1[] = "moat-marker", b2[] = "second arg";
 	char *const argv[] = {b0, b1, b2, NULL};
 	execve(argv[0], argv, environ);
@@ -575,6 +580,7 @@ static void notify_denial_and_exec_events(void)
 	ASSERT_STREQ(ev.syscall, "execveat");
 	ASSERT_STREQ(ev.path, "true");
 	ASSERT_TRUE(ev.dirfd >= 0);
+	ASSERT_TRUE(!ev.missing);
 	ASSERT_EQ(ev.argc, 2);
 	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 0), "true");
 	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 1), "via-execveat");
@@ -583,10 +589,16 @@ static void notify_denial_and_exec_events(void)
 
 	ASSERT_EQ(next_event(fd, &ev), 0);
 	ASSERT_EQ(ev.type, MOAT_SECCOMP_EVENT_EXEC);
+	ASSERT_STREQ(ev.path, "/nonexistent/moat-missing");
+	ASSERT_TRUE(ev.missing);
+
+	ASSERT_EQ(next_event(fd, &ev), 0);
+	ASSERT_EQ(ev.type, MOAT_SECCOMP_EVENT_EXEC);
 	ASSERT_STREQ(ev.syscall, "execve");
 	ASSERT_EQ(ev.pid, pid);
 	ASSERT_STREQ(ev.path, "/bin/true");
 	ASSERT_STREQ(ev.cwd, "/tmp");
+	ASSERT_TRUE(!ev.missing);
 	ASSERT_EQ(ev.argc, 3);
 	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 1), "moat-marker");
 	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 2), "second arg");
