@@ -141,3 +141,51 @@ void moat_restrict_teardown(struct moat_run *r)
 		r->sb.seccomp_prog = NULL;
 	}
 }
+
+/* ---- doctor ---------------------------------------------------------------- */
+
+void moat_restrict_doctor(json_t *o)
+{
+	struct moat_landlock_report ll;
+	struct moat_seccomp_probe sc;
+	char fs[512], net[64], scope[64], buf[32];
+
+	moat_landlock_probe(NULL, &ll);
+	json_t *l =
+		json_pack("{s:i, s:i, s:s, s:s, s:s}", "abi", ll.abi, "errata", ll.errata, "fs",
+			  moat_landlock_rights_str('f', ll.handled_fs, fs, sizeof(fs)), "net",
+			  moat_landlock_rights_str('n', ll.handled_net, net, sizeof(net)), "scope",
+			  moat_landlock_rights_str('s', ll.scoped, scope, sizeof(scope)));
+	if (l)
+		json_object_set_new(o, "landlock_rights", l);
+	moat_seccomp_probe(&sc);
+	snprintf(buf, sizeof(buf), "%u.%u.%u", sc.lib_major, sc.lib_minor, sc.lib_micro);
+	json_t *s =
+		json_pack("{s:b, s:b, s:b, s:b, s:i, s:s, s:i, s:i}", "filter", sc.filter,
+			  "kill_process", sc.kill_process, "notify", sc.notify, "notif_sizes_ok",
+			  sc.notif_sizes_ok, "api_level", (int)sc.api_level, "libseccomp", buf,
+			  "rules", (int)sc.n_rules, "rules_total", (int)sc.n_rules_total);
+	if (s)
+		json_object_set_new(o, "seccomp_filter", s);
+}
+
+void moat_restrict_doctor_text(FILE *t, json_t *o)
+{
+	json_t *l = json_object_get(o, "landlock_rights");
+	json_t *s = json_object_get(o, "seccomp_filter");
+	if (l && json_integer_value(json_object_get(l, "abi")) > 0) {
+		fprintf(t, "  [info] %-26s fs: %s\n", "landlock rights enforced",
+			json_string_value(json_object_get(l, "fs")));
+		fprintf(t, "  %34s net: %s (with --net none)\n", "",
+			json_string_value(json_object_get(l, "net")));
+		fprintf(t, "  %34s scope: %s\n", "",
+			json_string_value(json_object_get(l, "scope")));
+	}
+	if (s)
+		fprintf(t,
+			"  [info] %-26s %d of %d rules on this architecture, libseccomp %s (API %d)\n",
+			"seccomp filter", (int)json_integer_value(json_object_get(s, "rules")),
+			(int)json_integer_value(json_object_get(s, "rules_total")),
+			json_string_value(json_object_get(s, "libseccomp")),
+			(int)json_integer_value(json_object_get(s, "api_level")));
+}

@@ -22,3 +22,9 @@ int moat_restrict_prepare(struct moat_run *r);
 void moat_restrict_notify(struct moat_run *r);
 /* Free what prepare made. Safe to call twice. */
 void moat_restrict_teardown(struct moat_run *r);
+
+/* `moat doctor`: the Landlock rights and the seccomp filter this kernel gets. */
+#include <jansson.h>
+#include <stdio.h>
+void moat_restrict_doctor(json_t *o);
+void moat_restrict_doctor_text(FILE *t, json_t *o);
