@@ -153,6 +153,53 @@ t_exec_count() {
 	grep -Eq '"execs": *5[,}]' status.json || fail "want 5 execs: $(cat status.json)"
 }
 
+abstract_probe='
+import socket
+s = socket.socket(socket.AF_UNIX)
+print("abstract=%d" % s.connect_ex("\0moat-kl-'"$$"'"))'
+
+# With --net host the abstract unix namespace is the host's: Landlock's scope
+# (ABI >= 6) is the wall; without Landlock the host socket is reachable.
+t_abstract_scope() {
+	local w out pid
+	w=$(ws)
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind("\0moat-kl-'"$$"'"); s.listen(8)
+sys.stdout.write("ready\n"); sys.stdout.flush(); time.sleep(30)' >listener.out &
+	pid=$!
+	for _ in $(seq 50); do [ -s listener.out ] && break; sleep 0.1; done
+	out=$(run_in "$w" --net host -- python3 -c "$abstract_probe") || true
+	local off
+	off=$(MOAT_TEST_LAYERS=1 run_in "$w" --net host --test-disable-layer landlock -- \
+		python3 -c "$abstract_probe") || true
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	[ -n "$out" ] || skip "--net host is not available here"
+	assert_eq "abstract=1" "$out" "with Landlock (EPERM)"
+	assert_eq "abstract=0" "$off" "without Landlock (control)"
+}
+
+# --allow-syscall re-allows a name; --deny-syscall adds one; bad names refused.
+t_allow_deny_flags() {
+	local w rc=0
+	w=$(ws)
+	assert_eq "0 0" "$(run_in "$w" --allow-syscall personality -- python3 -c 'import ctypes
+l = ctypes.CDLL(None, use_errno=True); print(l.personality(0x40000), ctypes.get_errno())')"
+	run_in "$w" --deny-syscall uname -- uname >/dev/null 2>&1 || rc=$?
+	assert_eq 1 "$rc" "uname under --deny-syscall uname"
+	rc=0
+	run_in "$w" --allow-syscall no_such_call -- true 2>err || rc=$?
+	assert_eq 125 "$rc" "unknown syscall name"
+	assert_contains "$(cat err)" "no_such_call"
+}
+
+t_no_record_exec() {
+	local w
+	w=$(ws)
+	run_in "$w" --no-record-exec --json-status "$PWD/status.json" -- sh -c 'true; /bin/true'
+	grep -Eq '"execs": *0[,}]' status.json || fail "execs recorded: $(cat status.json)"
+}
+
 run_test "python3 runs" t_python
 run_test "gcc compiles and runs a program" t_gcc
 run_test "git init and commit" t_git
@@ -164,4 +211,7 @@ run_test "Landlock alone still blocks its share" t_landlock_alone
 run_test "layer switches need MOAT_TEST_LAYERS=1" t_switch_gated
 run_test "denials and execs are counted in the status" t_denials_in_status
 run_test "each exec counted once, PATH misses not" t_exec_count
+run_test "abstract unix sockets outside the domain (Landlock scope)" t_abstract_scope
+run_test "--allow-syscall and --deny-syscall" t_allow_deny_flags
+run_test "--no-record-exec records no execs" t_no_record_exec
 t_done
