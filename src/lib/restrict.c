@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "lib/errors.h"
 #include "lib/landlock.h"
@@ -128,8 +129,14 @@ void moat_restrict_notify(struct moat_run *r)
 		int k = moat_seccomp_notify_handle(r->notify_fd, ev);
 		if (k == 0)
 			record(r, ev);
-		else if (k != -ENOENT && k != -EINTR)
-			break; /* -EAGAIN: nothing pending; -ENOTCONN: nobody left */
+		else if (k == -ENOTCONN) {
+			/* Nobody uses the filter any more: a hung-up fd would keep
+			 * waking a level-triggered epoll. */
+			if (r->epfd >= 0)
+				epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->notify_fd, NULL);
+			break;
+		} else if (k != -ENOENT && k != -EINTR)
+			break; /* -EAGAIN: nothing pending */
 	}
 }
 
