@@ -515,8 +515,8 @@ static int wait_setup(struct moat_run *r)
 	/* With exec recording the command's execve waits for our answer, and only
 	 * then closes the setup pipe: serve the seccomp listener meanwhile. */
 	while (r->notify_fd >= 0) {
-		struct pollfd pf[2] = { { .fd = r->sb.setup_r, .events = POLLIN },
-					{ .fd = r->notify_fd, .events = POLLIN } };
+		struct pollfd pf[2] = {{.fd = r->sb.setup_r, .events = POLLIN},
+				       {.fd = r->notify_fd, .events = POLLIN}};
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)

@@ -54,10 +54,12 @@ int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
 	tag_base = base;
 	if (r->notify_fd >= 0) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY };
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY};
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
 			return moat_error_set(r->err, "seccomp", errno,
-					      "cannot watch the seccomp listener: %s", strerror(errno));
+					      "cannot watch the seccomp listener: %s",
+					      strerror(errno));
 	}
 	return 0;
 }
