@@ -199,15 +199,15 @@ t_sigkill_leaves_nothing() {
 	local marker="moat-orphan-$$-$RANDOM"
 	"$MOAT" run --quiet -- /bin/sh -c "sh -c 'sleep 300; :' $marker & setsid sh -c 'sleep 301; :' $marker & sh -c 'sleep 302; :' $marker" &
 	local mpid=$!
-	local i
-	for i in $(seq 50); do
+
+	for _ in $(seq 50); do
 		pgrep -f "$marker" >/dev/null && break
 		sleep 0.1
 	done
 	pgrep -f "$marker" >/dev/null || fail "the sandbox never started"
 	kill -KILL $mpid
 	wait $mpid 2>/dev/null || true
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		pgrep -f "$marker" >/dev/null || break
 		sleep 0.1
 	done
@@ -219,8 +219,8 @@ t_sigkill_leaves_nothing() {
 t_signal_forwarding() {
 	"$MOAT" run --quiet -- /bin/sh -c 'trap "echo got-int; exit 7" INT; echo ready; while :; do sleep 0.1; done' >"$T_OUT/sig" &
 	local mpid=$!
-	local i
-	for i in $(seq 50); do
+
+	for _ in $(seq 50); do
 		grep -q ready "$T_OUT/sig" 2>/dev/null && break
 		sleep 0.1
 	done
