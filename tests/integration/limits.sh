@@ -267,18 +267,27 @@ time.sleep(30)' "$sd/alive/lock" >lockout &
 }
 
 t_200_runs_back_to_baseline() {
-	local cg0 mnt0 tmp0 st0 i
+	local cg0 mnt0 st0 i
 	cg0=$(cgroup_dirs | wc -l)
 	mnt0=$(wc -l </proc/self/mountinfo)
-	tmp0=$(find /tmp -maxdepth 1 -name 'moat-*' -newer "$T_OUT" -user "$(id -u)" | wc -l)
 	st0=$(find "$(state_dir)" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+	# Temporary directories: moat's TMPDIR is ours, and nothing in /tmp may be
+	# named after one of the runs (other tests may run at the same time, so a
+	# plain count of /tmp would not say whose an entry is).
+	mkdir -p tmp
 	for i in $(seq 200); do
-		mrun "${DEG[@]}" --memory 64M --pids 32 -- true || fail "run $i failed"
+		TMPDIR=$PWD/tmp mrun --json-status st.json "${DEG[@]}" --memory 64M --pids 32 -- true ||
+			fail "run $i failed"
+		status_field st.json run >>ids
 	done
+	assert_eq 200 "$(sort -u ids | wc -l)" "distinct run ids"
 	assert_eq "$cg0" "$(cgroup_dirs | wc -l)" "cgroups"
 	assert_eq "$mnt0" "$(wc -l </proc/self/mountinfo)" "mounts"
-	assert_eq "$tmp0" "$(find /tmp -maxdepth 1 -name 'moat-*' -newer "$T_OUT" -user "$(id -u)" | wc -l)" "temporary directories"
 	assert_eq "$st0" "$(find "$(state_dir)" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)" "state entries"
+	assert_eq "" "$(ls -A tmp)" "moat's TMPDIR"
+	local left
+	left=$(find /tmp /run -maxdepth 2 2>/dev/null | grep -F -f ids || true)
+	assert_eq "" "$left" "files named after a run"
 	# moat's own fds: a run sees the same fds inside as the first one did.
 	local a b
 	a=$(mrun -- sh -c 'ls /proc/self/fd | wc -l')

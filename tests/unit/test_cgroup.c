@@ -4,6 +4,7 @@
  * temporary directory, and the real hierarchies of this machine (as root: real
  * limits, OOM, kill, destroy; unprivileged: creation must fail closed).
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
@@ -749,4 +750,42 @@ TEST(cgroup_real_destroy_running_and_reopen)
 		ASSERT_ERRNO(stat(dirs[i], &sb), ENOENT);
 	/* The original handle's directories are already gone: destroy is quiet. */
 	ASSERT_EQ(moat_cgroup_destroy(cg), 0);
+}
+
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* 200 create/destroy cycles (root: real groups; unprivileged: refused
+ * creations) leave the fd count and the cgroup tree as they were. */
+TEST(cgroup_real_200_cycles_no_leak)
+{
+	const struct moat_cgroup_limits l = {.memory = 64 << 20, .pids = 32, .cpus_milli = 500};
+	int fds = count_fds();
+	bool can = can_create_real();
+	for (int i = 0; i < 200; i++) {
+		struct moat_cgroup *cg = NULL;
+		char id[64];
+		snprintf(id, sizeof(id), "unit-cycle-%d-%d", (int)getpid(), i);
+		int r = moat_cgroup_create(&l, id, &cg, NULL);
+		if (!can) {
+			ASSERT_TRUE(r == -EACCES || r == -EPERM);
+			continue;
+		}
+		ASSERT_EQ(r, 0);
+		char dir[1100];
+		snprintf(dir, sizeof(dir), "%s", moat_cgroup_dir(cg, 0));
+		ASSERT_EQ(moat_cgroup_destroy(cg), 0);
+		struct stat sb;
+		ASSERT_ERRNO(stat(dir, &sb), ENOENT);
+	}
+	ASSERT_EQ(count_fds(), fds);
 }

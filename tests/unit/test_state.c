@@ -341,3 +341,34 @@ TEST(state_public_gc_ps)
 	ASSERT_EQ(moat_state_unregister(e), 0);
 	drop_sdir();
 }
+
+TEST(state_200_cycles_no_leak)
+{
+	struct moat_state_record r;
+	int fds = 0;
+	make_sdir();
+	for (int i = 0; i < 200; i++) {
+		struct moat_state_entry *e = NULL;
+		char id[32];
+		snprintf(id, sizeof(id), "cycle-%d", i);
+		fill(&r, id);
+		ASSERT_EQ(moat_state_register(sdir, &r, &e), 0);
+		ASSERT_EQ(moat_state_unregister(e), 0);
+		if (i == 0) {
+			DIR *d = opendir("/proc/self/fd");
+			struct dirent *de;
+			while (d && (de = readdir(d)))
+				fds += de->d_name[0] != '.';
+			closedir(d);
+		}
+	}
+	int now = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		now += de->d_name[0] != '.';
+	closedir(d);
+	ASSERT_EQ(now, fds);
+	ASSERT_EQ(count_entries(), 0);
+	drop_sdir();
+}
