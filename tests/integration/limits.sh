@@ -39,7 +39,7 @@ t_fail_closed_or_enforced() {
 	local rc=0 err
 	if is_root; then
 		# Root: the limits are real cgroups; a sandbox process is in them.
-		"$MOAT" run --quiet --memory 64M --pids 32 -- sleep 3 &
+		"$MOAT" run --quiet --memory 64M --pids 32 --cpus 0.5 -- sleep 3 &
 		local pid=$! id="" i
 		for i in $(seq 100); do
 			id=$("$MOAT" ps | awk -v p="$pid" '$2 == p { print $1 }')
@@ -57,6 +57,17 @@ t_fail_closed_or_enforced() {
 		[ -n "$procs" ] || fail "no process in the run's pids cgroup"
 		assert_eq 32 "$(cat /sys/fs/cgroup/pids/moat/"$id"/pids.max 2>/dev/null ||
 			cat /sys/fs/cgroup/moat/"$id"/pids.max)" "pids.max"
+		if [ -d /sys/fs/cgroup/cpu/moat/"$id" ]; then
+			assert_eq 50000 "$(cat /sys/fs/cgroup/cpu/moat/"$id"/cpu.cfs_quota_us)" "cfs quota"
+			assert_eq 100000 "$(cat /sys/fs/cgroup/cpu/moat/"$id"/cpu.cfs_period_us)" "cfs period"
+		else
+			assert_eq "50000 100000" "$(cat /sys/fs/cgroup/moat/"$id"/cpu.max)" "cpu.max"
+		fi
+		local mem
+		mem=$(cat /sys/fs/cgroup/memory/*/*/moat/"$id"/memory.limit_in_bytes 2>/dev/null ||
+			cat /sys/fs/cgroup/memory/moat/"$id"/memory.limit_in_bytes 2>/dev/null ||
+			cat /sys/fs/cgroup/moat/"$id"/memory.max)
+		assert_eq $((64 << 20)) "$mem" "memory limit"
 		wait "$pid"
 		[ ! -e /sys/fs/cgroup/pids/moat/"$id" ] || fail "the run's cgroup outlived it"
 		return 0
@@ -96,6 +107,25 @@ t_fork_bomb_contained() {
 		peak=$(status_field st.json pids_peak)
 		[ "$peak" -le 64 ] && [ "$peak" -ge 60 ] || fail "pids_peak $peak, limit 64"
 	fi
+}
+
+t_cpu_quota() {
+	if ! is_root; then
+		# No cgroup: --cpus cannot be enforced by rlimits and fails closed.
+		local rc=0
+		"$MOAT" run --quiet --cpus 0.5 -- true 2>err || rc=$?
+		assert_eq 125 "$rc"
+		assert_contains "$(cat err)" "cgroup"
+		return 0
+	fi
+	mrun --json-status st.json --cpus 0.5 --timeout 2s --kill-grace 100ms -- \
+		sh -c 'while :; do :; done' || true
+	local cpu wall
+	cpu=$(jq '.cpu_user_s + .cpu_sys_s' st.json)
+	wall=$(jq '.wall_s' st.json)
+	# Half a CPU: at most 1 s of CPU in 2 s (an idle machine gives a busy loop 2 s).
+	python3 -c "import sys; c, w = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if c <= 0.5 * w + 0.2 else 1)" \
+		"$cpu" "$wall" || fail "cpu ${cpu}s in ${wall}s with --cpus 0.5"
 }
 
 t_memory_balloon_anon() {
@@ -307,6 +337,7 @@ t_stdout_flood_constant_memory() {
 
 run_test "explicit limits: enforced by cgroups (root) / fail closed or degraded (user)" t_fail_closed_or_enforced
 run_test "fork bomb contained at --pids" t_fork_bomb_contained
+run_test "--cpus: CFS quota (root) / fails closed (user)" t_cpu_quota
 run_test "anonymous memory balloon killed at --memory" t_memory_balloon_anon
 run_test "tmpfs and memfd balloons bounded" t_memory_balloon_tmpfs_memfd
 run_test "30 GiB request against a 4 GiB limit fails cleanly" t_memory_30g_request
