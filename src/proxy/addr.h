@@ -24,13 +24,13 @@
 #define MOAT_ADDR_STRLEN 56
 
 enum moat_addr_flag {
-	MOAT_ADDR_LOOPBACK = 1u << 0,	 /* 127/8, ::1 */
-	MOAT_ADDR_PRIVATE = 1u << 1,	 /* 10/8, 172.16/12, 192.168/16, fc00::/7, fec0::/10 */
-	MOAT_ADDR_LINK_LOCAL = 1u << 2,	 /* 169.254/16, fe80::/10 */
-	MOAT_ADDR_CGNAT = 1u << 3,	 /* 100.64/10 */
+	MOAT_ADDR_LOOPBACK = 1u << 0, /* 127/8, ::1 */
+	MOAT_ADDR_PRIVATE = 1u << 1, /* 10/8, 172.16/12, 192.168/16, fc00::/7, fec0::/10 */
+	MOAT_ADDR_LINK_LOCAL = 1u << 2, /* 169.254/16, fe80::/10 */
+	MOAT_ADDR_CGNAT = 1u << 3, /* 100.64/10 */
 	MOAT_ADDR_UNSPECIFIED = 1u << 4, /* 0.0.0.0, :: */
-	MOAT_ADDR_MULTICAST = 1u << 5,	 /* 224/4, ff00::/8 */
-	MOAT_ADDR_BROADCAST = 1u << 6,	 /* 255.255.255.255 */
+	MOAT_ADDR_MULTICAST = 1u << 5, /* 224/4, ff00::/8 */
+	MOAT_ADDR_BROADCAST = 1u << 6, /* 255.255.255.255 */
 	/* 0/8, 192.0.0/24, 192.0.2/24, 198.18/15, 198.51.100/24, 203.0.113/24,
 	 * 240/4, 100::/64, 2001:db8::/32, 2001:2::/48, 3fff::/20, 5f00::/16, ::/8
 	 * remainder (not mapped/compat), and 2001::/23 outside Teredo */
@@ -98,9 +98,9 @@ bool moat_addr_unmap(const struct sockaddr *sa, struct sockaddr_storage *ret);
 int moat_addr_format(const struct sockaddr *sa, bool with_port, char *buf, size_t len);
 
 struct moat_cidr {
-	int family;	  /* AF_INET or AF_INET6 */
+	int family; /* AF_INET or AF_INET6 */
 	uint8_t addr[16]; /* network byte order; IPv4 uses the first 4 bytes */
-	unsigned prefix;  /* 0..32 or 0..128 */
+	unsigned prefix; /* 0..32 or 0..128 */
 };
 
 /*

@@ -23,8 +23,8 @@
 #define MOAT_DNS_NAME_WIRE_MAX 255
 /* presentation text: every byte escaped as \DDD at worst, plus dots, NUL */
 #define MOAT_DNS_NAME_TEXT_MAX 1024
-#define MOAT_DNS_UDP_MAX 512	 /* answer size without EDNS */
-#define MOAT_DNS_MAX_ANSWERS 16	 /* addresses per answer, more are ignored */
+#define MOAT_DNS_UDP_MAX 512 /* answer size without EDNS */
+#define MOAT_DNS_MAX_ANSWERS 16 /* addresses per answer, more are ignored */
 #define MOAT_DNS_MAX_POINTERS 16 /* compression pointers followed per name */
 
 enum moat_dns_type {
@@ -54,20 +54,20 @@ enum moat_dns_rcode {
 
 enum moat_dns_err {
 	MOAT_DNS_E_SHORT = 1, /* shorter than a header: no reply possible */
-	MOAT_DNS_E_RESPONSE,  /* QR bit set: ignore, never answer (no loops) */
-	MOAT_DNS_E_OPCODE,    /* not a standard query: answer NOTIMP */
-	MOAT_DNS_E_COUNTS,    /* QDCOUNT != 1, or answer/authority records: FORMERR */
+	MOAT_DNS_E_RESPONSE, /* QR bit set: ignore, never answer (no loops) */
+	MOAT_DNS_E_OPCODE, /* not a standard query: answer NOTIMP */
+	MOAT_DNS_E_COUNTS, /* QDCOUNT != 1, or answer/authority records: FORMERR */
 	MOAT_DNS_E_TRUNCATED, /* question runs past the end: FORMERR */
-	MOAT_DNS_E_NAME,      /* label type 0x40/0x80, name too long: FORMERR */
-	MOAT_DNS_E_POINTER,   /* forward/self pointer, loop, too many: FORMERR */
+	MOAT_DNS_E_NAME, /* label type 0x40/0x80, name too long: FORMERR */
+	MOAT_DNS_E_POINTER, /* forward/self pointer, loop, too many: FORMERR */
 	MOAT_DNS_E__MAX
 };
 
 struct moat_dns_query {
 	uint16_t id;
 	uint16_t flags; /* header flags word as received */
-	bool rd;	/* recursion desired (echoed back) */
-	bool has_edns;	/* ARCOUNT was 1 (assumed OPT; not validated) */
+	bool rd; /* recursion desired (echoed back) */
+	bool has_edns; /* ARCOUNT was 1 (assumed OPT; not validated) */
 	uint16_t qtype;
 	uint16_t qclass;
 	/* Name in presentation form: lowercase, labels joined by '.', no
@@ -115,8 +115,8 @@ int moat_dns_build_rcode_response(const struct moat_dns_query *q, uint8_t rcode,
  * MOAT_DNS_HEADER_LEN, or -EINVAL if @query is shorter than a header or is
  * itself a response, -ENOBUFS.
  */
-int moat_dns_build_header_response(const uint8_t *query, size_t qlen, uint8_t rcode,
-				   uint8_t *out, size_t outlen);
+int moat_dns_build_header_response(const uint8_t *query, size_t qlen, uint8_t rcode, uint8_t *out,
+				   size_t outlen);
 
 /*
  * TCP framing: if @buf holds a complete 2-byte-length-prefixed message, set
@@ -124,8 +124,7 @@ int moat_dns_build_header_response(const uint8_t *query, size_t qlen, uint8_t rc
  * more bytes are needed; -EMSGSIZE if the announced length is below a DNS
  * header (12) — the stream is then unusable, close it.
  */
-int moat_dns_tcp_unframe(const uint8_t *buf, size_t len, const uint8_t **ret_msg,
-			 size_t *ret_len);
+int moat_dns_tcp_unframe(const uint8_t *buf, size_t len, const uint8_t **ret_msg, size_t *ret_len);
 /* Write the 2-byte big-endian length for a message of @msglen bytes.
  * Returns 2, or -EMSGSIZE if @msglen > 65535. */
 int moat_dns_tcp_prefix(uint8_t out[2], size_t msglen);

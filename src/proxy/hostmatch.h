@@ -29,9 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MOAT_HOST_MAX 253	/* bytes of a normalized name, without the NUL */
-#define MOAT_HOST_LABEL_MAX 63	/* bytes of one label */
-#define MOAT_HOST_BUFSZ 256	/* buffer that fits any normalized host or IP text */
+#define MOAT_HOST_MAX 253 /* bytes of a normalized name, without the NUL */
+#define MOAT_HOST_LABEL_MAX 63 /* bytes of one label */
+#define MOAT_HOST_BUFSZ 256 /* buffer that fits any normalized host or IP text */
 
 enum moat_host_kind {
 	MOAT_HOST_NAME = 0, /* a normalized DNS name */

@@ -39,37 +39,37 @@
 
 enum moat_http1_err {
 	MOAT_HTTP1_E_HEAD_TOO_LARGE = 1, /* 431 */
-	MOAT_HTTP1_E_TOO_MANY_HEADERS,	 /* 431 */
-	MOAT_HTTP1_E_NUL,		 /* 400: NUL or another CTL byte */
-	MOAT_HTTP1_E_LINE_ENDING,	 /* 400: bare CR or bare LF */
-	MOAT_HTTP1_E_REQUEST_LINE,	 /* 400: not "METHOD SP target SP version" */
-	MOAT_HTTP1_E_METHOD,		 /* 400: empty/non-token method */
-	MOAT_HTTP1_E_VERSION,		 /* 505: not HTTP/1.0 or HTTP/1.1 */
-	MOAT_HTTP1_E_TARGET,		 /* 400: malformed request-target */
-	MOAT_HTTP1_E_SCHEME,		 /* 400: absolute-form scheme other than http */
-	MOAT_HTTP1_E_FORM,		 /* 400: target form wrong for method (e.g.
+	MOAT_HTTP1_E_TOO_MANY_HEADERS, /* 431 */
+	MOAT_HTTP1_E_NUL, /* 400: NUL or another CTL byte */
+	MOAT_HTTP1_E_LINE_ENDING, /* 400: bare CR or bare LF */
+	MOAT_HTTP1_E_REQUEST_LINE, /* 400: not "METHOD SP target SP version" */
+	MOAT_HTTP1_E_METHOD, /* 400: empty/non-token method */
+	MOAT_HTTP1_E_VERSION, /* 505: not HTTP/1.0 or HTTP/1.1 */
+	MOAT_HTTP1_E_TARGET, /* 400: malformed request-target */
+	MOAT_HTTP1_E_SCHEME, /* 400: absolute-form scheme other than http */
+	MOAT_HTTP1_E_FORM, /* 400: target form wrong for method (e.g.
 					  * CONNECT /x, GET host:443, OPTIONS *) */
-	MOAT_HTTP1_E_USERINFO,		 /* 400: user@host in an authority */
-	MOAT_HTTP1_E_HOST_INVALID,	 /* 400: host is not a name or IP */
-	MOAT_HTTP1_E_PORT_MISSING,	 /* 400: CONNECT host without :port */
-	MOAT_HTTP1_E_PORT_INVALID,	 /* 400: port empty, 0, >65535, not digits */
-	MOAT_HTTP1_E_OBS_FOLD,		 /* 400: header line starting with SP/HTAB */
-	MOAT_HTTP1_E_HEADER_NAME,	 /* 400: empty/non-token header name */
+	MOAT_HTTP1_E_USERINFO, /* 400: user@host in an authority */
+	MOAT_HTTP1_E_HOST_INVALID, /* 400: host is not a name or IP */
+	MOAT_HTTP1_E_PORT_MISSING, /* 400: CONNECT host without :port */
+	MOAT_HTTP1_E_PORT_INVALID, /* 400: port empty, 0, >65535, not digits */
+	MOAT_HTTP1_E_OBS_FOLD, /* 400: header line starting with SP/HTAB */
+	MOAT_HTTP1_E_HEADER_NAME, /* 400: empty/non-token header name */
 	MOAT_HTTP1_E_SPACE_BEFORE_COLON, /* 400 */
-	MOAT_HTTP1_E_HEADER_VALUE,	 /* 400: CTL in value, or no colon */
-	MOAT_HTTP1_E_CONTENT_LENGTH,	 /* 400: invalid or conflicting Content-Length */
-	MOAT_HTTP1_E_CL_AND_TE,		 /* 400: both Content-Length and Transfer-Encoding */
-	MOAT_HTTP1_E_TRANSFER_ENCODING,	 /* 501: TE other than exactly "chunked" */
-	MOAT_HTTP1_E_HOST_MISSING,	 /* 400: HTTP/1.1 origin-form without Host */
-	MOAT_HTTP1_E_HOST_DUPLICATE,	 /* 400: more than one Host header */
-	MOAT_HTTP1_E_HOST_MISMATCH,	 /* 400: Host differs from the target authority */
+	MOAT_HTTP1_E_HEADER_VALUE, /* 400: CTL in value, or no colon */
+	MOAT_HTTP1_E_CONTENT_LENGTH, /* 400: invalid or conflicting Content-Length */
+	MOAT_HTTP1_E_CL_AND_TE, /* 400: both Content-Length and Transfer-Encoding */
+	MOAT_HTTP1_E_TRANSFER_ENCODING, /* 501: TE other than exactly "chunked" */
+	MOAT_HTTP1_E_HOST_MISSING, /* 400: HTTP/1.1 origin-form without Host */
+	MOAT_HTTP1_E_HOST_DUPLICATE, /* 400: more than one Host header */
+	MOAT_HTTP1_E_HOST_MISMATCH, /* 400: Host differs from the target authority */
 	MOAT_HTTP1_E__MAX
 };
 
 enum moat_http1_form {
 	MOAT_HTTP1_FORM_ORIGIN = 0, /* "/path?q" (transparent capture; host from Host) */
-	MOAT_HTTP1_FORM_ABSOLUTE,   /* "http://host[:port]/path" (explicit proxy) */
-	MOAT_HTTP1_FORM_AUTHORITY,  /* "host:port" (CONNECT only) */
+	MOAT_HTTP1_FORM_ABSOLUTE, /* "http://host[:port]/path" (explicit proxy) */
+	MOAT_HTTP1_FORM_AUTHORITY, /* "host:port" (CONNECT only) */
 };
 
 struct moat_http1_slice {
@@ -78,19 +78,19 @@ struct moat_http1_slice {
 };
 
 struct moat_http1_header {
-	struct moat_http1_slice name;  /* token, case as sent */
+	struct moat_http1_slice name; /* token, case as sent */
 	struct moat_http1_slice value; /* leading/trailing SP/HTAB trimmed */
 };
 
 struct moat_http1_limits {
-	size_t max_head;      /* bytes incl. final CRLFCRLF; 0 = default 32 KiB */
+	size_t max_head; /* bytes incl. final CRLFCRLF; 0 = default 32 KiB */
 	unsigned max_headers; /* 0 = default 100; capped at MOAT_HTTP1_HARD_MAX_HEADERS */
 };
 
 struct moat_http1_request {
-	struct moat_http1_slice method;	 /* e.g. "GET", "CONNECT" */
-	struct moat_http1_slice target;	 /* request-target as sent */
-	unsigned version_minor;		 /* 0 or 1 (HTTP/1.x) */
+	struct moat_http1_slice method; /* e.g. "GET", "CONNECT" */
+	struct moat_http1_slice target; /* request-target as sent */
+	unsigned version_minor; /* 0 or 1 (HTTP/1.x) */
 	enum moat_http1_form form;
 	bool is_connect;
 
@@ -99,12 +99,12 @@ struct moat_http1_request {
 	 * caller uses SO_ORIGINAL_DST and must decide by address). */
 	bool has_host;
 	enum moat_host_kind host_kind;
-	bool host_loose_ipv4;		 /* host was an alternative IPv4 form ("127.1") */
-	char host[MOAT_HOST_BUFSZ];	 /* normalized name or canonical address */
-	uint16_t port;			 /* explicit, or 80 (http/origin) if absent */
+	bool host_loose_ipv4; /* host was an alternative IPv4 form ("127.1") */
+	char host[MOAT_HOST_BUFSZ]; /* normalized name or canonical address */
+	uint16_t port; /* explicit, or 80 (http/origin) if absent */
 	bool port_explicit;
 	struct moat_http1_slice authority; /* raw authority as sent (target or Host) */
-	struct moat_http1_slice path;	 /* path+query; "" for CONNECT; absolute-form
+	struct moat_http1_slice path; /* path+query; "" for CONNECT; absolute-form
 					  * with empty path gives "" (send "/") */
 
 	struct moat_http1_header headers[MOAT_HTTP1_HARD_MAX_HEADERS];
@@ -134,9 +134,9 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
  * (MOAT_HOST_BUFSZ bytes), @ret_kind, @ret_port; @ret_loose and
  * @ret_port_explicit may be NULL. Returns 0 or -enum moat_http1_err.
  */
-int moat_http1_parse_authority(const char *s, size_t len, bool require_port,
-			       uint16_t default_port, char *ret_host, enum moat_host_kind *ret_kind,
-			       uint16_t *ret_port, bool *ret_loose, bool *ret_port_explicit);
+int moat_http1_parse_authority(const char *s, size_t len, bool require_port, uint16_t default_port,
+			       char *ret_host, enum moat_host_kind *ret_kind, uint16_t *ret_port,
+			       bool *ret_loose, bool *ret_port_explicit);
 
 /* Index of the first header named @name (case-insensitive) at index >=
  * @start, or -ENOENT. */

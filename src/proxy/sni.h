@@ -28,9 +28,9 @@
 
 enum moat_sni_result {
 	MOAT_SNI_NEED_MORE = 0, /* incomplete: read more (caller applies a timeout) */
-	MOAT_SNI_FOUND = 1,	/* ret->host is set */
-	MOAT_SNI_NOT_TLS = 2,	/* first bytes are not a TLS handshake record */
-	MOAT_SNI_NO_SNI = 3,	/* a valid ClientHello without server_name */
+	MOAT_SNI_FOUND = 1, /* ret->host is set */
+	MOAT_SNI_NOT_TLS = 2, /* first bytes are not a TLS handshake record */
+	MOAT_SNI_NO_SNI = 3, /* a valid ClientHello without server_name */
 	MOAT_SNI_MALFORMED = 4, /* a TLS record that breaks the rules above */
 };
 
@@ -39,8 +39,8 @@ struct moat_sni_info {
 	/* ALPN protocols joined by ',' ("h2,http/1.1"); bytes other than
 	 * printable ASCII and ',' become '?'; truncated to fit; "" if absent. */
 	char alpn[MOAT_SNI_ALPN_MAX];
-	uint16_t legacy_version;   /* ClientHello.legacy_version, e.g. 0x0303 */
-	size_t hello_len;	   /* handshake message length incl. 4-byte header */
+	uint16_t legacy_version; /* ClientHello.legacy_version, e.g. 0x0303 */
+	size_t hello_len; /* handshake message length incl. 4-byte header */
 	const char *malformed_why; /* static reason for MALFORMED, else NULL */
 };
 

@@ -50,16 +50,16 @@ enum moat_socks5_cmd {
 };
 
 enum moat_socks5_err {
-	MOAT_SOCKS5_E_VERSION = 1,   /* first byte is not 5 (and not 4) */
-	MOAT_SOCKS5_E_SOCKS4,	     /* SOCKS4 or SOCKS4a request: refused */
-	MOAT_SOCKS5_E_NO_METHODS,    /* greeting lists zero methods */
+	MOAT_SOCKS5_E_VERSION = 1, /* first byte is not 5 (and not 4) */
+	MOAT_SOCKS5_E_SOCKS4, /* SOCKS4 or SOCKS4a request: refused */
+	MOAT_SOCKS5_E_NO_METHODS, /* greeting lists zero methods */
 	MOAT_SOCKS5_E_NO_ACCEPTABLE, /* NO AUTH (0x00) not offered */
-	MOAT_SOCKS5_E_RESERVED,	     /* RSV byte not zero */
-	MOAT_SOCKS5_E_COMMAND,	     /* BIND, UDP ASSOCIATE or unknown: reply 0x07 */
-	MOAT_SOCKS5_E_ATYP,	     /* unknown address type: reply 0x08 */
-	MOAT_SOCKS5_E_NAME,	     /* domain empty, NUL inside, or not a valid host */
-	MOAT_SOCKS5_E_PORT,	     /* port 0 */
-	MOAT_SOCKS5_E_TRAILING,	     /* bytes after a greeting (client did not wait) */
+	MOAT_SOCKS5_E_RESERVED, /* RSV byte not zero */
+	MOAT_SOCKS5_E_COMMAND, /* BIND, UDP ASSOCIATE or unknown: reply 0x07 */
+	MOAT_SOCKS5_E_ATYP, /* unknown address type: reply 0x08 */
+	MOAT_SOCKS5_E_NAME, /* domain empty, NUL inside, or not a valid host */
+	MOAT_SOCKS5_E_PORT, /* port 0 */
+	MOAT_SOCKS5_E_TRAILING, /* bytes after a greeting (client did not wait) */
 	MOAT_SOCKS5_E__MAX
 };
 
@@ -69,7 +69,7 @@ struct moat_socks5_greeting {
 };
 
 struct moat_socks5_request {
-	uint8_t cmd;  /* enum moat_socks5_cmd, also set when refused with E_COMMAND */
+	uint8_t cmd; /* enum moat_socks5_cmd, also set when refused with E_COMMAND */
 	uint8_t atyp; /* 1 IPv4, 3 domain, 4 IPv6 */
 	/* Destination, as moat_host_parse() classifies it: a domain that is
 	 * really an IP literal ("127.0.0.1", "0x7f.1", "[::1]") comes out as
