@@ -42,11 +42,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (moat_cidr_parse(s, &c) == 0) {
 		if (moat_cidr_format(&c, buf, sizeof(buf)) < 0)
 			abort();
-		if (moat_addr_parse_n(s, size, &ss) == 0 && !moat_cidr_contains(&c, (struct sockaddr *)&ss))
+		if (moat_addr_parse_n(s, size, &ss) == 0 &&
+		    !moat_cidr_contains(&c, (struct sockaddr *)&ss))
 			abort(); /* a bare address is its own /32 or /128 */
 	}
 	if (size >= 16) {
-		struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+		struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6};
 		memcpy(&sin6.sin6_addr, data, 16);
 		unsigned f = moat_addr_classify((struct sockaddr *)&sin6);
 		(void)moat_addr_flags_reason(f);

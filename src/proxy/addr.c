@@ -10,7 +10,8 @@
 
 #include "shared/macro.h"
 
-#define V4(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
+#define V4(a, b, c, d) \
+	(((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
 
 static bool v4_in(uint32_t addr, uint32_t net, unsigned prefix)
 {
@@ -231,10 +232,10 @@ unsigned moat_addr_classify_ipv4(uint32_t a)
 		V4(169, 254, 169, 254), /* AWS/GCP/Azure/OpenStack IMDS */
 		V4(169, 254, 169, 253), /* AWS VPC DNS */
 		V4(169, 254, 169, 123), /* AWS time sync */
-		V4(169, 254, 170, 2),	/* ECS task credentials */
-		V4(169, 254, 170, 23),	/* EKS Pod Identity */
+		V4(169, 254, 170, 2), /* ECS task credentials */
+		V4(169, 254, 170, 23), /* EKS Pod Identity */
 		V4(100, 100, 100, 200), /* Alibaba Cloud */
-		V4(168, 63, 129, 16),	/* Azure WireServer (a public address) */
+		V4(168, 63, 129, 16), /* Azure WireServer (a public address) */
 	};
 	for (size_t i = 0; i < ELEMENTSOF(metadata); i++)
 		if (a == metadata[i])
@@ -261,18 +262,19 @@ static bool v6_prefix(const uint8_t *a, const uint8_t *net, unsigned prefix)
 static unsigned classify_ipv6(const uint8_t *a)
 {
 	static const uint8_t zero[16];
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	static const uint8_t nat64[16] = { 0, 0x64, 0xff, 0x9b };
-	static const uint8_t nat64_local[16] = { 0, 0x64, 0xff, 0x9b, 0, 1 };
-	static const uint8_t discard[16] = { 0x01, 0x00 };
-	static const uint8_t teredo[16] = { 0x20, 0x01, 0, 0 };
-	static const uint8_t ietf[16] = { 0x20, 0x01 };
-	static const uint8_t doc[16] = { 0x20, 0x01, 0x0d, 0xb8 };
-	static const uint8_t doc2[16] = { 0x3f, 0xff };
-	static const uint8_t srv6[16] = { 0x5f, 0x00 };
-	static const uint8_t sixtofour[16] = { 0x20, 0x02 };
-	static const uint8_t md1[16] = { 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 };
-	static const uint8_t md2[16] = { 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x23 };
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t nat64[16] = {0, 0x64, 0xff, 0x9b};
+	static const uint8_t nat64_local[16] = {0, 0x64, 0xff, 0x9b, 0, 1};
+	static const uint8_t discard[16] = {0x01, 0x00};
+	static const uint8_t teredo[16] = {0x20, 0x01, 0, 0};
+	static const uint8_t ietf[16] = {0x20, 0x01};
+	static const uint8_t doc[16] = {0x20, 0x01, 0x0d, 0xb8};
+	static const uint8_t doc2[16] = {0x3f, 0xff};
+	static const uint8_t srv6[16] = {0x5f, 0x00};
+	static const uint8_t sixtofour[16] = {0x20, 0x02};
+	static const uint8_t md1[16] = {0xfd, 0, 0x0e, 0xc2, 0, 0, 0,	 0,
+					0,    0, 0,    0,    0, 0, 0x02, 0x54};
+	static const uint8_t md2[16] = {0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x23};
 	unsigned f = 0;
 
 	if (memcmp(a, zero, 16) == 0)
@@ -293,13 +295,13 @@ static unsigned classify_ipv6(const uint8_t *a)
 		return moat_addr_classify_ipv4(be32(a + 12)) | MOAT_ADDR_EMBEDDED_V4;
 	if (v6_prefix(a, nat64_local, 48))
 		return MOAT_ADDR_RESERVED | moat_addr_classify_ipv4(be32(a + 12)) |
-		       MOAT_ADDR_EMBEDDED_V4;
+			MOAT_ADDR_EMBEDDED_V4;
 	if (v6_prefix(a, discard, 64))
 		return MOAT_ADDR_RESERVED;
 	if (v6_prefix(a, teredo, 32)) {
 		/* server IPv4 in bits 32..63, client IPv4 inverted in the last 32 */
-		return moat_addr_classify_ipv4(be32(a + 4)) | moat_addr_classify_ipv4(~be32(a + 12)) |
-		       MOAT_ADDR_EMBEDDED_V4;
+		return moat_addr_classify_ipv4(be32(a + 4)) |
+			moat_addr_classify_ipv4(~be32(a + 12)) | MOAT_ADDR_EMBEDDED_V4;
 	}
 	if (v6_prefix(a, ietf, 23) || v6_prefix(a, doc, 32) || v6_prefix(a, doc2, 20) ||
 	    v6_prefix(a, srv6, 16))
@@ -349,11 +351,15 @@ const char *moat_addr_flags_reason(unsigned flags)
 		unsigned flag;
 		const char *name;
 	} order[] = {
-		{ MOAT_ADDR_METADATA, "metadata" },	  { MOAT_ADDR_LOOPBACK, "loopback" },
-		{ MOAT_ADDR_UNSPECIFIED, "unspecified" }, { MOAT_ADDR_LINK_LOCAL, "link-local" },
-		{ MOAT_ADDR_CGNAT, "cgnat" },		  { MOAT_ADDR_PRIVATE, "private" },
-		{ MOAT_ADDR_MULTICAST, "multicast" },	  { MOAT_ADDR_BROADCAST, "broadcast" },
-		{ MOAT_ADDR_RESERVED, "reserved" },
+		{MOAT_ADDR_METADATA, "metadata"},
+		{MOAT_ADDR_LOOPBACK, "loopback"},
+		{MOAT_ADDR_UNSPECIFIED, "unspecified"},
+		{MOAT_ADDR_LINK_LOCAL, "link-local"},
+		{MOAT_ADDR_CGNAT, "cgnat"},
+		{MOAT_ADDR_PRIVATE, "private"},
+		{MOAT_ADDR_MULTICAST, "multicast"},
+		{MOAT_ADDR_BROADCAST, "broadcast"},
+		{MOAT_ADDR_RESERVED, "reserved"},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(order); i++)
 		if (flags & order[i].flag)
@@ -365,7 +371,7 @@ const char *moat_addr_flags_reason(unsigned flags)
 
 bool moat_addr_unmap(const struct sockaddr *sa, struct sockaddr_storage *ret)
 {
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	memset(ret, 0, sizeof(*ret));
 	if (!sa)
@@ -527,8 +533,12 @@ static bool name_is_or_under(const char *host, const char *suffix)
 const char *moat_host_special_reason(const char *host)
 {
 	static const char *const metadata_exact[] = {
-		"metadata",	      "metadata.goog",		   "instance-data",
-		"instance-data.ec2.internal", "metadata.tencentyun.com", "metadata.azure.internal",
+		"metadata",
+		"metadata.goog",
+		"instance-data",
+		"instance-data.ec2.internal",
+		"metadata.tencentyun.com",
+		"metadata.azure.internal",
 	};
 	static const char *const local_suffixes[] = {
 		"localhost", "local", "internal", "home.arpa", "lan", "localdomain", "svc",

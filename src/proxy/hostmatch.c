@@ -149,7 +149,7 @@ int moat_host_parse(const char *in, size_t len, bool allow_bare_ipv6, char *out,
 	r = moat_addr_parse_loose_ipv4_n(in, len, &v4);
 	if (r < 0)
 		return -ERANGE;
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(v4) };
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(v4)};
 	if (moat_addr_format((struct sockaddr *)&sin, false, out, outlen) < 0)
 		return -ENOBUFS;
 	if (ret_kind)
@@ -163,20 +163,76 @@ int moat_host_parse(const char *in, size_t len, bool allow_bare_ipv6, char *out,
  * would allow hosts that anyone controls. Not the full Public Suffix List; the
  * common second-level registries and shared hosting domains. */
 static const char *const public_suffixes[] = {
-	"co.uk",	    "org.uk",	       "ac.uk",		 "gov.uk",	    "me.uk",
-	"net.uk",	    "ltd.uk",	       "plc.uk",	 "com.au",	    "net.au",
-	"org.au",	    "edu.au",	       "gov.au",	 "co.nz",	    "org.nz",
-	"co.jp",	    "ne.jp",	       "or.jp",		 "ac.jp",	    "co.kr",
-	"co.in",	    "co.za",	       "co.il",		 "com.br",	    "com.cn",
-	"net.cn",	    "org.cn",	       "com.tw",	 "com.hk",	    "com.sg",
-	"com.mx",	    "com.ar",	       "com.tr",	 "com.ru",	    "com.ua",
-	"co.id",	    "com.my",	       "com.ph",	 "com.vn",	    "eu.org",
-	"github.io",	    "gitlab.io",       "githubusercontent.com", "pages.dev", "workers.dev",
-	"vercel.app",	    "netlify.app",     "herokuapp.com",	 "appspot.com",	    "blogspot.com",
-	"azurewebsites.net", "cloudfront.net", "web.app",	 "firebaseapp.com", "ngrok.io",
-	"ngrok-free.app",   "ngrok.app",       "s3.amazonaws.com", "fly.dev",	    "onrender.com",
-	"glitch.me",	    "repl.co",	       "trycloudflare.com", "duckdns.org", "no-ip.org",
-	"nip.io",	    "sslip.io",	       "localtest.me",	 "lvh.me",	    "r2.dev",
+	"co.uk",
+	"org.uk",
+	"ac.uk",
+	"gov.uk",
+	"me.uk",
+	"net.uk",
+	"ltd.uk",
+	"plc.uk",
+	"com.au",
+	"net.au",
+	"org.au",
+	"edu.au",
+	"gov.au",
+	"co.nz",
+	"org.nz",
+	"co.jp",
+	"ne.jp",
+	"or.jp",
+	"ac.jp",
+	"co.kr",
+	"co.in",
+	"co.za",
+	"co.il",
+	"com.br",
+	"com.cn",
+	"net.cn",
+	"org.cn",
+	"com.tw",
+	"com.hk",
+	"com.sg",
+	"com.mx",
+	"com.ar",
+	"com.tr",
+	"com.ru",
+	"com.ua",
+	"co.id",
+	"com.my",
+	"com.ph",
+	"com.vn",
+	"eu.org",
+	"github.io",
+	"gitlab.io",
+	"githubusercontent.com",
+	"pages.dev",
+	"workers.dev",
+	"vercel.app",
+	"netlify.app",
+	"herokuapp.com",
+	"appspot.com",
+	"blogspot.com",
+	"azurewebsites.net",
+	"cloudfront.net",
+	"web.app",
+	"firebaseapp.com",
+	"ngrok.io",
+	"ngrok-free.app",
+	"ngrok.app",
+	"s3.amazonaws.com",
+	"fly.dev",
+	"onrender.com",
+	"glitch.me",
+	"repl.co",
+	"trycloudflare.com",
+	"duckdns.org",
+	"no-ip.org",
+	"nip.io",
+	"sslip.io",
+	"localtest.me",
+	"lvh.me",
+	"r2.dev",
 };
 
 bool moat_host_is_public_suffix(const char *suffix)
@@ -241,7 +297,9 @@ static int pattern_check(const char *pattern, char *out, size_t outlen, char *wh
 	if (strchr(pattern, '[') || strchr(pattern, ']'))
 		return why_fail(why, whylen, "an IP address literal (use a CIDR rule)");
 	if (strchr(pattern, ':'))
-		return why_fail(why, whylen, "a port inside the host pattern (write ports after it: HOST:PORTS)");
+		return why_fail(
+			why, whylen,
+			"a port inside the host pattern (write ports after it: HOST:PORTS)");
 	if (streq(pattern, "*") || streq(pattern, "*."))
 		return why_fail(why, whylen, "a bare '*' would allow every host");
 
@@ -251,7 +309,8 @@ static int pattern_check(const char *pattern, char *out, size_t outlen, char *wh
 		name = pattern + 2;
 	}
 	if (strchr(name, '*'))
-		return why_fail(why, whylen, "'*' is only allowed as a whole first label, as in *.example.com");
+		return why_fail(why, whylen,
+				"'*' is only allowed as a whole first label, as in *.example.com");
 	r = moat_host_normalize(name, norm, sizeof(norm));
 	if (r < 0)
 		return why_fail(why, whylen, normalize_why(r));

@@ -49,12 +49,13 @@ TEST(addr_parse_canonical)
 	ASSERT_STREQ(buf, "2001:db8::a");
 
 	/* refused */
-	const char *bad[] = { "",	     "1.2.3",	      "1.2.3.4.5",   "01.2.3.4",   "1.2.3.04",
-			      "256.1.1.1",   "1.2.3.4 ",      " 1.2.3.4",    "1.2.3.4.",   "0x7f.0.0.1",
-			      "2130706433",  "127.1",	      "[1.2.3.4]",   "[::1",	   "::1]",
-			      "[]",	     "fe80::1%eth0",  "[fe80::1%25eth0]", "1.2.3.4:80",
-			      "[::1]:80",    ":::",	      "1::2::3",     "localhost",  "1.2.3.-4",
-			      "+1.2.3.4",    "1.2.3.4\n",     "1..2.3" };
+	const char *bad[] = {
+		"",	      "1.2.3",	      "1.2.3.4.5",	  "01.2.3.4",	"1.2.3.04",
+		"256.1.1.1",  "1.2.3.4 ",     " 1.2.3.4",	  "1.2.3.4.",	"0x7f.0.0.1",
+		"2130706433", "127.1",	      "[1.2.3.4]",	  "[::1",	"::1]",
+		"[]",	      "fe80::1%eth0", "[fe80::1%25eth0]", "1.2.3.4:80", "[::1]:80",
+		":::",	      "1::2::3",      "localhost",	  "1.2.3.-4",	"+1.2.3.4",
+		"1.2.3.4\n",  "1..2.3"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (moat_addr_parse(bad[i], &ss) != -EINVAL)
 			moat_tap_fail(__FILE__, __LINE__, "accepted \"%s\"", bad[i]);
@@ -281,9 +282,10 @@ TEST(addr_cidr)
 	ASSERT_EQ(moat_cidr_parse("::1", &c), 0);
 	ASSERT_EQ(c.prefix, 128);
 
-	const char *bad[] = { "10.0.0.1/8", "10.0.0.0/33", "10.0.0.0/", "10.0.0.0/08", "10.0.0.0/-1",
-			      "10.0.0.0/+8", "::/129",	   "[::1]/128", "10/8",	       "10.0.0.0/8/8",
-			      "",	     "/8",	   "10.0.0.0/8 ", "2001:db8::1/32", "127.1/8" };
+	const char *bad[] = {"10.0.0.1/8",  "10.0.0.0/33",    "10.0.0.0/", "10.0.0.0/08",
+			     "10.0.0.0/-1", "10.0.0.0/+8",    "::/129",	   "[::1]/128",
+			     "10/8",	    "10.0.0.0/8/8",   "",	   "/8",
+			     "10.0.0.0/8 ", "2001:db8::1/32", "127.1/8"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (moat_cidr_parse(bad[i], &c) != -EINVAL)
 			moat_tap_fail(__FILE__, __LINE__, "accepted cidr \"%s\"", bad[i]);
@@ -304,7 +306,8 @@ TEST(addr_special_names)
 	ASSERT_STREQ(moat_host_special_reason("printer.local"), "local-name");
 	ASSERT_STREQ(moat_host_special_reason("host.docker.internal"), "local-name");
 	ASSERT_STREQ(moat_host_special_reason("kubernetes.default.svc"), "local-name");
-	ASSERT_STREQ(moat_host_special_reason("kubernetes.default.svc.cluster.local"), "local-name");
+	ASSERT_STREQ(moat_host_special_reason("kubernetes.default.svc.cluster.local"),
+		     "local-name");
 	ASSERT_STREQ(moat_host_special_reason("router.home.arpa"), "local-name");
 	ASSERT_TRUE(moat_host_special_reason("example.com") == NULL);
 	ASSERT_TRUE(moat_host_special_reason("metadata.example.com") == NULL);

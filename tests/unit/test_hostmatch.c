@@ -113,7 +113,8 @@ TEST(host_parse_kinds)
 	ASSERT_EQ(moat_host_parse("::1", 3, false, out, sizeof(out), &k, NULL), -EINVAL);
 	ASSERT_EQ(moat_host_parse("::1", 3, true, out, sizeof(out), &k, NULL), 0);
 	ASSERT_EQ(k, MOAT_HOST_IPV6);
-	ASSERT_EQ(moat_host_parse("[fe80::1%eth0]", 14, false, out, sizeof(out), &k, NULL), -EINVAL);
+	ASSERT_EQ(moat_host_parse("[fe80::1%eth0]", 14, false, out, sizeof(out), &k, NULL),
+		  -EINVAL);
 	ASSERT_EQ(moat_host_parse("[1.2.3.4]", 9, false, out, sizeof(out), &k, NULL), -EINVAL);
 	ASSERT_EQ(moat_host_parse("256.1.1.1", 9, false, out, sizeof(out), &k, NULL), -ERANGE);
 	ASSERT_EQ(moat_host_parse("4294967296", 10, false, out, sizeof(out), &k, NULL), -ERANGE);
@@ -195,23 +196,23 @@ TEST(host_pattern_match)
 	ASSERT_TRUE(moat_host_pattern_match("*.github.com", "API.GitHub.com."));
 	ASSERT_TRUE(!moat_host_pattern_match("*.github.com", "github.com"));
 	/* RT-056 */
-	const char *evil[] = { "evilgithub.com",
-			       "evil-github.com",
-			       "xgithub.com",
-			       "github.com.evil.example",
-			       "github.co",
-			       "github.com-evil.example",
-			       "gist.github.com.attacker.test",
-			       "github.comevil",
-			       ".github.com",
-			       "*.github.com",
-			       "a..github.com",
-			       "",
-			       "github.com..",
-			       "a.github.com:443",
-			       "a.github.com/x",
-			       "a.github.com\n",
-			       "a.github.com\r\nX: y" };
+	const char *evil[] = {"evilgithub.com",
+			      "evil-github.com",
+			      "xgithub.com",
+			      "github.com.evil.example",
+			      "github.co",
+			      "github.com-evil.example",
+			      "gist.github.com.attacker.test",
+			      "github.comevil",
+			      ".github.com",
+			      "*.github.com",
+			      "a..github.com",
+			      "",
+			      "github.com..",
+			      "a.github.com:443",
+			      "a.github.com/x",
+			      "a.github.com\n",
+			      "a.github.com\r\nX: y"};
 	for (size_t i = 0; i < sizeof(evil) / sizeof(evil[0]); i++) {
 		if (moat_host_pattern_match("*.github.com", evil[i]) ||
 		    moat_host_pattern_match("github.com", evil[i]))
