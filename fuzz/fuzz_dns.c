@@ -35,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = moat_dns_build_rcode_response(&q, 0, out, sizeof(out));
 		out[2] &= 0x7f;
 		out[2] &= (uint8_t)~0x78;
-		if (moat_dns_parse_query(out, (size_t)n, &q2) != 0 || strcmp(q.name, q2.name) != 0 ||
-		    q.qtype != q2.qtype)
+		if (moat_dns_parse_query(out, (size_t)n, &q2) != 0 ||
+		    strcmp(q.name, q2.name) != 0 || q.qtype != q2.qtype)
 			abort();
 	} else {
 		(void)moat_dns_err_rcode(r);

@@ -86,7 +86,8 @@ static int read_name(const uint8_t *msg, size_t len, size_t off, struct moat_dns
 			uint8_t b = msg[pos + 1 + i];
 			if (b >= 'A' && b <= 'Z')
 				b = (uint8_t)(b - 'A' + 'a');
-			if ((b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') || b == '-' || b == '_') {
+			if ((b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') || b == '-' ||
+			    b == '_') {
 				q->name[tl++] = (char)b;
 			} else {
 				/* fits: 254 label bytes * 4 + dots < MOAT_DNS_NAME_TEXT_MAX */
@@ -155,9 +156,9 @@ int moat_dns_err_rcode(int err)
 const char *moat_dns_strerror(int err)
 {
 	static const char *const names[MOAT_DNS_E__MAX] = {
-		[MOAT_DNS_E_SHORT] = "short-message",	 [MOAT_DNS_E_RESPONSE] = "not-a-query",
-		[MOAT_DNS_E_OPCODE] = "opcode",		 [MOAT_DNS_E_COUNTS] = "section-counts",
-		[MOAT_DNS_E_TRUNCATED] = "truncated",	 [MOAT_DNS_E_NAME] = "bad-name",
+		[MOAT_DNS_E_SHORT] = "short-message",	  [MOAT_DNS_E_RESPONSE] = "not-a-query",
+		[MOAT_DNS_E_OPCODE] = "opcode",		  [MOAT_DNS_E_COUNTS] = "section-counts",
+		[MOAT_DNS_E_TRUNCATED] = "truncated",	  [MOAT_DNS_E_NAME] = "bad-name",
 		[MOAT_DNS_E_POINTER] = "bad-compression",
 	};
 	if (err < 0)
@@ -172,7 +173,8 @@ static int write_head(const struct moat_dns_query *q, uint8_t rcode, bool aa, ui
 		      size_t outlen)
 {
 	size_t need = MOAT_DNS_HEADER_LEN + q->qname_wire_len + 4;
-	uint16_t flags = (uint16_t)(F_QR | F_RA | (q->rd ? F_RD : 0) | (aa ? F_AA : 0) | (rcode & 0xf));
+	uint16_t flags =
+		(uint16_t)(F_QR | F_RA | (q->rd ? F_RD : 0) | (aa ? F_AA : 0) | (rcode & 0xf));
 
 	if (!out || q->qname_wire_len == 0 || q->qname_wire_len > MOAT_DNS_NAME_WIRE_MAX ||
 	    outlen < need)
@@ -250,8 +252,8 @@ int moat_dns_build_addr_response(const struct moat_dns_query *q,
 	return (int)pos;
 }
 
-int moat_dns_build_header_response(const uint8_t *query, size_t qlen, uint8_t rcode,
-				   uint8_t *out, size_t outlen)
+int moat_dns_build_header_response(const uint8_t *query, size_t qlen, uint8_t rcode, uint8_t *out,
+				   size_t outlen)
 {
 	if (!query || qlen < MOAT_DNS_HEADER_LEN)
 		return -EINVAL;
@@ -267,8 +269,7 @@ int moat_dns_build_header_response(const uint8_t *query, size_t qlen, uint8_t rc
 	return MOAT_DNS_HEADER_LEN;
 }
 
-int moat_dns_tcp_unframe(const uint8_t *buf, size_t len, const uint8_t **ret_msg,
-			 size_t *ret_len)
+int moat_dns_tcp_unframe(const uint8_t *buf, size_t len, const uint8_t **ret_msg, size_t *ret_len)
 {
 	size_t n;
 

@@ -47,7 +47,10 @@ TEST(dns_parse_query)
 	ASSERT_STREQ(q.name, "api.example.com");
 	ASSERT_TRUE(q.name_plain);
 	ASSERT_EQ(q.qname_wire_len, 17);
-	ASSERT_TRUE(memcmp(q.qname_wire, "\x03" "API", 4) == 0);
+	ASSERT_TRUE(memcmp(q.qname_wire,
+			   "\x03"
+			   "API",
+			   4) == 0);
 	ASSERT_TRUE(!q.has_edns);
 
 	/* every truncation fails cleanly */
@@ -222,7 +225,7 @@ TEST(dns_build_answers)
 	ASSERT_EQ(out[5], 1);
 	ASSERT_EQ(out[7], 2);
 	ASSERT_TRUE(memcmp(out + 12, m + 12, n - 12) == 0); /* question echoed as sent */
-	const uint8_t rr[] = { 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 198, 18, 0, 7 };
+	const uint8_t rr[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 5, 0, 4, 198, 18, 0, 7};
 	ASSERT_TRUE(memcmp(out + n, rr, sizeof(rr)) == 0);
 
 	/* AAAA */
@@ -269,10 +272,10 @@ TEST(dns_build_rcodes)
 	ASSERT_EQ(out[7], 0);
 
 	/* header-only answer for garbage */
-	uint8_t junk[12] = { 1, 2, 0x01, 0, 0, 9, 0, 0, 0, 0, 0, 0 };
-	ASSERT_EQ(moat_dns_build_header_response(junk, 12, MOAT_DNS_RCODE_FORMERR, out,
-						 sizeof(out)),
-		  12);
+	uint8_t junk[12] = {1, 2, 0x01, 0, 0, 9, 0, 0, 0, 0, 0, 0};
+	ASSERT_EQ(
+		moat_dns_build_header_response(junk, 12, MOAT_DNS_RCODE_FORMERR, out, sizeof(out)),
+		12);
 	ASSERT_EQ(out[0], 1);
 	ASSERT_EQ(out[1], 2);
 	ASSERT_EQ(out[2], 0x81);
@@ -285,7 +288,7 @@ TEST(dns_build_rcodes)
 
 TEST(dns_tcp_framing)
 {
-	uint8_t buf[100] = { 0, 14 };
+	uint8_t buf[100] = {0, 14};
 	const uint8_t *msg = NULL;
 	size_t len = 0;
 
