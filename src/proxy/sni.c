@@ -54,7 +54,7 @@ static bool sub(struct cur *c, size_t n, struct cur *ret)
 	const uint8_t *p;
 	if (!take(c, n, &p))
 		return false;
-	*ret = (struct cur){ p, n };
+	*ret = (struct cur){p, n};
 	return true;
 }
 
@@ -107,7 +107,8 @@ static int parse_alpn(struct cur ext, struct moat_sni_info *r)
 		if (n > 0 && n + 1 < sizeof(r->alpn))
 			r->alpn[n++] = ',';
 		for (unsigned i = 0; i < plen && n + 1 < sizeof(r->alpn); i++)
-			r->alpn[n++] = (p[i] > 0x20 && p[i] < 0x7f && p[i] != ',') ? (char)p[i] : '?';
+			r->alpn[n++] =
+				(p[i] > 0x20 && p[i] < 0x7f && p[i] != ',') ? (char)p[i] : '?';
 	}
 	r->alpn[n] = '\0';
 	return 0;
@@ -163,7 +164,7 @@ static int parse_hello(struct cur c, struct moat_sni_info *r)
 int moat_sni_parse(const uint8_t *buf, size_t len, struct moat_sni_info *ret)
 {
 	uint8_t scratch[MOAT_SNI_MAX_HELLO];
-	struct moat_sni_info tmp;
+	struct moat_sni_info tmp = {0};
 	struct moat_sni_info *r = ret ? ret : &tmp;
 	size_t have = 0, pos = 0, need = 0;
 
@@ -195,8 +196,9 @@ int moat_sni_parse(const uint8_t *buf, size_t len, struct moat_sni_info *ret)
 		if (have >= 4 && need == 0) {
 			if (scratch[0] != TLS_CLIENT_HELLO)
 				return malformed(r, "first handshake message is not a ClientHello");
-			need = 4 + (((size_t)scratch[1] << 16) | ((size_t)scratch[2] << 8) |
-				    scratch[3]);
+			need = 4 +
+				(((size_t)scratch[1] << 16) | ((size_t)scratch[2] << 8) |
+				 scratch[3]);
 			if (need > MOAT_SNI_MAX_HELLO)
 				return malformed(r, "ClientHello larger than 16 KiB");
 		}
@@ -207,7 +209,7 @@ int moat_sni_parse(const uint8_t *buf, size_t len, struct moat_sni_info *ret)
 		pos += rlen;
 	}
 	r->hello_len = need;
-	return parse_hello((struct cur){ scratch + 4, need - 4 }, r);
+	return parse_hello((struct cur){scratch + 4, need - 4}, r);
 }
 
 const char *moat_sni_result_str(int result)

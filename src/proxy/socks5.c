@@ -42,7 +42,7 @@ int moat_socks5_parse_greeting(const uint8_t *buf, size_t len, struct moat_socks
 
 int moat_socks5_parse_request(const uint8_t *buf, size_t len, struct moat_socks5_request *ret)
 {
-	struct moat_socks5_request tmp;
+	struct moat_socks5_request tmp = {0};
 	struct moat_socks5_request *r = ret ? ret : &tmp;
 	size_t need;
 	int e;

@@ -48,8 +48,8 @@ static size_t sni_data(uint8_t *out, const char *name)
 /* A ClientHello handshake message with the given extensions block. */
 static void hello(struct buf *msg, const struct buf *exts, bool with_exts)
 {
-	struct buf body = { .n = 0 };
-	uint8_t random[32] = { 1 };
+	struct buf body = {.n = 0};
+	uint8_t random[32] = {1};
 	put16(&body, 0x0303);
 	put(&body, random, 32);
 	put8(&body, 0); /* session id */
@@ -111,7 +111,7 @@ TEST(sni_fragmented)
 {
 	struct moat_sni_info info;
 	uint8_t d[600];
-	static const uint8_t alpn[] = { 0, 3, 2, 'h', '2' };
+	static const uint8_t alpn[] = {0, 3, 2, 'h', '2'};
 
 	exts.n = 0;
 	ext(&exts, 10, "\x00\x02\x00\x1d", 4); /* supported_groups first */
@@ -244,19 +244,19 @@ TEST(sni_malformed)
 	ASSERT_EQ(moat_sni_parse(wire.b, wire.n, &info), MOAT_SNI_MALFORMED);
 
 	/* zero-length record, over-long record */
-	const uint8_t zero[] = { 22, 3, 1, 0, 0, 1, 0, 0, 4 };
+	const uint8_t zero[] = {22, 3, 1, 0, 0, 1, 0, 0, 4};
 	ASSERT_EQ(moat_sni_parse(zero, sizeof(zero), &info), MOAT_SNI_MALFORMED);
-	const uint8_t huge[] = { 22, 3, 1, 0x40, 0x01, 1, 0, 0, 4 };
+	const uint8_t huge[] = {22, 3, 1, 0x40, 0x01, 1, 0, 0, 4};
 	ASSERT_EQ(moat_sni_parse(huge, sizeof(huge), &info), MOAT_SNI_MALFORMED);
 	/* hello larger than the cap */
-	const uint8_t big[] = { 22, 3, 1, 0, 4, 1, 0, 0x40, 0x00 };
+	const uint8_t big[] = {22, 3, 1, 0, 4, 1, 0, 0x40, 0x00};
 	ASSERT_EQ(moat_sni_parse(big, sizeof(big), &info), MOAT_SNI_MALFORMED);
 	ASSERT_CONTAINS(info.malformed_why, "16 KiB");
 	/* just under the cap: needs more */
-	const uint8_t ok[] = { 22, 3, 1, 0, 4, 1, 0, 0x3f, 0xfc };
+	const uint8_t ok[] = {22, 3, 1, 0, 4, 1, 0, 0x3f, 0xfc};
 	ASSERT_EQ(moat_sni_parse(ok, sizeof(ok), &info), MOAT_SNI_NEED_MORE);
 	/* a hello whose body is shorter than its fixed fields */
-	const uint8_t tiny[] = { 22, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3 };
+	const uint8_t tiny[] = {22, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3};
 	ASSERT_EQ(moat_sni_parse(tiny, sizeof(tiny), &info), MOAT_SNI_MALFORMED);
 }
 
