@@ -104,8 +104,10 @@ struct moat_http1_request {
 	uint16_t port; /* explicit, or 80 (http/origin) if absent */
 	bool port_explicit;
 	struct moat_http1_slice authority; /* raw authority as sent (target or Host) */
-	struct moat_http1_slice path; /* path+query; "" for CONNECT; absolute-form
-					  * with empty path gives "" (send "/") */
+	/* path+query as sent: origin-form = the whole target; absolute-form =
+	 * what follows the authority, "" or starting with '/' or '?' (send "/"
+	 * in front when it does not start with '/'); CONNECT = "" */
+	struct moat_http1_slice path;
 
 	struct moat_http1_header headers[MOAT_HTTP1_HARD_MAX_HEADERS];
 	unsigned n_headers;
