@@ -31,7 +31,7 @@ enum moat_addr_flag {
 	MOAT_ADDR_UNSPECIFIED = 1u << 4, /* 0.0.0.0, :: */
 	MOAT_ADDR_MULTICAST = 1u << 5, /* 224/4, ff00::/8 */
 	MOAT_ADDR_BROADCAST = 1u << 6, /* 255.255.255.255 */
-	/* 0/8, 192.0.0/24, 192.0.2/24, 198.18/15, 198.51.100/24, 203.0.113/24,
+	/* 0/8, 192.0.0/24, 192.0.2/24, 192.88.99/24, 198.18/15, 198.51.100/24, 203.0.113/24,
 	 * 240/4; IPv6: all of ::/8 except ::, ::1 and ::ffff:0:0/96 (so the
 	 * deprecated IPv4-compatible ::a.b.c.d is RESERVED plus its IPv4 flags),
 	 * 64:ff9b:1::/48, 100::/64, 2001::/23 outside Teredo, 2001:db8::/32,

@@ -261,6 +261,23 @@ static bool list_has(const char *s, size_t len, const char *tok)
 	return false;
 }
 
+/* "Content_Length", "Transfer_encoding": names some servers (CGI
+ * style) map onto the framing headers. Refused: smuggling material. */
+static bool lookalike_framing_name(const char *name, size_t len)
+{
+	static const char *const framing[] = {"content-length", "transfer-encoding"};
+	char tmp[32];
+
+	if (len >= sizeof(tmp))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		tmp[i] = name[i] == '_' ? '-' : lower(name[i]);
+	for (size_t k = 0; k < ELEMENTSOF(framing); k++)
+		if (len == strlen(framing[k]) && memcmp(tmp, framing[k], len) == 0)
+			return true;
+	return false;
+}
+
 struct head_state {
 	unsigned n_host, n_te, n_cl;
 	const struct moat_http1_header *host_hdr;
@@ -294,6 +311,8 @@ static int parse_header_line(const char *line, size_t len, struct moat_http1_req
 	for (const char *p = v; p < end; p++)
 		if (is_ctl((unsigned char)*p) && *p != '\t')
 			return -MOAT_HTTP1_E_HEADER_VALUE;
+	if (memchr(line, '_', nlen) && lookalike_framing_name(line, nlen))
+		return -MOAT_HTTP1_E_HEADER_NAME;
 	if (r->n_headers >= max_headers)
 		return -MOAT_HTTP1_E_TOO_MANY_HEADERS;
 

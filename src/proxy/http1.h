@@ -9,8 +9,12 @@
  * head (> 0; the body, if any, starts there), or a negative enum moat_http1_err.
  * Errors that can be seen early (NUL, bare LF, bad request line, over-size)
  * are reported before the head is complete, so a slow or endless head fails
- * fast. Anything ambiguous between two HTTP implementations (request
- * smuggling material) is refused rather than interpreted:
+ * fast. Each call costs O(bytes so far): re-call only after a read that added
+ * a '\n' (or reached the cap), which bounds the total work to O(lines * head)
+ * even for a client that sends one byte at a time. Anything ambiguous between two HTTP implementations (request
+ * smuggling material) is refused rather than interpreted (also names like
+ * "Content_Length"/"Transfer_Encoding" that CGI-style servers map onto the
+ * framing headers):
  *   obs-fold, bare CR or bare LF, NUL and other CTLs (except HTAB in values),
  *   whitespace before the colon or in names, non-token bytes in method or
  *   name, duplicate Content-Length with differing values or list values,

@@ -200,6 +200,14 @@ TEST(http1_smuggling)
 	EXPECT_ERR("GET / HTTP/1.1\r\nHost: a\r\n: 1\r\n\r\n", MOAT_HTTP1_E_HEADER_NAME);
 	EXPECT_ERR("GET / HTTP/1.1\r\nHost: a\r\nX(: 1\r\n\r\n", MOAT_HTTP1_E_HEADER_NAME);
 	EXPECT_ERR("GET / HTTP/1.1\r\nHost: a\r\nnocolon\r\n\r\n", MOAT_HTTP1_E_HEADER_VALUE);
+	/* CGI-style lookalikes of framing headers */
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n\r\n",
+		   MOAT_HTTP1_E_HEADER_NAME);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\ncontent_length: 5\r\n\r\n",
+		   MOAT_HTTP1_E_HEADER_NAME);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent_Length: 5\r\n\r\n",
+		   MOAT_HTTP1_E_HEADER_NAME);
+	ASSERT_GE(parse("GET / HTTP/1.1\r\nHost: a\r\nX_Custom_Header: b\r\n\r\n"), 1);
 	/* Content-Length */
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
