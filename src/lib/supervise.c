@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Supervisor-side steps of each layer, at fixed points of a run. */
+#include <errno.h>
+#include <sys/epoll.h>
+#include <string.h>
+
+#include "lib/errors.h"
+#include "lib/restrict.h"
+#include "lib/supervise.h"
+#include "lib/supervise_limits.h"
+
+int moat_supervise_env(struct moat_run *r,
+		       int (*push)(struct moat_run *, const char *, const char *))
+{
+	(void)r;
+	(void)push;
+	return 0;
+}
+
+int moat_supervise_prepare(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	/* Layers not in this build yet are refused, never silently skipped. */
+	if (p->output)
+		return moat_error_set(r->err, "output", EOPNOTSUPP,
+				      "--output is not available in this build");
+	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY && p->apply != MOAT_APPLY_NEVER)
+		return moat_error_set(r->err, "workspace", EOPNOTSUPP,
+				      "--workspace DIR:overlay needs --apply never in this build");
+	if (p->net == MOAT_NET_ALLOW)
+		return moat_error_set(r->err, "network", EOPNOTSUPP,
+				      "--net allow is not available in this build");
+	int k = moat_supervise_limits_prepare(r);
+	if (k < 0)
+		return k;
+	return moat_restrict_prepare(r);
+}
+
+void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
+{
+	moat_supervise_limits_clone_args(r, ca);
+}
+
+int moat_supervise_child(struct moat_run *r)
+{
+	return moat_supervise_limits_child(r);
+}
+
+/* The base tag of moat_supervise_register(): tags of this file are base + offset. */
+static uint32_t tag_base;
+
+int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
+{
+	tag_base = base;
+	if (r->notify_fd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY};
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
+			return moat_error_set(r->err, "seccomp", errno,
+					      "cannot watch the seccomp listener: %s",
+					      strerror(errno));
+	}
+	return 0;
+}
+
+void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
+{
+	(void)events;
+	if (tag == tag_base + MOAT_RESTRICT_TAG_NOTIFY)
+		moat_restrict_notify(r);
+}
+
+void moat_supervise_event_limit(struct moat_run *r, const char *what)
+{
+	(void)r;
+	(void)what;
+}
+
+void moat_supervise_kill_all(struct moat_run *r)
+{
+	moat_supervise_limits_kill(r);
+}
+
+int moat_supervise_finish(struct moat_run *r, int k)
+{
+	moat_supervise_limits_finish(r);
+	return k;
+}
+
+void moat_supervise_teardown(struct moat_run *r)
+{
+	moat_restrict_teardown(r);
+	moat_supervise_limits_teardown(r);
+}
