@@ -62,7 +62,7 @@ struct moat_intercept {
 
 	/* upstream -> client */
 	char down[MOAT_INTERCEPT_BUF];
-	size_t down_len, down_off;
+	size_t down_len, down_off, down_ready; /* [off, ready) to write, [ready, len) held */
 	bool upstream_eof;
 
 	/* moat's own answer to the client (refusal, upstream failure) */
@@ -532,10 +532,11 @@ int moat_intercept_step(struct moat_intercept *x, uint32_t *ret_client_events,
 		}
 
 		if (x->answering) {
-			/* Drain what the upstream already sent, then our answer. */
-			if (x->down_off < x->down_len) {
+			/* Drain what the upstream already sent (not a held tail),
+			 * then our answer. */
+			if (x->down_off < x->down_ready) {
 				n = moat_tls_write(x->cs, x->down + x->down_off,
-						   x->down_len - x->down_off, &w);
+						   x->down_ready - x->down_off, &w);
 				if (n > 0) {
 					x->down_off += (size_t)n;
 					progress = true;
@@ -644,26 +645,37 @@ int moat_intercept_step(struct moat_intercept *x, uint32_t *ret_client_events,
 			progress = true;
 		}
 
-		/* upstream -> down -> client */
-		if (x->down_off == x->down_len && !x->upstream_eof) {
-			n = moat_tls_read(x->us, x->down, sizeof(x->down), &w);
+		/* upstream -> down -> client. A tail that could be the start of a
+		 * real value is held back until the next read completes or masks
+		 * it, so a value split across reads is masked too. */
+		if (x->down_off == x->down_ready && !x->upstream_eof) {
+			size_t held = x->down_len - x->down_ready;
+			memmove(x->down, x->down + x->down_ready, held);
+			x->down_off = x->down_ready = 0;
+			x->down_len = held;
+			n = moat_tls_read(x->us, x->down + held, sizeof(x->down) - held, &w);
 			if (n > 0) {
-				x->down_len = (size_t)n;
-				x->down_off = 0;
-				if (x->cfg.secrets)
+				x->down_len += (size_t)n;
+				x->down_ready = x->down_len;
+				if (x->cfg.secrets) {
 					(void)moat_secrets_scrub(x->cfg.secrets, x->down,
 								 x->down_len);
+					x->down_ready -= moat_secrets_scrub_hold(
+						x->cfg.secrets, x->down, x->down_len);
+				}
 				progress = true;
 			} else if (n == 0 || n == -ECONNRESET) {
+				/* The held tail was not a value after all. */
+				x->down_ready = x->down_len;
 				x->upstream_eof = progress = true;
 			} else if (n == -EAGAIN)
 				uwant |= w;
 			else
 				return fail_tls(x, x->us, "upstream", (int)n);
 		}
-		if (x->down_off < x->down_len) {
-			n = moat_tls_write(x->cs, x->down + x->down_off, x->down_len - x->down_off,
-					   &w);
+		if (x->down_off < x->down_ready) {
+			n = moat_tls_write(x->cs, x->down + x->down_off,
+					   x->down_ready - x->down_off, &w);
 			if (n > 0) {
 				x->down_off += (size_t)n;
 				progress = true;

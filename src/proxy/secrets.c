@@ -781,6 +781,26 @@ unsigned moat_secrets_scrub(const struct moat_secrets *s, char *buf, size_t len)
 	return count;
 }
 
+size_t moat_secrets_scrub_hold(const struct moat_secrets *s, const char *buf, size_t len)
+{
+	size_t hold = 0;
+
+	for (unsigned i = 0; s && i < s->n; i++) {
+		const struct secret *x = &s->v[i];
+		size_t max;
+		if (!x->value || x->value_len < 2)
+			continue;
+		max = MIN(MIN(x->value_len - 1, len), (size_t)MOAT_SECRETS_SCRUB_HOLD_MAX);
+		for (size_t k = max; k > hold; k--)
+			if (buf[len - k] == x->value[0] &&
+			    memcmp(buf + len - k, x->value, k) == 0) {
+				hold = k;
+				break;
+			}
+	}
+	return hold;
+}
+
 /* ---- output buffer (wiped, never realloc'ed with a copy left behind) ------- */
 
 struct obuf {

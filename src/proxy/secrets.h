@@ -159,6 +159,11 @@ void moat_secrets_result_clear(struct moat_secrets_result *r);
  * the injected value (RT-063). Values split across two calls are not seen;
  * the caller scans with an overlap if it needs that. Returns the count. */
 unsigned moat_secrets_scrub(const struct moat_secrets *s, char *buf, size_t len);
+/* For a stream: how many bytes at the end of buf could be the start of a
+ * real value (at most MOAT_SECRETS_SCRUB_HOLD_MAX). The caller holds them back
+ * and scrubs them again together with the next bytes. */
+#define MOAT_SECRETS_SCRUB_HOLD_MAX 4096u
+size_t moat_secrets_scrub_hold(const struct moat_secrets *s, const char *buf, size_t len);
 
 /* Method/path rules of the policy (http_rules) for an intercepted request:
  * 1 allowed, 0 refused. A host no rule names is allowed; a host some rules

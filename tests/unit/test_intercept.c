@@ -151,7 +151,16 @@ static void upstream_main(struct world *w, int lfd)
 			int rl = snprintf(resp, sizeof(resp),
 					  "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", head);
 			SSL_write(ssl, resp, rl);
-			SSL_write(ssl, buf, (int)head);
+			/* "/split": the echo in two records, cut inside the value. */
+			const char *cut =
+				strstr(buf, "GET /split ") == buf ? strstr(buf, REAL) : NULL;
+			if (cut && cut < buf + head) {
+				int first = (int)(cut - buf) + 10;
+				SSL_write(ssl, buf, first);
+				usleep(50000);
+				SSL_write(ssl, buf + first, (int)head - first);
+			} else
+				SSL_write(ssl, buf, (int)head);
 		}
 	next:
 		SSL_free(ssl);
@@ -392,6 +401,11 @@ TEST(intercept_injects_and_keeps_alive)
 		      "5;x=y\r\nhello\r\n3\r\nabc\r\n0\r\nTrailer: z\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "POST /b");
+	r = roundtrip(&w, c, "GET /split HTTP/1.1\r\nAuthorization: Bearer @@\r\n\r\n");
+	ASSERT_TRUE(r != NULL);
+	ASSERT_TRUE(!strstr(r, REAL));
+	ASSERT_TRUE(!strstr(r, "REALinter"));
+	ASSERT_CONTAINS(r, "Authorization: Bearer ****");
 	r = roundtrip(&w, c, "GET /c HTTP/1.1\r\nX-Token: token @@\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "GET /c");

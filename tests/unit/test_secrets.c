@@ -831,3 +831,19 @@ TEST(secrets_drop_values_and_scrub_environ)
 	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
 	moat_secrets_free(s);
 }
+
+TEST(secrets_scrub_hold)
+{
+	struct moat_secrets *s = setup();
+	char a[] = "xx ghp_REALval";
+	ASSERT_EQ(moat_secrets_scrub_hold(s, a, strlen(a)), strlen("ghp_REALval"));
+	char b[] = "xx g";
+	ASSERT_EQ(moat_secrets_scrub_hold(s, b, strlen(b)), 1);
+	char c[] = "nothing here";
+	ASSERT_EQ(moat_secrets_scrub_hold(s, c, strlen(c)), 0);
+	/* A complete value is scrubbed, not held. */
+	char d[] = "x " GH_REAL;
+	ASSERT_EQ(moat_secrets_scrub(s, d, strlen(d)), 1);
+	ASSERT_EQ(moat_secrets_scrub_hold(s, d, strlen(d)), 0);
+	moat_secrets_free(s);
+}
