@@ -473,8 +473,8 @@ static int check_def(const struct moat_secret *d, struct moat_error *e)
 	return 0;
 }
 
-int moat_secrets_new(const struct moat_secret *defs, unsigned n_defs, struct moat_secrets **ret,
-		     struct moat_error *ret_err)
+int moat_secrets_new_placeholders(const struct moat_secret *defs, unsigned n_defs,
+				  struct moat_secrets **ret, struct moat_error *ret_err)
 {
 	struct moat_secrets *s;
 	int r;
@@ -512,10 +512,6 @@ int moat_secrets_new(const struct moat_secret *defs, unsigned n_defs, struct moa
 			x->lower[k] = (char)tolower((unsigned char)x->placeholder[k]);
 		x->hex = x->lower + x->ph_len - HEX_LEN;
 		s->n = i + 1;
-		r = moat_secrets_load_value(&defs[i], MOAT_SECRETS_CMD_TIMEOUT_MS, &x->value,
-					    &x->value_len, ret_err);
-		if (r < 0)
-			goto fail;
 	}
 	s->n = n_defs;
 	*ret = s;
@@ -523,6 +519,40 @@ int moat_secrets_new(const struct moat_secret *defs, unsigned n_defs, struct moa
 fail:
 	moat_secrets_free(s);
 	return r;
+}
+
+int moat_secrets_load(struct moat_secrets *s, struct moat_error *ret_err)
+{
+	for (unsigned i = 0; i < s->n; i++) {
+		struct secret *x = &s->v[i];
+		int r;
+		if (x->value)
+			continue;
+		r = moat_secrets_load_value(x->def, MOAT_SECRETS_CMD_TIMEOUT_MS, &x->value,
+					    &x->value_len, ret_err);
+		if (r < 0) {
+			moat_secrets_drop_values(s);
+			return r;
+		}
+	}
+	return 0;
+}
+
+int moat_secrets_new(const struct moat_secret *defs, unsigned n_defs, struct moat_secrets **ret,
+		     struct moat_error *ret_err)
+{
+	struct moat_secrets *s = NULL;
+	int r = moat_secrets_new_placeholders(defs, n_defs, &s, ret_err);
+
+	if (r < 0)
+		return r;
+	r = moat_secrets_load(s, ret_err);
+	if (r < 0) {
+		moat_secrets_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
 }
 
 struct moat_secrets *moat_secrets_free(struct moat_secrets *s)

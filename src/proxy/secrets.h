@@ -25,19 +25,25 @@
  * Redirects are not followed by the proxy: the client's next request to the
  * redirect target carries the placeholder and is refused there.
  *
- * Process hardening and order of a run (the sandbox's init is a copy of the
- * supervisor's memory, so nothing secret may be in it when it is cloned):
- *   supervisor: moat_secrets_new() (fail the run, exit 125, with the
- *               error's message on failure); moat_tls_ca_new() +
- *               moat_tls_write_bundle(). (Not moat_secrets_harden_process():
- *               a non-dumpable supervisor would pass that on to the sandbox
- *               it clones, whose uid_map it then could not write.)
- *   fork the proxy worker: its first step is moat_secrets_harden_process();
- *               it keeps the secrets and the CA;
- *   supervisor: moat_secrets_drop_values(), moat_secrets_scrub_environ(),
- *               moat_tls_ca_free(); then build the sandbox's environment
- *               (NAME=moat_secrets_placeholder(), the CA bundle variables)
- *               and clone the sandbox.
+ * Process hardening and order of a run (the sandbox's init is a fork of the
+ * supervisor, so no value may be in the supervisor's memory when it is
+ * cloned; the proxy worker is forked after the sandbox exists, because it
+ * needs the listeners created inside it):
+ *   before the clone: moat_secrets_new_placeholders() (definitions checked;
+ *               NAME=placeholder goes into the sandbox's environment) and
+ *               moat_tls_ca_new() + moat_tls_write_bundle() (the CA key then
+ *               is in the init's memory copy too: the init is non-dumpable
+ *               and is never given to the sandbox user; if that is not
+ *               acceptable, create the CA after the clone and bind the
+ *               bundle file, written then, from a path made before);
+ *   before forking the worker: moat_secrets_load() (failure = the run fails,
+ *               exit 125, with the error's message, nothing has run yet);
+ *   the worker's first step: moat_secrets_harden_process();
+ *   after the fork, in the supervisor: moat_secrets_drop_values(),
+ *               moat_tls_ca_free().
+ * (Not moat_secrets_harden_process() in the supervisor: a non-dumpable
+ * supervisor would pass that on to the sandbox it clones, whose uid_map it
+ * then could not write.)
  */
 #pragma once
 
@@ -68,16 +74,23 @@ struct moat_secrets;
 int moat_secrets_new(const struct moat_secret *defs, unsigned n_defs, struct moat_secrets **ret,
 		     struct moat_error *ret_err);
 struct moat_secrets *moat_secrets_free(struct moat_secrets *s);
+/* The two halves of moat_secrets_new(), for a supervisor that must give the
+ * sandbox its placeholders before it may hold any value (the sandbox's init is
+ * cloned from it): validate the definitions and make the placeholders; later
+ * load the values (all or nothing: on failure none stays loaded). */
+int moat_secrets_new_placeholders(const struct moat_secret *defs, unsigned n_defs,
+				  struct moat_secrets **ret, struct moat_error *ret_err);
+int moat_secrets_load(struct moat_secrets *s, struct moat_error *ret_err);
 
 /* For the supervisor, once the proxy worker (which needs the values) is
- * forked and before the sandbox is cloned: wipe the values, keep names and
+ * forked: wipe the values, keep names and
  * placeholders (for the sandbox's environment). Nothing is injected with a
  * dropped value. */
 void moat_secrets_drop_values(struct moat_secrets *s);
-/* Also for the supervisor before cloning the sandbox: overwrite, in place,
+/* Also for the supervisor once the values are loaded: overwrite, in place,
  * the values of environment-sourced secrets in moat's own environment block
- * (which a fork would copy into the sandbox's init) and unset them. Returns
- * how many entries were wiped. */
+ * (which every later fork would copy) and unset them. Returns how many
+ * entries were wiped. */
 unsigned moat_secrets_scrub_environ(const struct moat_secrets *s);
 
 /* Load one value (what moat_secrets_new does per secret), with a command

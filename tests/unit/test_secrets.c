@@ -847,3 +847,37 @@ TEST(secrets_scrub_hold)
 	ASSERT_EQ(moat_secrets_scrub_hold(s, d, strlen(d)), 0);
 	moat_secrets_free(s);
 }
+
+TEST(secrets_placeholders_first_values_later)
+{
+	struct moat_secrets *s = NULL;
+	struct moat_secrets_result r;
+	struct moat_error e;
+
+	unsetenv("MOAT_T_GH");
+	unsetenv("MOAT_T_API");
+	unsetenv("MOAT_T_ORG");
+	ASSERT_EQ(moat_secrets_new_placeholders(defs, ELEMENTSOF(defs), &s, &e), 0);
+	ASSERT_TRUE(startswith(moat_secrets_placeholder(s, 1), "moat-ph-API_KEY-"));
+	/* Nothing loaded: nothing injected. */
+	ASSERT_EQ(run(s, "x.api.test", true, "GET / HTTP/1.1\r\n\r\n", NULL, &r), 0);
+	ASSERT_TRUE(r.verdict != MOAT_SECRETS_REWRITTEN);
+	/* Loading fails closed, and keeps nothing. */
+	setenv("MOAT_T_GH", GH_REAL, 1);
+	ASSERT_EQ(moat_secrets_load(s, &e), -ENOENT);
+	ASSERT_CONTAINS(e.message, "MOAT_T_API");
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET / HTTP/1.1\r\nAuthorization: Bearer @GH@\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	setenv("MOAT_T_API", API_REAL, 1);
+	setenv("MOAT_T_ORG", ORG_REAL, 1);
+	ASSERT_EQ(moat_secrets_load(s, &e), 0);
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET / HTTP/1.1\r\nAuthorization: Bearer @GH@\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_CONTAINS(r.head, GH_REAL);
+	moat_secrets_result_clear(&r);
+	moat_secrets_free(s);
+}
