@@ -2,6 +2,7 @@
 #include "harness/tap.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <jansson.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,25 @@
 #include "lib/audit.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (flag == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+/* Remove a test's temporary tree (never following symlinks) and free the name. */
+static void rmrfp(char **d)
+{
+	if (*d)
+		nftw(*d, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	free(*d);
+}
 
 static char *esc(const char *s, size_t n)
 {
@@ -98,7 +118,7 @@ static const char *sget(json_t *o, const char *k)
 
 TEST(audit_write_hostile)
 {
-	_cleanup_free_ char *d = tmpdir();
+	_cleanup_(rmrfp) char *d = tmpdir();
 	char path[256], big[10000];
 	struct moat_audit *a = NULL;
 	const char *argv[101];
@@ -179,7 +199,7 @@ TEST(audit_write_hostile)
 
 TEST(audit_open_refuses_symlink_and_fifo)
 {
-	_cleanup_free_ char *d = tmpdir();
+	_cleanup_(rmrfp) char *d = tmpdir();
 	char path[256], fifo[256];
 	struct moat_audit *a = NULL;
 
@@ -198,7 +218,7 @@ TEST(audit_open_refuses_symlink_and_fifo)
 
 TEST(audit_flood_cap)
 {
-	_cleanup_free_ char *d = tmpdir();
+	_cleanup_(rmrfp) char *d = tmpdir();
 	char path[256];
 	struct moat_audit *a = NULL;
 	struct moat_audit_limits l;
@@ -232,7 +252,7 @@ TEST(audit_flood_cap)
 
 TEST(audit_byte_cap)
 {
-	_cleanup_free_ char *d = tmpdir();
+	_cleanup_(rmrfp) char *d = tmpdir();
 	char path[256], s[3000];
 	struct moat_audit *a = NULL;
 	struct stat st;
@@ -271,7 +291,7 @@ static void hook(const char *line, size_t len, void *ud)
 
 TEST(audit_alert_hook)
 {
-	_cleanup_free_ char *d = tmpdir();
+	_cleanup_(rmrfp) char *d = tmpdir();
 	char path[256];
 	struct moat_audit *a = NULL;
 	struct moat_audit_limits l;
@@ -299,7 +319,7 @@ TEST(audit_alert_hook)
 
 TEST(audit_reader_filter)
 {
-	_cleanup_free_ char *d = tmpdir();
+	_cleanup_(rmrfp) char *d = tmpdir();
 	char path[256];
 	struct moat_audit *a = NULL;
 	struct moat_audit_reader *r = NULL;

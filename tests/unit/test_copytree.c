@@ -2,6 +2,7 @@
 #include "harness/tap.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -9,6 +10,25 @@
 
 #include "lib/copytree.h"
 #include "shared/macro.h"
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (flag == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+/* Remove a test's temporary tree (never following symlinks) and free the name. */
+static void rmrfp(char **d)
+{
+	if (*d)
+		nftw(*d, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	free(*d);
+}
 
 static char *mktmp(void)
 {
@@ -52,7 +72,7 @@ static char *slurp(int dfd, const char *name)
 
 TEST(copytree_hostile_tree)
 {
-	_cleanup_free_ char *d = mktmp();
+	_cleanup_(rmrfp) char *d = mktmp();
 	_cleanup_close_ int src = dopen(d, "src"), dst = dopen(d, "dst");
 	struct moat_copy_report rep;
 	struct stat st;
@@ -125,7 +145,7 @@ TEST(copytree_hostile_tree)
 
 TEST(copytree_byte_cap)
 {
-	_cleanup_free_ char *d = mktmp();
+	_cleanup_(rmrfp) char *d = mktmp();
 	_cleanup_close_ int src = dopen(d, "src"), dst = dopen(d, "dst");
 	struct moat_copy_report rep;
 	char big[3000];
@@ -151,7 +171,7 @@ TEST(copytree_byte_cap)
 
 TEST(copytree_depth_cap)
 {
-	_cleanup_free_ char *d = mktmp();
+	_cleanup_(rmrfp) char *d = mktmp();
 	_cleanup_close_ int src = dopen(d, "src"), dst = dopen(d, "dst");
 	struct moat_copy_report rep;
 	int cur = dup(src);
