@@ -799,7 +799,7 @@ static int walk_dir(struct walk *w, int upper, int lower, bool opaque, unsigned 
 	for (size_t i = 0; r >= 0 && i < ln; i++) {
 		struct stat ls;
 		struct moat_fs_entry *e;
-		if (bsearch(&lnames[i], names, n, sizeof(char *), name_cmp))
+		if (n && bsearch(&lnames[i], names, n, sizeof(char *), name_cmp))
 			continue;
 		if (fstatat(lower, lnames[i], &ls, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = negerrno();
