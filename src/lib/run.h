@@ -12,6 +12,8 @@
 #include "lib/sandbox.h"
 #include "moat/moat.h"
 
+struct moat_observe;
+
 struct moat_run {
 	const struct moat_policy *p;
 	struct moat_sandbox sb;
@@ -40,6 +42,8 @@ struct moat_run {
 	uint64_t start_us;
 	struct moat_status *st;
 	struct moat_error *err;
+
+	struct moat_observe *obs; /* audit stream, /output, workspace review (observe.c) */
 };
 
 uint64_t moat_now_us(void);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/errors.h"
+#include "lib/observe.h"
 #include "lib/supervise.h"
 
 int moat_supervise_env(struct moat_run *r, int (*push)(struct moat_run *, const char *, const char *))
@@ -17,18 +18,13 @@ int moat_supervise_prepare(struct moat_run *r)
 {
 	const struct moat_policy *p = r->p;
 	/* Layers not in this build yet are refused, never silently skipped. */
-	if (p->output)
-		return moat_error_set(r->err, "output", EOPNOTSUPP, "--output is not available in this build");
-	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY)
-		return moat_error_set(r->err, "workspace", EOPNOTSUPP,
-				      "--workspace DIR:overlay is not available in this build");
 	if (p->net == MOAT_NET_ALLOW)
 		return moat_error_set(r->err, "network", EOPNOTSUPP,
 				      "--net allow is not available in this build");
 	if (p->limits_set & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY))
 		return moat_error_set(r->err, "cgroup", EOPNOTSUPP,
 				      "--cpus/--memory need cgroups, not available in this build");
-	return 0;
+	return moat_observe_prepare(r);
 }
 
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
@@ -60,8 +56,7 @@ void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
 {
-	(void)r;
-	(void)what;
+	moat_observe_limit(r, what);
 }
 
 void moat_supervise_kill_all(struct moat_run *r)
@@ -71,11 +66,10 @@ void moat_supervise_kill_all(struct moat_run *r)
 
 int moat_supervise_finish(struct moat_run *r, int k)
 {
-	(void)r;
-	return k;
+	return moat_observe_finish(r, k);
 }
 
 void moat_supervise_teardown(struct moat_run *r)
 {
-	(void)r;
+	moat_observe_teardown(r);
 }
