@@ -35,55 +35,74 @@ static int open_run_dir(const char *id, struct moat_error *ret_err)
 	return fd;
 }
 
+/* A run id names <runs>/<id>/events.jsonl (or the file its log-path names);
+ * anything else is a path. */
+static int resolve_log_path(const char *what, char **ret, struct moat_error *ret_err)
+{
+	struct stat st;
+	char buf[4096];
+	char *runs = NULL;
+	int k, dfd, lp;
+	ssize_t n;
+
+	if (strchr(what, '/') || stat(what, &st) == 0 || !moat_run_id_valid(what)) {
+		*ret = strdup(what);
+		return *ret ? 0 : -ENOMEM;
+	}
+	dfd = open_run_dir(what, ret_err);
+	if (dfd < 0)
+		return dfd;
+	lp = openat(dfd, "log-path", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = lp >= 0 ? read(lp, buf, sizeof(buf) - 1) : -1;
+	safe_close(lp);
+	safe_close(dfd);
+	if (n > 0) {
+		buf[n] = '\0';
+		*ret = strdup(buf);
+		return *ret ? 0 : -ENOMEM;
+	}
+	k = moat_runs_dir(&runs);
+	if (k < 0)
+		return k;
+	k = asprintf(ret, "%s/%s/events.jsonl", runs, what);
+	free(runs);
+	return k < 0 ? -ENOMEM : 0;
+}
+
 int moat_log_open(const char *run_or_file, const char *types_csv, bool denied_only,
 		  struct moat_log **ret, struct moat_error *ret_err)
 {
-	_cleanup_free_ char *path = NULL;
+	struct moat_audit_reader *rd = NULL;
 	struct moat_log *l;
-	struct stat st;
+	unsigned types = 0;
+	char *path = NULL;
 	int k;
 
 	if (!run_or_file || !*run_or_file)
 		return moat_error_set(ret_err, "usage", EINVAL, "no run id or log file given");
-	if (strchr(run_or_file, '/') || stat(run_or_file, &st) == 0 ||
-	    !moat_run_id_valid(run_or_file)) {
-		path = strdup(run_or_file);
-	} else {
-		_cleanup_close_ int dfd = open_run_dir(run_or_file, ret_err);
-		char buf[4096];
-		if (dfd < 0)
-			return dfd;
-		_cleanup_close_ int lp = openat(dfd, "log-path", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		ssize_t n = lp >= 0 ? read(lp, buf, sizeof(buf) - 1) : -1;
-		if (n > 0) {
-			buf[n] = '\0';
-			path = strdup(buf);
-		} else {
-			_cleanup_free_ char *runs = NULL;
-			if (moat_runs_dir(&runs) < 0 ||
-			    asprintf(&path, "%s/%s/events.jsonl", runs, run_or_file) < 0)
-				path = NULL;
-		}
-	}
-	if (!path)
-		return -ENOMEM;
-	l = calloc(1, sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	l->f.denied_only = denied_only;
-	if (types_csv && (k = moat_audit_parse_types(types_csv, &l->f.types)) < 0) {
-		free(l);
+	if (types_csv && moat_audit_parse_types(types_csv, &types) < 0)
 		return moat_error_set(
 			ret_err, "usage", EINVAL,
 			"bad --type list '%s' (start,exec,net,dns,syscall,limit,file,alert,exit)",
 			types_csv);
+	k = resolve_log_path(run_or_file, &path, ret_err);
+	if (k < 0)
+		return k;
+	k = moat_audit_reader_open(path, &rd);
+	if (k < 0)
+		k = moat_error_set(ret_err, "usage", -k, "cannot read the log %s: %s", path,
+				   strerror(-k));
+	free(path);
+	if (k < 0)
+		return k;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		moat_audit_reader_free(rd);
+		return -ENOMEM;
 	}
-	k = moat_audit_reader_open(path, &l->r);
-	if (k < 0) {
-		free(l);
-		return moat_error_set(ret_err, "usage", -k, "cannot read the log %s: %s", path,
-				      strerror(-k));
-	}
+	l->r = rd;
+	l->f.types = types;
+	l->f.denied_only = denied_only;
 	*ret = l;
 	return 0;
 }
