@@ -153,9 +153,15 @@ static int copy_file(struct walk *w, int sfd, int dfd, const char *name, const s
 		(void)unlinkat(dfd, name, 0);
 		return r;
 	}
-	if (st2.st_mode & 07000)
+	if (st->st_mode & 07000)
 		w->rep->stripped_modes++;
-	if (fchmod(out, st2.st_mode & 0777) < 0)
+	/* as root: the copy belongs to whoever owns the destination directory */
+	if (geteuid() == 0) {
+		struct stat ds;
+		if (fstat(dfd, &ds) == 0)
+			(void)!fchown(out, ds.st_uid, ds.st_gid);
+	}
+	if (fchmod(out, st->st_mode & 0777) < 0)
 		return negerrno();
 	(void)futimens(out, (struct timespec[2]){st2.st_atim, st2.st_mtim});
 	w->rep->files++;
@@ -192,6 +198,14 @@ static int copy_dir(struct walk *w, int sfd, int dfd, unsigned depth)
 			r = negerrno();
 			break;
 		}
+		/* the sandbox may leave its own files unreadable; the source is a
+		 * tree the sandbox no longer uses, so grant the owner access there */
+		if ((S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) && st.st_uid == geteuid() &&
+		    geteuid() != 0) {
+			mode_t need = S_ISDIR(st.st_mode) ? 0500 : 0400;
+			if ((st.st_mode & need) != need)
+				(void)!fchmodat(sfd, name, (st.st_mode & 07777) | need, 0);
+		}
 		if (S_ISREG(st.st_mode)) {
 			r = copy_file(w, sfd, dfd, name, &st);
 		} else if (S_ISDIR(st.st_mode)) {
@@ -205,6 +219,12 @@ static int copy_dir(struct walk *w, int sfd, int dfd, unsigned depth)
 			    !(errno == EEXIST && (w->flags & MOAT_COPY_OVERWRITE))) {
 				r = negerrno();
 				break;
+			}
+			if (geteuid() == 0) {
+				struct stat ds;
+				if (fstat(dfd, &ds) == 0)
+					(void)!fchownat(dfd, name, ds.st_uid, ds.st_gid,
+							AT_SYMLINK_NOFOLLOW);
 			}
 			cs = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			/* O_NOFOLLOW|O_DIRECTORY: an existing host symlink here is an error */

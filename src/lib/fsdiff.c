@@ -644,6 +644,13 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 	_cleanup_close_ int ufd = -1;
 
 	if (ut == S_IFDIR || ut == S_IFREG) {
+		/* The sandbox may leave files it owns unreadable (mode 0000) or
+		 * directories unsearchable; the upper layer is ours to read now
+		 * (the sandbox is gone), so grant the owner access there. The
+		 * manifest keeps the original mode. Root reads regardless. */
+		mode_t need = ut == S_IFDIR ? 0500 : 0400;
+		if ((us.st_mode & need) != need && us.st_uid == geteuid() && geteuid() != 0)
+			(void)!fchmodat(upper, name, (us.st_mode & 07777) | need, 0);
 		ufd = openat(upper, name,
 			     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
 				     (ut == S_IFDIR ? O_DIRECTORY : 0));
@@ -951,6 +958,20 @@ static int write_file_tmp(const struct moat_manifest *m, const struct moat_fs_en
 	return r;
 }
 
+/* As root, a new entry takes the owner of what it replaces, else of its
+ * directory: files applied into a user's workspace stay the user's. */
+static void own_like(int parent, const char *name, const struct stat *replaced)
+{
+	struct stat st;
+	if (geteuid() != 0)
+		return;
+	if (!replaced && fstat(parent, &st) < 0)
+		return;
+	if (!replaced)
+		replaced = &st;
+	(void)!fchownat(parent, name, replaced->st_uid, replaced->st_gid, AT_SYMLINK_NOFOLLOW);
+}
+
 static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, int src, int target)
 {
 	const char *name;
@@ -1016,7 +1037,10 @@ static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, i
 			return 0;
 		if (exists && unlinkat(parent, name, 0) < 0)
 			return negerrno();
-		return mkdirat(parent, name, 0700) < 0 ? negerrno() : 0;
+		if (mkdirat(parent, name, 0700) < 0)
+			return negerrno();
+		own_like(parent, name, NULL);
+		return 0;
 	}
 	if (!S_ISREG(e->type) && !S_ISLNK(e->type))
 		return -EPERM; /* refused kinds never get here */
@@ -1027,6 +1051,8 @@ static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, i
 		r = write_file_tmp(m, e, src, parent, tmp);
 	else
 		r = symlinkat(e->target, parent, tmp) < 0 ? negerrno() : 0;
+	if (r >= 0)
+		own_like(parent, tmp, exists ? &cur : NULL);
 	if (r >= 0 && exists && S_ISDIR(cur.st_mode))
 		r = remove_tree_at(parent, name, 0);
 	if (r >= 0 && renameat(parent, tmp, parent, name) < 0)

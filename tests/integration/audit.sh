@@ -48,11 +48,13 @@ t_overlay_review() {
 		ln -s '"$canary"' report.txt
 		ln -s ../../.. up
 		mkfifo out.log
+		echo s > locked.txt && chmod 000 locked.txt
 	' 2>&1)
 	id=$(run_id_of status.json)
 	assert_contains "$out" "held back"
 	assert_contains "$out" "moat apply $id"
 	assert_eq 'int main(void) { return 1; }' "$(cat "$ws/src/new.c")" "ordinary new file applied"
+	assert_eq 0 "$(stat -c %a "$ws/locked.txt")" "a mode-000 file is applied with its mode"
 	[ ! -e "$ws/.git/hooks/pre-commit" ] || fail "git hook applied under safe"
 	[ ! -e "$ws/.github/workflows/ci.yml" ] || fail "CI workflow applied under safe"
 	[ ! -e "$ws/.bashrc" ] || fail ".bashrc applied under safe"
@@ -219,6 +221,8 @@ t_output_collect() {
 	out=$(mktemp -d "${TMPDIR:-/tmp}/moat-audit-out.XXXXXX")
 	canary=$(mktemp "${TMPDIR:-/tmp}/moat-audit-canary.XXXXXX")
 	echo H1-canary >"$canary"
+	# as root, the collected files belong to the owner of the destination
+	if is_root && id moat-test >/dev/null 2>&1; then chown moat-test "$out"; fi
 	"$MOAT" run --output "$out" -- sh -c '
 		echo result > /output/result.txt
 		mkdir /output/sub && echo inner > /output/sub/inner.txt
@@ -226,13 +230,16 @@ t_output_collect() {
 		ln -s /etc /output/etc
 		mkfifo /output/fifo
 		echo s > /output/suid && chmod 4755 /output/suid
+		echo l > /output/locked && chmod 000 /output/locked
 	' 2>stderr.txt
 	assert_eq result "$(cat "$out/result.txt")" "collected"
 	assert_eq inner "$(cat "$out/sub/inner.txt")" "collected sub"
+	assert_eq "$(stat -c %U "$out")" "$(stat -c %U "$out/sub/inner.txt")" "owner of collected files"
 	[ ! -e "$out/leak" ] && [ ! -L "$out/leak" ] || fail "symlink collected"
 	[ ! -e "$out/etc" ] || fail "dir symlink collected"
 	[ ! -e "$out/fifo" ] || fail "FIFO collected"
 	assert_eq 755 "$(stat -c %a "$out/suid")" "set-id stripped"
+	assert_eq 0 "$(stat -c %a "$out/locked")" "mode-000 file collected with its mode"
 	assert_contains "$(cat stderr.txt)" "skipped"
 	# an existing non-empty --output is refused unless --output-overwrite
 	"$MOAT" run --output "$out" -- true 2>/dev/null || rc=$?
