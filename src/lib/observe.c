@@ -19,6 +19,7 @@
 #include "lib/errors.h"
 #include "lib/fsdiff.h"
 #include "lib/policy.h"
+#include "lib/seccomp.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
@@ -281,6 +282,36 @@ void moat_observe_limit(struct moat_run *r, const char *what)
 	struct moat_audit *a = moat_run_audit(r);
 	MOAT_AUDIT(a, MOAT_EV_LIMIT, MOAT_F_STR("what", what));
 	MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"), MOAT_F_STR("what", what));
+}
+
+void moat_observe_seccomp(struct moat_run *r, const struct moat_seccomp_event *ev)
+{
+	struct moat_audit *a = moat_run_audit(r);
+	const char *argv[MOAT_SECCOMP_EV_ARGC + 1];
+	unsigned n = 0;
+
+	if (!a)
+		return;
+	if (ev->type == MOAT_SECCOMP_EVENT_DENIED) {
+		MOAT_AUDIT(a, MOAT_EV_SYSCALL, MOAT_F_STR("name", ev->syscall),
+			   MOAT_F_INT("nr", ev->nr), MOAT_F_INT("pid", ev->pid),
+			   MOAT_F_STR("errno", strerrorname_np(ev->err)),
+			   MOAT_F_STR("exe", ev->exe), MOAT_F_STR("layer", "seccomp"),
+			   MOAT_F_DENIED);
+		MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "syscall_denied"),
+			   MOAT_F_STR("name", ev->syscall), MOAT_F_INT("pid", ev->pid),
+			   MOAT_F_STR("exe", ev->exe));
+		return;
+	}
+	if (ev->missing)
+		return;
+	for (const char *s; n < MOAT_SECCOMP_EV_ARGC && (s = moat_seccomp_event_arg(ev, n)); n++)
+		argv[n] = s;
+	argv[n] = NULL;
+	MOAT_AUDIT(a, MOAT_EV_EXEC, MOAT_F_INT("pid", ev->pid), MOAT_F_INT("ppid", ev->ppid),
+		   MOAT_F_STR("path", ev->path), MOAT_F_STRVN("argv", argv, n),
+		   MOAT_F_STR("cwd", ev->cwd), MOAT_F_STR("syscall", ev->syscall),
+		   MOAT_F_BOOL("truncated", ev->truncated));
 }
 
 /* ---- finish ----------------------------------------------------------------- */

@@ -21,5 +21,9 @@ int moat_observe_finish(struct moat_run *r, int k);
 /* Always called last: writes the exit event if finish did not (setup
  * failures), waits briefly for alert commands, frees everything. */
 void moat_observe_teardown(struct moat_run *r);
+struct moat_seccomp_event;
+/* A seccomp notification (restrict.c): an `exec` event, or a `syscall`
+ * denial with an alert. PATH-search steps that cannot execute are skipped. */
+void moat_observe_seccomp(struct moat_run *r, const struct moat_seccomp_event *ev);
 /* The run's audit writer (NULL if none; moat_audit_event accepts NULL). */
 struct moat_audit *moat_run_audit(struct moat_run *r);

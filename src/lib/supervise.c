@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Supervisor-side steps of each layer, at fixed points of a run. */
 #include <errno.h>
+#include <sys/epoll.h>
 #include <string.h>
 
 #include "lib/errors.h"
 #include "lib/observe.h"
+#include "lib/restrict.h"
 #include "lib/supervise.h"
 
-int moat_supervise_env(struct moat_run *r, int (*push)(struct moat_run *, const char *, const char *))
+int moat_supervise_env(struct moat_run *r,
+		       int (*push)(struct moat_run *, const char *, const char *))
 {
 	(void)r;
 	(void)push;
@@ -24,7 +27,16 @@ int moat_supervise_prepare(struct moat_run *r)
 	if (p->limits_set & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY))
 		return moat_error_set(r->err, "cgroup", EOPNOTSUPP,
 				      "--cpus/--memory need cgroups, not available in this build");
-	return moat_observe_prepare(r);
+	/* restrict first (it records degraded layers for the start event); the
+	 * audit log opens even when it fails, so the failure is recorded */
+	int k = moat_restrict_prepare(r);
+	struct moat_error saved = {0};
+	if (k < 0 && r->err)
+		saved = *r->err;
+	int k2 = moat_observe_prepare(r);
+	if (k < 0 && r->err)
+		*r->err = saved;
+	return k < 0 ? k : k2;
 }
 
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
@@ -39,19 +51,28 @@ int moat_supervise_child(struct moat_run *r)
 	return 0;
 }
 
+/* The base tag of moat_supervise_register(): tags of this file are base + offset. */
+static uint32_t tag_base;
+
 int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
-	(void)r;
-	(void)epfd;
-	(void)base;
+	tag_base = base;
+	if (r->notify_fd >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY};
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
+			return moat_error_set(r->err, "seccomp", errno,
+					      "cannot watch the seccomp listener: %s",
+					      strerror(errno));
+	}
 	return 0;
 }
 
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 {
-	(void)r;
-	(void)tag;
 	(void)events;
+	if (tag == tag_base + MOAT_RESTRICT_TAG_NOTIFY)
+		moat_restrict_notify(r);
 }
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
@@ -71,5 +92,6 @@ int moat_supervise_finish(struct moat_run *r, int k)
 
 void moat_supervise_teardown(struct moat_run *r)
 {
+	moat_restrict_teardown(r);
 	moat_observe_teardown(r);
 }

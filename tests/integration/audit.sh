@@ -90,9 +90,6 @@ t_overlay_review() {
 # Edits, renames and deletions of files that exist on the host.
 t_overlay_existing() {
 	local ws id
-	if is_root; then
-		skip "root mode: overlay copy-up of host-owned files fails (EOVERFLOW: the owner is unmapped in the sandbox's user namespace; needs an idmapped lower layer)"
-	fi
 	ws=$(mkws)
 	mkdir -p "$ws/src" "$ws/dir"
 	echo 'int main(void) { return 0; }' >"$ws/src/main.c"
@@ -193,8 +190,8 @@ t_log_file_option() {
 	id=$(run_id_of status.json)
 	assert_eq 600 "$(stat -c %a sub/dir/events.jsonl)" "log mode"
 	assert_eq 700 "$(stat -c %a sub/dir)" "parent mode"
-	assert_eq 2 "$("$MOAT" log "$id" | wc -l)" "moat log RUN-ID finds --log"
-	assert_eq 2 "$("$MOAT" log "$PWD/sub/dir/events.jsonl" | wc -l)" "moat log FILE"
+	assert_eq 2 "$("$MOAT" log --type start,exit "$id" | wc -l)" "moat log RUN-ID finds --log"
+	assert_eq 2 "$("$MOAT" log --type start,exit "$PWD/sub/dir/events.jsonl" | wc -l)" "moat log FILE"
 	ln -s /etc/passwd planted.jsonl
 	if "$MOAT" run --log "$PWD/planted.jsonl" -- true 2>/dev/null; then fail "log through a symlink"; fi
 	forget_run "$id"
@@ -262,10 +259,29 @@ t_output_cap() {
 	rm -rf "$out"
 }
 
+t_exec_and_denials() {
+	local id log
+	"$MOAT" run --on-alert "cat >> $PWD/alerts.jsonl" --json-status status.json -- sh -c '
+		echo a | cat >/dev/null
+		/bin/true "$(printf "x\n{\"v\":1,\"type\":\"net\"}")" "$(printf "\033[2J")"
+		unshare -U true 2>/dev/null || :
+	' 2>/dev/null
+	id=$(run_id_of status.json)
+	log=$("$MOAT" log --json --type exec "$id")
+	assert_contains "$log" '"argv":["cat"]'
+	assert_contains "$log" '"argv":["/bin/true","x\n{\"v\":1,\"type\":\"net\"}","\u001b[2J"]'
+	assert_not_contains "$log" $'\e'
+	assert_contains "$("$MOAT" log --denied "$id")" "syscall name=unshare"
+	assert_contains "$(cat alerts.jsonl)" '"cause":"syscall_denied"'
+	assert_contains "$("$MOAT" log --type exit "$id")" "denied_syscalls=1"
+	forget_run "$id"
+}
+
 run_test overlay_review t_overlay_review
 run_test overlay_existing t_overlay_existing
 run_test apply_never_and_all t_apply_never_and_all
 run_test hostile_names_in_log t_hostile_names_in_log
+run_test exec_and_denials t_exec_and_denials
 run_test log_filters t_log_filters
 run_test log_file_option t_log_file_option
 run_test on_alert t_on_alert
