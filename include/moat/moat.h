@@ -106,12 +106,12 @@ struct moat_status {
 	char degraded[128]; /* comma-separated layers the user let go, "" if none */
 
 	/* audit and review (observe.c) */
-	char log_path[1024];	  /* the audit log of the run, "" if none */
-	uint64_t files_changed;	  /* entries of the workspace change manifest */
+	char log_path[1024]; /* the audit log of the run, "" if none */
+	uint64_t files_changed; /* entries of the workspace change manifest */
 	uint64_t files_applied, files_held, files_flagged, files_refused;
 	uint64_t output_files, output_skipped; /* /output: copied, skipped (links, specials) */
-	char output_error[256];	  /* "" or why /output was not fully collected */
-	char review[2048];	  /* held/refused/failed entries, one a line, escaped */
+	char output_error[256]; /* "" or why /output was not fully collected */
+	char review[2048]; /* held/refused/failed entries, one a line, escaped */
 };
 
 const char *moat_reason_name(enum moat_reason r);
