@@ -632,7 +632,8 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 		e->old_type = ls.st_mode & S_IFMT;
 		e->old_mode = ls.st_mode & 07777;
 		e->old_size = S_ISREG(ls.st_mode) ? (uint64_t)ls.st_size : 0;
-		if (S_ISREG(ls.st_mode) && sha256_at(lower, name, e->old_sha256) == 0)
+		if (S_ISREG(ls.st_mode) && (uint64_t)ls.st_size <= w->lim.max_file_bytes &&
+		    sha256_at(lower, name, e->old_sha256) == 0)
 			e->has_old_sha = true;
 		return flag_entry(w, e, upper, lower, name);
 	}
@@ -640,7 +641,7 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 	mode_t ut = us.st_mode & S_IFMT, lt = has_lower ? (ls.st_mode & S_IFMT) : 0;
 	enum moat_fs_change c = !has_lower ? MOAT_FS_CREATED : MOAT_FS_MODIFIED;
 	uint8_t usha[32];
-	bool have_usha = false;
+	bool have_usha = false, too_big = false;
 	_cleanup_close_ int ufd = -1;
 
 	if (ut == S_IFDIR || ut == S_IFREG) {
@@ -662,6 +663,9 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 		/* metacopy: the data would be in the lower layer; not supported */
 		if (ovl_xattr(ufd, "metacopy", false)) {
 			c = has_lower ? MOAT_FS_MODIFIED : MOAT_FS_CREATED;
+		} else if ((uint64_t)us.st_size > w->lim.max_file_bytes) {
+			/* e.g. a sparse 1 TiB file: never read, never applied */
+			too_big = true;
 		} else {
 			r = sha256_fd(ufd, usha);
 			if (r < 0)
@@ -713,7 +717,8 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 			e->old_type = lt;
 			e->old_mode = ls.st_mode & 07777;
 			e->old_size = lt == S_IFREG ? (uint64_t)ls.st_size : 0;
-			if (lt == S_IFREG && sha256_at(lower, name, e->old_sha256) == 0)
+			if (lt == S_IFREG && (uint64_t)ls.st_size <= w->lim.max_file_bytes &&
+			    sha256_at(lower, name, e->old_sha256) == 0)
 				e->has_old_sha = true;
 		}
 		if (have_usha) {
@@ -722,7 +727,9 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 			if (c != MOAT_FS_MODE)
 				w->m->total_bytes += e->size;
 		}
-		if (ut == S_IFREG && !have_usha)
+		if (too_big)
+			r = set_str(&e->refused, "file larger than the size limit");
+		else if (ut == S_IFREG && !have_usha)
 			r = set_str(&e->refused, "overlay metacopy file (mount with metacopy=off)");
 		else
 			r = refuse_entry(e);
@@ -821,7 +828,8 @@ static int walk_dir(struct walk *w, int upper, int lower, bool opaque, unsigned 
 			e->old_type = ls.st_mode & S_IFMT;
 			e->old_mode = ls.st_mode & 07777;
 			e->old_size = S_ISREG(ls.st_mode) ? (uint64_t)ls.st_size : 0;
-			if (S_ISREG(ls.st_mode) && sha256_at(lower, lnames[i], e->old_sha256) == 0)
+			if (S_ISREG(ls.st_mode) && (uint64_t)ls.st_size <= w->lim.max_file_bytes &&
+			    sha256_at(lower, lnames[i], e->old_sha256) == 0)
 				e->has_old_sha = true;
 			r = flag_entry(w, e, upper, lower, lnames[i]);
 		}
@@ -851,6 +859,8 @@ int moat_fsdiff_compute_ex(int upper_dirfd, int lower_dirfd, const struct moat_f
 		w->lim.max_entries = 100000;
 	if (!w->lim.max_depth)
 		w->lim.max_depth = 128;
+	if (!w->lim.max_file_bytes)
+		w->lim.max_file_bytes = 4ull << 30;
 	r = walk_dir(w, upper_dirfd, lower_dirfd, false, 0);
 	if (r < 0)
 		moat_manifest_free(w->m);

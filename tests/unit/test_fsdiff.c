@@ -561,11 +561,18 @@ TEST(fsdiff_conflict_and_limits)
 		cur = n;
 	}
 	close(cur);
-	lim = (struct moat_fsdiff_limits){.max_depth = 3};
+	/* a sparse 1 TiB file is refused from its size, never read */
+	int sp = openat(upper, "sparse", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ASSERT_TRUE(sp >= 0);
+	ASSERT_EQ(ftruncate(sp, 1ll << 40), 0);
+	close(sp);
+	lim = (struct moat_fsdiff_limits){.max_depth = 3, .max_file_bytes = 1 << 20};
 	ASSERT_EQ(moat_fsdiff_compute_ex(upper, lower, NULL, &lim, &m), 0);
 	ASSERT_TRUE(must(m, "d/d/d")->refused == NULL);
 	ASSERT_CONTAINS(must(m, "d/d/d/d")->refused, "too deep");
 	ASSERT_TRUE(find(m, "d/d/d/d/d") == NULL);
+	ASSERT_CONTAINS(must(m, "sparse")->refused, "size limit");
+	ASSERT_TRUE(!must(m, "sparse")->has_sha);
 	moat_manifest_free(m);
 }
 
