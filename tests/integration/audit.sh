@@ -49,6 +49,7 @@ t_overlay_review() {
 		ln -s ../../.. up
 		mkfifo out.log
 		echo s > locked.txt && chmod 000 locked.txt
+		truncate -s 1T sparse.bin
 	' 2>&1)
 	id=$(run_id_of status.json)
 	assert_contains "$out" "held back"
@@ -70,6 +71,8 @@ t_overlay_review() {
 	assert_contains "$diff" "FLAGGED: git hook"
 	assert_contains "$diff" "report.txt -> $canary"
 	assert_contains "$diff" "REFUSED: FIFO"
+	assert_contains "$diff" "sparse.bin (1099511627776 bytes)  REFUSED: file larger than the size limit"
+	[ ! -e "$ws/sparse.bin" ] || fail "1 TiB sparse file applied"
 	"$MOAT" diff --json "$id" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["summary"]["flagged"] >= 6, d["summary"]'
 
 	# apply one held path, then everything; the FIFO stays refused
