@@ -280,11 +280,39 @@ t_exec_and_denials() {
 	forget_run "$id"
 }
 
+# Issue 7: every exec in a pipeline and a make -j2 build, a script through a
+# symlink, a binary in /tmp, and execveat are recorded with their argv.
+t_exec_coverage() {
+	local id log
+	"$MOAT" run --json-status status.json -- sh -c '
+		printf "#!/bin/sh\necho script\n" > /tmp/s.sh; chmod +x /tmp/s.sh
+		ln -s /tmp/s.sh /tmp/link; /tmp/link
+		cp /bin/true /tmp/mytrue; /tmp/mytrue arg1
+		printf "all: a b\na:\n\techo A\nb:\n\techo B\n" > /tmp/Makefile
+		make -s -j2 -C /tmp
+		echo x | tr x y | cat
+		python3 -c "import os; fd = os.open(\"/bin/true\", os.O_RDONLY); os.execve(fd, [\"true-via-fd\"], {})"
+	' >/dev/null 2>&1
+	id=$(run_id_of status.json)
+	log=$("$MOAT" log --json --type exec "$id")
+	assert_contains "$log" '"path":"/tmp/link","argv":["/tmp/link"]'
+	assert_contains "$log" '"path":"/tmp/mytrue","argv":["/tmp/mytrue","arg1"]'
+	assert_contains "$log" '"argv":["make","-s","-j2","-C","/tmp"]'
+	assert_contains "$log" '"argv":["echo","A"]'
+	assert_contains "$log" '"argv":["echo","B"]'
+	assert_contains "$log" '"argv":["tr","x","y"]'
+	assert_contains "$log" '"argv":["cat"]'
+	assert_contains "$log" '"argv":["true-via-fd"]'
+	assert_contains "$log" '"syscall":"execveat"'
+	forget_run "$id"
+}
+
 run_test overlay_review t_overlay_review
 run_test overlay_existing t_overlay_existing
 run_test apply_never_and_all t_apply_never_and_all
 run_test hostile_names_in_log t_hostile_names_in_log
 run_test exec_and_denials t_exec_and_denials
+run_test exec_coverage t_exec_coverage
 run_test log_filters t_log_filters
 run_test log_file_option t_log_file_option
 run_test on_alert t_on_alert
