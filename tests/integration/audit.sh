@@ -229,7 +229,7 @@ t_output_collect() {
 		ln -s '"$canary"' /output/leak
 		ln -s /etc /output/etc
 		mkfifo /output/fifo
-		echo s > /output/suid && chmod 4755 /output/suid
+		echo s > /output/suid && { chmod 4755 /output/suid 2>/dev/null || :; }
 		echo l > /output/locked && chmod 000 /output/locked
 	' 2>stderr.txt
 	assert_eq result "$(cat "$out/result.txt")" "collected"
@@ -238,7 +238,8 @@ t_output_collect() {
 	[ ! -e "$out/leak" ] && [ ! -L "$out/leak" ] || fail "symlink collected"
 	[ ! -e "$out/etc" ] || fail "dir symlink collected"
 	[ ! -e "$out/fifo" ] || fail "FIFO collected"
-	assert_eq 755 "$(stat -c %a "$out/suid")" "set-id stripped"
+	# seccomp may already refuse chmod 4755; either way no set-id bit arrives
+	[ -f "$out/suid" ] && [ ! -u "$out/suid" ] && [ ! -g "$out/suid" ] || fail "set-id file collected"
 	assert_eq 0 "$(stat -c %a "$out/locked")" "mode-000 file collected with its mode"
 	assert_contains "$(cat stderr.txt)" "skipped"
 	# an existing non-empty --output is refused unless --output-overwrite
