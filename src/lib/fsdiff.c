@@ -238,7 +238,11 @@ static int openat2_beneath(int dirfd, const char *path, uint64_t flags, mode_t m
 	struct open_how how = {
 		.flags = flags | O_CLOEXEC | O_NOFOLLOW,
 		.mode = mode,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		/* NO_XDEV: a mount inside the host directory was not visible in
+		 * the overlay (overlayfs does not cross mounts), so nothing the
+		 * sandbox did may reach into one */
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			RESOLVE_NO_XDEV,
 	};
 	long fd = syscall(SYS_openat2, dirfd, path && *path ? path : ".", &how, sizeof(how));
 	return fd < 0 ? negerrno() : (int)fd;
@@ -894,6 +898,12 @@ static int remove_tree_at(int dirfd, const char *name, unsigned depth)
 		openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return negerrno();
+	/* never into another mount (the sandbox could not see inside it) */
+	struct stat pst, cst;
+	if (fstat(dirfd, &pst) < 0 || fstat(fd, &cst) < 0)
+		return negerrno();
+	if (pst.st_dev != cst.st_dev)
+		return -EXDEV;
 	r = list_dir(fd, &names, &n);
 	for (size_t i = 0; r >= 0 && i < n; i++)
 		r = remove_tree_at(fd, names[i], depth + 1);

@@ -529,6 +529,47 @@ TEST(fsdiff_apply_symlink_race)
 	moat_manifest_free(m);
 }
 
+/* A mount inside the host directory: the overlay never showed its contents,
+ * so a deletion of the directory or a write below it must not reach into it. */
+TEST(fsdiff_apply_stops_at_mounts)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+	struct moat_fsapply_report rep;
+	char mp[512];
+
+	ASSERT_EQ(mkdirat(lower, "mnt", 0755), 0);
+	ASSERT_EQ(mkdirat(lower, "mnt2", 0755), 0);
+	ASSERT_EQ(mknodat(upper, "mnt", S_IFCHR | 0600, makedev(0, 0)), 0); /* rm -r mnt */
+	ASSERT_EQ(mkdirat(upper, "mnt2", 0755), 0);
+	put(upper, "mnt2/planted", "x", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_EQ(must(m, "mnt")->change, MOAT_FS_DELETED);
+
+	enter_userns();
+	ASSERT_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	snprintf(mp, sizeof(mp), "%s/lower/mnt", d);
+	ASSERT_EQ(mount("tmpfs", mp, "tmpfs", 0, "size=1m"), 0);
+	snprintf(mp, sizeof(mp), "%s/lower/mnt2", d);
+	ASSERT_EQ(mount("tmpfs", mp, "tmpfs", 0, "size=1m"), 0);
+	/* fds opened before the mounts live in the old mount tree: reopen */
+	snprintf(mp, sizeof(mp), "%s/lower", d);
+	_cleanup_close_ int target = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_TRUE(target >= 0);
+	_cleanup_close_ int inner = openat(target, "mnt", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_TRUE(inner >= 0);
+	put(inner, "host-data", "keep", 0644);
+
+	ASSERT_EQ(moat_fsdiff_apply(m, upper, target, MOAT_FSAPPLY_ALL, NULL, &rep), -EIO);
+	ASSERT_STREQ(slurp(inner, "host-data"), "keep");
+	ASSERT_EQ(must(m, "mnt")->state, MOAT_FS_FAILED);
+	ASSERT_EQ(must(m, "mnt2/planted")->state, MOAT_FS_FAILED);
+	_cleanup_close_ int inner2 = openat(target, "mnt2", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_TRUE(!exists_at(inner2, "planted"));
+	moat_manifest_free(m);
+}
+
 TEST(fsdiff_conflict_and_limits)
 {
 	_cleanup_(rmrfp) char *d = mktmp();
