@@ -1510,7 +1510,7 @@ int moat_fsdiff_save(const struct moat_manifest *m, int upper_dirfd, int run_dir
 {
 	_cleanup_free_ char *json = NULL;
 	uint64_t total = 0;
-	int r;
+	int r, first_err = 0;
 
 	if (upper_dirfd >= 0) {
 		if (mkdirat(run_dirfd, "held", 0700) < 0 && errno != EEXIST)
@@ -1531,25 +1531,32 @@ int moat_fsdiff_save(const struct moat_manifest *m, int upper_dirfd, int run_dir
 			hex(e->sha256, 32, hx);
 			if (fstatat(store, hx, &st, AT_SYMLINK_NOFOLLOW) == 0)
 				continue; /* same content already held */
-			if (max_bytes && total + e->size > max_bytes)
-				return -EFBIG;
+			if (max_bytes && total + e->size > max_bytes) {
+				first_err = first_err ?: -EFBIG;
+				continue;
+			}
 			total += e->size;
 			r = tmp_name(tmp);
 			if (r >= 0)
 				r = write_file_tmp(&(struct moat_manifest){0}, e, upper_dirfd,
 						   store, tmp);
+			/* held copies stay readable whatever mode they will get */
+			if (r >= 0 && fchmodat(store, tmp, 0400, 0) < 0)
+				r = negerrno();
 			if (r >= 0 && renameat(store, tmp, store, hx) < 0)
 				r = negerrno();
 			if (r < 0) {
 				(void)unlinkat(store, tmp, 0);
-				return r;
+				first_err = first_err ?: r;
 			}
 		}
 	}
+	/* the manifest is written even when some copies failed: `moat diff`
+	 * shows everything, `moat apply` fails only those entries */
 	r = moat_manifest_to_json(m, &json);
-	if (r < 0)
-		return r;
-	return write_file_atomic(run_dirfd, "manifest.json", json, strlen(json));
+	if (r >= 0)
+		r = write_file_atomic(run_dirfd, "manifest.json", json, strlen(json));
+	return r < 0 ? r : first_err;
 }
 
 static bool rel_path_ok(const char *p)

