@@ -8,6 +8,7 @@
 #include "lib/observe.h"
 #include "lib/restrict.h"
 #include "lib/supervise.h"
+#include "lib/supervise_limits.h"
 
 int moat_supervise_env(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *))
@@ -24,12 +25,11 @@ int moat_supervise_prepare(struct moat_run *r)
 	if (p->net == MOAT_NET_ALLOW)
 		return moat_error_set(r->err, "network", EOPNOTSUPP,
 				      "--net allow is not available in this build");
-	if (p->limits_set & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY))
-		return moat_error_set(r->err, "cgroup", EOPNOTSUPP,
-				      "--cpus/--memory need cgroups, not available in this build");
-	/* restrict first (it records degraded layers for the start event); the
-	 * audit log opens even when it fails, so the failure is recorded */
-	int k = moat_restrict_prepare(r);
+	/* limits and restrict first (they record degraded layers for the start
+	 * event); the audit log opens even when one fails, so it is recorded */
+	int k = moat_supervise_limits_prepare(r);
+	if (k >= 0)
+		k = moat_restrict_prepare(r);
 	struct moat_error saved = {0};
 	if (k < 0 && r->err)
 		saved = *r->err;
@@ -41,14 +41,12 @@ int moat_supervise_prepare(struct moat_run *r)
 
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
 {
-	(void)r;
-	(void)ca;
+	moat_supervise_limits_clone_args(r, ca);
 }
 
 int moat_supervise_child(struct moat_run *r)
 {
-	(void)r;
-	return 0;
+	return moat_supervise_limits_child(r);
 }
 
 /* The base tag of moat_supervise_register(): tags of this file are base + offset. */
@@ -82,16 +80,18 @@ void moat_supervise_event_limit(struct moat_run *r, const char *what)
 
 void moat_supervise_kill_all(struct moat_run *r)
 {
-	(void)r;
+	moat_supervise_limits_kill(r);
 }
 
 int moat_supervise_finish(struct moat_run *r, int k)
 {
+	moat_supervise_limits_finish(r);
 	return moat_observe_finish(r, k);
 }
 
 void moat_supervise_teardown(struct moat_run *r)
 {
 	moat_restrict_teardown(r);
+	moat_supervise_limits_teardown(r);
 	moat_observe_teardown(r);
 }

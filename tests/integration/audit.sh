@@ -4,11 +4,11 @@
 # collection, --on-alert, and hostile names in the log (RT-035, RT-038).
 . "$(dirname "$0")/../lib/tap.sh"
 
-# Run state goes to a private directory (root always uses /var/lib/moat/runs).
+# Run state goes to a private directory (root always uses /var/lib/moat/logs).
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/moat-audit-state.XXXXXX")
 chmod 755 "$STATE"
 export XDG_STATE_HOME="$STATE"
-RUNS_ROOT=/var/lib/moat/runs
+RUNS_ROOT=/var/lib/moat/logs
 cleanup_all() {
 	rm -rf "$STATE" "$T_OUT"
 }
