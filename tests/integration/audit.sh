@@ -30,6 +30,16 @@ forget_run() {
 	if is_root; then rm -rf "${RUNS_ROOT:?}/$id"; fi
 }
 
+# moat run with a status record, forgetting the run's records afterwards
+# (root keeps them under /var/lib/moat/logs).
+mrun() {
+	local rc=0
+	rm -f mrun.json
+	"$MOAT" run --json-status mrun.json "$@" || rc=$?
+	if [ -s mrun.json ]; then forget_run "$(run_id_of mrun.json)"; fi
+	return "$rc"
+}
+
 t_overlay_review() {
 	local ws canary out id
 	ws=$(mkws)
@@ -197,22 +207,22 @@ t_log_file_option() {
 	assert_eq 2 "$("$MOAT" log --type start,exit "$id" | wc -l)" "moat log RUN-ID finds --log"
 	assert_eq 2 "$("$MOAT" log --type start,exit "$PWD/sub/dir/events.jsonl" | wc -l)" "moat log FILE"
 	ln -s /etc/passwd planted.jsonl
-	if "$MOAT" run --log "$PWD/planted.jsonl" -- true 2>/dev/null; then fail "log through a symlink"; fi
+	if mrun --log "$PWD/planted.jsonl" -- true 2>/dev/null; then fail "log through a symlink"; fi
 	forget_run "$id"
 }
 
 t_on_alert() {
 	local ws rc=0
 	ws=$(mkws)
-	"$MOAT" run --workspace "$ws:overlay" --on-alert "cat >> $PWD/alerts.jsonl" -- sh -c 'echo x > .bashrc' 2>/dev/null
+	mrun --workspace "$ws:overlay" --on-alert "cat >> $PWD/alerts.jsonl" -- sh -c 'echo x > .bashrc' 2>/dev/null
 	assert_contains "$(cat alerts.jsonl)" '"type":"alert"'
 	assert_contains "$(cat alerts.jsonl)" '"path":".bashrc"'
 	python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' alerts.jsonl
 	# a failing or hanging alert command does not break the run
-	"$MOAT" run --workspace "$ws:overlay" --on-alert "exit 1" -- sh -c 'echo x > .profile; exit 7' 2>/dev/null || rc=$?
+	mrun --workspace "$ws:overlay" --on-alert "exit 1" -- sh -c 'echo x > .profile; exit 7' 2>/dev/null || rc=$?
 	assert_eq 7 "$rc" "exit status with a failing alert command"
 	rc=0
-	"$MOAT" run --workspace "$ws:overlay" --on-alert "sleep 60" -- sh -c 'echo x > .zshrc; exit 5' 2>/dev/null || rc=$?
+	mrun --workspace "$ws:overlay" --on-alert "sleep 60" -- sh -c 'echo x > .zshrc; exit 5' 2>/dev/null || rc=$?
 	assert_eq 5 "$rc" "exit status with a hanging alert command"
 	rm -rf "$ws"
 }
@@ -224,7 +234,7 @@ t_output_collect() {
 	echo H1-canary >"$canary"
 	# as root, the collected files belong to the owner of the destination
 	if is_root && id moat-test >/dev/null 2>&1; then chown moat-test "$out"; fi
-	"$MOAT" run --output "$out" -- sh -c '
+	mrun --output "$out" -- sh -c '
 		echo result > /output/result.txt
 		mkdir /output/sub && echo inner > /output/sub/inner.txt
 		ln -s '"$canary"' /output/leak
@@ -244,9 +254,9 @@ t_output_collect() {
 	assert_eq 0 "$(stat -c %a "$out/locked")" "mode-000 file collected with its mode"
 	assert_contains "$(cat stderr.txt)" "skipped"
 	# an existing non-empty --output is refused unless --output-overwrite
-	"$MOAT" run --output "$out" -- true 2>/dev/null || rc=$?
+	mrun --output "$out" -- true 2>/dev/null || rc=$?
 	[ "$rc" -ne 0 ] || fail "non-empty --output accepted"
-	"$MOAT" run --output "$out" --output-overwrite -- sh -c 'echo 2 > /output/result.txt' 2>/dev/null
+	mrun --output "$out" --output-overwrite -- sh -c 'echo 2 > /output/result.txt' 2>/dev/null
 	assert_eq 2 "$(cat "$out/result.txt")" "overwrite"
 	assert_eq H1-canary "$(cat "$canary")" "canary"
 	rm -rf "$out" "$canary"
