@@ -32,6 +32,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +192,7 @@ static inline void probe_classify_child(const char *id, const char *what, int st
 static inline ssize_t probe_read_file(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	ssize_t n, total = 0;
+	ssize_t n = 0, total = 0;
 
 	if (fd < 0)
 		return -errno;
@@ -245,4 +246,23 @@ static inline int probe_done(void)
 	if (probe_n_skip && !probe_n_ok)
 		return 77;
 	return 0;
+}
+
+/* Calls fn(value) for every "--name VALUE" on the command line. */
+static inline void probe_each_opt(const char *name, void (*fn)(const char *))
+{
+	for (int i = 1; i + 1 < probe_argc; i++)
+		if (strcmp(probe_argv[i], name) == 0)
+			fn(probe_argv[++i]);
+}
+
+/* Forks a child that just waits to be killed; a stand-in target of our own. */
+static inline pid_t probe_sleeper(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	return pid;
 }
