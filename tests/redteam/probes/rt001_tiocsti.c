@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 	}
 	if (probe_flag("--inject") && isatty(0)) {
 		char c = '#';
+		/* The terminal echoes the byte: keep it off the RESULT line. */
+		printf("\n");
 		TRY("RT-001/fd0-inject", ioctl(0, TIOCSTI, &c), EPERM, EIO, ENOTTY);
 	}
 	return probe_done();

@@ -12,6 +12,14 @@
 
 #include "probe.h"
 
+/* Copies pty output to stdout without the CRs the terminal adds. */
+static void relay(const char *buf, ssize_t n)
+{
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] != '\r')
+			putchar(buf[i]);
+}
+
 int main(int argc, char **argv)
 {
 	struct termios before, after;
@@ -51,7 +59,7 @@ int main(int argc, char **argv)
 		if (r > 0 && (p.revents & POLLIN)) {
 			ssize_t n = read(m, buf, sizeof buf);
 			if (n > 0) {
-				fwrite(buf, 1, (size_t)n, stdout);
+				relay(buf, n);
 				continue;
 			}
 		}
@@ -62,7 +70,8 @@ int main(int argc, char **argv)
 	/* Drain what is left of the output. */
 	fcntl(m, F_SETFL, O_NONBLOCK);
 	for (ssize_t n; (n = read(m, buf, sizeof buf)) > 0;)
-		fwrite(buf, 1, (size_t)n, stdout);
+		relay(buf, n);
+	printf("\n");
 	if (tcgetattr(s, &after) < 0)
 		return perror("tcgetattr"), 2;
 	if (before.c_lflag != after.c_lflag || before.c_iflag != after.c_iflag ||
