@@ -69,6 +69,10 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 /* The effective policy as pretty JSON. Caller frees *ret_json. */
 int moat_policy_to_json(const struct moat_policy *p, char **ret_json);
 
+/* Where --json-status goes (NULL if not asked), and whether --quiet was given. */
+const char *moat_policy_status_path(const struct moat_policy *p);
+bool moat_policy_quiet(const struct moat_policy *p);
+
 /* The setup plan (ordered steps) as text, one step a line. Caller frees. */
 int moat_policy_plan_text(const struct moat_policy *p, char **ret_text);
 

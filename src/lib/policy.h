@@ -67,6 +67,14 @@ enum moat_degrade {
 	MOAT_DEGRADE_SECCOMP_NOTIFY = 1u << 2,
 };
 
+enum moat_limit_bit {
+	MOAT_LIMIT_CPUS = 1u << 0,
+	MOAT_LIMIT_MEMORY = 1u << 1,
+	MOAT_LIMIT_PIDS = 1u << 2,
+	MOAT_LIMIT_TIMEOUT = 1u << 3,
+	MOAT_LIMIT_DISK = 1u << 4,
+};
+
 struct moat_env {
 	char *name;
 	char *value; /* NULL: take it from moat's own environment */
@@ -145,6 +153,10 @@ struct moat_policy {
 	uint64_t nofile;
 	uint64_t fsize;
 	unsigned allow_degraded; /* enum moat_degrade bits */
+	/* Which limits the user asked for explicitly (enum moat_limit_bit). A limit
+	 * that was asked for and cannot be enforced fails the run closed; a default
+	 * that cannot be enforced by cgroups falls back to rlimits, said in the status. */
+	unsigned limits_set;
 
 	/* kernel layers */
 	char **allow_syscalls;
