@@ -82,9 +82,8 @@ static inline const char *probe_errname(int e)
 	return n ? n : "E?";
 }
 
-__attribute__((format(printf, 3, 4))) static inline void probe_result(const char *id,
-								       const char *cls,
-								       const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static inline void
+probe_result(const char *id, const char *cls, const char *fmt, ...)
 {
 	char detail[512];
 	va_list ap;
@@ -141,19 +140,28 @@ static inline void probe_classify(const char *id, const char *what, long rc, int
 #define PROBE_FILTERED PROBE_ERRS(EPERM, ENOSYS)
 
 /* TRY(id, expr, errno...): evaluate a syscall expression and classify it. */
-#define TRY(id, expr, ...)                                                        \
-	do {                                                                      \
-		errno = 0;                                                        \
-		long try_rc_ = (long)(expr);                                      \
-		int try_e_ = errno;                                               \
+#define TRY(id, expr, ...) \
+	do { \
+		errno = 0; \
+		long try_rc_ = (long)(expr); \
+		int try_e_ = errno; \
 		probe_classify(id, #expr, try_rc_, try_e_, PROBE_ERRS(__VA_ARGS__)); \
 	} while (0)
 
 /*
+ * Exit codes a probe_in_child() function may return besides 0 and -1/errno:
+ * UNABLE: the attempt cannot even be made from here (an ns file cannot be
+ * opened, an extra filter cannot be installed): the attacker is stopped, BLOCKED.
+ * SETUP: the probe's own preparation failed: INCONCLUSIVE, never a pass.
+ */
+#define PROBE_CHILD_UNABLE 250
+#define PROBE_CHILD_SETUP 251
+
+/*
  * Runs fn(arg) in a forked child, so attempts that change the process (unshare,
  * personality, chroot, a filter) do not leak into the next attempt. The child
- * reports through its exit status: 0 success, otherwise the errno (< 256), or
- * killed by a signal. Returns the raw wait status, or -1.
+ * reports through its exit status: 0 success, otherwise the errno (< 250), one
+ * of the PROBE_CHILD_* codes, or killed by a signal. Returns the raw wait status, or -1.
  */
 static inline int probe_in_child(int (*fn)(void *), void *arg)
 {
@@ -167,7 +175,7 @@ static inline int probe_in_child(int (*fn)(void *), void *arg)
 	if (pid == 0) {
 		errno = 0;
 		int r = fn(arg);
-		_exit(r < 0 ? (errno ? errno & 0xff : 255) : 0);
+		_exit(r < 0 ? (errno ? errno & 0xff : 255) : r);
 	}
 	if (waitpid(pid, &st, 0) < 0)
 		return -1;
@@ -175,8 +183,7 @@ static inline int probe_in_child(int (*fn)(void *), void *arg)
 }
 
 /* Classifies a probe_in_child() status like probe_classify(). */
-static inline void probe_classify_child(const char *id, const char *what, int st,
-					const int *safe)
+static inline void probe_classify_child(const char *id, const char *what, int st, const int *safe)
 {
 	if (st == -1)
 		INCONCL(id, "%s: fork/wait failed: %s", what, strerror(errno));
@@ -184,6 +191,10 @@ static inline void probe_classify_child(const char *id, const char *what, int st
 		BLOCKED(id, "%s killed by SIGSYS", what);
 	else if (WIFSIGNALED(st))
 		INCONCL(id, "%s killed by signal %d", what, WTERMSIG(st));
+	else if (WEXITSTATUS(st) == PROBE_CHILD_UNABLE)
+		BLOCKED(id, "%s could not be attempted from here", what);
+	else if (WEXITSTATUS(st) == PROBE_CHILD_SETUP)
+		INCONCL(id, "%s: the probe's own setup failed", what);
 	else
 		probe_classify(id, what, WEXITSTATUS(st) ? -1 : 0, WEXITSTATUS(st), safe);
 }

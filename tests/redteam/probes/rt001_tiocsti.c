@@ -58,7 +58,8 @@ int main(int argc, char **argv)
 		char id[64];
 		int tfd = fd;
 
-		snprintf(id, sizeof id, "RT-001/%s", fd == 3 ? "dev-tty" : (const char *[]){"fd0", "fd1", "fd2"}[fd]);
+		snprintf(id, sizeof id, "RT-001/%s",
+			 fd == 3 ? "dev-tty" : (const char *[]){"fd0", "fd1", "fd2"}[fd]);
 		if (fd == 3) {
 			tfd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 			if (tfd < 0) {

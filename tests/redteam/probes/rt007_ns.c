@@ -20,7 +20,7 @@ static int do_setns(void *arg)
 {
 	int fd = open((const char *)arg, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 200; /* cannot open: reported as an odd errno, not success */
+		return PROBE_CHILD_UNABLE;
 	return setns(fd, 0);
 }
 
@@ -29,9 +29,9 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		long flag;
-	} ns[] = {{"newns", CLONE_NEWNS},   {"newnet", CLONE_NEWNET},
-		  {"newpid", CLONE_NEWPID}, {"newipc", CLONE_NEWIPC},
-		  {"newuts", CLONE_NEWUTS}, {"newcgroup", CLONE_NEWCGROUP},
+	} ns[] = {{"newns", CLONE_NEWNS},    {"newnet", CLONE_NEWNET},
+		  {"newpid", CLONE_NEWPID},  {"newipc", CLONE_NEWIPC},
+		  {"newuts", CLONE_NEWUTS},  {"newcgroup", CLONE_NEWCGROUP},
 		  {"newtime", CLONE_NEWTIME}};
 	static const char *const own[] = {"net", "mnt", "uts", "ipc", "pid", "cgroup", "user"};
 	char id[128], what[128];

@@ -29,7 +29,7 @@ static int do_remount_rw(void *arg)
 	if (probe_flag("--setup-ro") && probe_control()) {
 		if (mount(dir, dir, NULL, MS_BIND, NULL) < 0 ||
 		    mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
-			return 201;
+			return PROBE_CHILD_SETUP;
 	}
 	return mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND, NULL);
 }
@@ -41,7 +41,7 @@ static int do_setattr_rw(void *arg)
 	if (probe_flag("--setup-ro") && probe_control()) {
 		if (mount(dir, dir, NULL, MS_BIND, NULL) < 0 ||
 		    mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
-			return 201;
+			return PROBE_CHILD_SETUP;
 	}
 	return (int)syscall(SYS_mount_setattr, AT_FDCWD, dir, 0, &a, sizeof a);
 }

@@ -15,7 +15,7 @@ static int do_escape(void *arg)
 	int fd = open("/", O_RDONLY | O_DIRECTORY);
 
 	if (fd < 0 || !mkdtemp(dir))
-		return 202;
+		return PROBE_CHILD_SETUP;
 	if (chroot(dir) < 0) {
 		int e = errno;
 		rmdir(dir);
@@ -24,7 +24,7 @@ static int do_escape(void *arg)
 	}
 	rmdir(dir); /* fine: the process is still inside it */
 	if (fchdir(fd) < 0)
-		return 203;
+		return PROBE_CHILD_SETUP;
 	for (int i = 0; i < 64; i++)
 		chdir("..");
 	return chroot(".");

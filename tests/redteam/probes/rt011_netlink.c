@@ -81,7 +81,8 @@ static void nft_newtable(void)
 {
 	const char *id = "RT-011/nft-newtable";
 	struct buf b = {.len = 0};
-	struct nfgenmsg g = {.nfgen_family = AF_UNSPEC, .version = NFNETLINK_V0,
+	struct nfgenmsg g = {.nfgen_family = AF_UNSPEC,
+			     .version = NFNETLINK_V0,
 			     .res_id = htons(NFNL_SUBSYS_NFTABLES)};
 	struct nlmsghdr *h;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
@@ -99,8 +100,8 @@ static void nft_newtable(void)
 	end(&b, h);
 	g.nfgen_family = NFPROTO_IPV4;
 	g.res_id = 0;
-	h = put_msg(&b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE,
-		    NLM_F_CREATE | NLM_F_ACK, 2);
+	h = put_msg(&b, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_ACK,
+		    2);
 	put(h, &g, sizeof g);
 	put_attr(h, NFTA_TABLE_NAME, "rt011", 6);
 	end(&b, h);
@@ -121,8 +122,8 @@ static void rtm_newaddr(void)
 {
 	const char *id = "RT-011/rtm-newaddr";
 	struct buf b = {.len = 0};
-	struct ifaddrmsg ifa = {.ifa_family = AF_INET, .ifa_prefixlen = 32,
-				.ifa_index = if_nametoindex("lo")};
+	struct ifaddrmsg ifa = {
+		.ifa_family = AF_INET, .ifa_prefixlen = 32, .ifa_index = if_nametoindex("lo")};
 	struct in_addr a;
 	struct nlmsghdr *h;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);

@@ -17,17 +17,19 @@
 
 int main(int argc, char **argv)
 {
-	struct perf_event_attr pa = {.type = PERF_TYPE_SOFTWARE, .size = sizeof pa,
+	struct perf_event_attr pa = {.type = PERF_TYPE_SOFTWARE,
+				     .size = sizeof pa,
 				     .config = PERF_COUNT_SW_TASK_CLOCK,
-				     .exclude_kernel = 1, .exclude_hv = 1};
+				     .exclude_kernel = 1,
+				     .exclude_hv = 1};
 	long fd;
 
 	probe_init(argc, argv);
 	TRY("RT-014/bpf-prog-load-badptr", syscall(SYS_bpf, BPF_PROG_LOAD, (void *)1, 128), EPERM);
 	TRY("RT-014/bpf-map-create-badptr", syscall(SYS_bpf, BPF_MAP_CREATE, (void *)1, 128),
 	    EPERM);
-	TRY("RT-014/perf_event_open-badptr",
-	    syscall(SYS_perf_event_open, (void *)1, 0, -1, -1, 0), EPERM);
+	TRY("RT-014/perf_event_open-badptr", syscall(SYS_perf_event_open, (void *)1, 0, -1, -1, 0),
+	    EPERM);
 	errno = 0;
 	fd = syscall(SYS_perf_event_open, &pa, 0, -1, -1, 0);
 	probe_classify("RT-014/perf_event_open-self", "perf_event_open(task clock, self)", fd,

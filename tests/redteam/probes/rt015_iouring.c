@@ -14,10 +14,8 @@ int main(int argc, char **argv)
 
 	probe_init(argc, argv);
 	TRY("RT-015/setup-badptr", syscall(SYS_io_uring_setup, 8, (void *)1), ENOSYS, EPERM);
-	TRY("RT-015/enter-badfd", syscall(SYS_io_uring_enter, -1, 0, 0, 0, NULL, 0), ENOSYS,
-	    EPERM);
-	TRY("RT-015/register-badfd", syscall(SYS_io_uring_register, -1, 0, NULL, 0), ENOSYS,
-	    EPERM);
+	TRY("RT-015/enter-badfd", syscall(SYS_io_uring_enter, -1, 0, 0, 0, NULL, 0), ENOSYS, EPERM);
+	TRY("RT-015/register-badfd", syscall(SYS_io_uring_register, -1, 0, NULL, 0), ENOSYS, EPERM);
 	memset(&p, 0, sizeof p);
 	errno = 0;
 	fd = syscall(SYS_io_uring_setup, 8, &p);

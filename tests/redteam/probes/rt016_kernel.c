@@ -26,11 +26,10 @@ int main(int argc, char **argv)
 	TRY("RT-016/clock_settime-badptr", syscall(SYS_clock_settime, 0, (void *)1), EPERM);
 	TRY("RT-016/adjtimex-badptr", syscall(SYS_adjtimex, (void *)1), EPERM);
 	TRY("RT-016/clock_adjtime-badptr", syscall(SYS_clock_adjtime, 0, (void *)1), EPERM);
-	TRY("RT-016/syslog-read-all", syscall(SYS_syslog, 3 /* READ_ALL */, (void *)1, 16),
-	    EPERM);
-	TRY("RT-016/quotactl-badptr", syscall(SYS_quotactl, QCMD(Q_GETQUOTA, USRQUOTA),
-					      (void *)1, 0, (void *)1),
-	    EPERM, ENOSYS);
+	TRY("RT-016/syslog-read-all", syscall(SYS_syslog, 3 /* READ_ALL */, (void *)1, 16), EPERM);
+	TRY("RT-016/quotactl-badptr",
+	    syscall(SYS_quotactl, QCMD(Q_GETQUOTA, USRQUOTA), (void *)1, 0, (void *)1), EPERM,
+	    ENOSYS);
 	TRY("RT-016/uselib-badptr", syscall(SYS_uselib, (void *)1), EPERM, ENOSYS);
 	TRY("RT-016/modify_ldt-read", syscall(SYS_modify_ldt, 0, (void *)1, 16), EPERM);
 	return probe_done();

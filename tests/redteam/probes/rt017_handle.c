@@ -27,8 +27,8 @@ int main(int argc, char **argv)
 	}
 	errno = 0;
 	fd = (int)syscall(SYS_open_by_handle_at, rootfd, &h.fh, O_RDONLY | O_CLOEXEC);
-	probe_classify("RT-017/open_by_handle_at-root", "open_by_handle_at(handle of /)", fd,
-		       errno, PROBE_ERRS(EPERM));
+	probe_classify("RT-017/open_by_handle_at-root", "open_by_handle_at(handle of /)", fd, errno,
+		       PROBE_ERRS(EPERM));
 	if (fd >= 0)
 		close(fd);
 	return probe_done();

@@ -10,7 +10,7 @@ static int set_pers(void *arg)
 	if (syscall(SYS_personality, p) < 0)
 		return -1;
 	/* The kernel accepts any value: check that it really took. */
-	return (unsigned long)syscall(SYS_personality, 0xffffffffUL) == p ? 0 : 204;
+	return (unsigned long)syscall(SYS_personality, 0xffffffffUL) == p ? 0 : PROBE_CHILD_UNABLE;
 }
 
 int main(int argc, char **argv)

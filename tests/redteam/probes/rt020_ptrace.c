@@ -63,7 +63,8 @@ int main(int argc, char **argv)
 	if (n > 0)
 		FAILED("RT-020/proc-environ-init", "read %zd bytes of init's environment", n);
 	else
-		BLOCKED("RT-020/proc-environ-init", "errno=%s", n < 0 ? probe_errname((int)-n) : "empty");
+		BLOCKED("RT-020/proc-environ-init", "errno=%s",
+			n < 0 ? probe_errname((int)-n) : "empty");
 	TRY("RT-020/kcmp-init", syscall(SYS_kcmp, target, getpid(), KCMP_FILE, 0, 0), EPERM, ESRCH,
 	    EBADF, ENOSYS);
 	fd = syscall(SYS_pidfd_open, target, 0);

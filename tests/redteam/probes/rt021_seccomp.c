@@ -25,7 +25,7 @@ static int stacked(void *arg)
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-		return 205;
+		return PROBE_CHILD_UNABLE;
 	return mount((void *)1, (void *)1, (void *)1, 0, NULL);
 }
 
@@ -51,7 +51,8 @@ int main(int argc, char **argv)
 		threads++;
 		if (!probe_status_field(st, "NoNewPrivs", nnp, sizeof nnp) || strcmp(nnp, "1")) {
 			bad_nnp++;
-			snprintf(first_bad, sizeof first_bad, "tid %s NoNewPrivs=%s", e->d_name, nnp);
+			snprintf(first_bad, sizeof first_bad, "tid %s NoNewPrivs=%s", e->d_name,
+				 nnp);
 		}
 		if (!probe_status_field(st, "Seccomp", sc, sizeof sc) || strcmp(sc, "2")) {
 			bad_sc++;

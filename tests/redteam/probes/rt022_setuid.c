@@ -14,8 +14,8 @@
 
 int main(int argc, char **argv)
 {
-	static const char *const dirs[] = {"/usr/bin", "/usr/sbin", "/bin", "/sbin",
-					   "/usr/lib/dbus-1.0", "/usr/lib/openssh"};
+	static const char *const dirs[] = {"/usr/bin", "/usr/sbin",	    "/bin",
+					   "/sbin",    "/usr/lib/dbus-1.0", "/usr/lib/openssh"};
 	char st[8192], nnp[16] = "?", found[400] = "";
 	int n_suid = 0;
 	bool nnp_on;
@@ -45,7 +45,8 @@ int main(int argc, char **argv)
 				continue;
 			if (statvfs(p, &v) == 0 && !(v.f_flag & ST_NOSUID)) {
 				if (!n_suid++)
-					snprintf(found, sizeof found, "%s (uid %d)", p, (int)s.st_uid);
+					snprintf(found, sizeof found, "%s (uid %d)", p,
+						 (int)s.st_uid);
 			}
 		}
 		if (d)
@@ -56,11 +57,11 @@ int main(int argc, char **argv)
 	else
 		BLOCKED("RT-022/no-new-privs", "NoNewPrivs=1");
 	if (n_suid && !nnp_on)
-		FAILED("RT-022/setuid-files", "%d setuid/setgid files on suid mounts, e.g. %s", n_suid,
-		       found);
+		FAILED("RT-022/setuid-files", "%d setuid/setgid files on suid mounts, e.g. %s",
+		       n_suid, found);
 	else
-		BLOCKED("RT-022/setuid-files", "%d setuid files on suid mounts, NoNewPrivs=%s", n_suid,
-			nnp);
+		BLOCKED("RT-022/setuid-files", "%d setuid files on suid mounts, NoNewPrivs=%s",
+			n_suid, nnp);
 	{
 		char tmpl[] = "/tmp/rt022.XXXXXX";
 		int fd = mkstemp(tmpl);
@@ -74,10 +75,11 @@ int main(int argc, char **argv)
 			if (r < 0)
 				BLOCKED("RT-022/chmod-6755", "errno=%s", probe_errname(errno));
 			else if (nosuid || nnp_on)
-				CONTAINED("RT-022/chmod-6755", "bit set but inert (nosuid=%d nnp=%d)",
-					  nosuid, nnp_on);
+				CONTAINED("RT-022/chmod-6755",
+					  "bit set but inert (nosuid=%d nnp=%d)", nosuid, nnp_on);
 			else
-				FAILED("RT-022/chmod-6755", "setuid bit set on a suid mount without NNP");
+				FAILED("RT-022/chmod-6755",
+				       "setuid bit set on a suid mount without NNP");
 			close(fd);
 			unlink(tmpl);
 		}

@@ -12,17 +12,17 @@
 
 int main(int argc, char **argv)
 {
-	static const char *const allowed[] = {"null", "zero", "full", "random", "urandom", "tty",
-					      "ptmx", "pts", "shm", "fd", "stdin", "stdout",
-					      "stderr", "console", "mqueue", "core", NULL};
+	static const char *const allowed[] = {
+		"null", "zero",	 "full",   "random", "urandom", "tty",	  "ptmx", "pts", "shm",
+		"fd",	"stdin", "stdout", "stderr", "console", "mqueue", "core", NULL};
 	static const char *const devs[] = {
-		"/dev/mem",	  "/dev/kmem",	     "/dev/port",	  "/dev/sda",
-		"/dev/vda",	  "/dev/nvme0n1",    "/dev/loop0",	  "/dev/loop-control",
-		"/dev/kvm",	  "/dev/fuse",	     "/dev/net/tun",	  "/dev/uinput",
-		"/dev/input/event0", "/dev/dri/card0", "/dev/vsock",	  "/dev/vhost-net",
-		"/dev/userfaultfd", "/dev/kmsg",     "/dev/btrfs-control", "/dev/autofs",
-		"/dev/cpu/0/msr", "/dev/hwrng",	     "/dev/tty0",	  "/dev/tty1",
-		"/dev/snd/timer", "/dev/video0",
+		"/dev/mem",	     "/dev/kmem",      "/dev/port",	     "/dev/sda",
+		"/dev/vda",	     "/dev/nvme0n1",   "/dev/loop0",	     "/dev/loop-control",
+		"/dev/kvm",	     "/dev/fuse",      "/dev/net/tun",	     "/dev/uinput",
+		"/dev/input/event0", "/dev/dri/card0", "/dev/vsock",	     "/dev/vhost-net",
+		"/dev/userfaultfd",  "/dev/kmsg",      "/dev/btrfs-control", "/dev/autofs",
+		"/dev/cpu/0/msr",    "/dev/hwrng",     "/dev/tty0",	     "/dev/tty1",
+		"/dev/snd/timer",    "/dev/video0",
 	};
 	char extra[512] = "";
 	int n_extra = 0;
@@ -57,7 +57,8 @@ int main(int argc, char **argv)
 		int err = errno;
 		if (fd >= 0)
 			close(fd);
-		probe_classify(id, devs[i], fd, err, PROBE_ERRS(ENOENT, EACCES, EPERM, ENXIO, ENODEV));
+		probe_classify(id, devs[i], fd, err,
+			       PROBE_ERRS(ENOENT, EACCES, EPERM, ENXIO, ENODEV));
 	}
 	{
 		char dir[] = "/tmp/rt025.XXXXXX", p[64];
@@ -65,10 +66,12 @@ int main(int argc, char **argv)
 			BLOCKED("RT-025/mknod-char", "no writable /tmp: %s", probe_errname(errno));
 		} else {
 			snprintf(p, sizeof p, "%s/m", dir);
-			TRY("RT-025/mknod-char", mknod(p, S_IFCHR | 0600, makedev(1, 3)), EPERM, EROFS);
+			TRY("RT-025/mknod-char", mknod(p, S_IFCHR | 0600, makedev(1, 3)), EPERM,
+			    EROFS);
 			unlink(p);
 			snprintf(p, sizeof p, "%s/b", dir);
-			TRY("RT-025/mknod-block", mknod(p, S_IFBLK | 0600, makedev(7, 0)), EPERM, EROFS);
+			TRY("RT-025/mknod-block", mknod(p, S_IFBLK | 0600, makedev(7, 0)), EPERM,
+			    EROFS);
 			unlink(p);
 			rmdir(dir);
 		}

@@ -45,8 +45,10 @@ int main(int argc, char **argv)
 	if (probe_flag("--kill-all")) {
 		errno = 0;
 		int r = kill(-1, SIGKILL);
-		CONTAINED("RT-026/kill-all", "kill(-1, SIGKILL) rc=%d errno=%s; the runner checks "
-			  "the host canary", r, probe_errname(errno));
+		CONTAINED("RT-026/kill-all",
+			  "kill(-1, SIGKILL) rc=%d errno=%s; the runner checks "
+			  "the host canary",
+			  r, probe_errname(errno));
 	} else {
 		/* ESRCH: nothing outside ourselves could be signalled. */
 		TRY("RT-026/kill-all", kill(-1, 0), ESRCH, EPERM);

@@ -95,10 +95,12 @@ static void tcp6(const char *p)
 
 int main(int argc, char **argv)
 {
-	static const char *const known[] = {"/run/docker.sock", "/var/run/docker.sock",
+	static const char *const known[] = {"/run/docker.sock",
+					    "/var/run/docker.sock",
 					    "/run/podman/podman.sock",
 					    "/run/containerd/containerd.sock",
-					    "/run/dbus/system_bus_socket", "/run/systemd/private",
+					    "/run/dbus/system_bus_socket",
+					    "/run/systemd/private",
 					    "/run/snapd.socket"};
 
 	probe_init(argc, argv);

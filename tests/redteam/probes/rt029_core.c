@@ -17,7 +17,7 @@ static int dump(void *arg)
 {
 	struct rlimit rl;
 	if (chdir(dir) < 0)
-		return 206;
+		return PROBE_CHILD_SETUP;
 	getrlimit(RLIMIT_CORE, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_CORE, &rl);
@@ -50,8 +50,8 @@ int main(int argc, char **argv)
 	if (r == 0 && getrlimit(RLIMIT_CORE, &rl) == 0 && rl.rlim_max == RLIM_INFINITY)
 		FAILED("RT-029/raise-hard", "raised the hard limit to unlimited");
 	else
-		probe_classify("RT-029/raise-hard", "setrlimit(RLIMIT_CORE, unlimited)", r ? -1 : -1,
-			       r ? errno : EPERM, PROBE_ERRS(EPERM));
+		probe_classify("RT-029/raise-hard", "setrlimit(RLIMIT_CORE, unlimited)",
+			       r ? -1 : -1, r ? errno : EPERM, PROBE_ERRS(EPERM));
 	if (!mkdtemp(dir)) {
 		INCONCL("RT-029/dump", "mkdtemp: %s", strerror(errno));
 		return probe_done();

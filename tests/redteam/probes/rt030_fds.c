@@ -41,7 +41,8 @@ int main(int argc, char **argv)
 			BLOCKED("RT-030/fds", "only fds 0-2 open");
 	}
 	if (!getcwd(buf, sizeof buf))
-		FAILED("RT-030/cwd", "getcwd failed: %s (cwd outside the root?)", probe_errname(errno));
+		FAILED("RT-030/cwd", "getcwd failed: %s (cwd outside the root?)",
+		       probe_errname(errno));
 	else if (buf[0] != '/')
 		FAILED("RT-030/cwd", "cwd '%s' is not below the root", buf);
 	else

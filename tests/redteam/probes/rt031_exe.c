@@ -57,13 +57,15 @@ int main(int argc, char **argv)
 	}
 	errno = 0;
 	int fd = open("/proc/self/exe", O_WRONLY | O_CLOEXEC);
-	probe_classify("RT-031/open-wr-self-exe", "open(/proc/self/exe, O_WRONLY)", fd, errno, SAFE);
+	probe_classify("RT-031/open-wr-self-exe", "open(/proc/self/exe, O_WRONLY)", fd, errno,
+		       SAFE);
 	if (fd >= 0)
 		close(fd);
 	snprintf(p, sizeof p, "/proc/%d/exe", (int)target);
 	errno = 0;
 	fd = open(p, O_WRONLY | O_CLOEXEC);
-	probe_classify("RT-031/open-wr-init-exe", "open(/proc/init/exe, O_WRONLY)", fd, errno, SAFE);
+	probe_classify("RT-031/open-wr-init-exe", "open(/proc/init/exe, O_WRONLY)", fd, errno,
+		       SAFE);
 	if (fd >= 0)
 		close(fd);
 	errno = 0;

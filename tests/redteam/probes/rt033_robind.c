@@ -35,7 +35,8 @@ int main(int argc, char **argv)
 		snprintf(n2, sizeof n2, "%s/new2", d);
 		snprintf(n3, sizeof n3, "%s/new3", d);
 		snprintf(r, sizeof r, "%s/sub/g.renamed", d);
-		TRY("RT-033/append", open(f, O_WRONLY | O_APPEND | O_CLOEXEC), EROFS, EACCES, EPERM);
+		TRY("RT-033/append", open(f, O_WRONLY | O_APPEND | O_CLOEXEC), EROFS, EACCES,
+		    EPERM);
 		TRY("RT-033/create", open(n1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), EROFS,
 		    EACCES, EPERM);
 		TRY("RT-033/mkdir", mkdir(n2, 0755), EROFS, EACCES, EPERM);
@@ -51,8 +52,8 @@ int main(int argc, char **argv)
 		errno = 0;
 		fd = open(f, O_RDWR | O_CLOEXEC);
 		if (fd < 0) {
-			probe_classify("RT-033/mmap-shared-write", "open(O_RDWR) for mmap", -1, errno,
-				       SAFE);
+			probe_classify("RT-033/mmap-shared-write", "open(O_RDWR) for mmap", -1,
+				       errno, SAFE);
 		} else {
 			void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 			probe_classify("RT-033/mmap-shared-write", "mmap(PROT_WRITE, MAP_SHARED)",
@@ -65,7 +66,8 @@ int main(int argc, char **argv)
 		if (fd >= 0) {
 			int flags = 0;
 			if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
-				BLOCKED("RT-033/setflags", "FS_IOC_GETFLAGS errno=%s (no flags here)",
+				BLOCKED("RT-033/setflags",
+					"FS_IOC_GETFLAGS errno=%s (no flags here)",
 					probe_errname(errno));
 			else
 				TRY("RT-033/setflags", ioctl(fd, FS_IOC_SETFLAGS, &flags), EROFS,
@@ -77,7 +79,8 @@ int main(int argc, char **argv)
 	}
 	TRY("RT-033/access-w-usr", access("/usr", W_OK), EROFS, EACCES, EPERM, ENOENT);
 	TRY("RT-033/access-w-usr-bin", access("/usr/bin", W_OK), EROFS, EACCES, EPERM, ENOENT);
-	TRY("RT-033/access-w-etc-passwd", access("/etc/passwd", W_OK), EROFS, EACCES, EPERM, ENOENT);
+	TRY("RT-033/access-w-etc-passwd", access("/etc/passwd", W_OK), EROFS, EACCES, EPERM,
+	    ENOENT);
 	TRY("RT-033/access-w-lib", access("/lib", W_OK), EROFS, EACCES, EPERM, ENOENT);
 	return probe_done();
 }

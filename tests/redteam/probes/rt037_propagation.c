@@ -30,7 +30,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (shared)
-		FAILED("RT-037/shared-mounts", "%d of %d mounts shared, e.g. %s", shared, total, first);
+		FAILED("RT-037/shared-mounts", "%d of %d mounts shared, e.g. %s", shared, total,
+		       first);
 	else
 		BLOCKED("RT-037/shared-mounts", "none of %d mounts is shared", total);
 	return probe_done();

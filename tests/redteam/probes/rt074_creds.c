@@ -50,7 +50,8 @@ static void file_opt(const char *p)
 int main(int argc, char **argv)
 {
 	static const char *const home_files[] = {".ssh/rt_canary", ".aws/credentials",
-						 ".config/gh/hosts.yml", ".netrc", "rt-outside.txt"};
+						 ".config/gh/hosts.yml", ".netrc",
+						 "rt-outside.txt"};
 	extern char **environ;
 	const char *home = getenv("HOME"), *t = NULL;
 	DIR *d;

@@ -12,7 +12,7 @@ static int int80_getpid(void *arg)
 	long ret;
 	/* i386 __NR_getpid = 20 */
 	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
-	return ret > 0 ? 0 : 207;
+	return ret > 0 ? 0 : PROBE_CHILD_UNABLE;
 }
 
 static int x32_getpid(void *arg)

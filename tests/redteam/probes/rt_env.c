@@ -18,14 +18,22 @@
 
 int main(int argc, char **argv)
 {
-	static const char *const sysctls[] = {
-		"kernel/unprivileged_userns_clone", "user/max_user_namespaces",
-		"kernel/io_uring_disabled", "kernel/unprivileged_bpf_disabled",
-		"kernel/perf_event_paranoid", "vm/unprivileged_userfaultfd",
-		"dev/tty/legacy_tiocsti", "kernel/yama/ptrace_scope", "kernel/kptr_restrict",
-		"kernel/dmesg_restrict", "fs/protected_hardlinks", "fs/protected_symlinks",
-		"vm/memfd_noexec", "dev/tty/ldisc_autoload", "kernel/core_pattern",
-		"kernel/apparmor_restrict_unprivileged_userns"};
+	static const char *const sysctls[] = {"kernel/unprivileged_userns_clone",
+					      "user/max_user_namespaces",
+					      "kernel/io_uring_disabled",
+					      "kernel/unprivileged_bpf_disabled",
+					      "kernel/perf_event_paranoid",
+					      "vm/unprivileged_userfaultfd",
+					      "dev/tty/legacy_tiocsti",
+					      "kernel/yama/ptrace_scope",
+					      "kernel/kptr_restrict",
+					      "kernel/dmesg_restrict",
+					      "fs/protected_hardlinks",
+					      "fs/protected_symlinks",
+					      "vm/memfd_noexec",
+					      "dev/tty/ldisc_autoload",
+					      "kernel/core_pattern",
+					      "kernel/apparmor_restrict_unprivileged_userns"};
 	struct utsname u;
 	struct statfs sf;
 	long abi;
@@ -39,9 +47,10 @@ int main(int argc, char **argv)
 	else
 		printf("INFO landlock-abi %ld\n", abi);
 	if (statfs("/sys/fs/cgroup", &sf) == 0)
-		printf("INFO cgroup %s\n", sf.f_type == CGROUP2_SUPER_MAGIC ? "v2"
-					  : sf.f_type == TMPFS_MAGIC ? "v1-or-hybrid"
-								     : "unknown");
+		printf("INFO cgroup %s\n",
+		       sf.f_type == CGROUP2_SUPER_MAGIC	  ? "v2"
+			       : sf.f_type == TMPFS_MAGIC ? "v1-or-hybrid"
+							  : "unknown");
 	for (size_t i = 0; i < sizeof sysctls / sizeof sysctls[0]; i++) {
 		char p[256], v[256];
 		ssize_t n;

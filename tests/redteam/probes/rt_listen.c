@@ -41,8 +41,9 @@ int main(int argc, char **argv)
 		bool abs = argv[2][0] == 'a';
 		a->sun_family = AF_UNIX;
 		strncpy(a->sun_path + abs, argv[3], sizeof a->sun_path - 2);
-		len = abs ? (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(argv[3]))
-			  : (socklen_t)sizeof *a;
+		len = abs
+			? (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(argv[3]))
+			: (socklen_t)sizeof *a;
 		if (!abs)
 			unlink(argv[3]);
 	} else if (strcmp(argv[2], "tcp") == 0) {

@@ -78,8 +78,8 @@ int main(int argc, char **argv)
 	    before.c_oflag != after.c_oflag || before.c_cflag != after.c_cflag)
 		FAILED("RT-004/host-tty-modes",
 		       "host terminal modes changed: lflag %#x->%#x iflag %#x->%#x",
-		       (unsigned)before.c_lflag, (unsigned)after.c_lflag,
-		       (unsigned)before.c_iflag, (unsigned)after.c_iflag);
+		       (unsigned)before.c_lflag, (unsigned)after.c_lflag, (unsigned)before.c_iflag,
+		       (unsigned)after.c_iflag);
 	else
 		BLOCKED("RT-004/host-tty-modes", "host terminal modes unchanged");
 	/* Non-canonical, so a partial line counts too. */
