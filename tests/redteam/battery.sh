@@ -328,6 +328,55 @@ t_rt037_propagation() {
 	rt_judge rt037_propagation ctl.merged in.out
 }
 
+# ------------------------------------------------------------ resources (sec 4)
+
+t_rt072_orphan() {
+	local marker="RTMARKER-$$-$RANDOM" pids rc=0
+	# Control: the same daemonising probe outside survives its parent.
+	rt_unpriv "$P/rt072_orphan" --control --marker "$marker-c" --seconds 60 >ctl.one 2>&1 || true
+	sleep 0.3
+	pids=$(pgrep -f -- "^$marker-c" || true)
+	awk '$1 == "RESULT"' ctl.one >ctl.merged
+	if [ -n "$pids" ]; then
+		echo "RESULT RT-072/host-survivor FAIL pid(s) $pids outlived the probe" >>ctl.merged
+		# shellcheck disable=SC2086 # a list of our own pids
+		kill -9 $pids 2>/dev/null || true
+	else
+		echo "RESULT RT-072/host-survivor BLOCKED nothing survived the probe" >>ctl.merged
+	fi
+	timeout 30 "$MOAT" run --ro "$P:/probes" -- /probes/rt072_orphan --marker "$marker-s" \
+		--seconds 60 >in.out 2>&1 || rc=$?
+	[ "$rc" -ne 124 ] || echo "RESULT RT-072/supervisor-returns FAIL moat waited for the daemon" >>in.out
+	sleep 0.3
+	pids=$(pgrep -f -- "^$marker-s" || true)
+	if [ -n "$pids" ]; then
+		echo "RESULT RT-072/host-survivor FAIL pid(s) $pids outlived the sandbox" >>in.out
+		# shellcheck disable=SC2086 # a list of pids the test itself started
+		kill -9 $pids 2>/dev/null || true
+	else
+		echo "RESULT RT-072/host-survivor BLOCKED nothing outlived the sandbox" >>in.out
+	fi
+	rt_judge rt072_orphan ctl.merged in.out
+}
+
+t_rt073_cgroup() {
+	# Like RT-024: the host's cgroup files are writable only by host root, so
+	# the control shows the probe's detection on writable stand-ins.
+	local mock f
+	mock=$(mktemp -d /tmp/rt073.XXXXXX)
+	for f in cgroup.procs memory.max pids.max unified/cgroup.procs memory/memory.limit_in_bytes \
+		memory/cgroup.procs pids/pids.max memory/release_agent; do
+		mkdir -p "$mock/sys/fs/cgroup/$(dirname "$f")"
+		: >"$mock/sys/fs/cgroup/$f"
+	done
+	chmod -R a+rwX "$mock"
+	rt_unpriv "$P/rt073_cgroup" --control --root "$mock" >ctl.merged 2>&1 || true
+	echo "# control: the probe against writable stand-ins in $mock (the real files need host root)"
+	rm -rf "$mock"
+	rt_moat -- /probes/rt073_cgroup >in.out 2>&1 || true
+	rt_judge rt073_cgroup ctl.merged in.out
+}
+
 # --------------------------------------------------------- credentials (sec 5)
 
 t_rt074_creds() {
@@ -384,6 +433,8 @@ run_test "RT-030 leaked fds and cwd" t_rt030_fds
 run_test "RT-031 /proc/<pid>/exe overwrite" t_rt031_exe
 run_test "RT-033 read-only binds" t_rt033_robind
 run_test "RT-037 mount propagation" t_rt037_propagation
+run_test "RT-072 daemons outliving the sandbox" t_rt072_orphan
+run_test "RT-073 cgroup escape and limits" t_rt073_cgroup
 run_test "RT-074/075 canary secrets" t_rt074_creds
 run_test "architecture matrix: int 0x80, x32" t_rt_arch
 t_done

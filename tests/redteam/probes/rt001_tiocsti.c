@@ -79,9 +79,13 @@ int main(int argc, char **argv)
 	}
 	if (probe_flag("--inject") && isatty(0)) {
 		char c = '#';
-		/* The terminal echoes the byte: keep it off the RESULT line. */
+		errno = 0;
+		int r = ioctl(0, TIOCSTI, &c);
+		int e = errno;
+		/* The terminal echoes an injected byte: keep it off the RESULT line. */
 		printf("\n");
-		TRY("RT-001/fd0-inject", ioctl(0, TIOCSTI, &c), EPERM, EIO, ENOTTY);
+		probe_classify("RT-001/fd0-inject", "ioctl(0, TIOCSTI, \"#\")", r, e,
+			       PROBE_ERRS(EPERM, EIO, ENOTTY));
 	}
 	return probe_done();
 }

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 	probe_init(argc, argv);
 	n = probe_read_file("/proc/kallsyms", buf, sizeof buf);
 	if (n <= 0) {
-		BLOCKED("RT-023/kallsyms", "errno=%s", n < 0 ? probe_errname((int)-n) : "empty");
+		BLOCKED("RT-023/kallsyms", "%s", n < 0 ? probe_errname((int)-n) : "empty");
 	} else {
 		/* Any non-zero address on the first lines is a leak. */
 		bool leak = false;
