@@ -369,6 +369,7 @@ t_rt073_cgroup() {
 		mkdir -p "$mock/sys/fs/cgroup/$(dirname "$f")"
 		: >"$mock/sys/fs/cgroup/$f"
 	done
+	: >"$mock/sys/fs/cgroup.procs" # /sys/fs/cgroup/../cgroup.procs
 	chmod -R a+rwX "$mock"
 	rt_unpriv "$P/rt073_cgroup" --control --root "$mock" >ctl.merged 2>&1 || true
 	echo "# control: the probe against writable stand-ins in $mock (the real files need host root)"
