@@ -7,16 +7,17 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "moat %s — a sandbox for AI agents\n\n"
-		   "usage:\n"
-		   "  moat run [OPTIONS] -- COMMAND [ARG...]   run COMMAND in a fresh sandbox\n"
-		   "  moat policy check FILE                   validate a policy file\n"
-		   "  moat policy show [OPTIONS]               print the effective policy and plan\n"
-		   "  moat doctor [--json]                     kernel features and what moat enforces\n"
-		   "  moat --version\n\n"
-		   "exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
-		   "125 the sandbox could not be set up; 126/127 command not executable/found;\n"
-		   "2 bad usage or policy.\n",
+	fprintf(f,
+		"moat %s — a sandbox for AI agents\n\n"
+		"usage:\n"
+		"  moat run [OPTIONS] -- COMMAND [ARG...]   run COMMAND in a fresh sandbox\n"
+		"  moat policy check FILE                   validate a policy file\n"
+		"  moat policy show [OPTIONS]               print the effective policy and plan\n"
+		"  moat doctor [--json]                     kernel features and what moat enforces\n"
+		"  moat --version\n\n"
+		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
+		"125 the sandbox could not be set up; 126/127 command not executable/found;\n"
+		"2 bad usage or policy.\n",
 		MOAT_VERSION);
 }
 

@@ -14,7 +14,8 @@ void moat_cli_print_error(const struct moat_error *e)
 void moat_cli_options_help(void)
 {
 	const char *const *h = moat_policy_option_help();
-	fprintf(stderr, "  --policy FILE\tload a JSON policy first (flags extend or override it)\n");
+	fprintf(stderr,
+		"  --policy FILE\tload a JSON policy first (flags extend or override it)\n");
 	for (; *h; h++) {
 		const char *tab = strchr(*h, '\t');
 		if (tab)
@@ -25,7 +26,7 @@ void moat_cli_options_help(void)
 int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, int *i,
 				  const char *cmd)
 {
-	struct moat_error err = { 0 };
+	struct moat_error err = {0};
 	const char *policy_file = NULL;
 	int start = *i;
 
@@ -66,7 +67,8 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 		}
 		int takes = moat_policy_option_takes_value(name);
 		if (takes < 0) {
-			fprintf(stderr, "moat %s: unknown option %s (see moat %s --help)\n", cmd, name, cmd);
+			fprintf(stderr, "moat %s: unknown option %s (see moat %s --help)\n", cmd,
+				name, cmd);
 			return -1;
 		}
 		if (takes && !value) {

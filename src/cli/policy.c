@@ -8,7 +8,7 @@
 
 int moat_cli_policy(int argc, char **argv)
 {
-	struct moat_error err = { 0 };
+	struct moat_error err = {0};
 	if (argc < 2) {
 		fprintf(stderr, "usage: moat policy check FILE | moat policy show [OPTIONS]\n");
 		return MOAT_EXIT_USAGE;
@@ -39,7 +39,8 @@ int moat_cli_policy(int argc, char **argv)
 		} else if (i < argc) {
 			fprintf(stderr, "moat policy show: unexpected argument '%s'\n", argv[i]);
 			rc = MOAT_EXIT_USAGE;
-		} else if (moat_policy_to_json(p, &json) < 0 || moat_policy_plan_text(p, &plan) < 0) {
+		} else if (moat_policy_to_json(p, &json) < 0 ||
+			   moat_policy_plan_text(p, &plan) < 0) {
 			fprintf(stderr, "moat: out of memory\n");
 			rc = MOAT_EXIT_SETUP;
 		} else {

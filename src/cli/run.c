@@ -34,7 +34,7 @@ static void summary(const struct moat_status *st)
 int moat_cli_run(int argc, char **argv)
 {
 	struct moat_policy *p = moat_policy_new();
-	struct moat_error err = { 0 };
+	struct moat_error err = {0};
 	struct moat_status st;
 	int i = 1;
 
@@ -52,7 +52,8 @@ int moat_cli_run(int argc, char **argv)
 		return MOAT_EXIT_USAGE;
 	}
 	if (i >= argc) {
-		fprintf(stderr, "moat run: no command given (moat run [OPTIONS] -- COMMAND [ARG...])\n");
+		fprintf(stderr,
+			"moat run: no command given (moat run [OPTIONS] -- COMMAND [ARG...])\n");
 		moat_policy_free(p);
 		return MOAT_EXIT_USAGE;
 	}
@@ -69,10 +70,11 @@ int moat_cli_run(int argc, char **argv)
 			moat_cli_print_error(&err);
 			st.exit_code = MOAT_EXIT_USAGE;
 		} else
-			fprintf(stderr, "moat: sandbox not started: %s step: %s\n", err.stage, err.message);
+			fprintf(stderr, "moat: sandbox not started: %s step: %s\n", err.stage,
+				err.message);
 	}
 	if (moat_policy_status_path(p)) {
-		struct moat_error e2 = { 0 };
+		struct moat_error e2 = {0};
 		if (moat_status_write_json(&st, moat_policy_status_path(p), &e2) < 0)
 			moat_cli_print_error(&e2);
 	}

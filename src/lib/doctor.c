@@ -113,13 +113,16 @@ static const char *cgroup_version(char *detail, size_t len)
 		snprintf(detail, len, "unified (v2) at /sys/fs/cgroup");
 		return "v2";
 	}
-	if (statfs("/sys/fs/cgroup/unified", &sf) == 0 && (unsigned long)sf.f_type == CGROUP2_SUPER_MAGIC) {
+	if (statfs("/sys/fs/cgroup/unified", &sf) == 0 &&
+	    (unsigned long)sf.f_type == CGROUP2_SUPER_MAGIC) {
 		_cleanup_fclose_ FILE *f = fopen("/sys/fs/cgroup/unified/cgroup.controllers", "re");
 		char buf[256] = "";
 		if (f && fgets(buf, sizeof(buf), f))
 			buf[strcspn(buf, "\n")] = 0;
-		snprintf(detail, len, "hybrid: v1 controllers, v2 at /sys/fs/cgroup/unified with controllers [%s]",
-			 buf);
+		snprintf(
+			detail, len,
+			"hybrid: v1 controllers, v2 at /sys/fs/cgroup/unified with controllers [%s]",
+			buf);
 		return "hybrid";
 	}
 	snprintf(detail, len, "v1 only");
@@ -147,7 +150,7 @@ int moat_doctor(char **ret_json, char **ret_text)
 	bool pidfd = pfd >= 0;
 	safe_close(pfd);
 	bool clone3 = !(syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS);
-	char cgdetail[256];
+	char cgdetail[512];
 	const char *cg = cgroup_version(cgdetail, sizeof(cgdetail));
 
 	json_object_set_new(o, "user_namespaces", json_boolean(userns));
@@ -163,16 +166,20 @@ int moat_doctor(char **ret_json, char **ret_text)
 	json_object_set_new(o, "root", json_boolean(geteuid() == 0));
 	moat_doctor_extra(o);
 
-	fprintf(t, "moat %s doctor (%s)\n\n", MOAT_VERSION, geteuid() == 0 ? "as root" : "unprivileged");
-#define ROW(ok, name, what)                                                              \
-	fprintf(t, "  [%s] %-26s %s\n", (ok) ? " ok " : "FAIL", name, what)
-	ROW(userns, "user namespaces", userns ? "sandboxes can start" : "moat run will refuse (exit 125)");
-	ROW(netns, "network namespaces", netns ? "--net none isolates the network" : "moat run will refuse");
-	ROW(overlay, "overlayfs in userns", overlay ? "--workspace DIR:overlay available" : "overlay workspaces refused");
+	fprintf(t, "moat %s doctor (%s)\n\n", MOAT_VERSION,
+		geteuid() == 0 ? "as root" : "unprivileged");
+#define ROW(ok, name, what) fprintf(t, "  [%s] %-26s %s\n", (ok) ? " ok " : "FAIL", name, what)
+	ROW(userns, "user namespaces",
+	    userns ? "sandboxes can start" : "moat run will refuse (exit 125)");
+	ROW(netns, "network namespaces",
+	    netns ? "--net none isolates the network" : "moat run will refuse");
+	ROW(overlay, "overlayfs in userns",
+	    overlay ? "--workspace DIR:overlay available" : "overlay workspaces refused");
 	ROW(pidfd, "pidfd", pidfd ? "race-free process handling" : "moat run will refuse");
 	ROW(clone3, "clone3", clone3 ? "used" : "clone() fallback");
 	ROW(seccomp, "seccomp", seccomp ? "syscall filter enforced" : "moat run will refuse");
-	ROW(notify, "seccomp user notification", notify ? "denials and execs recorded" : "records unavailable");
+	ROW(notify, "seccomp user notification",
+	    notify ? "denials and execs recorded" : "records unavailable");
 	ROW(ll > 0, "landlock", ll > 0 ? "" : "refused unless --allow-degraded landlock");
 	if (ll > 0)
 		fprintf(t, "  %34s ABI %d: filesystem%s%s%s\n", "", ll, ll >= 2 ? " +refer" : "",
@@ -180,8 +187,9 @@ int moat_doctor(char **ret_json, char **ret_text)
 	fprintf(t, "  [info] %-26s %s\n", "cgroups", cgdetail);
 	moat_doctor_extra_text(t, o);
 	problems = !userns || !netns || !pidfd || !seccomp;
-	fprintf(t, "\n%s\n", problems ? "some required features are missing: moat run will refuse to start" :
-					"all required features are present");
+	fprintf(t, "\n%s\n",
+		problems ? "some required features are missing: moat run will refuse to start"
+			 : "all required features are present");
 	fclose(t);
 	char *j = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);

@@ -8,21 +8,48 @@
 
 /* System directories bound read-only from the host (or --rootfs). Where the
  * host has merged-usr symlinks (/bin -> usr/bin) the same symlink is made. */
-static const char *const system_dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-					   "/libx32" };
-static const char *const rootfs_extra_dirs[] = { "/opt" };
+static const char *const system_dirs[] = {"/usr",   "/bin",   "/sbin",	"/lib",
+					  "/lib32", "/lib64", "/libx32"};
+static const char *const rootfs_extra_dirs[] = {"/opt"};
 
 /* What of the host's /etc a normal program needs. Never: shadow, gshadow,
  * sudoers, ssh/, machine-id, environment (may hold proxy credentials),
  * the real passwd/group/hosts/resolv.conf (generated instead). */
 static const char *const etc_allow[] = {
-	"alternatives", "ld.so.cache",	   "ld.so.conf",  "ld.so.conf.d", "localtime",
-	"timezone",	"ssl",		   "ca-certificates", "ca-certificates.conf",
-	"protocols",	"services",	   "host.conf",	  "gai.conf",	  "os-release",
-	"debian_version", "lsb-release",   "mime.types",  "magic",	  "magic.mime",
-	"inputrc",	"bash.bashrc",	   "profile",	  "profile.d",	  "python3",
-	"python3.11",	"perl",		   "locale.alias", "mtab",	  "fonts",
-	"mailcap",	"xattr.conf",	   "login.defs",  "manpath.config", "papersize",
+	"alternatives",
+	"ld.so.cache",
+	"ld.so.conf",
+	"ld.so.conf.d",
+	"localtime",
+	"timezone",
+	"ssl",
+	"ca-certificates",
+	"ca-certificates.conf",
+	"protocols",
+	"services",
+	"host.conf",
+	"gai.conf",
+	"os-release",
+	"debian_version",
+	"lsb-release",
+	"mime.types",
+	"magic",
+	"magic.mime",
+	"inputrc",
+	"bash.bashrc",
+	"profile",
+	"profile.d",
+	"python3",
+	"python3.11",
+	"perl",
+	"locale.alias",
+	"mtab",
+	"fonts",
+	"mailcap",
+	"xattr.conf",
+	"login.defs",
+	"manpath.config",
+	"papersize",
 };
 
 static int add(struct moat_plan *pl, struct moat_step s)
@@ -71,10 +98,10 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	pl->sysroot = sys;
 	snprintf(home, sizeof(home), "/home/%s", p->user);
 
-#define ADD(...)                                                                         \
-	do {                                                                             \
-		if ((r = add(pl, (struct moat_step){ __VA_ARGS__ })) < 0)               \
-			return r;                                                        \
+#define ADD(...) \
+	do { \
+		if ((r = add(pl, (struct moat_step){__VA_ARGS__})) < 0) \
+			return r; \
 	} while (0)
 #define SYS(path) (*sys ? arena_join(ar, sys, path) : (path))
 
@@ -134,8 +161,8 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 
 	/* /dev: a few host device nodes, a private devpts, shm; then read-only. */
 	ADD(.op = MOAT_STEP_TMPFS, .dest = "/dev", .size = 64u << 10, .mode = 0755);
-	static const char *const devs[] = { "/dev/null", "/dev/zero", "/dev/full",
-					    "/dev/random", "/dev/urandom", "/dev/tty" };
+	static const char *const devs[] = {"/dev/null",	  "/dev/zero",	  "/dev/full",
+					   "/dev/random", "/dev/urandom", "/dev/tty"};
 	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
 		ADD(.op = MOAT_STEP_BIND, .src = devs[i], .dest = devs[i], .flags = MOAT_STEPF_DEV);
 	ADD(.op = MOAT_STEP_MKDIR, .dest = "/dev/pts", .mode = 0755);
@@ -168,8 +195,9 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 			    .size = p->disk, .flags = f | MOAT_STEPF_WRITABLE);
 		else
 			ADD(.op = MOAT_STEP_BIND, .src = p->workspace, .dest = p->workspace,
-			    .flags = f | (p->workspace_mode == MOAT_WS_RO ? MOAT_STEPF_RO :
-									      MOAT_STEPF_WRITABLE));
+			    .flags = f |
+				    (p->workspace_mode == MOAT_WS_RO ? MOAT_STEPF_RO
+								     : MOAT_STEPF_WRITABLE));
 	}
 	if (p->input)
 		ADD(.op = MOAT_STEP_BIND, .src = p->input, .dest = "/data",
@@ -184,13 +212,14 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		case MOAT_MOUNT_RO:
 		case MOAT_MOUNT_RW:
 			ADD(.op = MOAT_STEP_BIND, .src = m->src, .dest = m->dest,
-			    .flags = MOAT_STEPF_USER | (m->kind == MOAT_MOUNT_RO ?
-								MOAT_STEPF_RO :
-								MOAT_STEPF_WRITABLE));
+			    .flags = MOAT_STEPF_USER |
+				    (m->kind == MOAT_MOUNT_RO ? MOAT_STEPF_RO
+							      : MOAT_STEPF_WRITABLE));
 			break;
 		case MOAT_MOUNT_TMPFS:
-			ADD(.op = MOAT_STEP_TMPFS, .dest = m->dest, .size = m->size ? m->size : p->disk,
-			    .mode = 01777, .flags = MOAT_STEPF_WRITABLE);
+			ADD(.op = MOAT_STEP_TMPFS, .dest = m->dest,
+			    .size = m->size ? m->size : p->disk, .mode = 01777,
+			    .flags = MOAT_STEPF_WRITABLE);
 			break;
 		case MOAT_MOUNT_HIDE:
 			ADD(.op = MOAT_STEP_HIDE, .dest = m->dest);
@@ -199,7 +228,9 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	}
 
 	snprintf(pl->cwd, sizeof(pl->cwd), "%s",
-		 p->cwd ? p->cwd : p->workspace ? p->workspace : home);
+		 p->cwd			? p->cwd
+			 : p->workspace ? p->workspace
+					: home);
 	return 0;
 #undef ADD
 #undef SYS

@@ -194,8 +194,8 @@ int moat_path_check(const char *path, char *why, size_t whylen)
 	for (const char *c = path; *c;) {
 		const char *next = strchr(c + 1, '/');
 		size_t n = next ? (size_t)(next - c - 1) : strlen(c + 1);
-		if (len > 1 && (n == 0 || (n == 1 && c[1] == '.') ||
-				(n == 2 && c[1] == '.' && c[2] == '.'))) {
+		if (len > 1 &&
+		    (n == 0 || (n == 1 && c[1] == '.') || (n == 2 && c[1] == '.' && c[2] == '.'))) {
 			snprintf(why, whylen, "must be normalised (no '//', '.' or '..')");
 			return -EINVAL;
 		}
@@ -212,7 +212,7 @@ static int dest_check(const char *dest, char *why, size_t whylen)
 	int r = moat_path_check(dest, why, whylen);
 	if (r < 0)
 		return r;
-	static const char *const reserved[] = { "/", "/proc", "/dev", "/etc", "/output", "/data" };
+	static const char *const reserved[] = {"/", "/proc", "/dev", "/etc", "/output", "/data"};
 	for (size_t i = 0; i < ELEMENTSOF(reserved); i++)
 		if (streq(dest, reserved[i])) {
 			snprintf(why, whylen, "%s is managed by moat", dest);
@@ -259,7 +259,7 @@ static int mount_add(struct moat_policy *p, enum moat_mount_kind kind, const cha
 		return -ENOMEM;
 	p->mounts = m;
 	m = &p->mounts[p->n_mounts];
-	*m = (struct moat_mount){ .kind = kind, .size = size };
+	*m = (struct moat_mount){.kind = kind, .size = size};
 	m->dest = strdup(dest);
 	m->src = src ? strdup(src) : NULL;
 	if (!m->dest || (src && !m->src)) {
@@ -314,7 +314,8 @@ static int host_rule_parse(const char *v, bool cidr, struct moat_host_rule *ret,
 	memset(ret, 0, sizeof(*ret));
 	if (!*v || strlen(v) > 300 || has_ctl(v) || strchr(v, '/') != NULL) {
 		if (!cidr || !*v) {
-			snprintf(why, whylen, "expected NAME[:PORTS]%s", cidr ? "" : " (no scheme or path)");
+			snprintf(why, whylen, "expected NAME[:PORTS]%s",
+				 cidr ? "" : " (no scheme or path)");
 			return -EINVAL;
 		}
 	}
@@ -550,7 +551,8 @@ static int set_id(uint32_t *dst, const char *v, char *why, size_t whylen)
 {
 	uint64_t n;
 	if (moat_parse_u64(v, 1, 65533, &n) < 0) {
-		snprintf(why, whylen, "must be a number from 1 to 65533 (never 0: the sandbox has no root)");
+		snprintf(why, whylen,
+			 "must be a number from 1 to 65533 (never 0: the sandbox has no root)");
 		return -EINVAL;
 	}
 	*dst = (uint32_t)n;
@@ -576,7 +578,8 @@ static int set_name_like(char **dst, const char *v, const char *what, char *why,
 	}
 	for (const char *c = v; *c; c++)
 		if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.') {
-			snprintf(why, whylen, "%s may contain only letters, digits, '-', '_', '.'", what);
+			snprintf(why, whylen, "%s may contain only letters, digits, '-', '_', '.'",
+				 what);
 			return -EINVAL;
 		}
 	return str_set(dst, v);
@@ -767,7 +770,8 @@ static int set_test_disable(struct moat_policy *p, const char *v, char *why, siz
 {
 	const char *gate = getenv("MOAT_TEST_LAYERS");
 	if (!gate || !streq(gate, "1")) {
-		snprintf(why, whylen, "a test-only switch: needs MOAT_TEST_LAYERS=1 in the environment");
+		snprintf(why, whylen,
+			 "a test-only switch: needs MOAT_TEST_LAYERS=1 in the environment");
 		return -EPERM;
 	}
 	if (streq(v, "seccomp"))
@@ -850,7 +854,7 @@ static int set_upstream_ca(struct moat_policy *p, const char *v, char *why, size
 /* --secret NAME@HOST[,HOST...]: the value comes from moat's environment variable NAME. */
 static int set_secret(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	struct moat_secret s = { .source = MOAT_SECRET_ENV };
+	struct moat_secret s = {.source = MOAT_SECRET_ENV};
 	const char *at = strchr(v, '@');
 	_cleanup_free_ char *hosts = NULL;
 	char *save = NULL;
@@ -957,51 +961,64 @@ struct option_def {
 };
 
 static const struct option_def options[] = {
-	{ "--workspace", "DIR[:MODE]", set_workspace, "the project directory, at the same path, the working directory (MODE rw, ro, overlay)" },
-	{ "--ro", "PATH[:DEST]", set_ro, "bind PATH read-only at DEST (default: the same path)" },
-	{ "--rw", "PATH[:DEST]", set_rw, "bind PATH read-write at DEST" },
-	{ "--tmpfs", "DEST[:SIZE]", set_tmpfs, "a fresh tmpfs at DEST (size default: --disk)" },
-	{ "--hide", "PATH", set_hide, "an empty read-only file or directory over PATH" },
-	{ "--input", "DIR", set_input, "DIR read-only at /data" },
-	{ "--output", "DIR", set_output, "an empty writable /output, copied to DIR after the run" },
-	{ "--output-overwrite", NULL, set_output_overwrite, "allow --output into a non-empty DIR" },
-	{ "--rootfs", "DIR", set_rootfs, "use DIR (e.g. a debootstrap tree) as the read-only system" },
-	{ "--cwd", "DIR", set_cwd, "working directory inside (default: the workspace or /home/agent)" },
-	{ "--uid", "N", set_uid, "uid inside (default 1000)" },
-	{ "--gid", "N", set_gid, "gid inside (default 1000)" },
-	{ "--user", "NAME", set_user, "user name inside (default agent)" },
-	{ "--hostname", "NAME", set_hostname, "hostname inside (default moat)" },
-	{ "--env", "NAME[=VALUE]", set_env, "set NAME inside (without =VALUE: copy moat's own NAME)" },
-	{ "--tty", NULL, set_tty, "always give the command a pseudo-terminal" },
-	{ "--no-tty", NULL, set_no_tty, "never give the command a pseudo-terminal" },
-	{ "--tty-mode", "auto|always|never", set_tty_mode, "pseudo-terminal mode" },
-	{ "--cpus", "N", set_cpus, "CPU limit, fractional allowed" },
-	{ "--memory", "SIZE", set_memory, "memory limit (swap off)" },
-	{ "--pids", "N", set_pids, "process limit (default 4096)" },
-	{ "--timeout", "DURATION", set_timeout, "wall-clock limit (exit 124), e.g. 90s, 10m" },
-	{ "--kill-grace", "DURATION", set_kill_grace, "time between SIGTERM and SIGKILL at the limit (default 2s)" },
-	{ "--disk", "SIZE", set_disk, "size of every writable tmpfs (default 1G)" },
-	{ "--max-output", "SIZE", set_max_output, "bytes collected from /output (default 1G)" },
-	{ "--nofile", "N", set_nofile, "open file limit (default 4096)" },
-	{ "--fsize", "SIZE", set_fsize, "largest file the command may write" },
-	{ "--allow-degraded", "LAYER", set_allow_degraded, "run even if LAYER (landlock, cgroup, seccomp-notify) cannot be applied" },
-	{ "--allow-syscall", "NAME", set_allow_syscall, "allow a syscall the default filter denies (e.g. ptrace)" },
-	{ "--deny-syscall", "NAME", set_deny_syscall, "deny one more syscall (EPERM)" },
-	{ "--test-disable-layer", "seccomp|landlock", set_test_disable, "test only (MOAT_TEST_LAYERS=1)" },
-	{ "--net", "none|allow|host", set_net, "network mode (default none: loopback only)" },
-	{ "--allow-host", "PATTERN[:PORTS]", set_allow_host, "allow a destination by name (*.x.com = subdomains); implies --net allow" },
-	{ "--deny-host", "PATTERN", set_deny_host, "deny a destination by name (wins over allow)" },
-	{ "--allow-cidr", "CIDR[:PORTS]", set_allow_cidr, "allow destinations by address" },
-	{ "--resolve", "NAME=ADDR", set_resolve, "map NAME to ADDR (also allows that address)" },
-	{ "--upstream-ca", "FILE", set_upstream_ca, "verify TLS upstreams with this CA instead of the system store" },
-	{ "--secret", "NAME@HOST[,HOST]", set_secret, "inject moat's $NAME for HOST; the sandbox sees a placeholder" },
-	{ "--log", "FILE", set_log, "write the audit stream (JSON lines) to FILE" },
-	{ "--json-status", "FILE", set_status, "write the status record (JSON) to FILE at the end" },
-	{ "--on-alert", "COMMAND", set_on_alert, "run COMMAND on the host with each alert as JSON on stdin" },
-	{ "--no-record-exec", NULL, set_no_record_exec, "do not record every exec" },
-	{ "--apply", "never|safe|all", set_apply, "how overlay workspace changes are applied (default safe)" },
-	{ "--flag-pattern", "GLOB", set_flag_pattern, "hold back changes to paths matching GLOB" },
-	{ "--quiet", NULL, set_quiet, "no summary on stderr" },
+	{"--workspace", "DIR[:MODE]", set_workspace,
+	 "the project directory, at the same path, the working directory (MODE rw, ro, overlay)"},
+	{"--ro", "PATH[:DEST]", set_ro, "bind PATH read-only at DEST (default: the same path)"},
+	{"--rw", "PATH[:DEST]", set_rw, "bind PATH read-write at DEST"},
+	{"--tmpfs", "DEST[:SIZE]", set_tmpfs, "a fresh tmpfs at DEST (size default: --disk)"},
+	{"--hide", "PATH", set_hide, "an empty read-only file or directory over PATH"},
+	{"--input", "DIR", set_input, "DIR read-only at /data"},
+	{"--output", "DIR", set_output, "an empty writable /output, copied to DIR after the run"},
+	{"--output-overwrite", NULL, set_output_overwrite, "allow --output into a non-empty DIR"},
+	{"--rootfs", "DIR", set_rootfs,
+	 "use DIR (e.g. a debootstrap tree) as the read-only system"},
+	{"--cwd", "DIR", set_cwd,
+	 "working directory inside (default: the workspace or /home/agent)"},
+	{"--uid", "N", set_uid, "uid inside (default 1000)"},
+	{"--gid", "N", set_gid, "gid inside (default 1000)"},
+	{"--user", "NAME", set_user, "user name inside (default agent)"},
+	{"--hostname", "NAME", set_hostname, "hostname inside (default moat)"},
+	{"--env", "NAME[=VALUE]", set_env,
+	 "set NAME inside (without =VALUE: copy moat's own NAME)"},
+	{"--tty", NULL, set_tty, "always give the command a pseudo-terminal"},
+	{"--no-tty", NULL, set_no_tty, "never give the command a pseudo-terminal"},
+	{"--tty-mode", "auto|always|never", set_tty_mode, "pseudo-terminal mode"},
+	{"--cpus", "N", set_cpus, "CPU limit, fractional allowed"},
+	{"--memory", "SIZE", set_memory, "memory limit (swap off)"},
+	{"--pids", "N", set_pids, "process limit (default 4096)"},
+	{"--timeout", "DURATION", set_timeout, "wall-clock limit (exit 124), e.g. 90s, 10m"},
+	{"--kill-grace", "DURATION", set_kill_grace,
+	 "time between SIGTERM and SIGKILL at the limit (default 2s)"},
+	{"--disk", "SIZE", set_disk, "size of every writable tmpfs (default 1G)"},
+	{"--max-output", "SIZE", set_max_output, "bytes collected from /output (default 1G)"},
+	{"--nofile", "N", set_nofile, "open file limit (default 4096)"},
+	{"--fsize", "SIZE", set_fsize, "largest file the command may write"},
+	{"--allow-degraded", "LAYER", set_allow_degraded,
+	 "run even if LAYER (landlock, cgroup, seccomp-notify) cannot be applied"},
+	{"--allow-syscall", "NAME", set_allow_syscall,
+	 "allow a syscall the default filter denies (e.g. ptrace)"},
+	{"--deny-syscall", "NAME", set_deny_syscall, "deny one more syscall (EPERM)"},
+	{"--test-disable-layer", "seccomp|landlock", set_test_disable,
+	 "test only (MOAT_TEST_LAYERS=1)"},
+	{"--net", "none|allow|host", set_net, "network mode (default none: loopback only)"},
+	{"--allow-host", "PATTERN[:PORTS]", set_allow_host,
+	 "allow a destination by name (*.x.com = subdomains); implies --net allow"},
+	{"--deny-host", "PATTERN", set_deny_host, "deny a destination by name (wins over allow)"},
+	{"--allow-cidr", "CIDR[:PORTS]", set_allow_cidr, "allow destinations by address"},
+	{"--resolve", "NAME=ADDR", set_resolve, "map NAME to ADDR (also allows that address)"},
+	{"--upstream-ca", "FILE", set_upstream_ca,
+	 "verify TLS upstreams with this CA instead of the system store"},
+	{"--secret", "NAME@HOST[,HOST]", set_secret,
+	 "inject moat's $NAME for HOST; the sandbox sees a placeholder"},
+	{"--log", "FILE", set_log, "write the audit stream (JSON lines) to FILE"},
+	{"--json-status", "FILE", set_status, "write the status record (JSON) to FILE at the end"},
+	{"--on-alert", "COMMAND", set_on_alert,
+	 "run COMMAND on the host with each alert as JSON on stdin"},
+	{"--no-record-exec", NULL, set_no_record_exec, "do not record every exec"},
+	{"--apply", "never|safe|all", set_apply,
+	 "how overlay workspace changes are applied (default safe)"},
+	{"--flag-pattern", "GLOB", set_flag_pattern, "hold back changes to paths matching GLOB"},
+	{"--quiet", NULL, set_quiet, "no summary on stderr"},
 };
 
 static const struct option_def *option_find(const char *flag)
@@ -1039,7 +1056,8 @@ int moat_policy_set_option(struct moat_policy *p, const char *option, const char
 	const struct option_def *o = option_find(option);
 	char why[256] = "";
 	if (!o)
-		return moat_error_set(ret_err, "usage", ENOENT, "unknown option %s", option), -ENOENT;
+		return moat_error_set(ret_err, "usage", ENOENT, "unknown option %s", option),
+		       -ENOENT;
 	if (o->arg && !value)
 		return moat_error_set(ret_err, "usage", EINVAL, "%s needs a value: %s %s", option,
 				      option, o->arg);
@@ -1079,7 +1097,8 @@ static int jfail(struct jctx *c, bool at_key, int err, const char *fmt, ...)
 	for (size_t i = 0; i < c->depth; i++) {
 		size_t n = strlen(where);
 		if (c->path[i].key)
-			snprintf(where + n, sizeof(where) - n, "%s%s", n ? "." : "", c->path[i].key);
+			snprintf(where + n, sizeof(where) - n, "%s%s", n ? "." : "",
+				 c->path[i].key);
 		else
 			snprintf(where + n, sizeof(where) - n, "[%zu]", c->path[i].index);
 	}
@@ -1095,12 +1114,12 @@ static int jfail(struct jctx *c, bool at_key, int err, const char *fmt, ...)
 
 static void jpush_key(struct jctx *c, const char *k)
 {
-	c->path[c->depth++] = (struct moat_json_path_elem){ .key = k };
+	c->path[c->depth++] = (struct moat_json_path_elem){.key = k};
 }
 
 static void jpush_index(struct jctx *c, size_t i)
 {
-	c->path[c->depth++] = (struct moat_json_path_elem){ .index = i };
+	c->path[c->depth++] = (struct moat_json_path_elem){.index = i};
 }
 
 static void jpop(struct jctx *c)
@@ -1169,7 +1188,8 @@ static int jset_array(struct jctx *c, json_t *v, setter_fn set)
 	size_t i;
 	json_t *e;
 	if (!json_is_array(v))
-		return jfail(c, false, EINVAL, "expected an array of strings, got %s", json_type_name(v));
+		return jfail(c, false, EINVAL, "expected an array of strings, got %s",
+			     json_type_name(v));
 	json_array_foreach(v, i, e)
 	{
 		jpush_index(c, i);
@@ -1186,13 +1206,14 @@ static int jstrv(struct jctx *c, json_t *v, char ***dst, unsigned *n)
 	size_t i;
 	json_t *e;
 	if (!json_is_array(v))
-		return jfail(c, false, EINVAL, "expected an array of strings, got %s", json_type_name(v));
+		return jfail(c, false, EINVAL, "expected an array of strings, got %s",
+			     json_type_name(v));
 	json_array_foreach(v, i, e)
 	{
 		jpush_index(c, i);
 		int r;
-		if (!json_is_string(e) || !json_string_length(e) ||
-		    has_ctl(json_string_value(e)) || json_string_length(e) > MOAT_MAX_STRING)
+		if (!json_is_string(e) || !json_string_length(e) || has_ctl(json_string_value(e)) ||
+		    json_string_length(e) > MOAT_MAX_STRING)
 			r = jfail(c, false, EINVAL, "expected a non-empty string");
 		else if ((r = strv_add(dst, n, MOAT_MAX_RULES, json_string_value(e))) < 0)
 			r = jfail(c, false, -r, "too many entries");
@@ -1242,7 +1263,8 @@ static int jobject(struct jctx *c, json_t *obj, const struct key_handler *hs, si
 			char known[400] = "";
 			for (size_t i = 0; i < n; i++) {
 				size_t l = strlen(known);
-				snprintf(known + l, sizeof(known) - l, "%s%s", i ? ", " : "", hs[i].key);
+				snprintf(known + l, sizeof(known) - l, "%s%s", i ? ", " : "",
+					 hs[i].key);
 			}
 			r = jfail(c, true, EINVAL, "unknown key \"%s\" (known: %s)", k, known);
 		} else
@@ -1284,8 +1306,8 @@ static int set_workspace_path_only(struct moat_policy *p, const char *v, char *w
 static int h_workspace(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
-		{ "path", h_set, set_workspace_path_only, false },
-		{ "mode", h_set, set_workspace_mode_only, false },
+		{"path", h_set, set_workspace_path_only, false},
+		{"mode", h_set, set_workspace_mode_only, false},
 	};
 	if (json_is_string(v))
 		return jset(c, v, set_workspace, false);
@@ -1323,16 +1345,18 @@ static int h_mounts(struct jctx *c, json_t *v, const struct key_handler *h)
 		}
 		json_object_foreach(m, k, f)
 		{
-			const char **slot = streq(k, "type")   ? &type :
-					    streq(k, "src")    ? &src :
-					    streq(k, "dest")   ? &dest :
-					    streq(k, "size")   ? &size_s :
-								 NULL;
+			const char **slot = streq(k, "type") ? &type
+				: streq(k, "src")	     ? &src
+				: streq(k, "dest")	     ? &dest
+				: streq(k, "size")	     ? &size_s
+							     : NULL;
 			jpush_key(c, k);
 			if (!slot)
-				r = jfail(c, true, EINVAL, "unknown key \"%s\" (known: type, src, dest, size)", k);
+				r = jfail(c, true, EINVAL,
+					  "unknown key \"%s\" (known: type, src, dest, size)", k);
 			else if (!json_is_string(f))
-				r = jfail(c, false, EINVAL, "expected a string, got %s", json_type_name(f));
+				r = jfail(c, false, EINVAL, "expected a string, got %s",
+					  json_type_name(f));
 			else
 				*slot = json_string_value(f);
 			jpop(c);
@@ -1365,20 +1389,22 @@ static int h_mounts(struct jctx *c, json_t *v, const struct key_handler *h)
 			}
 		} else {
 			jpush_key(c, "type");
-			r = jfail(c, false, EINVAL, "type \"%s\" is not ro, rw, tmpfs or hide", type);
+			r = jfail(c, false, EINVAL, "type \"%s\" is not ro, rw, tmpfs or hide",
+				  type);
 			jpop(c);
 			goto next;
 		}
 		if (size_s && (kind != MOAT_MOUNT_TMPFS || moat_parse_size(size_s, &size) < 0)) {
 			jpush_key(c, "size");
-			r = jfail(c, false, EINVAL, "size applies to tmpfs only and must look like 64M");
+			r = jfail(c, false, EINVAL,
+				  "size applies to tmpfs only and must look like 64M");
 			jpop(c);
 			goto next;
 		}
 		r = mount_add(c->p, kind, src, dest, size, why, sizeof(why));
 		if (r < 0)
 			r = jfail(c, false, -r, "%s", why);
-next:
+	next:
 		jpop(c);
 		if (r < 0)
 			return r;
@@ -1389,12 +1415,12 @@ next:
 static int h_filesystem(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
-		{ "rootfs", h_set, set_rootfs, false },
-		{ "workspace", h_workspace, NULL, false },
-		{ "input", h_set, set_input, false },
-		{ "output", h_set, set_output, false },
-		{ "output_overwrite", h_output_overwrite, NULL, false },
-		{ "mounts", h_mounts, NULL, false },
+		{"rootfs", h_set, set_rootfs, false},
+		{"workspace", h_workspace, NULL, false},
+		{"input", h_set, set_input, false},
+		{"output", h_set, set_output, false},
+		{"output_overwrite", h_output_overwrite, NULL, false},
+		{"mounts", h_mounts, NULL, false},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }
@@ -1404,7 +1430,8 @@ static int h_env(struct jctx *c, json_t *v, const struct key_handler *h)
 	const char *k;
 	json_t *e;
 	if (!json_is_object(v))
-		return jfail(c, false, EINVAL, "expected an object of NAME: value (null = copy moat's own)");
+		return jfail(c, false, EINVAL,
+			     "expected an object of NAME: value (null = copy moat's own)");
 	json_object_foreach(v, k, e)
 	{
 		int r = 0;
@@ -1412,10 +1439,12 @@ static int h_env(struct jctx *c, json_t *v, const struct key_handler *h)
 		if (env_name_check(k) < 0)
 			r = jfail(c, true, EINVAL, "\"%s\" is not a variable name", k);
 		else if (!json_is_string(e) && !json_is_null(e))
-			r = jfail(c, false, EINVAL, "expected a string or null, got %s", json_type_name(e));
+			r = jfail(c, false, EINVAL, "expected a string or null, got %s",
+				  json_type_name(e));
 		else if (json_is_string(e) && json_string_length(e) > 128 * 1024)
 			r = jfail(c, false, E2BIG, "value longer than 128 KiB");
-		else if ((r = env_add(c->p, k, json_is_string(e) ? json_string_value(e) : NULL)) < 0)
+		else if ((r = env_add(c->p, k, json_is_string(e) ? json_string_value(e) : NULL)) <
+			 0)
 			r = jfail(c, false, -r, "cannot add variable");
 		jpop(c);
 		if (r < 0)
@@ -1427,10 +1456,10 @@ static int h_env(struct jctx *c, json_t *v, const struct key_handler *h)
 static int h_process(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
-		{ "uid", h_set, set_uid, true },	   { "gid", h_set, set_gid, true },
-		{ "user", h_set, set_user, false },	   { "hostname", h_set, set_hostname, false },
-		{ "cwd", h_set, set_cwd, false },	   { "env", h_env, NULL, false },
-		{ "tty", h_set, set_tty_mode, false },
+		{"uid", h_set, set_uid, true},	     {"gid", h_set, set_gid, true},
+		{"user", h_set, set_user, false},    {"hostname", h_set, set_hostname, false},
+		{"cwd", h_set, set_cwd, false},	     {"env", h_env, NULL, false},
+		{"tty", h_set, set_tty_mode, false},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }
@@ -1438,15 +1467,15 @@ static int h_process(struct jctx *c, json_t *v, const struct key_handler *h)
 static int h_limits(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
-		{ "cpus", h_set, set_cpus, true },
-		{ "memory", h_set, set_memory, true },
-		{ "pids", h_set, set_pids, true },
-		{ "timeout", h_set, set_timeout, true },
-		{ "kill_grace", h_set, set_kill_grace, true },
-		{ "disk", h_set, set_disk, true },
-		{ "max_output", h_set, set_max_output, true },
-		{ "nofile", h_set, set_nofile, true },
-		{ "fsize", h_set, set_fsize, true },
+		{"cpus", h_set, set_cpus, true},
+		{"memory", h_set, set_memory, true},
+		{"pids", h_set, set_pids, true},
+		{"timeout", h_set, set_timeout, true},
+		{"kill_grace", h_set, set_kill_grace, true},
+		{"disk", h_set, set_disk, true},
+		{"max_output", h_set, set_max_output, true},
+		{"nofile", h_set, set_nofile, true},
+		{"fsize", h_set, set_fsize, true},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }
@@ -1454,8 +1483,8 @@ static int h_limits(struct jctx *c, json_t *v, const struct key_handler *h)
 static int h_syscalls(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
-		{ "allow", h_set_array, set_allow_syscall, false },
-		{ "deny", h_set_array, set_deny_syscall, false },
+		{"allow", h_set_array, set_allow_syscall, false},
+		{"deny", h_set_array, set_deny_syscall, false},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }
@@ -1473,7 +1502,8 @@ static int h_resolve(struct jctx *c, json_t *v, const struct key_handler *h)
 		jpush_key(c, k);
 		if (!json_is_string(e))
 			r = jfail(c, false, EINVAL, "expected an address string");
-		else if ((size_t)snprintf(buf, sizeof(buf), "%s=%s", k, json_string_value(e)) >= sizeof(buf))
+		else if ((size_t)snprintf(buf, sizeof(buf), "%s=%s", k, json_string_value(e)) >=
+			 sizeof(buf))
 			r = jfail(c, false, E2BIG, "too long");
 		else if ((r = set_resolve(c->p, buf, why, sizeof(why))) < 0)
 			r = jfail(c, false, -r, "%s", why);
@@ -1492,7 +1522,7 @@ static int h_http_rules(struct jctx *c, json_t *v, const struct key_handler *h)
 		return jfail(c, false, EINVAL, "expected an array of {host, methods, paths}");
 	json_array_foreach(v, i, o)
 	{
-		struct moat_http_rule r = { 0 };
+		struct moat_http_rule r = {0};
 		const char *k;
 		json_t *f;
 		int k_r = 0;
@@ -1505,7 +1535,8 @@ static int h_http_rules(struct jctx *c, json_t *v, const struct key_handler *h)
 		{
 			jpush_key(c, k);
 			if (streq(k, "host")) {
-				if (!json_is_string(f) || !json_string_length(f) || has_ctl(json_string_value(f)))
+				if (!json_is_string(f) || !json_string_length(f) ||
+				    has_ctl(json_string_value(f)))
 					k_r = jfail(c, false, EINVAL, "expected a host name");
 				else if (!(r.host = strdup(json_string_value(f))))
 					k_r = -ENOMEM;
@@ -1514,7 +1545,8 @@ static int h_http_rules(struct jctx *c, json_t *v, const struct key_handler *h)
 			else if (streq(k, "paths"))
 				k_r = jstrv(c, f, &r.paths, &r.n_paths);
 			else
-				k_r = jfail(c, true, EINVAL, "unknown key \"%s\" (known: host, methods, paths)", k);
+				k_r = jfail(c, true, EINVAL,
+					    "unknown key \"%s\" (known: host, methods, paths)", k);
 			jpop(c);
 			if (k_r < 0)
 				goto next;
@@ -1534,7 +1566,7 @@ static int h_http_rules(struct jctx *c, json_t *v, const struct key_handler *h)
 				memset(&r, 0, sizeof(r));
 			}
 		}
-next:
+	next:
 		free(r.host);
 		strv_free(r.methods, r.n_methods);
 		strv_free(r.paths, r.n_paths);
@@ -1548,13 +1580,13 @@ next:
 static int h_network(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
-		{ "mode", h_set, set_net, false },
-		{ "allow_hosts", h_set_array, set_allow_host, false },
-		{ "deny_hosts", h_set_array, set_deny_host, false },
-		{ "allow_cidrs", h_set_array, set_allow_cidr, false },
-		{ "resolve", h_resolve, NULL, false },
-		{ "http_rules", h_http_rules, NULL, false },
-		{ "upstream_ca", h_set, set_upstream_ca, false },
+		{"mode", h_set, set_net, false},
+		{"allow_hosts", h_set_array, set_allow_host, false},
+		{"deny_hosts", h_set_array, set_deny_host, false},
+		{"allow_cidrs", h_set_array, set_allow_cidr, false},
+		{"resolve", h_resolve, NULL, false},
+		{"http_rules", h_http_rules, NULL, false},
+		{"upstream_ca", h_set, set_upstream_ca, false},
 	};
 	enum moat_net_mode before = c->p->net;
 	int r = jobject(c, v, hs, ELEMENTSOF(hs));
@@ -1576,7 +1608,7 @@ static int h_secrets(struct jctx *c, json_t *v, const struct key_handler *h)
 		return jfail(c, false, EINVAL, "expected an array of secret objects");
 	json_array_foreach(v, i, o)
 	{
-		struct moat_secret s = { 0 };
+		struct moat_secret s = {0};
 		const char *k;
 		json_t *f;
 		int r = 0, sources = 0;
@@ -1589,7 +1621,7 @@ static int h_secrets(struct jctx *c, json_t *v, const struct key_handler *h)
 		{
 			jpush_key(c, k);
 			bool is_str = json_is_string(f) && json_string_length(f) > 0 &&
-				      json_string_length(f) <= MOAT_MAX_STRING;
+				json_string_length(f) <= MOAT_MAX_STRING;
 			const char *sv = is_str ? json_string_value(f) : NULL;
 			if (streq(k, "hosts"))
 				r = jstrv(c, f, &s.hosts, &s.n_hosts);
@@ -1597,23 +1629,26 @@ static int h_secrets(struct jctx *c, json_t *v, const struct key_handler *h)
 				r = jstrv(c, f, &s.methods, &s.n_methods);
 			else if (streq(k, "paths"))
 				r = jstrv(c, f, &s.paths, &s.n_paths);
-			else if (!streq(k, "name") && !streq(k, "from_env") && !streq(k, "from_file") &&
-				 !streq(k, "from_command") && !streq(k, "header") && !streq(k, "format"))
-				r = jfail(c, true, EINVAL,
-					  "unknown key \"%s\" (known: name, from_env, from_file, from_command, hosts, methods, paths, header, format)",
-					  k);
+			else if (!streq(k, "name") && !streq(k, "from_env") &&
+				 !streq(k, "from_file") && !streq(k, "from_command") &&
+				 !streq(k, "header") && !streq(k, "format"))
+				r = jfail(
+					c, true, EINVAL,
+					"unknown key \"%s\" (known: name, from_env, from_file, from_command, hosts, methods, paths, header, format)",
+					k);
 			else if (!sv)
 				r = jfail(c, false, EINVAL, "expected a non-empty string");
 			else if (streq(k, "name")) {
 				if (env_name_check(sv) < 0)
-					r = jfail(c, false, EINVAL, "\"%s\" is not a variable name", sv);
+					r = jfail(c, false, EINVAL, "\"%s\" is not a variable name",
+						  sv);
 				else
 					r = str_set(&s.name, sv);
 			} else if (startswith(k, "from_")) {
 				sources++;
-				s.source = streq(k, "from_env")	 ? MOAT_SECRET_ENV :
-					   streq(k, "from_file") ? MOAT_SECRET_FILE :
-								   MOAT_SECRET_COMMAND;
+				s.source = streq(k, "from_env") ? MOAT_SECRET_ENV
+					: streq(k, "from_file") ? MOAT_SECRET_FILE
+								: MOAT_SECRET_COMMAND;
 				if (s.source == MOAT_SECRET_FILE && sv[0] != '/')
 					r = jfail(c, false, EINVAL, "must be an absolute path");
 				else
@@ -1626,7 +1661,8 @@ static int h_secrets(struct jctx *c, json_t *v, const struct key_handler *h)
 			} else if (streq(k, "format")) {
 				const char *pct = strstr(sv, "%s");
 				if (!pct || strstr(pct + 2, "%") || has_ctl(sv))
-					r = jfail(c, false, EINVAL, "must contain %%s exactly once and no other %%");
+					r = jfail(c, false, EINVAL,
+						  "must contain %%s exactly once and no other %%");
 				else
 					r = str_set(&s.format, sv);
 			}
@@ -1637,16 +1673,18 @@ static int h_secrets(struct jctx *c, json_t *v, const struct key_handler *h)
 		if (!s.name)
 			r = jfail(c, false, EINVAL, "\"name\" is required");
 		else if (sources != 1)
-			r = jfail(c, false, EINVAL, "exactly one of from_env, from_file, from_command is required");
+			r = jfail(c, false, EINVAL,
+				  "exactly one of from_env, from_file, from_command is required");
 		else if (!s.n_hosts)
-			r = jfail(c, false, EINVAL, "\"hosts\" is required: where the secret may be sent");
+			r = jfail(c, false, EINVAL,
+				  "\"hosts\" is required: where the secret may be sent");
 		else if (s.format && !s.header)
 			r = jfail(c, false, EINVAL, "\"format\" needs \"header\"");
 		else if ((r = secret_add(c->p, &s)) < 0)
 			r = jfail(c, false, -r, "too many secrets");
 		else if (c->p->net == MOAT_NET_NONE)
 			c->p->net = MOAT_NET_ALLOW;
-next:
+	next:
 		secret_clear(&s);
 		jpop(c);
 		if (r < 0)
@@ -1668,13 +1706,13 @@ static int h_quiet(struct jctx *c, json_t *v, const struct key_handler *h)
 static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
-		{ "log", h_set, set_log, false },
-		{ "status", h_set, set_status, false },
-		{ "on_alert", h_set, set_on_alert, false },
-		{ "record_exec", h_record_exec, NULL, false },
-		{ "apply", h_set, set_apply, false },
-		{ "flag_patterns", h_set_array, set_flag_pattern, false },
-		{ "quiet", h_quiet, NULL, false },
+		{"log", h_set, set_log, false},
+		{"status", h_set, set_status, false},
+		{"on_alert", h_set, set_on_alert, false},
+		{"record_exec", h_record_exec, NULL, false},
+		{"apply", h_set, set_apply, false},
+		{"flag_patterns", h_set_array, set_flag_pattern, false},
+		{"quiet", h_quiet, NULL, false},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }
@@ -1688,23 +1726,23 @@ static int h_version(struct jctx *c, json_t *v, const struct key_handler *h)
 }
 
 static const struct key_handler top_keys[] = {
-	{ "version", h_version, NULL, false },
-	{ "filesystem", h_filesystem, NULL, false },
-	{ "process", h_process, NULL, false },
-	{ "limits", h_limits, NULL, false },
-	{ "allow_degraded", h_set_array, set_allow_degraded, false },
-	{ "syscalls", h_syscalls, NULL, false },
-	{ "network", h_network, NULL, false },
-	{ "secrets", h_secrets, NULL, false },
-	{ "audit", h_audit, NULL, false },
+	{"version", h_version, NULL, false},
+	{"filesystem", h_filesystem, NULL, false},
+	{"process", h_process, NULL, false},
+	{"limits", h_limits, NULL, false},
+	{"allow_degraded", h_set_array, set_allow_degraded, false},
+	{"syscalls", h_syscalls, NULL, false},
+	{"network", h_network, NULL, false},
+	{"secrets", h_secrets, NULL, false},
+	{"audit", h_audit, NULL, false},
 };
 
 int moat_policy_load_string(struct moat_policy *p, const char *text, size_t len, const char *name,
 			    struct moat_error *ret_err)
 {
 	json_error_t je;
-	struct jctx c = { .p = p, .text = text, .len = len, .name = name ? name : "policy",
-			  .err = ret_err };
+	struct jctx c = {
+		.p = p, .text = text, .len = len, .name = name ? name : "policy", .err = ret_err};
 	if (len > MOAT_MAX_POLICY_BYTES)
 		return moat_error_set(ret_err, "policy", EFBIG, "%s: larger than %u bytes", c.name,
 				      MOAT_MAX_POLICY_BYTES);
@@ -1737,7 +1775,8 @@ int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_e
 		return moat_error_set(ret_err, "policy", errno, "cannot open policy %s: %s", path,
 				      strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return moat_error_set(ret_err, "policy", EINVAL, "policy %s is not a regular file", path);
+		return moat_error_set(ret_err, "policy", EINVAL, "policy %s is not a regular file",
+				      path);
 	if ((uint64_t)st.st_size > MOAT_MAX_POLICY_BYTES)
 		return moat_error_set(ret_err, "policy", EFBIG, "policy %s is larger than %u bytes",
 				      path, MOAT_MAX_POLICY_BYTES);
@@ -1750,7 +1789,8 @@ int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_e
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return moat_error_set(ret_err, "policy", n < 0 ? errno : EIO, "cannot read %s", path);
+			return moat_error_set(ret_err, "policy", n < 0 ? errno : EIO,
+					      "cannot read %s", path);
 		got += (size_t)n;
 	}
 	return moat_policy_load_string(p, buf, got, path, ret_err);
@@ -1763,21 +1803,24 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 	for (unsigned i = 0; i < p->n_mounts; i++)
 		for (unsigned j = i + 1; j < p->n_mounts; j++)
 			if (streq(p->mounts[i].dest, p->mounts[j].dest))
-				return moat_error_set(ret_err, "policy", EINVAL,
-						      "two mounts at %s", p->mounts[i].dest);
+				return moat_error_set(ret_err, "policy", EINVAL, "two mounts at %s",
+						      p->mounts[i].dest);
 	if (p->workspace) {
-		static const char *const bad[] = { "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc",
-						   "/proc", "/dev", "/tmp", "/output", "/data" };
+		static const char *const bad[] = {"/usr",   "/bin",    "/sbin", "/lib",
+						  "/lib64", "/etc",    "/proc", "/dev",
+						  "/tmp",   "/output", "/data"};
 		for (size_t i = 0; i < ELEMENTSOF(bad); i++)
 			if (streq(p->workspace, bad[i]))
-				return moat_error_set(ret_err, "policy", EINVAL,
-						      "--workspace %s would replace a system directory",
-						      p->workspace);
+				return moat_error_set(
+					ret_err, "policy", EINVAL,
+					"--workspace %s would replace a system directory",
+					p->workspace);
 	}
 	if (p->net != MOAT_NET_ALLOW && (p->n_allow_hosts || p->n_allow_cidrs || p->n_secrets))
-		return moat_error_set(ret_err, "policy", EINVAL,
-				      "allow rules and secrets need network mode \"allow\" (mode is %s)",
-				      p->net == MOAT_NET_HOST ? "host" : "none");
+		return moat_error_set(
+			ret_err, "policy", EINVAL,
+			"allow rules and secrets need network mode \"allow\" (mode is %s)",
+			p->net == MOAT_NET_HOST ? "host" : "none");
 	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
 		for (unsigned j = 0; j < p->n_deny_syscalls; j++)
 			if (streq(p->allow_syscalls[i], p->deny_syscalls[j]))
@@ -1787,7 +1830,7 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 	for (unsigned i = 0; i < p->n_secrets; i++)
 		for (unsigned j = i + 1; j < p->n_secrets; j++)
 			if (streq(p->secrets[i].name, p->secrets[j].name))
-				return moat_error_set(ret_err, "policy", EINVAL, "secret %s given twice",
-						      p->secrets[i].name);
+				return moat_error_set(ret_err, "policy", EINVAL,
+						      "secret %s given twice", p->secrets[i].name);
 	return 0;
 }

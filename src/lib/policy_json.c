@@ -37,7 +37,7 @@ static json_t *rules_json(const struct moat_host_rule *r, unsigned n)
 		size_t len = (size_t)snprintf(buf, sizeof(buf), "%s", r[i].pattern);
 		for (unsigned j = 0; j < r[i].n_ports && len < sizeof(buf) - 8; j++)
 			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%c%u", j ? ',' : ':',
-						 r[i].ports[j]);
+						r[i].ports[j]);
 		json_array_append_new(a, json_string(buf));
 	}
 	return a;
@@ -48,12 +48,12 @@ static json_t *size_json(uint64_t v)
 	return json_integer((json_int_t)v);
 }
 
-static const char *const ws_modes[] = { "overlay", "rw", "ro" };
-static const char *const net_modes[] = { "none", "allow", "host" };
-static const char *const tty_modes[] = { "auto", "always", "never" };
-static const char *const apply_modes[] = { "safe", "never", "all" };
-static const char *const mount_types[] = { "ro", "rw", "tmpfs", "hide" };
-static const char *const secret_sources[] = { "from_env", "from_file", "from_command" };
+static const char *const ws_modes[] = {"overlay", "rw", "ro"};
+static const char *const net_modes[] = {"none", "allow", "host"};
+static const char *const tty_modes[] = {"auto", "always", "never"};
+static const char *const apply_modes[] = {"safe", "never", "all"};
+static const char *const mount_types[] = {"ro", "rw", "tmpfs", "hide"};
+static const char *const secret_sources[] = {"from_env", "from_file", "from_command"};
 
 int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 {
@@ -148,11 +148,14 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	if (p->n_http_rules) {
 		json_t *hr = json_array();
 		for (unsigned i = 0; i < p->n_http_rules; i++)
-			json_array_append_new(
-				hr, json_pack("{s:s,s:o,s:o}", "host", p->http_rules[i].host, "methods",
-					      strv_json(p->http_rules[i].methods, p->http_rules[i].n_methods),
-					      "paths",
-					      strv_json(p->http_rules[i].paths, p->http_rules[i].n_paths)));
+			json_array_append_new(hr,
+					      json_pack("{s:s,s:o,s:o}", "host",
+							p->http_rules[i].host, "methods",
+							strv_json(p->http_rules[i].methods,
+								  p->http_rules[i].n_methods),
+							"paths",
+							strv_json(p->http_rules[i].paths,
+								  p->http_rules[i].n_paths)));
 		json_object_set_new(net, "http_rules", hr);
 	}
 	if (p->upstream_ca)
@@ -183,7 +186,8 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 		json_object_set_new(audit, "on_alert", json_string(p->on_alert));
 	json_object_set_new(audit, "record_exec", json_boolean(p->record_exec));
 	json_object_set_new(audit, "apply", json_string(apply_modes[p->apply]));
-	json_object_set_new(audit, "flag_patterns", strv_json(p->flag_patterns, p->n_flag_patterns));
+	json_object_set_new(audit, "flag_patterns",
+			    strv_json(p->flag_patterns, p->n_flag_patterns));
 	json_object_set_new(audit, "quiet", json_boolean(p->quiet));
 	json_object_set_new(root, "audit", audit);
 
@@ -207,17 +211,19 @@ int moat_policy_plan_text(const struct moat_policy *p, char **ret_text)
 	return r;
 }
 
-int moat_status_write_json(const struct moat_status *st, const char *path, struct moat_error *ret_err)
+int moat_status_write_json(const struct moat_status *st, const char *path,
+			   struct moat_error *ret_err)
 {
-	json_t *o = json_pack(
-		"{s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "v", 1, "run",
-		st->run_id, "reason", moat_reason_name(st->reason), "exit_code", st->exit_code,
-		"status", st->status, "signal", st->signal, "wall_s", (double)st->wall_us / 1e6,
-		"cpu_user_s", (double)st->cpu_user_us / 1e6, "cpu_sys_s", (double)st->cpu_sys_us / 1e6,
-		"mem_peak", (json_int_t)st->mem_peak, "pids_peak", (json_int_t)st->pids_peak,
-		"denied_syscalls", (json_int_t)st->denied_syscalls, "net_allowed",
-		(json_int_t)st->net_allowed, "net_denied", (json_int_t)st->net_denied, "execs",
-		(json_int_t)st->execs, "degraded", st->degraded);
+	json_t *o =
+		json_pack("{s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "v",
+			  1, "run", st->run_id, "reason", moat_reason_name(st->reason), "exit_code",
+			  st->exit_code, "status", st->status, "signal", st->signal, "wall_s",
+			  (double)st->wall_us / 1e6, "cpu_user_s", (double)st->cpu_user_us / 1e6,
+			  "cpu_sys_s", (double)st->cpu_sys_us / 1e6, "mem_peak",
+			  (json_int_t)st->mem_peak, "pids_peak", (json_int_t)st->pids_peak,
+			  "denied_syscalls", (json_int_t)st->denied_syscalls, "net_allowed",
+			  (json_int_t)st->net_allowed, "net_denied", (json_int_t)st->net_denied,
+			  "execs", (json_int_t)st->execs, "degraded", st->degraded);
 	if (!o)
 		return -ENOMEM;
 	char *s = json_dumps(o, JSON_COMPACT);
@@ -228,7 +234,8 @@ int moat_status_write_json(const struct moat_status *st, const char *path, struc
 	if (fd < 0) {
 		int e = errno;
 		free(s);
-		return moat_error_set(ret_err, "status", e, "cannot write status %s: %s", path, strerror(e));
+		return moat_error_set(ret_err, "status", e, "cannot write status %s: %s", path,
+				      strerror(e));
 	}
 	size_t len = strlen(s);
 	ssize_t n = write(fd, s, len);
@@ -237,6 +244,7 @@ int moat_status_write_json(const struct moat_status *st, const char *path, struc
 	close(fd);
 	free(s);
 	if (n != (ssize_t)len)
-		return moat_error_set(ret_err, "status", n < 0 ? e : EIO, "cannot write status %s", path);
+		return moat_error_set(ret_err, "status", n < 0 ? e : EIO, "cannot write status %s",
+				      path);
 	return 0;
 }

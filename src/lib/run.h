@@ -26,6 +26,7 @@ struct moat_run {
 	int epfd, sigfd, timerfd;
 	bool timed_out, grace_armed, init_exited, interrupted;
 	int status_record; /* the command's wait status from init, or -1 */
+	int exec_errno; /* the command could not be executed: why */
 
 	int uid_slot_fd; /* root mode: lock held on the allocated host uid */
 

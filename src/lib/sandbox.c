@@ -12,6 +12,7 @@
 #include <linux/openat2.h>
 #include <net/if.h>
 #include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -46,13 +47,13 @@ static struct moat_sandbox *g_sb;
 const char *moat_setup_stage_name(enum moat_setup_stage s)
 {
 	static const char *const names[] = {
-		[MOAT_STAGE_NONE] = "setup",	     [MOAT_STAGE_SYNC] = "sync",
-		[MOAT_STAGE_IDENTITY] = "identity",  [MOAT_STAGE_HOSTNAME] = "hostname",
-		[MOAT_STAGE_NETWORK] = "network",    [MOAT_STAGE_MOUNT] = "mount",
-		[MOAT_STAGE_PIVOT] = "pivot_root",   [MOAT_STAGE_CHDIR] = "chdir",
-		[MOAT_STAGE_CAPS] = "capabilities",  [MOAT_STAGE_RLIMIT] = "rlimits",
-		[MOAT_STAGE_LANDLOCK] = "landlock",  [MOAT_STAGE_SECCOMP] = "seccomp",
-		[MOAT_STAGE_PTY] = "pty",	     [MOAT_STAGE_FORK] = "fork",
+		[MOAT_STAGE_NONE] = "setup",	    [MOAT_STAGE_SYNC] = "sync",
+		[MOAT_STAGE_IDENTITY] = "identity", [MOAT_STAGE_HOSTNAME] = "hostname",
+		[MOAT_STAGE_NETWORK] = "network",   [MOAT_STAGE_MOUNT] = "mount",
+		[MOAT_STAGE_PIVOT] = "pivot_root",  [MOAT_STAGE_CHDIR] = "chdir",
+		[MOAT_STAGE_CAPS] = "capabilities", [MOAT_STAGE_RLIMIT] = "rlimits",
+		[MOAT_STAGE_LANDLOCK] = "landlock", [MOAT_STAGE_SECCOMP] = "seccomp",
+		[MOAT_STAGE_PTY] = "pty",	    [MOAT_STAGE_FORK] = "fork",
 		[MOAT_STAGE_EXEC] = "exec",
 	};
 	return (size_t)s < ELEMENTSOF(names) && names[s] ? names[s] : "setup";
@@ -61,7 +62,7 @@ const char *moat_setup_stage_name(enum moat_setup_stage s)
 /* Report a failed step and exit. errno-style err is positive. */
 static _Noreturn _printf_(4, 5) void die(int stage, int err, int step, const char *fmt, ...)
 {
-	struct moat_setup_error e = { .stage = stage, .err = err, .step = step };
+	struct moat_setup_error e = {.stage = stage, .err = err, .step = step};
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(e.detail, sizeof(e.detail), fmt, ap);
@@ -78,8 +79,8 @@ int moat_sandbox_send_fd(int sock, int kind, int fd)
 		struct cmsghdr align;
 	} u;
 	int32_t k = kind;
-	struct iovec iov = { .iov_base = &k, .iov_len = sizeof(k) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 	memset(&u, 0, sizeof(u));
 	if (fd >= 0) {
 		m.msg_control = u.buf;
@@ -103,9 +104,11 @@ int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd)
 		struct cmsghdr align;
 	} u;
 	int32_t k = 0;
-	struct iovec iov = { .iov_base = &k, .iov_len = sizeof(k) };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf) };
+	struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
 	ssize_t n;
 	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0)
 		if (errno != EINTR)
@@ -222,25 +225,32 @@ static int open_mountpoint(const char *dest, bool file, int step)
 	return fd;
 }
 
-static long openat2_(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
+long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
-	struct open_how how = { .flags = flags, .resolve = resolve };
+	struct open_how how = {.flags = flags, .resolve = resolve};
 	return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
 /* Opens a bind source. User paths under the workspace are resolved beneath
  * it without following any symlink: the sandbox may have planted them. */
-static int open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow)
+int moat_sandbox_open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow)
 {
 	uint64_t fl = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
-	if ((s->flags & MOAT_STEPF_USER) && !(s->flags & MOAT_STEPF_WORKSPACE) && ws && ws_fd >= 0) {
+	if ((s->flags & MOAT_STEPF_USER) && !(s->flags & MOAT_STEPF_WORKSPACE) && ws &&
+	    ws_fd >= 0) {
 		size_t n = strlen(ws);
 		if (strncmp(s->src, ws, n) == 0 && s->src[n] == '/')
-			return (int)openat2_(ws_fd, s->src + n + 1, fl,
-					     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-						     RESOLVE_NO_MAGICLINKS);
+			return (int)moat_openat2(ws_fd, s->src + n + 1, fl,
+						 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+							 RESOLVE_NO_MAGICLINKS);
 	}
-	return (int)openat2_(AT_FDCWD, s->src, fl, RESOLVE_NO_MAGICLINKS);
+	return (int)moat_openat2(AT_FDCWD, s->src, fl, RESOLVE_NO_MAGICLINKS);
+}
+
+const char *moat_open_source_hint(int err)
+{
+	return err == ELOOP || err == EXDEV ? " (symlinks inside the workspace are not followed)"
+					    : "";
 }
 
 static uint64_t attr_for(const struct moat_step *s)
@@ -263,11 +273,12 @@ static void do_bind(const struct moat_step *s, int idx, int srcfd)
 	int tree = g_sb->premounted[idx];
 	if (tree < 0) {
 		tree = (int)open_tree(srcfd, "",
-				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+					      AT_RECURSIVE);
 		if (tree < 0)
 			die(MOAT_STAGE_MOUNT, errno, idx, "cannot clone mount of %s", s->src);
 	}
-	struct mount_attr ma = { .attr_set = attr_for(s) };
+	struct mount_attr ma = {.attr_set = attr_for(s)};
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot set %s on %s",
 		    s->flags & MOAT_STEPF_RO ? "read-only,nosuid,nodev" : "nosuid,nodev", s->src);
@@ -284,8 +295,15 @@ static void do_tmpfs(const struct moat_step *s, int idx)
 	int mp = open_mountpoint(s->dest, false, idx);
 	close(mp);
 	join(full, sizeof(full), NEWROOT, s->dest);
-	snprintf(opts, sizeof(opts), "mode=%04o,size=%llu", s->mode ? s->mode : 0755,
-		 (unsigned long long)(s->size ? s->size : 64u << 20));
+	/* writable areas belong to the sandbox user; the rest to nobody */
+	if (s->flags & MOAT_STEPF_WRITABLE)
+		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu,uid=%u,gid=%u",
+			 s->mode ? s->mode : 0755,
+			 (unsigned long long)(s->size ? s->size : 64u << 20),
+			 (unsigned)g_sb->p->uid, (unsigned)g_sb->p->gid);
+	else
+		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu", s->mode ? s->mode : 0755,
+			 (unsigned long long)(s->size ? s->size : 64u << 20));
 	unsigned long fl = MS_NOSUID | MS_NODEV | ((s->flags & MOAT_STEPF_NOEXEC) ? MS_NOEXEC : 0);
 	if (mount("tmpfs", full, "tmpfs", fl, opts) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount tmpfs at %s", s->dest);
@@ -332,25 +350,27 @@ static void do_proc(const struct moat_step *s, int idx)
 	join(full, sizeof(full), NEWROOT, s->dest);
 	if (mount("proc", full, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount proc at %s", s->dest);
-	static const char *const ro[] = { "sys", "sysrq-trigger", "irq", "bus", "fs" };
+	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
 	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
 		join3(sub, sizeof(sub), full, "/", ro[i]);
 		int fd = open(sub, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		int tree = (int)open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-							  AT_RECURSIVE);
-		struct mount_attr ma = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-						     MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
-		if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
-		    move_mount(tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		int tree = (int)open_tree(
+			fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+		if (tree < 0 ||
+		    mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
+		    move_mount(tree, "", fd, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			die(MOAT_STAGE_MOUNT, errno, idx, "cannot make /proc/%s read-only", ro[i]);
 		close(tree);
 		close(fd);
 	}
 	/* masked with an empty read-only file: kernel memory, keys, timers */
-	static const char *const masked[] = { "kcore", "keys", "timer_list", "sched_debug",
-					      "kallsyms", "kpagecount", "kpageflags", "sysvipc" };
+	static const char *const masked[] = {"kcore",	 "keys",       "timer_list", "sched_debug",
+					     "kallsyms", "kpagecount", "kpageflags", "sysvipc"};
 	int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
 	for (size_t i = 0; devnull >= 0 && i < ELEMENTSOF(masked); i++) {
 		join3(sub, sizeof(sub), full, "/", masked[i]);
@@ -358,15 +378,19 @@ static void do_proc(const struct moat_step *s, int idx)
 		if (lstat(sub, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			if (mount("tmpfs", sub, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			if (mount("tmpfs", sub, "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				  "size=0,mode=0555") < 0)
-				die(MOAT_STAGE_MOUNT, errno, idx, "cannot mask /proc/%s", masked[i]);
+				die(MOAT_STAGE_MOUNT, errno, idx, "cannot mask /proc/%s",
+				    masked[i]);
 			continue;
 		}
-		int tree = (int)open_tree(devnull, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		int tree = (int)open_tree(devnull, "",
+					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 		int mpfd = open(sub, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (tree < 0 || mpfd < 0 ||
-		    move_mount(tree, "", mpfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		    move_mount(tree, "", mpfd, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			die(MOAT_STAGE_MOUNT, errno, idx, "cannot mask /proc/%s", masked[i]);
 		close(tree);
 		close(mpfd);
@@ -402,15 +426,15 @@ static void do_hide(const struct moat_step *s, int idx)
 		return;
 	}
 	if (S_ISLNK(st.st_mode))
-		die(MOAT_STAGE_MOUNT, ELOOP, idx, "cannot hide %s: it is a symlink (hide its target)",
-		    s->dest);
+		die(MOAT_STAGE_MOUNT, ELOOP, idx,
+		    "cannot hide %s: it is a symlink (hide its target)", s->dest);
 	int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
-	int tree = devnull < 0 ? -1 :
-				 (int)open_tree(devnull, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-								     AT_EMPTY_PATH);
+	int tree = devnull < 0
+		? -1
+		: (int)open_tree(devnull, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	int mpfd = open(full, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	struct mount_attr ma = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-					     MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+	struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+					MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
 	if (tree < 0 || mpfd < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
 	    move_mount(tree, "", mpfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hide %s", s->dest);
@@ -423,7 +447,7 @@ static void do_readonly(const struct moat_step *s, int idx)
 {
 	char full[MOAT_MAX_PATH];
 	join(full, sizeof(full), NEWROOT, s->dest);
-	struct mount_attr ma = { .attr_set = MOUNT_ATTR_RDONLY };
+	struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY};
 	if (mount_setattr(AT_FDCWD, full, 0, &ma, sizeof(ma)) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot make %s read-only", s->dest);
 }
@@ -440,7 +464,8 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 	snprintf(sz, sizeof(sz), "mode=0700,size=%llu", (unsigned long long)s->size);
 	if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, sz) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount overlay tmpfs");
-	if (mkdir(NEWROOT "/.moat-ovl/upper", 0755) < 0 || mkdir(NEWROOT "/.moat-ovl/work", 0755) < 0)
+	if (mkdir(NEWROOT "/.moat-ovl/upper", 0755) < 0 ||
+	    mkdir(NEWROOT "/.moat-ovl/work", 0755) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create overlay dirs");
 	int mp = open_mountpoint(s->dest, false, idx);
 	close(mp);
@@ -463,17 +488,20 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 	rmdir(base);
 }
 
-static void apply_plan(void)
+static int srcfd[MOAT_PLAN_MAX_STEPS];
+
+/* Phase 1, still as the caller's host identity (in root mode the sources may
+ * be readable only by their owner): resolve every source. */
+static void open_sources(void)
 {
 	const struct moat_plan *pl = g_sb->plan;
 	const struct moat_policy *p = g_sb->p;
-	int srcfd[MOAT_PLAN_MAX_STEPS];
 	int ws_fd = -1;
 
 	/* 1. Resolve every source before anything is mounted over. */
 	if (p->workspace) {
-		ws_fd = (int)openat2_(AT_FDCWD, p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC,
-				      RESOLVE_NO_MAGICLINKS);
+		ws_fd = (int)moat_openat2(AT_FDCWD, p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC,
+					  RESOLVE_NO_MAGICLINKS);
 		if (ws_fd < 0)
 			die(MOAT_STAGE_MOUNT, errno, -1, "cannot open workspace %s", p->workspace);
 	}
@@ -484,17 +512,24 @@ static void apply_plan(void)
 			continue;
 		if (g_sb->premounted[i] >= 0)
 			continue;
-		int fd = open_source(s, ws_fd, p->workspace, s->flags & MOAT_STEPF_MIRROR_LINK);
+		int fd = moat_sandbox_open_source(s, ws_fd, p->workspace,
+						  s->flags & MOAT_STEPF_MIRROR_LINK);
 		if (fd < 0) {
 			if (errno == ENOENT && (s->flags & MOAT_STEPF_OPTIONAL))
 				continue;
 			die(MOAT_STAGE_MOUNT, errno, (int)i, "cannot open %s%s", s->src,
-			    errno == ELOOP || errno == EXDEV ?
-				    " (symlinks inside the workspace are not followed)" :
-				    "");
+			    moat_open_source_hint(errno));
 		}
 		srcfd[i] = fd;
 	}
+	if (ws_fd >= 0)
+		close(ws_fd);
+}
+
+/* Phase 2, as the sandbox user with the namespace's capabilities. */
+static void apply_plan(void)
+{
+	const struct moat_plan *pl = g_sb->plan;
 
 	/* 2. The new root: a private tmpfs, read-only once assembled. */
 	if (mount("moat", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
@@ -516,10 +551,11 @@ static void apply_plan(void)
 				struct stat st;
 				if (fstat(srcfd[i], &st) == 0 && S_ISLNK(st.st_mode)) {
 					char target[MOAT_MAX_PATH];
-					ssize_t n = readlinkat(srcfd[i], "", target, sizeof(target) - 1);
+					ssize_t n = readlinkat(srcfd[i], "", target,
+							       sizeof(target) - 1);
 					if (n < 0)
-						die(MOAT_STAGE_MOUNT, errno, idx, "cannot read link %s",
-						    s->src);
+						die(MOAT_STAGE_MOUNT, errno, idx,
+						    "cannot read link %s", s->src);
 					target[n] = 0;
 					do_symlink(target, s->dest, idx);
 					break;
@@ -536,8 +572,10 @@ static void apply_plan(void)
 				char full[MOAT_MAX_PATH];
 				join(full, sizeof(full), NEWROOT, s->dest);
 				int ofd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-				if (ofd < 0 || moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_OUTPUT, ofd) < 0)
-					die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand /output to moat");
+				if (ofd < 0 ||
+				    moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_OUTPUT, ofd) < 0)
+					die(MOAT_STAGE_MOUNT, errno, idx,
+					    "cannot hand /output to moat");
 				close(ofd);
 			}
 			break;
@@ -572,8 +610,6 @@ static void apply_plan(void)
 	for (unsigned i = 0; i < pl->n_steps; i++)
 		if (srcfd[i] >= 0)
 			close(srcfd[i]);
-	if (ws_fd >= 0)
-		close(ws_fd);
 }
 
 static void enter_root(void)
@@ -587,7 +623,8 @@ static void enter_root(void)
 		die(MOAT_STAGE_PIVOT, errno, -1, "cannot detach the old root");
 	if (chdir("/") < 0)
 		die(MOAT_STAGE_PIVOT, errno, -1, "chdir / failed");
-	struct mount_attr ma = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	struct mount_attr ma = {.attr_set =
+					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	if (mount_setattr(AT_FDCWD, "/", 0, &ma, sizeof(ma)) < 0)
 		die(MOAT_STAGE_PIVOT, errno, -1, "cannot make / read-only");
 }
@@ -595,7 +632,7 @@ static void enter_root(void)
 static void loopback_up(void)
 {
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = { 0 };
+	struct ifreq ifr = {0};
 	if (s < 0)
 		die(MOAT_STAGE_NETWORK, errno, -1, "socket for loopback setup");
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
@@ -611,18 +648,19 @@ static void loopback_up(void)
  * nothing can regain them, no_new_privs. */
 static void drop_privileges(void)
 {
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-					     SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-					     SECBIT_NO_CAP_AMBIENT_RAISE |
-					     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+	if (prctl(PR_SET_SECUREBITS,
+		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+			  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot lock securebits");
 	for (int c = 0; c <= 63; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			die(MOAT_STAGE_CAPS, errno, -1, "cannot drop capability %d from the bounding set", c);
+			die(MOAT_STAGE_CAPS, errno, -1,
+			    "cannot drop capability %d from the bounding set", c);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot clear ambient capabilities");
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { 0 };
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {0};
 	if (syscall(SYS_capset, &h, d) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot clear capabilities");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -632,17 +670,17 @@ static void drop_privileges(void)
 static void set_rlimits(void)
 {
 	const struct moat_policy *p = g_sb->p;
-	struct rlimit zero = { 0, 0 };
+	struct rlimit zero = {0, 0};
 	if (setrlimit(RLIMIT_CORE, &zero) < 0)
 		die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_CORE");
 	if (p->nofile) {
-		struct rlimit r = { p->nofile, p->nofile };
+		struct rlimit r = {p->nofile, p->nofile};
 		if (setrlimit(RLIMIT_NOFILE, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_NOFILE to %llu",
 			    (unsigned long long)p->nofile);
 	}
 	if (p->fsize) {
-		struct rlimit r = { p->fsize, p->fsize };
+		struct rlimit r = {p->fsize, p->fsize};
 		if (setrlimit(RLIMIT_FSIZE, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_FSIZE");
 	}
@@ -658,7 +696,8 @@ static _Noreturn void exec_command(const sigset_t *oldmask, int pty_slave_fd)
 		die(MOAT_STAGE_EXEC, errno, -1, "setsid failed");
 	if (pty_slave_fd >= 0) {
 		if (ioctl(pty_slave_fd, TIOCSCTTY, 0) < 0)
-			die(MOAT_STAGE_PTY, errno, -1, "cannot make the pty the controlling terminal");
+			die(MOAT_STAGE_PTY, errno, -1,
+			    "cannot make the pty the controlling terminal");
 		for (int i = 0; i < 3; i++)
 			if (sb->tty_fds[i] && dup2(pty_slave_fd, i) < 0)
 				die(MOAT_STAGE_PTY, errno, -1, "dup2 pty");
@@ -697,7 +736,7 @@ static void wipe_args_and_env(void)
 	buf[n] = 0;
 	/* fields after the parenthesised comm; arg_start is field 48 */
 	char *c = strrchr(buf, ')');
-	unsigned long long v[52] = { 0 };
+	unsigned long long v[52] = {0};
 	int field = 3; /* c + 2 is field 3, the state letter */
 	if (!c || !c[1] || !c[2])
 		die(MOAT_STAGE_SYNC, EPROTO, -1, "unexpected /proc/self/stat");
@@ -722,6 +761,18 @@ static void wipe_args_and_env(void)
 	}
 	if (env_end > env_start && env_end - env_start < (64u << 20))
 		memset((void *)(uintptr_t)env_start, 0, env_end - env_start);
+}
+
+/* A change of uid/gid clears the parent-death signal: set it again, then make
+ * sure moat did not die in between (the read end of the setup pipe is then
+ * closed and the write end reports an error). */
+static void rearm_parent_death(void)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(MOAT_EXIT_SETUP);
+	struct pollfd pfd = {.fd = g_sb->setup_w, .events = POLLOUT};
+	if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLHUP)))
+		_exit(MOAT_EXIT_SETUP);
 }
 
 _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
@@ -752,10 +803,6 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	/* The supervisor has placed us in our cgroup: make it our cgroup root. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		die(MOAT_STAGE_IDENTITY, errno, -1, "cannot create the cgroup namespace");
-	if (setresgid(sb->p->gid, sb->p->gid, sb->p->gid) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)sb->p->gid);
-	if (setresuid(sb->p->uid, sb->p->uid, sb->p->uid) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)sb->p->uid);
 	if (sethostname(sb->p->hostname, strlen(sb->p->hostname)) < 0)
 		die(MOAT_STAGE_HOSTNAME, errno, -1, "sethostname");
 	if (setdomainname("", 0) < 0)
@@ -767,6 +814,15 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		die(MOAT_STAGE_MOUNT, errno, -1, "cannot make mounts private");
+	open_sources();
+	/* The sandbox identity, after the sources are open: in root mode they were
+	 * opened as their owner (the caller), not as the sandbox's host uid. The
+	 * namespace capabilities stay: uid 0 is not mapped, so no setuid fixup. */
+	if (setresgid(sb->p->gid, sb->p->gid, sb->p->gid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)sb->p->gid);
+	if (setresuid(sb->p->uid, sb->p->uid, sb->p->uid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)sb->p->uid);
+	rearm_parent_death();
 	apply_plan();
 	enter_root();
 	if (chdir(sb->plan->cwd) < 0)
@@ -797,7 +853,8 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
 	if (notify_fd >= 0) {
 		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY, notify_fd) < 0)
-			die(MOAT_STAGE_SECCOMP, errno, -1, "cannot hand the seccomp listener to moat");
+			die(MOAT_STAGE_SECCOMP, errno, -1,
+			    "cannot hand the seccomp listener to moat");
 		close(notify_fd);
 	}
 	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)

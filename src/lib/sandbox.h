@@ -43,11 +43,11 @@ struct moat_setup_error {
 
 /* Kinds of file descriptors the init hands to the supervisor. */
 enum moat_fd_kind {
-	MOAT_FD_OUTPUT = 1,  /* the /output tmpfs root, collected after the run */
-	MOAT_FD_PTY = 2,     /* the pty master from the sandbox's own devpts */
-	MOAT_FD_NOTIFY = 3,  /* the seccomp user-notification listener */
-	MOAT_FD_UPPER = 4,   /* the overlay upper dir of the workspace */
-	MOAT_FD_DONE = 99,   /* no more fds follow */
+	MOAT_FD_OUTPUT = 1, /* the /output tmpfs root, collected after the run */
+	MOAT_FD_PTY = 2, /* the pty master from the sandbox's own devpts */
+	MOAT_FD_NOTIFY = 3, /* the seccomp user-notification listener */
+	MOAT_FD_UPPER = 4, /* the overlay upper dir of the workspace */
+	MOAT_FD_DONE = 99, /* no more fds follow */
 };
 
 struct moat_sandbox {
@@ -63,8 +63,8 @@ struct moat_sandbox {
 	bool use_pty;
 	bool tty_fds[3]; /* which of 0..2 were terminals (pty mode replaces them) */
 
-	int setup_w, setup_r;	/* sandbox -> supervisor: error record or EOF at exec */
-	int go_r, go_w;		/* supervisor -> sandbox: maps written, proceed */
+	int setup_w, setup_r; /* sandbox -> supervisor: error record or EOF at exec */
+	int go_r, go_w; /* supervisor -> sandbox: maps written, proceed */
 	int status_w, status_r; /* init -> supervisor: the command's wait status */
 	int sock_child, sock_sup; /* fd passing, sandbox -> supervisor */
 
@@ -74,6 +74,12 @@ struct moat_sandbox {
 
 /* The sandbox's init: runs in the cloned child, never returns. */
 _Noreturn void moat_sandbox_init(struct moat_sandbox *sb);
+
+/* Opens a bind source as O_PATH: paths under the workspace are resolved beneath
+ * it without following any symlink (the sandbox may have planted them). */
+int moat_sandbox_open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow);
+const char *moat_open_source_hint(int err);
+long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
 
 const char *moat_setup_stage_name(enum moat_setup_stage s);
 

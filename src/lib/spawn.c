@@ -12,7 +12,10 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <linux/openat2.h>
+#include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/random.h>
@@ -106,7 +109,8 @@ static int build_env(struct moat_run *r)
 	snprintf(home, sizeof(home), "/home/%s", p->user);
 	const char *term = getenv("TERM");
 	const char *lang = getenv("LANG");
-	if ((k = env_push(r, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")) < 0 ||
+	if ((k = env_push(r, "PATH",
+			  "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")) < 0 ||
 	    (k = env_push(r, "HOME", home)) < 0 || (k = env_push(r, "USER", p->user)) < 0 ||
 	    (k = env_push(r, "LOGNAME", p->user)) < 0 ||
 	    (k = env_push(r, "TERM", term && *term && strlen(term) < 64 ? term : "dumb")) < 0 ||
@@ -183,15 +187,114 @@ static int write_maps(struct moat_run *r)
 	char map[64];
 	int k;
 	if ((k = write_file(r->init_pid, "setgroups", "deny")) < 0)
-		return moat_error_set(r->err, "identity", -k, "cannot deny setgroups: %s", strerror(-k));
+		return moat_error_set(r->err, "identity", -k, "cannot deny setgroups: %s",
+				      strerror(-k));
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)r->p->uid, (unsigned)r->sb.host_uid);
 	if ((k = write_file(r->init_pid, "uid_map", map)) < 0)
-		return moat_error_set(r->err, "identity", -k, "cannot write uid_map (%u -> host %u): %s",
+		return moat_error_set(r->err, "identity", -k,
+				      "cannot write uid_map (%u -> host %u): %s",
 				      (unsigned)r->p->uid, (unsigned)r->sb.host_uid, strerror(-k));
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)r->p->gid, (unsigned)r->sb.host_gid);
 	if ((k = write_file(r->init_pid, "gid_map", map)) < 0)
-		return moat_error_set(r->err, "identity", -k, "cannot write gid_map (%u -> host %u): %s",
+		return moat_error_set(r->err, "identity", -k,
+				      "cannot write gid_map (%u -> host %u): %s",
 				      (unsigned)r->p->gid, (unsigned)r->sb.host_gid, strerror(-k));
+	return 0;
+}
+
+/* Root mode: the sandbox's uid is an unprivileged host uid that owns nothing,
+ * so the user's own directories are bound through idmapped mounts in which
+ * their owner appears as the sandbox user (and the sandbox's writes land as
+ * that owner). Needs CAP_SYS_ADMIN in the initial namespace, so the
+ * supervisor prepares these detached mounts before clone. */
+static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_fd)
+{
+	int pfd[2];
+	char map[64], path[64];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return negerrno();
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return negerrno();
+	}
+	if (pid == 0) {
+		char c;
+		close(pfd[1]);
+		if (unshare(CLONE_NEWUSER) < 0)
+			_exit(1);
+		/* wait until the parent has opened our namespace, then leave */
+		(void)!read(pfd[0], &c, 1);
+		_exit(0);
+	}
+	close(pfd[0]);
+	int k = 0;
+	/* the child unshares asynchronously: wait until its ns differs from ours */
+	for (int tries = 0; tries < 1000; tries++) {
+		struct stat a, b;
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		if (stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 &&
+		    a.st_ino != b.st_ino)
+			break;
+		usleep(50);
+	}
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner, (unsigned)r->sb.host_uid);
+	if ((k = write_file(pid, "uid_map", map)) >= 0) {
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)group, (unsigned)r->sb.host_gid);
+		k = write_file(pid, "gid_map", map);
+	}
+	if (k >= 0) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		*ret_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*ret_fd < 0)
+			k = negerrno();
+	}
+	close(pfd[1]);
+	waitpid(pid, NULL, 0);
+	return k;
+}
+
+static int prepare_idmapped(struct moat_run *r)
+{
+	const struct moat_plan *pl = r->plan;
+	_cleanup_close_ int ws_fd = -1;
+	if (r->p->workspace)
+		ws_fd = (int)moat_openat2(AT_FDCWD, r->p->workspace,
+					  O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		if (s->op != MOAT_STEP_BIND || !(s->flags & MOAT_STEPF_USER))
+			continue;
+		_cleanup_close_ int src =
+			moat_sandbox_open_source(s, ws_fd, r->p->workspace, false);
+		struct stat st;
+		if (src < 0 || fstat(src, &st) < 0)
+			return moat_error_set(
+				r->err, "mount", errno,
+				"mount step failed (plan step %u): cannot open %s%s: %s", i + 1,
+				s->src, moat_open_source_hint(errno), strerror(errno));
+		_cleanup_close_ int uns = -1;
+		int k = idmap_userns(r, st.st_uid, st.st_gid, &uns);
+		if (k < 0)
+			return moat_error_set(r->err, "mount", -k,
+					      "cannot create the id mapping for %s: %s", s->src,
+					      strerror(-k));
+		int tree = (int)open_tree(src, "",
+					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+						  AT_RECURSIVE);
+		if (tree < 0)
+			return moat_error_set(r->err, "mount", errno,
+					      "cannot clone mount of %s: %s", s->src,
+					      strerror(errno));
+		r->sb.premounted[i] = tree;
+		struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)uns};
+		if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0)
+			return moat_error_set(
+				r->err, "mount", errno,
+				"cannot make an idmapped mount of %s (owner %u shown as the sandbox user): %s",
+				s->src, (unsigned)st.st_uid, strerror(errno));
+	}
 	return 0;
 }
 
@@ -200,16 +303,17 @@ static int write_maps(struct moat_run *r)
 static pid_t clone_sandbox(struct moat_run *r, int *ret_pidfd)
 {
 	uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-			 CLONE_PIDFD;
+		CLONE_PIDFD;
 	if (r->p->net != MOAT_NET_HOST)
 		flags |= CLONE_NEWNET;
-	struct clone_args ca = { .flags = flags, .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
-				 .exit_signal = SIGCHLD };
+	struct clone_args ca = {
+		.flags = flags, .pidfd = (uint64_t)(uintptr_t)ret_pidfd, .exit_signal = SIGCHLD};
 	moat_supervise_clone_args(r, &ca);
 	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid < 0 && errno == ENOSYS) {
 		/* kernels before 5.3: clone with a pidfd through the parent_tid slot */
-		pid = syscall(SYS_clone, (unsigned long)(flags | SIGCHLD), NULL, ret_pidfd, NULL, 0);
+		pid = syscall(SYS_clone, (unsigned long)(flags | SIGCHLD), NULL, ret_pidfd, NULL,
+			      0);
 	}
 	return (pid_t)pid;
 }
@@ -244,7 +348,7 @@ static ssize_t relay_once(int from, int to)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
-			struct pollfd pfd = { .fd = to, .events = POLLOUT };
+			struct pollfd pfd = {.fd = to, .events = POLLOUT};
 			poll(&pfd, 1, 1000);
 			continue;
 		}
@@ -257,18 +361,25 @@ static ssize_t relay_once(int from, int to)
 
 /* ---- the loop --------------------------------------------------------------- */
 
-enum { EV_PIDFD = 1, EV_SIGNAL, EV_TIMER, EV_TTY_IN, EV_PTY, EV_EXTRA };
+enum {
+	EV_PIDFD = 1,
+	EV_SIGNAL,
+	EV_TIMER,
+	EV_TTY_IN,
+	EV_PTY,
+	EV_EXTRA
+};
 
 static int ep_add(int epfd, int fd, uint32_t tag)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? negerrno() : 0;
 }
 
 static void arm_timer(int tfd, uint64_t ms)
 {
-	struct itimerspec its = { .it_value = { .tv_sec = (time_t)(ms / 1000),
-						.tv_nsec = (long)(ms % 1000) * 1000000L } };
+	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ms / 1000),
+					      .tv_nsec = (long)(ms % 1000) * 1000000L}};
 	if (ms == 0)
 		its.it_value.tv_nsec = 1;
 	timerfd_settime(tfd, 0, &its, NULL);
@@ -317,7 +428,8 @@ static int event_loop(struct moat_run *r)
 {
 	struct epoll_event evs[16];
 	int k;
-	if ((k = ep_add(r->epfd, r->pidfd, EV_PIDFD)) < 0 || (k = ep_add(r->epfd, r->sigfd, EV_SIGNAL)) < 0)
+	if ((k = ep_add(r->epfd, r->pidfd, EV_PIDFD)) < 0 ||
+	    (k = ep_add(r->epfd, r->sigfd, EV_SIGNAL)) < 0)
 		return k;
 	if (r->timerfd >= 0 && (k = ep_add(r->epfd, r->timerfd, EV_TIMER)) < 0)
 		return k;
@@ -425,15 +537,16 @@ static int wait_setup(struct moat_run *r)
 				      "the sandbox died during setup without saying why");
 	e.detail[sizeof(e.detail) - 1] = 0;
 	if (e.stage == MOAT_STAGE_EXEC) {
-		moat_error_set(r->err, "exec", e.err, "cannot execute %s: %s", e.detail,
-			       strerror(e.err));
-		return e.err == ENOENT ? -ENOENT : -ENOEXEC;
+		r->exec_errno = e.err ? e.err : ENOEXEC;
+		return moat_error_set(r->err, "exec", e.err, "cannot execute %s: %s", e.detail,
+				      strerror(e.err));
 	}
 	char step[32] = "";
 	if (e.step >= 0)
 		snprintf(step, sizeof(step), " (plan step %d)", e.step + 1);
-	return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err, "%s step failed%s: %s: %s",
-			      moat_setup_stage_name(e.stage), step, e.detail, strerror(e.err));
+	return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err,
+			      "%s step failed%s: %s: %s", moat_setup_stage_name(e.stage), step,
+			      e.detail, strerror(e.err));
 }
 
 /* ---- run ------------------------------------------------------------------- */
@@ -497,10 +610,21 @@ static int pipe_pair(int *ret_r, int *ret_w)
 int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
 	     struct moat_error *ret_err)
 {
-	struct moat_run run = { .p = p, .st = ret_status, .err = ret_err, .pidfd = -1, .epfd = -1,
-				.sigfd = -1, .timerfd = -1, .output_fd = -1, .upper_fd = -1,
-				.pty_fd = -1, .notify_fd = -1, .tty_in = -1, .tty_out = -1,
-				.uid_slot_fd = -1, .status_record = -1 };
+	struct moat_run run = {.p = p,
+			       .st = ret_status,
+			       .err = ret_err,
+			       .pidfd = -1,
+			       .epfd = -1,
+			       .sigfd = -1,
+			       .timerfd = -1,
+			       .output_fd = -1,
+			       .upper_fd = -1,
+			       .pty_fd = -1,
+			       .notify_fd = -1,
+			       .tty_in = -1,
+			       .tty_out = -1,
+			       .uid_slot_fd = -1,
+			       .status_record = -1};
 	struct moat_run *r = &run;
 	sigset_t mask, oldmask;
 	int k;
@@ -527,7 +651,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		return -ENOMEM;
 	if ((k = moat_plan_build(p, r->plan)) < 0) {
 		run_free(r);
-		return moat_error_set(ret_err, "plan", -k, "the policy needs more setup steps than allowed");
+		return moat_error_set(ret_err, "plan", -k,
+				      "the policy needs more setup steps than allowed");
 	}
 	if ((k = build_env(r)) < 0)
 		goto fail;
@@ -543,9 +668,10 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		if (p->tty == MOAT_TTY_ALWAYS)
 			r->sb.tty_fds[0] = r->sb.tty_fds[1] = r->sb.tty_fds[2] = true;
 	} else if (any_tty) {
-		k = moat_error_set(ret_err, "tty", ENOTTY,
-				   "a standard stream is a terminal and --no-tty was given: redirect it "
-				   "(the sandbox never receives the host's terminal)");
+		k = moat_error_set(
+			ret_err, "tty", ENOTTY,
+			"a standard stream is a terminal and --no-tty was given: redirect it "
+			"(the sandbox never receives the host's terminal)");
 		goto fail;
 	}
 
@@ -559,7 +685,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 	for (unsigned i = 0; argv[i]; i++) {
 		if (i >= MOAT_MAX_ARGS) {
-			k = moat_error_set(ret_err, "usage", E2BIG, "more than %d arguments", MOAT_MAX_ARGS);
+			k = moat_error_set(ret_err, "usage", E2BIG, "more than %d arguments",
+					   MOAT_MAX_ARGS);
 			goto fail;
 		}
 		if (!(r->argv_copy[i] = strdup(argv[i]))) {
@@ -576,8 +703,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 			goto fail;
 		/* root's supplementary groups must not follow into the sandbox */
 		if (setgroups(0, NULL) < 0) {
-			k = moat_error_set(ret_err, "identity", errno, "cannot drop supplementary groups: %s",
-					   strerror(errno));
+			k = moat_error_set(ret_err, "identity", errno,
+					   "cannot drop supplementary groups: %s", strerror(errno));
 			goto fail;
 		}
 	} else {
@@ -585,6 +712,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		r->sb.host_gid = getegid();
 	}
 
+	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
+		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)
 		goto fail;
 
@@ -596,7 +725,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto fail;
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-		k = moat_error_set(ret_err, "setup", errno, "cannot create socketpair: %s", strerror(errno));
+		k = moat_error_set(ret_err, "setup", errno, "cannot create socketpair: %s",
+				   strerror(errno));
 		goto fail;
 	}
 	r->sb.sock_sup = sp[0];
@@ -616,20 +746,22 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	if (p->timeout_ms || true)
 		r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (r->sigfd < 0 || r->epfd < 0 || r->timerfd < 0) {
-		k = moat_error_set(ret_err, "setup", errno, "cannot create event fds: %s", strerror(errno));
+		k = moat_error_set(ret_err, "setup", errno, "cannot create event fds: %s",
+				   strerror(errno));
 		goto fail_mask;
 	}
 
 	pid_t pid = clone_sandbox(r, &r->pidfd);
 	if (pid < 0) {
 		int e = errno;
-		k = moat_error_set(ret_err, "namespaces", e,
-				   "cannot create the sandbox's namespaces (clone3 with user, mount, pid, "
-				   "ipc, uts%s namespaces): %s%s",
-				   p->net == MOAT_NET_HOST ? "" : ", net", strerror(e),
-				   e == EPERM || e == ENOSPC ?
-					   " (are unprivileged user namespaces enabled? see `moat doctor`)" :
-					   "");
+		k = moat_error_set(
+			ret_err, "namespaces", e,
+			"cannot create the sandbox's namespaces (clone3 with user, mount, pid, "
+			"ipc, uts%s namespaces): %s%s",
+			p->net == MOAT_NET_HOST ? "" : ", net", strerror(e),
+			e == EPERM || e == ENOSPC
+				? " (are unprivileged user namespaces enabled? see `moat doctor`)"
+				: "");
 		goto fail_mask;
 	}
 	if (pid == 0) {
@@ -683,7 +815,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 
 	k = event_loop(r);
-	siginfo_t si = { 0 };
+	siginfo_t si = {0};
 	waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED);
 	tty_restore(r);
 	int32_t rec;
@@ -692,7 +824,9 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	else {
 		/* init itself was killed (timeout grace ran out, moat's SIGKILL) */
 		ret_status->reason = MOAT_REASON_SIGNALED;
-		ret_status->signal = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED ? si.si_status : SIGKILL;
+		ret_status->signal = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED
+			? si.si_status
+			: SIGKILL;
 		ret_status->exit_code = 128 + ret_status->signal;
 	}
 	if (r->timed_out) {
@@ -701,8 +835,10 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 	struct rusage ru;
 	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
-		ret_status->cpu_user_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
-		ret_status->cpu_sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+		ret_status->cpu_user_us =
+			(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
+		ret_status->cpu_sys_us =
+			(uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
 		ret_status->mem_peak = (uint64_t)ru.ru_maxrss * 1024u;
 	}
 	ret_status->wall_us = moat_now_us() - r->start_us;
@@ -717,9 +853,10 @@ fail_kill:
 		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
 		waitid(P_PIDFD, (id_t)r->pidfd, NULL, WEXITED);
 	}
-	if (k == -ENOENT || k == -ENOEXEC) {
-		ret_status->reason = k == -ENOENT ? MOAT_REASON_NOT_FOUND : MOAT_REASON_CANNOT_EXEC;
-		ret_status->exit_code = k == -ENOENT ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC;
+	if (r->exec_errno) {
+		bool nf = r->exec_errno == ENOENT;
+		ret_status->reason = nf ? MOAT_REASON_NOT_FOUND : MOAT_REASON_CANNOT_EXEC;
+		ret_status->exit_code = nf ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC;
 	}
 fail_mask:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);

@@ -6,7 +6,8 @@
 #include "lib/errors.h"
 #include "lib/supervise.h"
 
-int moat_supervise_env(struct moat_run *r, int (*push)(struct moat_run *, const char *, const char *))
+int moat_supervise_env(struct moat_run *r,
+		       int (*push)(struct moat_run *, const char *, const char *))
 {
 	(void)r;
 	(void)push;
@@ -18,7 +19,8 @@ int moat_supervise_prepare(struct moat_run *r)
 	const struct moat_policy *p = r->p;
 	/* Layers not in this build yet are refused, never silently skipped. */
 	if (p->output)
-		return moat_error_set(r->err, "output", EOPNOTSUPP, "--output is not available in this build");
+		return moat_error_set(r->err, "output", EOPNOTSUPP,
+				      "--output is not available in this build");
 	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY)
 		return moat_error_set(r->err, "workspace", EOPNOTSUPP,
 				      "--workspace DIR:overlay is not available in this build");

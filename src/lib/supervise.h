@@ -11,7 +11,8 @@
 #include "lib/run.h"
 
 /* Add variables to the sandbox's environment (proxy settings, placeholders). */
-int moat_supervise_env(struct moat_run *r, int (*push)(struct moat_run *, const char *, const char *));
+int moat_supervise_env(struct moat_run *r,
+		       int (*push)(struct moat_run *, const char *, const char *));
 /* Before clone: cgroups, audit log, proxy configuration. */
 int moat_supervise_prepare(struct moat_run *r);
 /* Adjust clone3 arguments (CLONE_INTO_CGROUP). */

@@ -35,7 +35,7 @@ static int skip_string(struct scan *c, const char *cmp, int *ret_equal)
 		if (ch == '"') {
 			if (ret_equal)
 				*ret_equal = cmp && strlen(cmp) == c->pos - start &&
-					     memcmp(cmp, c->s + start, c->pos - start) == 0;
+					memcmp(cmp, c->s + start, c->pos - start) == 0;
 			c->pos++;
 			return 0;
 		}
@@ -177,7 +177,7 @@ static int descend(struct scan *c, const struct moat_json_path_elem *path, size_
 int moat_json_locate(const char *text, size_t len, const struct moat_json_path_elem *path,
 		     size_t depth, int want_key, unsigned *ret_line, unsigned *ret_column)
 {
-	struct scan c = { .s = text, .len = len };
+	struct scan c = {.s = text, .len = len};
 	int r = descend(&c, path, depth, want_key);
 	if (r < 0)
 		return r;
