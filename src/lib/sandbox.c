@@ -715,6 +715,12 @@ static _Noreturn void exec_command(const sigset_t *oldmask, int pty_slave_fd)
 		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
 	extern char **environ;
 	environ = sb->envp;
+	/* The exec recorder (seccomp notification) reads this process's memory
+	 * while it waits in execve. The init made itself non-dumpable and this
+	 * fork has not exec'd, so its mm still belongs to moat's user namespace:
+	 * an unprivileged supervisor could not read it. exec recomputes
+	 * dumpability anyway, and nothing else in the sandbox can ptrace. */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	execvp(sb->argv[0], sb->argv);
 	die(MOAT_STAGE_EXEC, errno, -1, "%s", sb->argv[0]);
 }

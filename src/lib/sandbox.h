@@ -15,6 +15,8 @@
 #include "lib/plan.h"
 #include "lib/policy.h"
 
+struct moat_seccomp_prog;
+
 enum moat_setup_stage {
 	MOAT_STAGE_NONE = 0,
 	MOAT_STAGE_SYNC,
@@ -70,6 +72,9 @@ struct moat_sandbox {
 
 	/* prepared by the supervisor (root mode): idmapped detached mounts, per step */
 	int premounted[MOAT_PLAN_MAX_STEPS];
+
+	/* the compiled seccomp filter (restrict.c), NULL when seccomp is off */
+	struct moat_seccomp_prog *seccomp_prog;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

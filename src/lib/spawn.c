@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "lib/errors.h"
+#include "lib/restrict.h"
 #include "lib/run.h"
 #include "lib/supervise.h"
 #include "shared/macro.h"
@@ -525,6 +526,20 @@ static int wait_setup(struct moat_run *r)
 		default:
 			safe_close(fd);
 		}
+	}
+	/* With exec recording the command's execve waits for our answer, and only
+	 * then closes the setup pipe: serve the seccomp listener meanwhile. */
+	while (r->notify_fd >= 0) {
+		struct pollfd pf[2] = { { .fd = r->sb.setup_r, .events = POLLIN },
+					{ .fd = r->notify_fd, .events = POLLIN } };
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		if (pf[1].revents & POLLIN)
+			moat_restrict_notify(r);
+		else if (pf[1].revents)
+			break;
 	}
 	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)
 		;

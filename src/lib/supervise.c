@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Supervisor-side steps of each layer, at fixed points of a run. */
 #include <errno.h>
+#include <sys/epoll.h>
 #include <string.h>
 
 #include "lib/errors.h"
+#include "lib/restrict.h"
 #include "lib/supervise.h"
 
 int moat_supervise_env(struct moat_run *r,
@@ -30,7 +32,7 @@ int moat_supervise_prepare(struct moat_run *r)
 	if (p->limits_set & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY))
 		return moat_error_set(r->err, "cgroup", EOPNOTSUPP,
 				      "--cpus/--memory need cgroups, not available in this build");
-	return 0;
+	return moat_restrict_prepare(r);
 }
 
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
@@ -45,19 +47,26 @@ int moat_supervise_child(struct moat_run *r)
 	return 0;
 }
 
+/* The base tag of moat_supervise_register(): tags of this file are base + offset. */
+static uint32_t tag_base;
+
 int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
-	(void)r;
-	(void)epfd;
-	(void)base;
+	tag_base = base;
+	if (r->notify_fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY };
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
+			return moat_error_set(r->err, "seccomp", errno,
+					      "cannot watch the seccomp listener: %s", strerror(errno));
+	}
 	return 0;
 }
 
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 {
-	(void)r;
-	(void)tag;
 	(void)events;
+	if (tag == tag_base + MOAT_RESTRICT_TAG_NOTIFY)
+		moat_restrict_notify(r);
 }
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
@@ -79,5 +88,5 @@ int moat_supervise_finish(struct moat_run *r, int k)
 
 void moat_supervise_teardown(struct moat_run *r)
 {
-	(void)r;
+	moat_restrict_teardown(r);
 }
