@@ -270,6 +270,85 @@ t_rt027_sockets() {
 	rt_judge rt027_sockets ctl.merged in.out
 }
 
+# With --net host the abstract socket namespace is the host's: only Landlock's
+# abstract-socket scope (ABI >= 6) keeps the sandbox off host listeners.
+t_rt027_nethost() {
+	local dir name lpid n abi
+	abi=$("$P/rt_env" | awk '$2 == "landlock-abi" { print $3 }')
+	case $abi in
+	'' | none*) skip "kernel has no Landlock ($abi): nothing scopes abstract sockets under --net host" ;;
+	[0-5]) skip "Landlock ABI $abi < 6 has no abstract-socket scope" ;;
+	esac
+	dir=$(mktemp -d /tmp/rt027h.XXXXXX)
+	chmod 755 "$dir"
+	name="rt-canary-host-$$-$RANDOM"
+	"$P/rt_listen" "$dir/count" abstract "$name" >"$dir/ready" 2>&1 &
+	lpid=$!
+	for _ in $(seq 50); do grep -q READY "$dir/ready" 2>/dev/null && break; sleep 0.1; done
+	rt_unpriv "$P/rt027_sockets" --control --abstract "$name" 2>&1 | grep "^RESULT RT-027/" >ctl.merged || true
+	n=$(cat "$dir/count")
+	[ "$n" -ge 1 ] || { kill "$lpid"; fail "oracle not reached by the control (INCONCLUSIVE)"; }
+	rt_moat --net host -- /probes/rt027_sockets --abstract "$name" 2>&1 | grep -v "^RESULT RT-028/" >in.out || true
+	if [ "$(cat "$dir/count")" = "$n" ]; then
+		echo "RESULT RT-027/oracle-abstract-nethost BLOCKED no accept" >>in.out
+	else
+		echo "RESULT RT-027/oracle-abstract-nethost FAIL the host listener accepted" >>in.out
+	fi
+	echo "RESULT RT-027/oracle-abstract-nethost FAIL control reached the listener" >>ctl.merged
+	kill "$lpid" 2>/dev/null || true
+	wait "$lpid" 2>/dev/null || true
+	rm -rf "$dir"
+	rt_judge rt027_nethost ctl.merged in.out
+}
+
+# RT-040: two sandboxes of the same user at once. B listens on an abstract
+# socket (in its own netns) and on a pathname socket in its /tmp, and leaves a
+# canary file in its /tmp; A must reach none of them. (TCP listening inside is
+# refused by Landlock under --net none, so B has no TCP listener.)
+t_rt040_cross() {
+	local dir name tok bpid n
+	dir=$(mktemp -d /tmp/rt040.XXXXXX)
+	chmod 777 "$dir"
+	name="rt040-$$-$RANDOM"
+	tok="RT040CANARY$RANDOM$$"
+	# Control: the same listeners and canary outside, in one host namespace.
+	rt_unpriv sh -c "echo $tok >$dir/canary; echo \$\$ >$dir/lpid; exec $P/rt_listen $dir/c.abs abstract $name" \
+		>/dev/null 2>&1 &
+	bpid=$!
+	for _ in $(seq 50); do [ -s "$dir/c.abs" ] && [ -s "$dir/lpid" ] && break; sleep 0.1; done
+	rt_unpriv "$P/rt027_sockets" --control --abstract "$name" >ctl.one 2>&1 || true
+	rt_unpriv "$P/rt074_creds" --control --token "$tok" --file "$dir/canary" >>ctl.one 2>&1 || true
+	kill "$(cat "$dir/lpid")" 2>/dev/null || true
+	wait "$bpid" 2>/dev/null || true
+	grep -E '^RESULT (RT-027/abstract|RT-075/host-file)' ctl.one |
+		sed 's#RT-075/host-file:[^ ]*#RT-040/b-tmp-canary#; s#RT-027/abstract:[^ ]*#RT-040/b-abstract#' >ctl.merged
+	[ "$(cat "$dir/c.abs" 2>/dev/null || echo 0)" -ge 1 ] || fail "control did not reach its listener"
+	rm -f "$dir"/c.* "$dir/canary"
+	# Sandbox B.
+	"$MOAT" run --rw "$dir:/out" --ro "$P:/probes" -- /bin/sh -c \
+		"echo $tok >/tmp/canary; /probes/rt_listen /out/c.unix unix /tmp/b.sock >/dev/null & exec /probes/rt_listen /out/c.abs abstract $name" \
+		>/dev/null 2>&1 &
+	bpid=$!
+	for _ in $(seq 100); do [ -s "$dir/c.abs" ] && [ -s "$dir/c.unix" ] && break; sleep 0.1; done
+	[ -s "$dir/c.abs" ] && [ -s "$dir/c.unix" ] || { kill "$bpid"; fail "sandbox B did not start its listeners"; }
+	# Sandbox A.
+	rt_moat -- /probes/rt027_sockets --abstract "$name" --path /tmp/b.sock >in.one 2>&1 || true
+	rt_moat -- /probes/rt074_creds --token "$tok" --file /tmp/canary >>in.one 2>&1 || true
+	grep -E '^RESULT (RT-027/abstract|RT-028/path:/tmp/b.sock|RT-075/host-file)' in.one |
+		sed 's#RT-075/host-file:[^ ]*#RT-040/b-tmp-canary#; s#RT-027/abstract:[^ ]*#RT-040/b-abstract#; s#RT-028/path:[^ ]*#RT-040/b-tmp-socket#' >in.out
+	for n in abs unix; do
+		if [ "$(cat "$dir/c.$n")" = 0 ]; then
+			echo "RESULT RT-040/b-oracle-$n BLOCKED sandbox B saw no connection" >>in.out
+		else
+			echo "RESULT RT-040/b-oracle-$n FAIL sandbox B accepted a connection from A" >>in.out
+		fi
+	done
+	kill "$bpid" 2>/dev/null || true
+	wait "$bpid" 2>/dev/null || true
+	rm -rf "$dir"
+	rt_judge rt040_cross ctl.merged in.out
+}
+
 t_rt029_core() {
 	rt_probe rt029_core user
 	if find "$T_OUT" /tmp -maxdepth 1 -name 'core*' -newer "$T_OUT/log" 2>/dev/null | grep -q .; then
@@ -429,11 +508,13 @@ run_test "RT-024 /proc and /sys writes" t_rt024_procwrite
 run_test "RT-025 device nodes" t_rt025_dev
 run_test "RT-026 signals outside" t_rt026_signal
 run_test "RT-027/028 host sockets and listeners" t_rt027_sockets
+run_test "RT-027 abstract sockets under --net host (Landlock scope)" t_rt027_nethost
 run_test "RT-029 core dumps" t_rt029_core
 run_test "RT-030 leaked fds and cwd" t_rt030_fds
 run_test "RT-031 /proc/<pid>/exe overwrite" t_rt031_exe
 run_test "RT-033 read-only binds" t_rt033_robind
 run_test "RT-037 mount propagation" t_rt037_propagation
+run_test "RT-040 isolation between two sandboxes" t_rt040_cross
 run_test "RT-072 daemons outliving the sandbox" t_rt072_orphan
 run_test "RT-073 cgroup escape and limits" t_rt073_cgroup
 run_test "RT-074/075 canary secrets" t_rt074_creds
