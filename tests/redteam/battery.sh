@@ -48,9 +48,22 @@ rt_moat() {
 	"$MOAT" run --ro "$P:/probes" "$@"
 }
 
+# Stable attempt names for the report: per-run fixture paths, ports and
+# random socket names in the attempt field are replaced by placeholders.
+rt_normalise() {
+	awk -v p="$P" '$1 == "RESULT" {
+		gsub(p, "<probes>", $2)
+		gsub(/\/tmp\/rt[0-9]+[a-z]*\.[A-Za-z0-9]+/, "<fixture>", $2)
+		gsub(/-[0-9]+-[0-9]+$/, "", $2)
+		sub(/tcp6?:[0-9]+$/, "tcp:<port>", $2)
+	} { print }' "$1" >"$1.norm" && mv "$1.norm" "$1"
+}
+
 # rt_judge NAME CONTROL_FILE INSIDE_FILE: compares the RESULT lines.
 rt_judge() {
 	local name=$1 ctl=$2 in=$3 verdict
+	rt_normalise "$ctl"
+	rt_normalise "$in"
 	echo "# control ($name):"
 	grep -E '^(RESULT|INFO)' "$ctl" | sed 's/^/#   /' || true
 	echo "# inside moat ($name):"

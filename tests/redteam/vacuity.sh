@@ -24,10 +24,10 @@ exempt='environment and sandbox sanity|RT-011 |RT-024 |RT-031 |RT-037 |RT-073 '
 t_battery_fails_without_sandbox() {
 	local out bad
 	out=$(MOAT="$MOAT_TEST_DIR/redteam/nosandbox" bash "$MOAT_TEST_DIR/redteam/battery.sh" 2>&1 || true)
-	echo "$out" | grep -E '^(ok|not ok) ' | sed 's/^/# /'
-	bad=$(echo "$out" | grep -E '^ok ' | grep -vE " - ($exempt)" || true)
+	grep -E '^(ok|not ok) ' <<<"$out" | sed 's/^/# /' || true
+	bad=$(grep -E '^ok ' <<<"$out" | grep -vE " - ($exempt)" || true)
 	[ -z "$bad" ] || fail "passed without any sandbox (vacuous): $bad"
-	echo "$out" | grep -q '^not ok ' || fail "nothing failed without a sandbox"
+	grep -q '^not ok ' <<<"$out" || fail "nothing failed without a sandbox"
 }
 
 run_test "battery fails without a sandbox" t_battery_fails_without_sandbox
