@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * RT-023 /proc and /sys information leaks: files must be absent, unreadable
- * or empty; kallsyms addresses zero. --leak STRING (repeatable): a host path
+ * RT-023 /proc and /sys information leaks and RT-076 system secrets: files
+ * must be absent, unreadable or empty; kallsyms addresses zero. --leak STRING (repeatable): a host path
  * looked for in /proc/self/mountinfo. moat binds the workspace and --ro/--rw
  * paths at their host path by design, so host path names of what was bound in
  * are visible anyway: the catalogue's "document as an accepted leak" case,
@@ -86,6 +86,18 @@ int main(int argc, char **argv)
 	list_leak("RT-023/sys-firmware", "/sys/firmware");
 	list_leak("RT-023/sys-kernel-debug", "/sys/kernel/debug");
 	list_leak("RT-023/sys-powercap", "/sys/devices/virtual/powercap");
+	/* RT-076 system secrets: absent or unreadable. */
+	read_leak("RT-076/etc-shadow", "/etc/shadow");
+	read_leak("RT-076/etc-gshadow", "/etc/gshadow");
+	read_leak("RT-076/etc-sudoers", "/etc/sudoers");
+	read_leak("RT-076/ssh-host-ed25519-key", "/etc/ssh/ssh_host_ed25519_key");
+	read_leak("RT-076/ssh-host-rsa-key", "/etc/ssh/ssh_host_rsa_key");
+	read_leak("RT-076/machine-id", "/etc/machine-id");
+	read_leak("RT-076/dmi-product-uuid", "/sys/devices/virtual/dmi/id/product_uuid");
+	list_leak("RT-076/root-home", "/root");
+	list_leak("RT-076/var-lib-docker", "/var/lib/docker");
+	list_leak("RT-076/run-secrets", "/run/secrets");
+	list_leak("RT-076/k8s-serviceaccount", "/var/run/secrets/kubernetes.io/serviceaccount");
 	n = probe_read_file("/proc/self/mountinfo", mountinfo, sizeof mountinfo);
 	have_mountinfo = n > 0;
 	probe_each_opt("--leak", check_leak);
