@@ -192,6 +192,33 @@ static const struct moat_seccomp_rule rules[] = {
 	R("socket", "socket(INET, IPPROTO_L2TP)", MOAT_SECCOMP_MATCH_INET_PROTO, IPPROTO_L2TP,
 	  EPERM, true, false, 0, "RT-012",
 	  "L2TP sockets: rarely needed kernel surface, module autoload"),
+	/* set-id files: in root mode the workspace is an idmapped mount whose
+	 * owner may be host root, so a set-uid file made inside would be a
+	 * set-uid-root program on the host. No agent needs to create one. */
+	R("chmod", "chmod(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 1, EPERM, true, false,
+	  0, "RT-022",
+	  "making a set-uid/set-gid file that would run with its owner's rights on the host"),
+	R("fchmod", "fchmod(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 1, EPERM, true, false,
+	  0, "RT-022",
+	  "making a set-uid/set-gid file that would run with its owner's rights on the host"),
+	R("fchmodat", "fchmodat(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 2, EPERM, true,
+	  false, 0, "RT-022",
+	  "making a set-uid/set-gid file that would run with its owner's rights on the host"),
+	R("fchmodat2", "fchmodat2(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 2, EPERM, true,
+	  true, 452, "RT-022",
+	  "making a set-uid/set-gid file that would run with its owner's rights on the host"),
+	R("open", "open(O_CREAT, S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 2, EPERM, true,
+	  false, 0, "RT-022", "creating a set-uid/set-gid file directly"),
+	R("openat", "openat(O_CREAT, S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 3, EPERM,
+	  true, false, 0, "RT-022", "creating a set-uid/set-gid file directly"),
+	R("creat", "creat(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 1, EPERM, true, false,
+	  0, "RT-022", "creating a set-uid/set-gid file directly"),
+	R("mknod", "mknod(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 1, EPERM, true, false,
+	  0, "RT-022", "creating a set-uid/set-gid file directly"),
+	R("mknodat", "mknodat(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 2, EPERM, true,
+	  false, 0, "RT-022", "creating a set-uid/set-gid file directly"),
+	NOSYS("openat2", 437, "RT-022",
+	      "openat2 carries its mode in a struct seccomp cannot inspect; ENOSYS makes callers fall back to openat"),
 	R("socketpair", "socketpair(family)", MOAT_SECCOMP_MATCH_SOCKETPAIR, 0, EPERM, true, false,
 	  0, "RT-012", "socket pairs of families other than AF_UNIX"),
 };
@@ -318,6 +345,14 @@ static int add_rule(scmp_filter_ctx ctx, const struct moat_seccomp_rule *rule, i
 			r = add2(ctx, act, nr, SCMP_A0(SCMP_CMP_EQ, AF_INET6),
 				 SCMP_A1(SCMP_CMP_MASKED_EQ, 0xfULL, rule->value));
 		return r;
+	case MOAT_SECCOMP_MATCH_SETID_MODE: {
+		/* "S_ISUID or S_ISGID set in argument `value`": one rule per bit */
+		unsigned a = (unsigned)rule->value;
+		r = add1(ctx, act, nr, SCMP_CMP(a, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
+		if (r >= 0)
+			r = add1(ctx, act, nr, SCMP_CMP(a, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
+		return r;
+	}
 	case MOAT_SECCOMP_MATCH_SOCKETPAIR:
 		r = add1(ctx, act, nr, SCMP_A0(SCMP_CMP_EQ, 0));
 		if (r >= 0)

@@ -41,6 +41,7 @@ enum moat_seccomp_match {
 	MOAT_SECCOMP_MATCH_INET_PROTO, /* socket(AF_INET/AF_INET6, *, value) */
 	MOAT_SECCOMP_MATCH_INET_TYPE, /* socket(AF_INET/AF_INET6, type & 0xf == value) */
 	MOAT_SECCOMP_MATCH_SOCKETPAIR, /* socketpair() of a family other than AF_UNIX */
+	MOAT_SECCOMP_MATCH_SETID_MODE, /* a mode argument (index `value`) with S_ISUID or S_ISGID */
 };
 
 struct moat_seccomp_rule {

@@ -46,22 +46,6 @@ uint64_t moat_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-const char *moat_reason_name(enum moat_reason r)
-{
-	static const char *const names[] = {
-		[MOAT_REASON_EXITED] = "exited",
-		[MOAT_REASON_SIGNALED] = "signaled",
-		[MOAT_REASON_TIMEOUT] = "timeout",
-		[MOAT_REASON_MEMORY] = "memory",
-		[MOAT_REASON_PIDS] = "pids",
-		[MOAT_REASON_SETUP_FAILED] = "setup-failed",
-		[MOAT_REASON_NOT_FOUND] = "not-found",
-		[MOAT_REASON_CANNOT_EXEC] = "cannot-exec",
-		[MOAT_REASON_INTERRUPTED] = "interrupted",
-	};
-	return (size_t)r < ELEMENTSOF(names) && names[r] ? names[r] : "unknown";
-}
-
 static int random_hex(char *out, size_t nbytes)
 {
 	unsigned char b[32];
@@ -265,7 +249,8 @@ static int prepare_idmapped(struct moat_run *r)
 					  O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
 	for (unsigned i = 0; i < pl->n_steps; i++) {
 		const struct moat_step *s = &pl->steps[i];
-		if (s->op != MOAT_STEP_BIND || !(s->flags & MOAT_STEPF_USER))
+		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) ||
+		    !(s->flags & MOAT_STEPF_USER))
 			continue;
 		_cleanup_close_ int src =
 			moat_sandbox_open_source(s, ws_fd, r->p->workspace, false);
@@ -530,8 +515,8 @@ static int wait_setup(struct moat_run *r)
 	/* With exec recording the command's execve waits for our answer, and only
 	 * then closes the setup pipe: serve the seccomp listener meanwhile. */
 	while (r->notify_fd >= 0) {
-		struct pollfd pf[2] = { { .fd = r->sb.setup_r, .events = POLLIN },
-					{ .fd = r->notify_fd, .events = POLLIN } };
+		struct pollfd pf[2] = {{.fd = r->sb.setup_r, .events = POLLIN},
+				       {.fd = r->notify_fd, .events = POLLIN}};
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)

@@ -23,9 +23,9 @@ int moat_supervise_prepare(struct moat_run *r)
 	if (p->output)
 		return moat_error_set(r->err, "output", EOPNOTSUPP,
 				      "--output is not available in this build");
-	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY)
+	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY && p->apply != MOAT_APPLY_NEVER)
 		return moat_error_set(r->err, "workspace", EOPNOTSUPP,
-				      "--workspace DIR:overlay is not available in this build");
+				      "--workspace DIR:overlay needs --apply never in this build");
 	if (p->net == MOAT_NET_ALLOW)
 		return moat_error_set(r->err, "network", EOPNOTSUPP,
 				      "--net allow is not available in this build");
@@ -54,10 +54,12 @@ int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
 	tag_base = base;
 	if (r->notify_fd >= 0) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY };
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY};
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
 			return moat_error_set(r->err, "seccomp", errno,
-					      "cannot watch the seccomp listener: %s", strerror(errno));
+					      "cannot watch the seccomp listener: %s",
+					      strerror(errno));
 	}
 	return 0;
 }

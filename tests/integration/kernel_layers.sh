@@ -120,9 +120,11 @@ t_landlock_alone() {
 	local w out
 	w=$(ws)
 	out=$(MOAT_TEST_LAYERS=1 probe "$w" --test-disable-layer seccomp)
-	for want in tiocsti=9 tiocsti_hi=9 io_uring=14 clone3=14 personality=0 tcp=13; do
+	for want in tiocsti=9 tiocsti_hi=9 clone3=14 personality=0 tcp=13; do
 		assert_contains "$out" "$want"
 	done
+	# EFAULT, or EPERM on hosts with kernel.io_uring_disabled: not seccomp's ENOSYS
+	assert_not_contains "$out" "io_uring=38"
 }
 
 # The switch is refused without the test gate.
@@ -189,7 +191,7 @@ l = ctypes.CDLL(None, use_errno=True); print(l.personality(0x40000), ctypes.get_
 	assert_eq 1 "$rc" "uname under --deny-syscall uname"
 	rc=0
 	run_in "$w" --allow-syscall no_such_call -- true 2>err || rc=$?
-	assert_eq 125 "$rc" "unknown syscall name"
+	assert_eq 2 "$rc" "unknown syscall name (a policy error)"
 	assert_contains "$(cat err)" "no_such_call"
 }
 
