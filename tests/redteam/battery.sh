@@ -422,6 +422,14 @@ t_rt037_propagation() {
 
 # ------------------------------------------------------------ resources (sec 4)
 
+t_rt066_forkbomb() {
+	# Bounded at 200 children, which the control outside reaches; inside,
+	# --pids 32 must stop it first.
+	rt_unpriv "$P/rt066_forkbomb" --control --max 200 >ctl.merged 2>&1 || true
+	rt_moat --pids 32 -- /probes/rt066_forkbomb --max 200 >in.out 2>&1 || true
+	rt_judge rt066_forkbomb ctl.merged in.out
+}
+
 t_rt072_orphan() {
 	local marker="RTMARKER-$$-$RANDOM" pids rc=0
 	# Control: the same daemonising probe outside survives its parent.
@@ -528,6 +536,7 @@ run_test "RT-031 /proc/<pid>/exe overwrite" t_rt031_exe
 run_test "RT-033 read-only binds" t_rt033_robind
 run_test "RT-037 mount propagation" t_rt037_propagation
 run_test "RT-040 isolation between two sandboxes" t_rt040_cross
+run_test "RT-066 fork bomb against --pids" t_rt066_forkbomb
 run_test "RT-072 daemons outliving the sandbox" t_rt072_orphan
 run_test "RT-073 cgroup escape and limits" t_rt073_cgroup
 run_test "RT-074/075 canary secrets" t_rt074_creds
