@@ -425,8 +425,16 @@ t_rt037_propagation() {
 t_rt066_forkbomb() {
 	# Bounded at 200 children, which the control outside reaches; inside,
 	# --pids 32 must stop it first.
+	local rc=0
 	rt_unpriv "$P/rt066_forkbomb" --control --max 200 >ctl.merged 2>&1 || true
-	rt_moat --pids 32 -- /probes/rt066_forkbomb --max 200 >in.out 2>&1 || true
+	rt_moat --pids 32 -- /probes/rt066_forkbomb --max 200 >in.out 2>&1 || rc=$?
+	if [ "$rc" = 125 ] && grep -q 'cannot be enforced' in.out; then
+		# No delegated cgroup here (e.g. unprivileged on cgroup v1): moat must
+		# fail closed, and the rlimit fallback the user can name must hold.
+		echo "RESULT RT-066/fail-closed BLOCKED moat refused to run without an enforceable --pids" >in.one
+		rt_moat --pids 32 --allow-degraded cgroup -- /probes/rt066_forkbomb --max 200 >>in.one 2>&1 || true
+		mv in.one in.out
+	fi
 	rt_judge rt066_forkbomb ctl.merged in.out
 }
 
