@@ -438,6 +438,41 @@ t_rt066_forkbomb() {
 	rt_judge rt066_forkbomb ctl.merged in.out
 }
 
+# RT-071: a command that ignores SIGTERM/SIGHUP/SIGINT must still end at
+# --timeout (+ --kill-grace) with exit 124, and nothing of it may survive.
+t_rt071_timeout() {
+	local marker="RTMARKER71-$$-$RANDOM" pids rc=0 t0 t1
+	# Control: outside, `timeout` (TERM only) does not end it.
+	rt_unpriv timeout 1 bash -c "exec -a $marker-c $P/rt072_orphan --sleep --seconds 30" \
+		>/dev/null 2>&1 &
+	sleep 2.5
+	pids=$(pgrep -f -- "^$marker-c" || true)
+	if [ -n "$pids" ]; then
+		echo "RESULT RT-071/outlives-deadline FAIL still running 1.5 s after SIGTERM" >ctl.merged
+		# shellcheck disable=SC2086 # pids the test itself started
+		kill -9 $pids 2>/dev/null || true
+	else
+		echo "RESULT RT-071/outlives-deadline BLOCKED ended at SIGTERM" >ctl.merged
+	fi
+	wait || true
+	t0=$(date +%s%N)
+	timeout 30 "$MOAT" run --timeout 1s --kill-grace 500ms --ro "$P:/probes" -- /bin/bash -c \
+		"exec -a $marker-s /probes/rt072_orphan --sleep --seconds 30" >in.one 2>&1 || rc=$?
+	t1=$(date +%s%N)
+	sleep 0.3
+	pids=$(pgrep -f -- "^$marker-s" || true)
+	if [ -n "$pids" ]; then
+		echo "RESULT RT-071/outlives-deadline FAIL pid(s) $pids alive after moat returned" >in.out
+		# shellcheck disable=SC2086 # pids the test itself started
+		kill -9 $pids 2>/dev/null || true
+	elif [ "$rc" != 124 ]; then
+		echo "RESULT RT-071/outlives-deadline FAIL moat exited $rc, not 124 (timeout)" >in.out
+	else
+		echo "RESULT RT-071/outlives-deadline BLOCKED killed at the deadline: exit 124 after $(((t1 - t0) / 1000000)) ms" >in.out
+	fi
+	rt_judge rt071_timeout ctl.merged in.out
+}
+
 t_rt072_orphan() {
 	local marker="RTMARKER-$$-$RANDOM" pids rc=0
 	# Control: the same daemonising probe outside survives its parent.
@@ -545,6 +580,7 @@ run_test "RT-033 read-only binds" t_rt033_robind
 run_test "RT-037 mount propagation" t_rt037_propagation
 run_test "RT-040 isolation between two sandboxes" t_rt040_cross
 run_test "RT-066 fork bomb against --pids" t_rt066_forkbomb
+run_test "RT-071 outliving the time limit" t_rt071_timeout
 run_test "RT-072 daemons outliving the sandbox" t_rt072_orphan
 run_test "RT-073 cgroup escape and limits" t_rt073_cgroup
 run_test "RT-074/075 canary secrets" t_rt074_creds
