@@ -177,7 +177,7 @@ t_rt022_setuid() {
 t_rt022_setuid_exec() {
 	local d
 	d=$(mktemp -d /tmp/rt022.XXXXXX)
-	chmod 755 "$d"
+	chmod 711 "$d" # traversable, not listable: the setuid file lives seconds
 	cp "$P/rt022_setuid" "$d/suid"
 	chown root:root "$d/suid"
 	chmod 4755 "$d/suid"
