@@ -123,7 +123,6 @@ rt_probe() {
 # ---------------------------------------------------------------- kernel (sec 1)
 
 t_env() {
-	"$P/rt_env" | sed 's/^/# /'
 	rt_moat -- /bin/true || fail "moat run -- /bin/true does not work: exit $?"
 }
 
@@ -559,6 +558,9 @@ t_rt074_creds() {
 	rt_judge rt074_creds ctl.merged in.out
 }
 
+# Catalogue 0.3: every run records the host facts that decide which paths the
+# host itself closes.
+"$P/rt_env" | sed 's/^INFO /# host: /'
 run_test "environment and sandbox sanity" t_env
 run_test "RT-001/003 TIOCSTI and TIOCLINUX injection" t_rt001_tiocsti
 run_test "RT-004 tty ioctls and the user's terminal" t_rt004_tty
