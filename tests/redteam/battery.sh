@@ -43,6 +43,26 @@ rt_userns() {
 	rt_unpriv unshare -Urmnpi --fork --mount-proc "$@"
 }
 
+# Background processes a test starts are killed when the test's subshell
+# exits, on every path (a failed assertion included): `trap rt_bg_cleanup EXIT`
+# in the test, then rt_bg PID... for each. RT_BG_TAG, if set, also kills the
+# pids listed in that file whose command line names the test's own fixture
+# (RT_BG_MATCH), e.g. processes of a sandbox run without moat by vacuity.sh.
+RT_BG=()
+rt_bg() { RT_BG+=("$@"); }
+rt_bg_cleanup() {
+	local p
+	if [ ${#RT_BG[@]} -gt 0 ]; then kill "${RT_BG[@]}" 2>/dev/null || true; fi
+	if [ -n "${RT_BG_TAG:-}" ] && [ -f "$RT_BG_TAG" ]; then
+		while read -r p; do
+			case $p in '' | *[!0-9]*) continue ;; esac
+			if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$RT_BG_MATCH"; then
+				kill "$p" 2>/dev/null || true
+			fi
+		done <"$RT_BG_TAG"
+	fi
+}
+
 # The sandbox under test: the probes directory read-only at /probes.
 rt_moat() {
 	"$MOAT" run --ro "$P:/probes" "$@"
@@ -215,10 +235,12 @@ t_rt026_signal() {
 	local dir cpid
 	dir=$(mktemp -d /tmp/rt026.XXXXXX)
 	chmod 777 "$dir"
+	trap rt_bg_cleanup EXIT
 	start_canary() {
 		rt_unpriv sh -c "echo \$\$ >$dir/pid; exec sleep 300" &
 		for _ in $(seq 50); do [ -s "$dir/pid" ] && break; sleep 0.1; done
 		cpid=$(cat "$dir/pid")
+		rt_bg "$cpid"
 		rm -f "$dir/pid"
 	}
 	start_canary
@@ -248,9 +270,11 @@ t_rt027_sockets() {
 	chmod 755 "$dir"
 	name="rt-canary-$$-$RANDOM"
 	port=$((20000 + RANDOM % 20000))
+	trap rt_bg_cleanup EXIT
 	listen() {
 		"$P/rt_listen" "$dir/count.$1" "$1" "$2" >"$dir/ready.$1" 2>&1 &
 		pids+=($!)
+		rt_bg $!
 	}
 	listen abstract "$name"
 	listen unix "$dir/rt-canary.sock"
@@ -306,8 +330,10 @@ t_rt027_nethost() {
 	dir=$(mktemp -d /tmp/rt027h.XXXXXX)
 	chmod 755 "$dir"
 	name="rt-canary-host-$$-$RANDOM"
+	trap rt_bg_cleanup EXIT
 	"$P/rt_listen" "$dir/count" abstract "$name" >"$dir/ready" 2>&1 &
 	lpid=$!
+	rt_bg "$lpid"
 	for _ in $(seq 50); do grep -q READY "$dir/ready" 2>/dev/null && break; sleep 0.1; done
 	rt_unpriv "$P/rt027_sockets" --control --abstract "$name" 2>&1 | grep "^RESULT RT-027/" >ctl.merged || true
 	n=$(cat "$dir/count")
@@ -336,10 +362,12 @@ t_rt040_cross() {
 	name="rt040-$$-$RANDOM"
 	tok="RT040CANARY$RANDOM$$"
 	# Control: the same listeners and canary outside, in one host namespace.
+	trap rt_bg_cleanup EXIT
 	rt_unpriv sh -c "echo $tok >$dir/canary; echo \$\$ >$dir/lpid; exec $P/rt_listen $dir/c.abs abstract $name" \
 		>/dev/null 2>&1 &
 	bpid=$!
 	for _ in $(seq 50); do [ -s "$dir/c.abs" ] && [ -s "$dir/lpid" ] && break; sleep 0.1; done
+	rt_bg "$(cat "$dir/lpid")"
 	rt_unpriv "$P/rt027_sockets" --control --abstract "$name" >ctl.one 2>&1 || true
 	rt_unpriv "$P/rt074_creds" --control --token "$tok" --file "$dir/canary" >>ctl.one 2>&1 || true
 	kill "$(cat "$dir/lpid")" 2>/dev/null || true
@@ -349,16 +377,18 @@ t_rt040_cross() {
 	[ "$(cat "$dir/c.abs" 2>/dev/null || echo 0)" -ge 1 ] || fail "control did not reach its listener"
 	rm -f "$dir"/c.* "$dir/canary"
 	# Sandbox B.
+	RT_BG_TAG=$dir/b.pids RT_BG_MATCH=$dir
 	"$MOAT" run --rw "$dir:/out" --ro "$P:/probes" -- /bin/sh -c \
-		"echo $tok >/tmp/canary; /probes/rt_listen /out/c.unix unix /tmp/b.sock >/dev/null & exec /probes/rt_listen /out/c.abs abstract $name" \
+		"echo \$\$ >/out/b.pids; echo $tok >/tmp/$tok; /probes/rt_listen /out/c.unix unix /tmp/$name.sock >/dev/null & echo \$! >>/out/b.pids; exec /probes/rt_listen /out/c.abs abstract $name" \
 		>/dev/null 2>&1 &
 	bpid=$!
+	rt_bg "$bpid"
 	for _ in $(seq 100); do [ -s "$dir/c.abs" ] && [ -s "$dir/c.unix" ] && break; sleep 0.1; done
 	[ -s "$dir/c.abs" ] && [ -s "$dir/c.unix" ] || { kill "$bpid"; fail "sandbox B did not start its listeners"; }
 	# Sandbox A.
-	rt_moat -- /probes/rt027_sockets --abstract "$name" --path /tmp/b.sock >in.one 2>&1 || true
-	rt_moat -- /probes/rt074_creds --token "$tok" --file /tmp/canary >>in.one 2>&1 || true
-	grep -E '^RESULT (RT-027/abstract|RT-028/path:/tmp/b.sock|RT-075/host-file)' in.one |
+	rt_moat -- /probes/rt027_sockets --abstract "$name" --path "/tmp/$name.sock" >in.one 2>&1 || true
+	rt_moat -- /probes/rt074_creds --token "$tok" --file "/tmp/$tok" >>in.one 2>&1 || true
+	grep -E '^RESULT (RT-027/abstract|RT-028/path:/tmp/rt040|RT-075/host-file)' in.one |
 		sed 's#RT-075/host-file:[^ ]*#RT-040/b-tmp-canary#; s#RT-027/abstract:[^ ]*#RT-040/b-abstract#; s#RT-028/path:[^ ]*#RT-040/b-tmp-socket#' >in.out
 	for n in abs unix; do
 		if [ "$(cat "$dir/c.$n")" = 0 ]; then
@@ -367,8 +397,11 @@ t_rt040_cross() {
 			echo "RESULT RT-040/b-oracle-$n FAIL sandbox B accepted a connection from A" >>in.out
 		fi
 	done
-	kill "$bpid" 2>/dev/null || true
+	rt_bg_cleanup
 	wait "$bpid" 2>/dev/null || true
+	# Only where B was no sandbox (vacuity.sh) does its canary land on the host.
+	if grep -qs "^$tok\$" "/tmp/$tok"; then rm -f "/tmp/$tok"; fi
+	rm -f "/tmp/$name.sock"
 	rm -rf "$dir"
 	rt_judge rt040_cross ctl.merged in.out
 }
