@@ -698,6 +698,17 @@ static void set_rlimits(void)
 		if (setrlimit(RLIMIT_FSIZE, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_FSIZE");
 	}
+	/* No cgroup (--allow-degraded cgroup): the weaker per-process limits. */
+	if (g_sb->rlimit_as) {
+		struct rlimit r = {g_sb->rlimit_as, g_sb->rlimit_as};
+		if (setrlimit(RLIMIT_AS, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_AS");
+	}
+	if (g_sb->rlimit_nproc) {
+		struct rlimit r = {g_sb->rlimit_nproc, g_sb->rlimit_nproc};
+		if (setrlimit(RLIMIT_NPROC, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_NPROC");
+	}
 }
 
 static volatile sig_atomic_t unused_sig;
