@@ -49,6 +49,14 @@ int moat_supervise_child(struct moat_run *r)
 	return moat_supervise_limits_child(r);
 }
 
+int moat_supervise_started(struct moat_run *r)
+{
+	int k = moat_restrict_compile(r);
+	if (k < 0)
+		return k;
+	return moat_observe_start(r);
+}
+
 /* The base tag of moat_supervise_register(): tags of this file are base + offset. */
 static uint32_t tag_base;
 
