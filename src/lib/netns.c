@@ -59,7 +59,7 @@ static int nl_attr(struct nl_req *r, uint16_t type, const void *data, size_t len
 /* Send one request, wait for its ACK. -EEXIST is success for idempotent adds. */
 static int nl_talk(int fd, struct nl_req *r)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	char buf[1024];
 	ssize_t n;
 
@@ -254,7 +254,7 @@ static int nflog_cfg(int fd, uint16_t group, uint16_t family, uint8_t cmd, bool 
 {
 	struct nl_req r;
 	struct nfgenmsg *g;
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	char buf[512];
 	ssize_t n;
 	int k;
@@ -265,11 +265,11 @@ static int nflog_cfg(int fd, uint16_t group, uint16_t family, uint8_t cmd, bool 
 	g->version = NFNETLINK_V0;
 	g->res_id = htons(group);
 	if (mode) {
-		struct nfulnl_msg_config_mode m = { .copy_range = htonl(128),
-						    .copy_mode = NFULNL_COPY_PACKET };
+		struct nfulnl_msg_config_mode m = {.copy_range = htonl(128),
+						   .copy_mode = NFULNL_COPY_PACKET};
 		k = nl_attr(&r, NFULA_CFG_MODE, &m, sizeof(m));
 	} else {
-		struct nfulnl_msg_config_cmd c = { .command = cmd };
+		struct nfulnl_msg_config_cmd c = {.command = cmd};
 		k = nl_attr(&r, NFULA_CFG_CMD, &c, sizeof(c));
 	}
 	if (k < 0)
@@ -291,7 +291,7 @@ static int nflog_cfg(int fd, uint16_t group, uint16_t family, uint8_t cmd, bool 
 static int nflog_open(void)
 {
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	int r, rcv = 1 << 20;
 
 	if (fd < 0)

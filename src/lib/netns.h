@@ -29,22 +29,22 @@
 #define MOAT_NETNS_NFLOG_GROUP 7
 
 struct moat_netns_opts {
-	uint16_t http_port;	   /* 0 = 3128, on 127.0.0.1 */
-	uint16_t socks_port;	   /* 0 = 1080, on 127.0.0.1 */
+	uint16_t http_port; /* 0 = 3128, on 127.0.0.1 */
+	uint16_t socks_port; /* 0 = 1080, on 127.0.0.1 */
 	uint16_t transparent_port; /* 0 = 3129, on 127.0.0.1 and [::1] */
-	uint16_t dns_port;	   /* 0 = 53, on 127.0.0.53 (UDP and TCP) */
-	bool no_nflog;		   /* do not create the nflog socket (fds->nflog = -1) */
+	uint16_t dns_port; /* 0 = 53, on 127.0.0.53 (UDP and TCP) */
+	bool no_nflog; /* do not create the nflog socket (fds->nflog = -1) */
 };
 
 /* Every descriptor, in the order they travel over the socketpair. */
 struct moat_netns_fds {
-	int http;	  /* TCP listener 127.0.0.1:3128 */
-	int socks;	  /* TCP listener 127.0.0.1:1080 */
+	int http; /* TCP listener 127.0.0.1:3128 */
+	int socks; /* TCP listener 127.0.0.1:1080 */
 	int transparent4; /* TCP listener 127.0.0.1:3129 (IPv4 redirect target) */
 	int transparent6; /* TCP listener [::1]:3129 (IPv6 redirect target) */
-	int dns_udp;	  /* UDP 127.0.0.53:53 */
-	int dns_tcp;	  /* TCP listener 127.0.0.53:53 */
-	int nflog;	  /* NETLINK_NETFILTER bound to the nflog group, or -1 */
+	int dns_udp; /* UDP 127.0.0.53:53 */
+	int dns_tcp; /* TCP listener 127.0.0.53:53 */
+	int nflog; /* NETLINK_NETFILTER bound to the nflog group, or -1 */
 };
 #define MOAT_NETNS_N_FDS 7
 

@@ -16,8 +16,8 @@ int moat_fds_send(int sock, const int *fds, unsigned n_fds)
 		struct cmsghdr align;
 	} u;
 	uint8_t count = (uint8_t)n_fds;
-	struct iovec iov = { .iov_base = &count, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = &count, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct cmsghdr *c;
 	ssize_t n;
 
@@ -52,8 +52,8 @@ int moat_fds_recv(int sock, int *ret_fds, unsigned max_fds)
 		struct cmsghdr align;
 	} u;
 	uint8_t count = 0;
-	struct iovec iov = { .iov_base = &count, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = &count, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	int got[MOAT_FDPASS_MAX];
 	unsigned n_got = 0;
 	ssize_t n;

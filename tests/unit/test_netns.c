@@ -63,7 +63,7 @@ static void enter_netns(bool drop_to_nobody)
 
 static int accept_wait(int lfd)
 {
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
 	if (poll(&p, 1, 2000) != 1)
 		return -1;
 	return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -71,9 +71,9 @@ static int accept_wait(int lfd)
 
 static void check_redirect(const struct moat_netns_fds *f)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(80) };
+	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(80)};
 	struct sockaddr_in orig;
-	struct sockaddr_in6 dst6 = { .sin6_family = AF_INET6, .sin6_port = htons(443) };
+	struct sockaddr_in6 dst6 = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
 	struct sockaddr_in6 orig6;
 	socklen_t len = sizeof(orig);
 	char s[INET6_ADDRSTRLEN];
@@ -111,7 +111,7 @@ static void check_redirect(const struct moat_netns_fds *f)
 
 static void check_udp(const struct moat_netns_fds *f)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(53)};
 	char buf[64];
 
 	_cleanup_close_ int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -119,7 +119,7 @@ static void check_udp(const struct moat_netns_fds *f)
 	/* The DNS stub is reachable. */
 	inet_pton(AF_INET, MOAT_NETNS_DNS4, &dst.sin_addr);
 	ASSERT_EQ(sendto(u, "q", 1, 0, (struct sockaddr *)&dst, sizeof(dst)), 1);
-	struct pollfd p = { .fd = f->dns_udp, .events = POLLIN };
+	struct pollfd p = {.fd = f->dns_udp, .events = POLLIN};
 	ASSERT_EQ(poll(&p, 1, 2000), 1);
 	ASSERT_EQ(recv(f->dns_udp, buf, sizeof(buf), 0), 1);
 	/* Anything else is refused at once, and logged. */
@@ -127,7 +127,7 @@ static void check_udp(const struct moat_netns_fds *f)
 	ASSERT_ERRNO(sendto(u, "x", 1, 0, (struct sockaddr *)&dst, sizeof(dst)), EPERM);
 	if (f->nflog >= 0) {
 		char nb[2048];
-		struct pollfd q = { .fd = f->nflog, .events = POLLIN };
+		struct pollfd q = {.fd = f->nflog, .events = POLLIN};
 		ASSERT_EQ(poll(&q, 1, 2000), 1);
 		ssize_t n = recv(f->nflog, nb, sizeof(nb), 0);
 		ASSERT_TRUE(n > (ssize_t)sizeof(struct nlmsghdr));
@@ -137,7 +137,7 @@ static void check_udp(const struct moat_netns_fds *f)
 	/* ICMP (ping socket or raw) never gets out either. */
 	_cleanup_close_ int ic = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP);
 	if (ic >= 0) {
-		char echo[8] = { 8, 0, 0, 0, 0, 0, 0, 0 };
+		char echo[8] = {8, 0, 0, 0, 0, 0, 0, 0};
 		errno = 0;
 		ASSERT_TRUE(sendto(ic, echo, sizeof(echo), 0, (struct sockaddr *)&dst,
 				   sizeof(dst)) < 0);
@@ -170,13 +170,13 @@ TEST(netns_setup_redirect_unprivileged)
 
 TEST(netns_loopback_only)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(80) };
+	struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(80)};
 
 	enter_netns(false);
 	ASSERT_EQ(moat_netns_setup_loopback(), 0);
 	/* lo works... */
 	_cleanup_close_ int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in la = { .sin_family = AF_INET };
+	struct sockaddr_in la = {.sin_family = AF_INET};
 	socklen_t len = sizeof(la);
 	inet_pton(AF_INET, "127.0.0.1", &la.sin_addr);
 	ASSERT_EQ(bind(l, (struct sockaddr *)&la, sizeof(la)), 0);
@@ -213,7 +213,7 @@ TEST(netns_fds_survive_scm_rights)
 	check_redirect(&g);
 	moat_netns_fds_close(&g);
 	/* A message with too many descriptors is refused and leaves nothing open. */
-	int many[3] = { 0, 1, 2 };
+	int many[3] = {0, 1, 2};
 	ASSERT_EQ(moat_fds_send(sp[0], many, 3), 0);
 	ASSERT_EQ(moat_fds_recv(sp[1], got, 2), -EBADMSG);
 	close(sp[0]);
