@@ -33,7 +33,8 @@ static const struct moat_proxy_cidr_rule *cidr_match(const struct moat_proxy_con
 {
 	for (unsigned i = 0; i < c->n_cidrs; i++) {
 		const struct moat_proxy_cidr_rule *r = &c->cidrs[i];
-		if (!moat_cidr_contains(&r->cidr, sa) || !ports_have(r->ports, r->n_ports, port, false))
+		if (!moat_cidr_contains(&r->cidr, sa) ||
+		    !ports_have(r->ports, r->n_ports, port, false))
 			continue;
 		/* A metadata address needs a rule naming exactly it: a broad
 		 * range rule must not open the cloud's credential service. */
@@ -78,8 +79,9 @@ void moat_proxy_decide(const struct moat_proxy_config *c, enum moat_host_kind ki
 		r = cidr_match(c, (struct sockaddr *)&ss, port);
 		if (!r) {
 			unsigned flags = moat_addr_classify((struct sockaddr *)&ss);
-			deny(d, (flags & MOAT_ADDR_DENY_MASK) ? moat_addr_flags_reason(flags)
-							     : "ip-literal");
+			deny(d,
+			     (flags & MOAT_ADDR_DENY_MASK) ? moat_addr_flags_reason(flags)
+							   : "ip-literal");
 			if (!(flags & MOAT_ADDR_METADATA))
 				snprintf(d->rule, sizeof(d->rule), "--allow-cidr %s/%u:%u", host,
 					 kind == MOAT_HOST_IPV4 ? 32u : 128u, port);
@@ -149,9 +151,9 @@ void moat_proxy_check_addrs(const struct moat_proxy_config *c, const char *host,
 			    struct moat_proxy_decision *d)
 {
 	static const char *const reasons[] = {
-		"resolved-loopback", "resolved-private",    "resolved-link-local",
-		"resolved-cgnat",    "resolved-unspecified", "resolved-multicast",
-		"resolved-broadcast", "resolved-reserved",   "resolved-metadata",
+		"resolved-loopback",  "resolved-private",     "resolved-link-local",
+		"resolved-cgnat",     "resolved-unspecified", "resolved-multicast",
+		"resolved-broadcast", "resolved-reserved",    "resolved-metadata",
 	};
 	unsigned k = 0;
 

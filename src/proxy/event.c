@@ -66,7 +66,7 @@ static void put_num(struct out *o, const char *key, uint64_t v)
 
 size_t moat_proxy_event_format(const struct moat_proxy_event *e, char *buf, size_t len)
 {
-	struct out o = { .p = buf, .cap = len - 3 };
+	struct out o = {.p = buf, .cap = len - 3};
 	struct timespec ts;
 	struct tm tm;
 	char t[64];
@@ -74,9 +74,10 @@ size_t moat_proxy_event_format(const struct moat_proxy_event *e, char *buf, size
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(t, sizeof(t), "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"type\":\"net\"",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		     tm.tm_sec, ts.tv_nsec / 1000000);
+	n = snprintf(t, sizeof(t),
+		     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ\",\"type\":\"net\"",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		     ts.tv_nsec / 1000000);
 	buf[0] = 0;
 	put(&o, t, n > 0 ? (size_t)n : 0);
 	put_str(&o, "proto", e->proto);

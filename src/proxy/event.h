@@ -19,9 +19,9 @@
 
 struct moat_proxy_event {
 	const char *proto; /* http, connect, socks, transparent, dns, udp, icmp, ip */
-	const char *name;  /* normalized host name, or "" */
-	const char *raw;   /* the destination as the client wrote it (escaped) */
-	const char *addr;  /* address dialed (allow) or looked at (deny) */
+	const char *name; /* normalized host name, or "" */
+	const char *raw; /* the destination as the client wrote it (escaped) */
+	const char *addr; /* address dialed (allow) or looked at (deny) */
 	uint16_t port;
 	const char *method; /* HTTP method, DNS qtype */
 	const char *sni;

@@ -67,7 +67,7 @@ struct moat_loop *moat_loop_free(struct moat_loop *l)
 
 int moat_loop_add(struct moat_loop *l, int fd, uint32_t events, moat_loop_fd_fn fn, void *data)
 {
-	struct epoll_event ev = { .events = events, .data.fd = fd };
+	struct epoll_event ev = {.events = events, .data.fd = fd};
 
 	if (fd < 0 || (unsigned)fd >= l->max_fd)
 		return -EMFILE;
@@ -75,13 +75,13 @@ int moat_loop_add(struct moat_loop *l, int fd, uint32_t events, moat_loop_fd_fn 
 		return -EEXIST;
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return negerrno();
-	l->regs[fd] = (struct reg){ .fn = fn, .data = data, .events = events, .used = true };
+	l->regs[fd] = (struct reg){.fn = fn, .data = data, .events = events, .used = true};
 	return 0;
 }
 
 int moat_loop_mod(struct moat_loop *l, int fd, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.fd = fd };
+	struct epoll_event ev = {.events = events, .data.fd = fd};
 
 	if (fd < 0 || (unsigned)fd >= l->max_fd || !l->regs[fd].used)
 		return -ENOENT;
@@ -98,11 +98,10 @@ void moat_loop_del(struct moat_loop *l, int fd)
 	if (fd < 0 || (unsigned)fd >= l->max_fd || !l->regs[fd].used)
 		return;
 	(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
-	l->regs[fd] = (struct reg){ 0 };
+	l->regs[fd] = (struct reg){0};
 }
 
-void moat_loop_set_tick(struct moat_loop *l, unsigned interval_ms, moat_loop_tick_fn fn,
-			void *data)
+void moat_loop_set_tick(struct moat_loop *l, unsigned interval_ms, moat_loop_tick_fn fn, void *data)
 {
 	l->tick = fn;
 	l->tick_data = data;

@@ -64,7 +64,12 @@
 #define ACCEPT_BATCH 64
 #define NFLOG_EVENTS_PER_TICK 20
 
-enum kind { K_HTTP, K_SOCKS, K_TRANS, K_DNS };
+enum kind {
+	K_HTTP,
+	K_SOCKS,
+	K_TRANS,
+	K_DNS
+};
 
 enum state {
 	S_HEAD,
@@ -86,7 +91,7 @@ struct half {
 	size_t in_pipe;
 	char *buf;
 	size_t len, off, cap;
-	bool splice;  /* read src by splice; else only buf is written */
+	bool splice; /* read src by splice; else only buf is written */
 	bool no_shut; /* do not shut dst down at src EOF (HTTP responses) */
 	bool src_eof, dst_shut;
 	uint64_t bytes;
@@ -121,9 +126,9 @@ struct conn {
 	struct half up, down;
 
 	/* HTTP forwarding after the first request */
-	bool http;	 /* up half is fed by the HTTP request parser */
-	bool http_raw;	 /* chunked body seen: the rest of the stream is raw */
-	bool http_stop;	 /* no more requests: a refusal waits in `final` */
+	bool http; /* up half is fed by the HTTP request parser */
+	bool http_raw; /* chunked body seen: the rest of the stream is raw */
+	bool http_stop; /* no more requests: a refusal waits in `final` */
 	int64_t body_left;
 	char *final; /* reply to send once the upstream response ended */
 	size_t final_len;
@@ -280,7 +285,7 @@ static void set_deadline(struct conn *c, unsigned ms)
 
 static void reset_close(struct conn *c)
 {
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
 	(void)setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	conn_close(c);
 }
@@ -332,8 +337,7 @@ static void http_refuse(struct conn *c, int status, const char *reason, const ch
 	if (c->method[0] && !streq(c->method, "CONNECT"))
 		snprintf(what, sizeof(what), "%s http://%s", c->method, c->raw);
 	else
-		snprintf(what, sizeof(what), "%s %s", c->method[0] ? c->method : "request",
-			 c->raw);
+		snprintf(what, sizeof(what), "%s %s", c->method[0] ? c->method : "request", c->raw);
 	n = moat_http1_build_error(buf, sizeof(buf), status, reason, what, rule);
 	finish_with(c, buf, n > 0 ? (size_t)n : 0);
 }
@@ -360,8 +364,9 @@ static void refuse(struct conn *c, int status, const char *reason, const char *r
 		if (c->state == S_INSPECT || c->state == S_RELAY)
 			conn_close(c);
 		else
-			socks_refuse(c, status == 403 ? MOAT_SOCKS5_REP_NOT_ALLOWED
-						      : MOAT_SOCKS5_REP_GENERAL_FAILURE);
+			socks_refuse(c,
+				     status == 403 ? MOAT_SOCKS5_REP_NOT_ALLOWED
+						   : MOAT_SOCKS5_REP_GENERAL_FAILURE);
 		break;
 	default:
 		reset_close(c);
@@ -378,8 +383,9 @@ static void fail(struct conn *c, int status, const char *reason)
 		http_refuse(c, status, reason, NULL);
 		break;
 	case K_SOCKS:
-		socks_refuse(c, status == 504 ? MOAT_SOCKS5_REP_TTL_EXPIRED
-					      : MOAT_SOCKS5_REP_CONN_REFUSED);
+		socks_refuse(c,
+			     status == 504 ? MOAT_SOCKS5_REP_TTL_EXPIRED
+					   : MOAT_SOCKS5_REP_CONN_REFUSED);
 		break;
 	default:
 		reset_close(c);
@@ -476,8 +482,8 @@ static void connected(struct conn *c)
 	switch (c->kind) {
 	case K_HTTP:
 		if (!c->http) {
-			if (buf_add(&c->down, MOAT_HTTP1_CONNECT_OK, strlen(MOAT_HTTP1_CONNECT_OK)) <
-			    0) {
+			if (buf_add(&c->down, MOAT_HTTP1_CONNECT_OK,
+				    strlen(MOAT_HTTP1_CONNECT_OK)) < 0) {
 				conn_close(c);
 				return;
 			}
@@ -716,9 +722,9 @@ static int http_rewrite(struct conn *c, const struct moat_http1_request *r)
 		    buf_add(h, hd->value.p, hd->value.len) < 0 || buf_add(h, "\r\n", 2) < 0)
 			return -ENOMEM;
 	}
-	if (!host && (buf_add(h, "Host: ", 6) < 0 ||
-		      buf_add(h, r->authority.p, r->authority.len) < 0 ||
-		      buf_add(h, "\r\n", 2) < 0))
+	if (!host &&
+	    (buf_add(h, "Host: ", 6) < 0 || buf_add(h, r->authority.p, r->authority.len) < 0 ||
+	     buf_add(h, "\r\n", 2) < 0))
 		return -ENOMEM;
 	if (buf_add(h, "\r\n", 2) < 0)
 		return -ENOMEM;
@@ -876,7 +882,8 @@ static void socks_step(struct conn *c)
 			goto more;
 		if (n < 0) {
 			uint8_t b[MOAT_SOCKS5_REPLY_MAX];
-			int k = moat_socks5_build_reply(b, sizeof(b), moat_socks5_err_reply(n), NULL);
+			int k = moat_socks5_build_reply(b, sizeof(b), moat_socks5_err_reply(n),
+							NULL);
 			if (n == -MOAT_SOCKS5_E_COMMAND)
 				snprintf(c->method, sizeof(c->method), "cmd-%u", r.cmd);
 			conn_event(c, false, moat_socks5_strerror(n), NULL);
@@ -913,7 +920,8 @@ static const char *synth_lookup(struct proxy *p, const struct sockaddr_storage *
 	if (ss->ss_family != AF_INET)
 		return NULL;
 	a = ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr);
-	if ((a >> (32 - MOAT_PROXY_SYNTH_PREFIX)) != (MOAT_PROXY_SYNTH_NET >> (32 - MOAT_PROXY_SYNTH_PREFIX)))
+	if ((a >> (32 - MOAT_PROXY_SYNTH_PREFIX)) !=
+	    (MOAT_PROXY_SYNTH_NET >> (32 - MOAT_PROXY_SYNTH_PREFIX)))
 		return NULL;
 	i = (a & ((1u << (32 - MOAT_PROXY_SYNTH_PREFIX)) - 1)) - 1;
 	return i < p->n_synth ? p->synth[i] : "";
@@ -926,7 +934,7 @@ static bool is_synth(const struct sockaddr_storage *ss)
 		return false;
 	a = ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr);
 	return (a >> (32 - MOAT_PROXY_SYNTH_PREFIX)) ==
-	       (MOAT_PROXY_SYNTH_NET >> (32 - MOAT_PROXY_SYNTH_PREFIX));
+		(MOAT_PROXY_SYNTH_NET >> (32 - MOAT_PROXY_SYNTH_PREFIX));
 }
 
 static void trans_start(struct conn *c, bool v6)
@@ -947,8 +955,9 @@ static void trans_start(struct conn *c, bool v6)
 	}
 	moat_addr_unmap((struct sockaddr *)&ss, &c->odst);
 	c->have_odst = true;
-	c->port = ntohs(c->odst.ss_family == AF_INET ? ((struct sockaddr_in *)&c->odst)->sin_port
-						     : ((struct sockaddr_in6 *)&c->odst)->sin6_port);
+	c->port =
+		ntohs(c->odst.ss_family == AF_INET ? ((struct sockaddr_in *)&c->odst)->sin_port
+						   : ((struct sockaddr_in6 *)&c->odst)->sin6_port);
 	moat_addr_format((struct sockaddr *)&c->odst, true, c->raw, sizeof(c->raw));
 	if (is_synth(&c->odst)) {
 		const char *name = synth_lookup(p, &c->odst);
@@ -1128,7 +1137,7 @@ static int dns_answer(struct proxy *p, const uint8_t *msg, size_t len, uint8_t *
 		      bool tcp)
 {
 	struct moat_dns_query q;
-	struct moat_proxy_event e = { .proto = "dns" };
+	struct moat_proxy_event e = {.proto = "dns"};
 	char name[MOAT_HOST_BUFSZ];
 	const char *why = NULL;
 	int r = moat_dns_parse_query(msg, len, &q);
@@ -1137,7 +1146,8 @@ static int dns_answer(struct proxy *p, const uint8_t *msg, size_t len, uint8_t *
 		int rc = moat_dns_err_rcode(r);
 		e.reason = moat_dns_strerror(r);
 		(void)moat_proxy_event_write(p->event_fd, &e);
-		return rc < 0 ? -1 : moat_dns_build_header_response(msg, len, (uint8_t)rc, out, outlen);
+		return rc < 0 ? -1
+			      : moat_dns_build_header_response(msg, len, (uint8_t)rc, out, outlen);
 	}
 	e.raw = q.name;
 	e.method = qtype_name(q.qtype);
@@ -1151,7 +1161,8 @@ static int dns_answer(struct proxy *p, const uint8_t *msg, size_t len, uint8_t *
 		if (synth_addr(p, name, &ss) < 0) {
 			e.reason = "synthetic-range-full";
 			(void)moat_proxy_event_write(p->event_fd, &e);
-			return moat_dns_build_rcode_response(&q, MOAT_DNS_RCODE_SERVFAIL, out, outlen);
+			return moat_dns_build_rcode_response(&q, MOAT_DNS_RCODE_SERVFAIL, out,
+							     outlen);
 		}
 		moat_addr_format((struct sockaddr *)&ss, false, a, sizeof(a));
 		e.name = name;
@@ -1191,7 +1202,8 @@ static void on_dns_udp(struct moat_loop *l, int fd, uint32_t events, void *data)
 			return;
 		k = dns_answer(p, q, (size_t)n, out, sizeof(out), false);
 		if (k > 0)
-			(void)sendto(fd, out, (size_t)k, MSG_DONTWAIT, (struct sockaddr *)&from, flen);
+			(void)sendto(fd, out, (size_t)k, MSG_DONTWAIT, (struct sockaddr *)&from,
+				     flen);
 	}
 }
 
@@ -1211,8 +1223,9 @@ static void dns_tcp_step(struct conn *c)
 		if (n == 0)
 			break;
 		k = dns_answer(c->p, msg, mlen, out + 2, sizeof(out) - 2, true);
-		if (k > 0 && (moat_dns_tcp_prefix(out, (size_t)k) != 2 ||
-			      buf_add(&c->down, out, (size_t)k + 2) < 0)) {
+		if (k > 0 &&
+		    (moat_dns_tcp_prefix(out, (size_t)k) != 2 ||
+		     buf_add(&c->down, out, (size_t)k + 2) < 0)) {
 			conn_close(c);
 			return;
 		}
@@ -1230,7 +1243,7 @@ static void dns_tcp_step(struct conn *c)
 
 static void nflog_packet(struct proxy *p, const uint8_t *pl, size_t len)
 {
-	struct moat_proxy_event e = { .reason = "dropped", .proto = "ip" };
+	struct moat_proxy_event e = {.reason = "dropped", .proto = "ip"};
 	struct sockaddr_storage ss;
 	char a[MOAT_ADDR_STRLEN];
 	uint8_t proto = 0;
@@ -1305,8 +1318,8 @@ static void on_client(struct moat_loop *l, int fd, uint32_t events, void *data)
 
 	switch (c->state) {
 	case S_RELAY:
-		if (c->http && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c->up.off == c->up.len &&
-		    !c->client_eof && !c->http_stop) {
+		if (c->http && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+		    c->up.off == c->up.len && !c->client_eof && !c->http_stop) {
 			n = client_read(c);
 			if (n < 0 && n != -EAGAIN) {
 				conn_close(c);
@@ -1433,8 +1446,8 @@ static void on_listen(struct moat_loop *l, int fd, uint32_t events, void *data)
 			return;
 		if (p->n_conns >= p->max_conns) {
 			/* Over the cap: refuse at once rather than let it hang. */
-			struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-			struct moat_proxy_event e = { .proto = "tcp", .reason = "connection-limit" };
+			struct linger lg = {.l_onoff = 1, .l_linger = 0};
+			struct moat_proxy_event e = {.proto = "tcp", .reason = "connection-limit"};
 			(void)setsockopt(cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 			close(cfd);
 			(void)moat_proxy_event_write(p->event_fd, &e);
@@ -1495,7 +1508,7 @@ static void on_tick(struct moat_loop *l, uint64_t now, void *data)
 	p->now = now;
 	p->nflog_budget = NFLOG_EVENTS_PER_TICK;
 	if (p->nflog_suppressed) {
-		struct moat_proxy_event e = { .proto = "ip", .reason = "dropped" };
+		struct moat_proxy_event e = {.proto = "ip", .reason = "dropped"};
 		char m[64];
 		snprintf(m, sizeof(m), "%u more not logged", p->nflog_suppressed);
 		e.rule = m;
@@ -1532,18 +1545,42 @@ static void on_tick(struct moat_loop *l, uint64_t now, void *data)
 static int install_seccomp(void)
 {
 	static const int allow[] = {
-		SCMP_SYS(read),		 SCMP_SYS(write),	SCMP_SYS(close),
-		SCMP_SYS(recvfrom),	 SCMP_SYS(sendto),	SCMP_SYS(recvmsg),
-		SCMP_SYS(sendmsg),	 SCMP_SYS(connect),	SCMP_SYS(accept4),
-		SCMP_SYS(shutdown),	 SCMP_SYS(setsockopt),	SCMP_SYS(getsockopt),
-		SCMP_SYS(getsockname),	 SCMP_SYS(getpeername), SCMP_SYS(epoll_wait),
-		SCMP_SYS(epoll_pwait),	 SCMP_SYS(epoll_ctl),	SCMP_SYS(splice),
-		SCMP_SYS(pipe2),	 SCMP_SYS(fcntl),	SCMP_SYS(clock_gettime),
-		SCMP_SYS(brk),		 SCMP_SYS(mmap),	SCMP_SYS(munmap),
-		SCMP_SYS(mremap),	 SCMP_SYS(madvise),	SCMP_SYS(rt_sigreturn),
-		SCMP_SYS(rt_sigprocmask), SCMP_SYS(exit),	SCMP_SYS(exit_group),
-		SCMP_SYS(restart_syscall), SCMP_SYS(getpid),	SCMP_SYS(gettid),
-		SCMP_SYS(tgkill),	 SCMP_SYS(futex),	SCMP_SYS(getrandom),
+		SCMP_SYS(read),
+		SCMP_SYS(write),
+		SCMP_SYS(close),
+		SCMP_SYS(recvfrom),
+		SCMP_SYS(sendto),
+		SCMP_SYS(recvmsg),
+		SCMP_SYS(sendmsg),
+		SCMP_SYS(connect),
+		SCMP_SYS(accept4),
+		SCMP_SYS(shutdown),
+		SCMP_SYS(setsockopt),
+		SCMP_SYS(getsockopt),
+		SCMP_SYS(getsockname),
+		SCMP_SYS(getpeername),
+		SCMP_SYS(epoll_wait),
+		SCMP_SYS(epoll_pwait),
+		SCMP_SYS(epoll_ctl),
+		SCMP_SYS(splice),
+		SCMP_SYS(pipe2),
+		SCMP_SYS(fcntl),
+		SCMP_SYS(clock_gettime),
+		SCMP_SYS(brk),
+		SCMP_SYS(mmap),
+		SCMP_SYS(munmap),
+		SCMP_SYS(mremap),
+		SCMP_SYS(madvise),
+		SCMP_SYS(rt_sigreturn),
+		SCMP_SYS(rt_sigprocmask),
+		SCMP_SYS(exit),
+		SCMP_SYS(exit_group),
+		SCMP_SYS(restart_syscall),
+		SCMP_SYS(getpid),
+		SCMP_SYS(gettid),
+		SCMP_SYS(tgkill),
+		SCMP_SYS(futex),
+		SCMP_SYS(getrandom),
 	};
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	int r = ctx ? 0 : -ENOMEM;
@@ -1580,7 +1617,7 @@ static int listen_add(struct proxy *p, int fd, moat_loop_fd_fn fn)
 int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns_fds *fds,
 		    int event_fd)
 {
-	struct proxy p = { .cfg = cfg, .event_fd = event_fd, .fds = *fds, .res_fd = -1 };
+	struct proxy p = {.cfg = cfg, .event_fd = event_fd, .fds = *fds, .res_fd = -1};
 	struct rlimit rl;
 	int r;
 

@@ -73,13 +73,13 @@ struct moat_proxy_config {
 	struct moat_proxy_resolve *resolve;
 	unsigned n_resolve;
 
-	unsigned max_conns;	     /* concurrent client connections; 0 = 1024 */
-	unsigned max_head;	     /* HTTP request head bytes; 0 = 32 KiB */
-	unsigned head_timeout_ms;    /* until the request/handshake/SNI is complete; 0 = 10 s */
+	unsigned max_conns; /* concurrent client connections; 0 = 1024 */
+	unsigned max_head; /* HTTP request head bytes; 0 = 32 KiB */
+	unsigned head_timeout_ms; /* until the request/handshake/SNI is complete; 0 = 10 s */
 	unsigned connect_timeout_ms; /* name resolution + TCP connect; 0 = 10 s */
-	unsigned idle_timeout_ms;    /* no byte either way; 0 = 10 min */
-	bool no_seccomp;	     /* tests under sanitizers only */
-	bool no_resolver;	     /* names need a --resolve entry (tests: no DNS) */
+	unsigned idle_timeout_ms; /* no byte either way; 0 = 10 min */
+	bool no_seccomp; /* tests under sanitizers only */
+	bool no_resolver; /* names need a --resolve entry (tests: no DNS) */
 };
 
 /* Build the proxy's rules from a validated policy. Patterns, CIDRs and

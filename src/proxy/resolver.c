@@ -21,8 +21,8 @@ static sem_t slots;
 static void *resolve_one(void *arg)
 {
 	struct moat_resolver_req *req = arg;
-	struct moat_resolver_reply rep = { .id = req->id };
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct moat_resolver_reply rep = {.id = req->id};
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res = NULL;
 
 	rep.err = getaddrinfo(req->name, NULL, &hints, &res);
@@ -109,7 +109,7 @@ int moat_resolver_start(pid_t *ret_pid, int *ret_fd)
 
 int moat_resolver_send(int fd, uint32_t id, const char *name)
 {
-	struct moat_resolver_req req = { .id = id };
+	struct moat_resolver_req req = {.id = id};
 
 	if (strlen(name) >= sizeof(req.name))
 		return -ENAMETOOLONG;
