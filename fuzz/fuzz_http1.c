@@ -18,7 +18,7 @@ static void check_slice(struct moat_http1_slice s, const char *buf, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct moat_http1_request req, req2;
-	struct moat_http1_limits lim = { 0 };
+	struct moat_http1_limits lim = {0};
 	char out[2048];
 	char *buf;
 	int r;
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data, size);
 	if (size && (data[0] & 1))
-		lim = (struct moat_http1_limits){ .max_head = 512, .max_headers = 8 };
+		lim = (struct moat_http1_limits){.max_head = 512, .max_headers = 8};
 
 	r = moat_http1_parse_request(buf, size, &lim, &req);
 	if (r > 0) {

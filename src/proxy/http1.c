@@ -81,9 +81,9 @@ static int parse_port(const char *s, size_t len, uint16_t *ret)
 	return 0;
 }
 
-int moat_http1_parse_authority(const char *s, size_t len, bool require_port,
-			       uint16_t default_port, char *ret_host, enum moat_host_kind *ret_kind,
-			       uint16_t *ret_port, bool *ret_loose, bool *ret_port_explicit)
+int moat_http1_parse_authority(const char *s, size_t len, bool require_port, uint16_t default_port,
+			       char *ret_host, enum moat_host_kind *ret_kind, uint16_t *ret_port,
+			       bool *ret_loose, bool *ret_port_explicit)
 {
 	const char *host = s, *colon = NULL;
 	size_t hostlen;
@@ -178,8 +178,8 @@ static int parse_request_line(const char *line, size_t len, struct moat_http1_re
 	else
 		return -MOAT_HTTP1_E_REQUEST_LINE;
 
-	r->method = (struct moat_http1_slice){ line, mlen };
-	r->target = (struct moat_http1_slice){ target, tlen };
+	r->method = (struct moat_http1_slice){line, mlen};
+	r->target = (struct moat_http1_slice){target, tlen};
 	for (size_t i = 0; i < tlen; i++) {
 		unsigned char c = (unsigned char)target[i];
 		if (c <= 0x20 || c >= 0x7f)
@@ -194,7 +194,7 @@ static int parse_request_line(const char *line, size_t len, struct moat_http1_re
 			return -MOAT_HTTP1_E_FORM;
 		r->form = MOAT_HTTP1_FORM_AUTHORITY;
 		r->authority = r->target;
-		r->path = (struct moat_http1_slice){ target + tlen, 0 };
+		r->path = (struct moat_http1_slice){target + tlen, 0};
 		e = moat_http1_parse_authority(target, tlen, true, 0, r->host, &r->host_kind,
 					       &r->port, &r->host_loose_ipv4, &r->port_explicit);
 		if (e < 0)
@@ -216,8 +216,8 @@ static int parse_request_line(const char *line, size_t len, struct moat_http1_re
 	while (p < end && *p != '/' && *p != '?')
 		p++;
 	r->form = MOAT_HTTP1_FORM_ABSOLUTE;
-	r->authority = (struct moat_http1_slice){ auth, (size_t)(p - auth) };
-	r->path = (struct moat_http1_slice){ p, (size_t)(end - p) };
+	r->authority = (struct moat_http1_slice){auth, (size_t)(p - auth)};
+	r->path = (struct moat_http1_slice){p, (size_t)(end - p)};
 	e = moat_http1_parse_authority(auth, (size_t)(p - auth), false, 80, r->host, &r->host_kind,
 				       &r->port, &r->host_loose_ipv4, &r->port_explicit);
 	if (e < 0)
@@ -297,8 +297,8 @@ static int parse_header_line(const char *line, size_t len, struct moat_http1_req
 		return -MOAT_HTTP1_E_TOO_MANY_HEADERS;
 
 	struct moat_http1_header *h = &r->headers[r->n_headers++];
-	h->name = (struct moat_http1_slice){ line, nlen };
-	h->value = (struct moat_http1_slice){ v, (size_t)(end - v) };
+	h->name = (struct moat_http1_slice){line, nlen};
+	h->value = (struct moat_http1_slice){v, (size_t)(end - v)};
 
 	if (moat_http1_slice_eq(h->name, "host")) {
 		if (++st->n_host > 1)
@@ -378,7 +378,7 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 {
 	size_t max_head = MOAT_HTTP1_DEFAULT_MAX_HEAD;
 	unsigned max_headers = MOAT_HTTP1_DEFAULT_MAX_HEADERS;
-	struct head_state st = { 0 };
+	struct head_state st = {0};
 	size_t pos = 0, scan_end, head_end = 0;
 	bool complete = false;
 	int e;
@@ -580,8 +580,8 @@ int moat_http1_build_error(char *buf, size_t buflen, int status, const char *rea
 	sanitize(what && *what ? what : "request", w);
 	sanitize(allow_rule, a);
 	if (a[0])
-		blen = snprintf(body, sizeof(body), "moat: refused %s (%s); to allow it: %s\n", w, r,
-				a);
+		blen = snprintf(body, sizeof(body), "moat: refused %s (%s); to allow it: %s\n", w,
+				r, a);
 	else
 		blen = snprintf(body, sizeof(body), "moat: refused %s (%s)\n", w, r);
 	if (blen < 0 || (size_t)blen >= sizeof(body))

@@ -47,7 +47,8 @@ TEST(http1_absolute_form)
 	ASSERT_TRUE(!req.chunked);
 	ASSERT_TRUE(req.keep_alive);
 
-	ASSERT_GE(parse("GET http://example.com:8080 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n"), 1);
+	ASSERT_GE(parse("GET http://example.com:8080 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n"),
+		  1);
 	ASSERT_EQ(req.port, 8080);
 	ASSERT_EQ(req.path.len, 0);
 	ASSERT_GE(parse("GET HTTP://example.com?x HTTP/1.0\r\n\r\n"), 1);
@@ -68,8 +69,9 @@ TEST(http1_absolute_form)
 
 TEST(http1_connect)
 {
-	ASSERT_GE(parse("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n"),
-		  1);
+	ASSERT_GE(
+		parse("CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\n\r\n"),
+		1);
 	ASSERT_TRUE(req.is_connect);
 	ASSERT_EQ(req.form, MOAT_HTTP1_FORM_AUTHORITY);
 	ASSERT_STREQ(req.host, "api.example.com");
@@ -201,8 +203,9 @@ TEST(http1_smuggling)
 	/* Content-Length */
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
-	ASSERT_GE(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"),
-		  1);
+	ASSERT_GE(
+		parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"),
+		1);
 	ASSERT_EQ(req.content_length, 5);
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
@@ -275,7 +278,7 @@ TEST(http1_incremental)
 TEST(http1_limits)
 {
 	static char big[70000];
-	struct moat_http1_limits lim = { .max_head = 1024, .max_headers = 3 };
+	struct moat_http1_limits lim = {.max_head = 1024, .max_headers = 3};
 	int n;
 
 	/* 1 MiB request line: refused as soon as the cap is reached */
@@ -336,8 +339,9 @@ TEST(http1_error_response)
 	ASSERT_CONTAINS(buf, "X-Moat-Denied: not-allowed\r\n");
 	ASSERT_CONTAINS(buf, "Connection: close\r\n");
 	const char *body = strstr(buf, "\r\n\r\n") + 4;
-	ASSERT_STREQ(body, "moat: refused CONNECT api.example.com:443 (not-allowed); to allow it: "
-			   "--allow-host api.example.com:443\n");
+	ASSERT_STREQ(body,
+		     "moat: refused CONNECT api.example.com:443 (not-allowed); to allow it: "
+		     "--allow-host api.example.com:443\n");
 	char cl[64];
 	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", strlen(body));
 	ASSERT_CONTAINS(buf, cl);
