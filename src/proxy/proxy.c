@@ -311,6 +311,21 @@ static void conn_close(struct conn *c)
 	free(c);
 }
 
+/* Write the final reply; once it is out, half-close and drain until EOF so the
+ * client reads the reply instead of a reset. */
+static void flush_close_step(struct conn *c)
+{
+	if (half_pump(&c->down) < 0) {
+		conn_close(c);
+		return;
+	}
+	if (!half_pending(&c->down)) {
+		(void)shutdown(c->cfd, SHUT_WR);
+		c->state = S_LINGER;
+	}
+	conn_update(c);
+}
+
 /* Refuse with a final reply (HTTP error, SOCKS reply), then drain and close. */
 static void finish_with(struct conn *c, const void *reply, size_t n)
 {
@@ -326,7 +341,7 @@ static void finish_with(struct conn *c, const void *reply, size_t n)
 	}
 	c->state = S_FLUSH_CLOSE;
 	set_deadline(c, LINGER_MS);
-	conn_update(c);
+	flush_close_step(c);
 }
 
 static void http_refuse(struct conn *c, int status, const char *reason, const char *rule)
@@ -1331,19 +1346,9 @@ static void on_client(struct moat_loop *l, int fd, uint32_t events, void *data)
 		}
 		relay_pump(c);
 		return;
-	case S_FLUSH_CLOSE: {
-		int r = half_pump(&c->down);
-		if (r < 0 || !half_pending(&c->down)) {
-			if (r < 0) {
-				conn_close(c);
-				return;
-			}
-			(void)shutdown(c->cfd, SHUT_WR);
-			c->state = S_LINGER;
-		}
-		conn_update(c);
+	case S_FLUSH_CLOSE:
+		flush_close_step(c);
 		return;
-	}
 	case S_LINGER: {
 		char junk[4096];
 		n = recv(c->cfd, junk, sizeof(junk), 0);
