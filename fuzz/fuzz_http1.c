@@ -58,6 +58,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (moat_http1_build_error(out, sizeof(out), 403, "not-allowed", req.host,
 					   req.host) < 0)
 			abort();
+		if (req.chunked) {
+			/* the body after the head, whole and in two pieces */
+			struct moat_http1_chunked c1, c2;
+			size_t blen = size - (size_t)r;
+			moat_http1_chunked_init(&c1, 1 << 20);
+			moat_http1_chunked_init(&c2, 1 << 20);
+			int a = moat_http1_chunked_feed(&c1, buf + r, blen);
+			size_t half = blen / 2;
+			int b1 = moat_http1_chunked_feed(&c2, buf + r, half);
+			int b2 = b1 >= 0 && !c2.done
+				? moat_http1_chunked_feed(&c2, buf + r + half, blen - half)
+				: 0;
+			if (a >= 0 && ((size_t)a > blen || (c1.done && (b1 < 0 || b2 < 0))))
+				abort();
+			if (a >= 0 && b1 >= 0 && b2 >= 0 && c1.done != c2.done)
+				abort();
+			if (a >= 0 && c1.done && c2.done && a != b1 + b2)
+				abort();
+		}
 	} else if (r < 0) {
 		(void)moat_http1_strerror(r);
 		(void)moat_http1_err_status(r);

@@ -7,7 +7,7 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-cd "$top"
+cd "$top" || exit 2
 O=${O:-build}
 strict=${MOAT_TEST_STRICT:-0}
 results=$(mktemp -d /tmp/moat-results.XXXXXX)
@@ -19,7 +19,8 @@ run_suite() {
 	local name=$1
 	shift
 	suite=$((suite + 1))
-	local out="$results/$(printf '%03d' $suite)-$name.tap"
+	local out
+	out="$results/$(printf '%03d' $suite)-$name.tap"
 	echo "== $name"
 	local rc=0
 	"$@" >"$out" 2>&1 || rc=$?

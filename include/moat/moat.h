@@ -21,9 +21,9 @@ extern "C" {
 
 /* Exit codes of `moat run` (besides the command's own status). */
 enum moat_exit {
-	MOAT_EXIT_USAGE = 2,	   /* bad flag, bad policy */
-	MOAT_EXIT_TIMEOUT = 124,   /* wall-clock limit */
-	MOAT_EXIT_SETUP = 125,	   /* the sandbox could not be set up: nothing ran */
+	MOAT_EXIT_USAGE = 2, /* bad flag, bad policy */
+	MOAT_EXIT_TIMEOUT = 124, /* wall-clock limit */
+	MOAT_EXIT_SETUP = 125, /* the sandbox could not be set up: nothing ran */
 	MOAT_EXIT_CANNOT_EXEC = 126, /* the command exists but could not be executed */
 	MOAT_EXIT_NOT_FOUND = 127, /* the command was not found inside the sandbox */
 };
@@ -31,8 +31,8 @@ enum moat_exit {
 /* An error: which stage failed, the errno, a message, and for parse errors the
  * position in the policy file. Filled only on failure. */
 struct moat_error {
-	char stage[32];	   /* "policy", "plan", "mount", "seccomp", … */
-	int err;	   /* positive errno, 0 if none applies */
+	char stage[32]; /* "policy", "plan", "mount", "seccomp", … */
+	int err; /* positive errno, 0 if none applies */
 	unsigned line, column; /* 1-based; 0 when not a parse error */
 	char message[512]; /* human readable, names the step and path */
 };
@@ -48,8 +48,8 @@ struct moat_policy *moat_policy_free(struct moat_policy *p);
 /* Merge a JSON policy file into p. Unknown keys, wrong types and bad values
  * are errors with line:column. */
 int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_error *ret_err);
-int moat_policy_load_string(struct moat_policy *p, const char *json, size_t len,
-			    const char *name, struct moat_error *ret_err);
+int moat_policy_load_string(struct moat_policy *p, const char *json, size_t len, const char *name,
+			    struct moat_error *ret_err);
 
 /* Apply one command-line option (e.g. "--ro", "/srv/data:/data") on top of the
  * policy. `value` is NULL for options that take none. Returns -ENOENT for an
@@ -68,6 +68,10 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 
 /* The effective policy as pretty JSON. Caller frees *ret_json. */
 int moat_policy_to_json(const struct moat_policy *p, char **ret_json);
+
+/* Where --json-status goes (NULL if not asked), and whether --quiet was given. */
+const char *moat_policy_status_path(const struct moat_policy *p);
+bool moat_policy_quiet(const struct moat_policy *p);
 
 /* The setup plan (ordered steps) as text, one step a line. Caller frees. */
 int moat_policy_plan_text(const struct moat_policy *p, char **ret_text);
@@ -88,18 +92,18 @@ enum moat_reason {
 
 struct moat_status {
 	enum moat_reason reason;
-	int exit_code;	     /* what `moat run` exits with */
-	int status;	     /* the command's exit status, when it exited */
-	int signal;	     /* the signal that killed it, when signaled */
-	uint64_t wall_us;    /* wall-clock time of the run */
+	int exit_code; /* what `moat run` exits with */
+	int status; /* the command's exit status, when it exited */
+	int signal; /* the signal that killed it, when signaled */
+	uint64_t wall_us; /* wall-clock time of the run */
 	uint64_t cpu_user_us, cpu_sys_us;
-	uint64_t mem_peak;   /* bytes, 0 if not measured */
-	uint64_t pids_peak;  /* 0 if not measured */
+	uint64_t mem_peak; /* bytes, 0 if not measured */
+	uint64_t pids_peak; /* 0 if not measured */
 	uint64_t denied_syscalls;
 	uint64_t net_allowed, net_denied;
 	uint64_t execs;
 	char run_id[40];
-	char degraded[128];  /* comma-separated layers the user let go, "" if none */
+	char degraded[128]; /* comma-separated layers the user let go, "" if none */
 };
 
 const char *moat_reason_name(enum moat_reason r);

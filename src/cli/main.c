@@ -3,14 +3,46 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "moat/moat.h"
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"moat %s — a sandbox for AI agents\n\n"
+		"usage:\n"
+		"  moat run [OPTIONS] -- COMMAND [ARG...]   run COMMAND in a fresh sandbox\n"
+		"  moat policy check FILE                   validate a policy file\n"
+		"  moat policy show [OPTIONS]               print the effective policy and plan\n"
+		"  moat doctor [--json]                     kernel features and what moat enforces\n"
+		"  moat --version\n\n"
+		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
+		"125 the sandbox could not be set up; 126/127 command not executable/found;\n"
+		"2 bad usage or policy.\n",
+		MOAT_VERSION);
+}
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+	if (argc < 2) {
+		usage(stderr);
+		return MOAT_EXIT_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
 		printf("moat %s\n", MOAT_VERSION);
 		return 0;
 	}
-	fprintf(stderr, "usage: moat run [OPTIONS] -- COMMAND [ARG...]\n");
-	return 2;
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return moat_cli_run(argc - 1, argv + 1);
+	if (strcmp(cmd, "policy") == 0)
+		return moat_cli_policy(argc - 1, argv + 1);
+	if (strcmp(cmd, "doctor") == 0)
+		return moat_cli_doctor(argc - 1, argv + 1);
+	fprintf(stderr, "moat: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return MOAT_EXIT_USAGE;
 }

@@ -23,33 +23,33 @@
 #define MOAT_MAX_STRING 4096
 
 enum moat_mount_kind {
-	MOAT_MOUNT_RO,	  /* read-only bind of a host path */
-	MOAT_MOUNT_RW,	  /* read-write bind of a host path */
+	MOAT_MOUNT_RO, /* read-only bind of a host path */
+	MOAT_MOUNT_RW, /* read-write bind of a host path */
 	MOAT_MOUNT_TMPFS, /* fresh tmpfs of `size` bytes */
-	MOAT_MOUNT_HIDE,  /* empty, read-only, over a file or directory */
+	MOAT_MOUNT_HIDE, /* empty, read-only, over a file or directory */
 };
 
 struct moat_mount {
 	enum moat_mount_kind kind;
-	char *src;  /* host path (RO, RW); NULL otherwise */
+	char *src; /* host path (RO, RW); NULL otherwise */
 	char *dest; /* absolute, normalised path inside */
 	uint64_t size; /* TMPFS size in bytes; 0 = the policy's disk size */
 };
 
 enum moat_workspace_mode {
 	MOAT_WS_OVERLAY, /* writes go to an upper layer, reviewed and applied at the end */
-	MOAT_WS_RW,	 /* direct writes */
-	MOAT_WS_RO,	 /* read-only */
+	MOAT_WS_RW, /* direct writes */
+	MOAT_WS_RO, /* read-only */
 };
 
 enum moat_net_mode {
-	MOAT_NET_NONE,	/* loopback only (default) */
+	MOAT_NET_NONE, /* loopback only (default) */
 	MOAT_NET_ALLOW, /* egress proxy with an allowlist */
-	MOAT_NET_HOST,	/* no network namespace: weakened, loud */
+	MOAT_NET_HOST, /* no network namespace: weakened, loud */
 };
 
 enum moat_tty_mode {
-	MOAT_TTY_AUTO,	/* a pty when stdin is a terminal */
+	MOAT_TTY_AUTO, /* a pty when stdin is a terminal */
 	MOAT_TTY_ALWAYS,
 	MOAT_TTY_NEVER,
 };
@@ -65,6 +65,14 @@ enum moat_degrade {
 	MOAT_DEGRADE_LANDLOCK = 1u << 0,
 	MOAT_DEGRADE_CGROUP = 1u << 1,
 	MOAT_DEGRADE_SECCOMP_NOTIFY = 1u << 2,
+};
+
+enum moat_limit_bit {
+	MOAT_LIMIT_CPUS = 1u << 0,
+	MOAT_LIMIT_MEMORY = 1u << 1,
+	MOAT_LIMIT_PIDS = 1u << 2,
+	MOAT_LIMIT_TIMEOUT = 1u << 3,
+	MOAT_LIMIT_DISK = 1u << 4,
 };
 
 struct moat_env {
@@ -145,6 +153,10 @@ struct moat_policy {
 	uint64_t nofile;
 	uint64_t fsize;
 	unsigned allow_degraded; /* enum moat_degrade bits */
+	/* Which limits the user asked for explicitly (enum moat_limit_bit). A limit
+	 * that was asked for and cannot be enforced fails the run closed; a default
+	 * that cannot be enforced by cgroups falls back to rlimits, said in the status. */
+	unsigned limits_set;
 
 	/* kernel layers */
 	char **allow_syscalls;

@@ -31,9 +31,11 @@ enum moat_addr_flag {
 	MOAT_ADDR_UNSPECIFIED = 1u << 4, /* 0.0.0.0, :: */
 	MOAT_ADDR_MULTICAST = 1u << 5, /* 224/4, ff00::/8 */
 	MOAT_ADDR_BROADCAST = 1u << 6, /* 255.255.255.255 */
-	/* 0/8, 192.0.0/24, 192.0.2/24, 198.18/15, 198.51.100/24, 203.0.113/24,
-	 * 240/4, 100::/64, 2001:db8::/32, 2001:2::/48, 3fff::/20, 5f00::/16, ::/8
-	 * remainder (not mapped/compat), and 2001::/23 outside Teredo */
+	/* 0/8, 192.0.0/24, 192.0.2/24, 192.88.99/24, 198.18/15, 198.51.100/24, 203.0.113/24,
+	 * 240/4; IPv6: all of ::/8 except ::, ::1 and ::ffff:0:0/96 (so the
+	 * deprecated IPv4-compatible ::a.b.c.d is RESERVED plus its IPv4 flags),
+	 * 64:ff9b:1::/48, 100::/64, 2001::/23 outside Teredo, 2001:db8::/32,
+	 * 3fff::/20, 5f00::/16, and everything outside 2000::/3 not named above */
 	MOAT_ADDR_RESERVED = 1u << 7,
 	/* 169.254.169.254, 169.254.169.253, 169.254.169.123, 169.254.170.2,
 	 * 169.254.170.23, 100.100.100.200, 168.63.129.16, fd00:ec2::254,
@@ -66,7 +68,8 @@ int moat_addr_parse_n(const char *s, size_t len, struct sockaddr_storage *ret);
  * "2130706433", "0x7f.1", "0177.0.0.1", "0x7f000001"), one trailing dot
  * allowed. @ret gets the address in HOST byte order. Returns 0 if @s is such a
  * literal, -ERANGE if it has that shape but a part is out of range
- * ("256.1.1.1", "1.2.3.4.5" is -EINVAL), -EINVAL if it is not numeric at all.
+ * ("256.1.1.1", "08.1.1.1", "1.2.3.4.5", "4294967296"), -EINVAL if it is not
+ * numeric at all ("a.b.c.d", "1..2", "1.2.3.4a").
  */
 int moat_addr_parse_loose_ipv4(const char *s, uint32_t *ret);
 int moat_addr_parse_loose_ipv4_n(const char *s, size_t len, uint32_t *ret);

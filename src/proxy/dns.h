@@ -8,9 +8,10 @@
  *
  * Accepted query: QR=0, OPCODE=0 (QUERY), QDCOUNT=1, ANCOUNT=0, NSCOUNT=0,
  * ARCOUNT<=1 (EDNS OPT is tolerated and not parsed), a name of at most 255
- * wire bytes / 127 labels. Compression pointers are followed only backwards
- * (strictly before the label that holds the pointer) and at most 16 times, so
- * loops and forward references are refused.
+ * wire bytes / 127 labels. A compression pointer must point strictly before
+ * the start of the segment being read (the name itself, or the target of the
+ * previous pointer), so every jump goes backwards and loops are impossible; at
+ * most 16 pointers are followed, and pointers into the header are refused.
  */
 #pragma once
 

@@ -3,6 +3,7 @@
 #include "proxy/http1.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -260,6 +261,23 @@ static bool list_has(const char *s, size_t len, const char *tok)
 	return false;
 }
 
+/* "Content_Length", "Transfer_encoding": names some servers (CGI
+ * style) map onto the framing headers. Refused: smuggling material. */
+static bool lookalike_framing_name(const char *name, size_t len)
+{
+	static const char *const framing[] = {"content-length", "transfer-encoding"};
+	char tmp[32];
+
+	if (len >= sizeof(tmp))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		tmp[i] = name[i] == '_' ? '-' : lower(name[i]);
+	for (size_t k = 0; k < ELEMENTSOF(framing); k++)
+		if (len == strlen(framing[k]) && memcmp(tmp, framing[k], len) == 0)
+			return true;
+	return false;
+}
+
 struct head_state {
 	unsigned n_host, n_te, n_cl;
 	const struct moat_http1_header *host_hdr;
@@ -293,6 +311,8 @@ static int parse_header_line(const char *line, size_t len, struct moat_http1_req
 	for (const char *p = v; p < end; p++)
 		if (is_ctl((unsigned char)*p) && *p != '\t')
 			return -MOAT_HTTP1_E_HEADER_VALUE;
+	if (memchr(line, '_', nlen) && lookalike_framing_name(line, nlen))
+		return -MOAT_HTTP1_E_HEADER_NAME;
 	if (r->n_headers >= max_headers)
 		return -MOAT_HTTP1_E_TOO_MANY_HEADERS;
 
@@ -473,6 +493,8 @@ int moat_http1_err_status(int err)
 		return 505;
 	case MOAT_HTTP1_E_TRANSFER_ENCODING:
 		return 501;
+	case MOAT_HTTP1_E_BODY_TOO_LARGE:
+		return 413;
 	default:
 		return 400;
 	}
@@ -505,6 +527,8 @@ const char *moat_http1_strerror(int err)
 		[MOAT_HTTP1_E_HOST_MISSING] = "host-missing",
 		[MOAT_HTTP1_E_HOST_DUPLICATE] = "host-duplicate",
 		[MOAT_HTTP1_E_HOST_MISMATCH] = "host-mismatch",
+		[MOAT_HTTP1_E_CHUNK] = "bad-chunked-body",
+		[MOAT_HTTP1_E_BODY_TOO_LARGE] = "body-too-large",
 	};
 	if (err < 0)
 		err = -err;
@@ -600,4 +624,101 @@ int moat_http1_build_error(char *buf, size_t buflen, int status, const char *rea
 		return -ENOBUFS;
 	}
 	return n;
+}
+
+enum {
+	CH_SIZE = 0,
+	CH_SIZE_LF,
+	CH_DATA,
+	CH_DATA_CR,
+	CH_DATA_LF,
+	CH_END_CR,
+	CH_END_LF,
+	CH_DONE,
+};
+
+void moat_http1_chunked_init(struct moat_http1_chunked *c, uint64_t max_body)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_body = max_body;
+}
+
+int moat_http1_chunked_feed(struct moat_http1_chunked *c, const char *buf, size_t len)
+{
+	size_t i = 0;
+
+	if (!c || c->state == CH_DONE)
+		return 0;
+	if (len > INT_MAX)
+		len = INT_MAX;
+	while (i < len) {
+		char ch = buf[i];
+		int v;
+		switch (c->state) {
+		case CH_SIZE:
+			if (ch == '\r') {
+				if (c->digits == 0)
+					return -MOAT_HTTP1_E_CHUNK;
+				c->state = CH_SIZE_LF;
+				break;
+			}
+			v = (ch >= '0' && ch <= '9')	   ? ch - '0'
+				: (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
+				: (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10
+							   : -1;
+			if (v < 0 || c->digits >= 15)
+				return -MOAT_HTTP1_E_CHUNK;
+			c->size = c->size * 16 + (uint64_t)v;
+			c->digits++;
+			break;
+		case CH_SIZE_LF:
+			if (ch != '\n')
+				return -MOAT_HTTP1_E_CHUNK;
+			if (c->size == 0) {
+				c->state = CH_END_CR;
+				break;
+			}
+			c->total += c->size;
+			if (c->max_body && c->total > c->max_body)
+				return -MOAT_HTTP1_E_BODY_TOO_LARGE;
+			c->remaining = c->size;
+			c->state = CH_DATA;
+			break;
+		case CH_DATA: {
+			size_t n = MIN((uint64_t)(len - i), c->remaining);
+			c->remaining -= n;
+			i += n;
+			if (c->remaining == 0)
+				c->state = CH_DATA_CR;
+			continue;
+		}
+		case CH_DATA_CR:
+			if (ch != '\r')
+				return -MOAT_HTTP1_E_CHUNK;
+			c->state = CH_DATA_LF;
+			break;
+		case CH_DATA_LF:
+			if (ch != '\n')
+				return -MOAT_HTTP1_E_CHUNK;
+			c->state = CH_SIZE;
+			c->size = 0;
+			c->digits = 0;
+			break;
+		case CH_END_CR:
+			if (ch != '\r')
+				return -MOAT_HTTP1_E_CHUNK; /* a trailer field: refused */
+			c->state = CH_END_LF;
+			break;
+		case CH_END_LF:
+			if (ch != '\n')
+				return -MOAT_HTTP1_E_CHUNK;
+			c->state = CH_DONE;
+			c->done = true;
+			return (int)(i + 1);
+		default:
+			return -MOAT_HTTP1_E_CHUNK;
+		}
+		i++;
+	}
+	return (int)i;
 }

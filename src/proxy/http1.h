@@ -9,8 +9,12 @@
  * head (> 0; the body, if any, starts there), or a negative enum moat_http1_err.
  * Errors that can be seen early (NUL, bare LF, bad request line, over-size)
  * are reported before the head is complete, so a slow or endless head fails
- * fast. Anything ambiguous between two HTTP implementations (request
- * smuggling material) is refused rather than interpreted:
+ * fast. Each call costs O(bytes so far): re-call only after a read that added
+ * a '\n' (or reached the cap), which bounds the total work to O(lines * head)
+ * even for a client that sends one byte at a time. Anything ambiguous between two HTTP implementations (request
+ * smuggling material) is refused rather than interpreted (also names like
+ * "Content_Length"/"Transfer_Encoding" that CGI-style servers map onto the
+ * framing headers):
  *   obs-fold, bare CR or bare LF, NUL and other CTLs (except HTAB in values),
  *   whitespace before the colon or in names, non-token bytes in method or
  *   name, duplicate Content-Length with differing values or list values,
@@ -63,6 +67,8 @@ enum moat_http1_err {
 	MOAT_HTTP1_E_HOST_MISSING, /* 400: HTTP/1.1 origin-form without Host */
 	MOAT_HTTP1_E_HOST_DUPLICATE, /* 400: more than one Host header */
 	MOAT_HTTP1_E_HOST_MISMATCH, /* 400: Host differs from the target authority */
+	MOAT_HTTP1_E_CHUNK, /* 400: malformed chunked body framing */
+	MOAT_HTTP1_E_BODY_TOO_LARGE, /* 413: chunked body over its limit */
 	MOAT_HTTP1_E__MAX
 };
 
@@ -104,8 +110,10 @@ struct moat_http1_request {
 	uint16_t port; /* explicit, or 80 (http/origin) if absent */
 	bool port_explicit;
 	struct moat_http1_slice authority; /* raw authority as sent (target or Host) */
-	struct moat_http1_slice path; /* path+query; "" for CONNECT; absolute-form
-					  * with empty path gives "" (send "/") */
+	/* path+query as sent: origin-form = the whole target; absolute-form =
+	 * what follows the authority, "" or starting with '/' or '?' (send "/"
+	 * in front when it does not start with '/'); CONNECT = "" */
+	struct moat_http1_slice path;
 
 	struct moat_http1_header headers[MOAT_HTTP1_HARD_MAX_HEADERS];
 	unsigned n_headers;
@@ -172,3 +180,35 @@ const char *moat_http1_status_phrase(int status);
  */
 int moat_http1_build_error(char *buf, size_t buflen, int status, const char *reason,
 			   const char *what, const char *allow_rule);
+
+/*
+ * Strict incremental decoder of a chunked request body (RFC 9112 7.1), so the
+ * proxy knows where the body ends and the next request on a keep-alive
+ * connection begins. It only frames: the bytes are forwarded unchanged.
+ * Refused as MOAT_HTTP1_E_CHUNK: chunk sizes that are empty, not hex, longer
+ * than 15 hex digits, or followed by anything but CRLF (chunk extensions
+ * ";..." and whitespace included), chunk data not followed by exactly CRLF,
+ * bare LF anywhere, and any trailer field after the last chunk (only the
+ * empty trailer section "0\r\n\r\n" is accepted). A body whose chunk sizes
+ * add up to more than @max_body is MOAT_HTTP1_E_BODY_TOO_LARGE.
+ */
+struct moat_http1_chunked {
+	unsigned state; /* private */
+	unsigned digits; /* private */
+	uint64_t size; /* private: the chunk size being read */
+	uint64_t remaining; /* private: chunk data bytes still to come */
+	uint64_t total; /* sum of chunk sizes so far */
+	uint64_t max_body; /* 0 = unlimited */
+	bool done; /* the final CRLF was consumed */
+};
+
+void moat_http1_chunked_init(struct moat_http1_chunked *c, uint64_t max_body);
+
+/*
+ * Feed the next @len body bytes (at most INT_MAX are looked at). Returns the
+ * number of bytes that belong to the body (all of @len while it continues;
+ * fewer when it ended inside @buf: c->done is then true and the rest is the
+ * next request), or -MOAT_HTTP1_E_CHUNK / -MOAT_HTTP1_E_BODY_TOO_LARGE (the
+ * connection must be closed). Feeding a finished decoder returns 0.
+ */
+int moat_http1_chunked_feed(struct moat_http1_chunked *c, const char *buf, size_t len);

@@ -5,7 +5,8 @@
  * on the stack for reassembly).
  *
  * Incremental by re-parsing: call with all the bytes received so far (never
- * consumed: the proxy forwards them unchanged once it has decided). The
+ * consumed: the proxy forwards them unchanged once it has decided). Each call
+ * costs O(bytes so far); callers cap the wait with a timeout. The
  * ClientHello may span several TLS records (RFC 8446 5.1 allows handshake
  * messages to be fragmented); they are reassembled up to MOAT_SNI_MAX_HELLO
  * bytes of handshake message. Anything else is refused as MALFORMED:

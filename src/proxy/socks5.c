@@ -14,7 +14,7 @@ int moat_socks5_parse_greeting(const uint8_t *buf, size_t len, struct moat_socks
 	size_t need;
 
 	if (ret)
-		*ret = (struct moat_socks5_greeting){ 0 };
+		*ret = (struct moat_socks5_greeting){0};
 	if (!buf || len == 0)
 		return 0;
 	if (buf[0] == 0x04)
@@ -42,7 +42,7 @@ int moat_socks5_parse_greeting(const uint8_t *buf, size_t len, struct moat_socks
 
 int moat_socks5_parse_request(const uint8_t *buf, size_t len, struct moat_socks5_request *ret)
 {
-	struct moat_socks5_request tmp;
+	struct moat_socks5_request tmp = {0};
 	struct moat_socks5_request *r = ret ? ret : &tmp;
 	size_t need;
 	int e;
@@ -205,7 +205,7 @@ int moat_socks5_build_reply(uint8_t *buf, size_t len, uint8_t rep, const struct 
 
 int moat_socks5_build_socks4_reject(uint8_t buf[8])
 {
-	static const uint8_t reject[8] = { 0x00, 0x5b, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t reject[8] = {0x00, 0x5b, 0, 0, 0, 0, 0, 0};
 	memcpy(buf, reject, 8);
 	return 8;
 }

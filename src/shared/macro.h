@@ -21,17 +21,17 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Hand ownership over: returns the value and resets the variable. */
-#define TAKE_PTR(p)                                                                      \
-	({                                                                               \
-		__typeof__(p) take_ptr_tmp_ = (p);                                       \
-		(p) = NULL;                                                              \
-		take_ptr_tmp_;                                                           \
+#define TAKE_PTR(p) \
+	({ \
+		__typeof__(p) take_ptr_tmp_ = (p); \
+		(p) = NULL; \
+		take_ptr_tmp_; \
 	})
-#define TAKE_FD(fd)                                                                      \
-	({                                                                               \
-		int take_fd_tmp_ = (fd);                                                 \
-		(fd) = -1;                                                               \
-		take_fd_tmp_;                                                            \
+#define TAKE_FD(fd) \
+	({ \
+		int take_fd_tmp_ = (fd); \
+		(fd) = -1; \
+		take_fd_tmp_; \
 	})
 
 static inline void freep(void *p)

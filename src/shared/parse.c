@@ -188,7 +188,7 @@ int moat_parse_milli(const char *s, uint64_t *ret_milli)
 
 const char *moat_format_size(uint64_t bytes, char *buf, unsigned len)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	unsigned u = 0;
 	double v = (double)bytes;
 	while (v >= 1024 && u < 4) {

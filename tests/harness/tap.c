@@ -23,7 +23,7 @@ static int skip_fd = -1;
 void moat_tap_register(const char *name, const char *file, moat_tap_fn fn)
 {
 	if (n_tests < MAX_TESTS)
-		tests[n_tests++] = (struct test){ name, file, fn };
+		tests[n_tests++] = (struct test){name, file, fn};
 }
 
 const char *moat_tap_dir(void)

@@ -200,6 +200,14 @@ TEST(http1_smuggling)
 	EXPECT_ERR("GET / HTTP/1.1\r\nHost: a\r\n: 1\r\n\r\n", MOAT_HTTP1_E_HEADER_NAME);
 	EXPECT_ERR("GET / HTTP/1.1\r\nHost: a\r\nX(: 1\r\n\r\n", MOAT_HTTP1_E_HEADER_NAME);
 	EXPECT_ERR("GET / HTTP/1.1\r\nHost: a\r\nnocolon\r\n\r\n", MOAT_HTTP1_E_HEADER_VALUE);
+	/* CGI-style lookalikes of framing headers */
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n\r\n",
+		   MOAT_HTTP1_E_HEADER_NAME);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\ncontent_length: 5\r\n\r\n",
+		   MOAT_HTTP1_E_HEADER_NAME);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent_Length: 5\r\n\r\n",
+		   MOAT_HTTP1_E_HEADER_NAME);
+	ASSERT_GE(parse("GET / HTTP/1.1\r\nHost: a\r\nX_Custom_Header: b\r\n\r\n"), 1);
 	/* Content-Length */
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
@@ -365,4 +373,71 @@ TEST(http1_error_response)
 	ASSERT_GE(n, 1);
 	ASSERT_STREQ(moat_http1_strerror(-MOAT_HTTP1_E_OBS_FOLD), "obs-fold");
 	ASSERT_STREQ(moat_http1_strerror(9999), "unknown");
+}
+
+static int chunk_all(const char *s, uint64_t max, bool *done)
+{
+	struct moat_http1_chunked c;
+	moat_http1_chunked_init(&c, max);
+	int r = moat_http1_chunked_feed(&c, s, strlen(s));
+	*done = c.done;
+	return r;
+}
+
+TEST(http1_chunked)
+{
+	struct moat_http1_chunked c;
+	bool done;
+	const char *body = "5\r\nhello\r\nA\r\n0123456789\r\n0\r\n\r\nGET / HTTP/1.1\r\n";
+	size_t blen = strlen(body) - strlen("GET / HTTP/1.1\r\n");
+
+	ASSERT_EQ(chunk_all(body, 0, &done), (int)blen);
+	ASSERT_TRUE(done);
+	/* byte by byte */
+	moat_http1_chunked_init(&c, 0);
+	for (size_t i = 0; i < blen; i++) {
+		ASSERT_TRUE(!c.done);
+		ASSERT_EQ(moat_http1_chunked_feed(&c, body + i, 1), 1);
+	}
+	ASSERT_TRUE(c.done);
+	ASSERT_EQ(c.total, 15);
+	ASSERT_EQ(moat_http1_chunked_feed(&c, "x", 1), 0);
+	/* in two pieces split inside the data */
+	moat_http1_chunked_init(&c, 0);
+	ASSERT_EQ(moat_http1_chunked_feed(&c, body, 6), 6);
+	ASSERT_EQ(moat_http1_chunked_feed(&c, body + 6, strlen(body) - 6), (int)blen - 6);
+	ASSERT_TRUE(c.done);
+
+	ASSERT_EQ(chunk_all("0\r\n\r\n", 0, &done), 5);
+	ASSERT_EQ(chunk_all("0000\r\n\r\n", 0, &done), 8);
+	ASSERT_EQ(chunk_all("5\r\nhel", 0, &done), 6);
+	ASSERT_TRUE(!done);
+
+	/* smuggling material */
+	const char *bad[] = {
+		"\r\n", /* empty size */
+		"5;ext=1\r\nhello\r\n0\r\n\r\n", /* extension */
+		"5 \r\nhello\r\n0\r\n\r\n", /* whitespace */
+		" 5\r\nhello\r\n0\r\n\r\n",
+		"5\nhello\r\n0\r\n\r\n", /* bare LF */
+		"5\r\nhello\n0\r\n\r\n",
+		"5\r\nhelloX\r\n0\r\n\r\n", /* data longer than the size */
+		"5\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n", /* trailer */
+		"0\r\n\n",
+		"-1\r\n",
+		"0x5\r\nhello\r\n0\r\n\r\n",
+		"1000000000000000\r\n", /* 16 hex digits */
+		"g\r\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (chunk_all(bad[i], 0, &done) != -MOAT_HTTP1_E_CHUNK)
+			moat_tap_fail(__FILE__, __LINE__, "accepted chunked body %zu", i);
+	/* 15 hex digits are fine as a size; the body limit then applies */
+	ASSERT_EQ(chunk_all("fffffffffffffff\r\n", 0, &done), 17);
+	ASSERT_EQ(chunk_all("fffffffffffffff\r\n", 1 << 20, &done), -MOAT_HTTP1_E_BODY_TOO_LARGE);
+	ASSERT_EQ(chunk_all("5\r\nhello\r\n5\r\nhello\r\n0\r\n\r\n", 9, &done),
+		  -MOAT_HTTP1_E_BODY_TOO_LARGE);
+	ASSERT_EQ(chunk_all("5\r\nhello\r\n5\r\nhello\r\n0\r\n\r\n", 10, &done), 25);
+	ASSERT_EQ(moat_http1_err_status(-MOAT_HTTP1_E_BODY_TOO_LARGE), 413);
+	ASSERT_STREQ(moat_http1_strerror(MOAT_HTTP1_E_CHUNK), "bad-chunked-body");
 }

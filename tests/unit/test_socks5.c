@@ -8,7 +8,7 @@
 TEST(socks5_greeting)
 {
 	struct moat_socks5_greeting g;
-	const uint8_t ok[] = { 5, 2, 0x02, 0x00 };
+	const uint8_t ok[] = {5, 2, 0x02, 0x00};
 
 	for (size_t i = 0; i < sizeof(ok); i++)
 		if (i > 0)
@@ -18,19 +18,19 @@ TEST(socks5_greeting)
 	ASSERT_EQ(g.n_methods, 2);
 	ASSERT_TRUE(g.no_auth_offered);
 
-	const uint8_t userpass[] = { 5, 1, 0x02 };
+	const uint8_t userpass[] = {5, 1, 0x02};
 	ASSERT_EQ(moat_socks5_parse_greeting(userpass, 3, &g), -MOAT_SOCKS5_E_NO_ACCEPTABLE);
 	ASSERT_TRUE(!g.no_auth_offered);
-	const uint8_t none[] = { 5, 0 };
+	const uint8_t none[] = {5, 0};
 	ASSERT_EQ(moat_socks5_parse_greeting(none, 2, &g), -MOAT_SOCKS5_E_NO_METHODS);
-	const uint8_t trailing[] = { 5, 1, 0, 5, 1, 0 };
+	const uint8_t trailing[] = {5, 1, 0, 5, 1, 0};
 	ASSERT_EQ(moat_socks5_parse_greeting(trailing, 6, &g), -MOAT_SOCKS5_E_TRAILING);
 	const uint8_t http[] = "GET / HTTP/1.1\r\n";
 	ASSERT_EQ(moat_socks5_parse_greeting(http, 16, &g), -MOAT_SOCKS5_E_VERSION);
 	ASSERT_EQ(moat_socks5_parse_greeting(http, 16, NULL), -MOAT_SOCKS5_E_VERSION);
 	ASSERT_EQ(moat_socks5_parse_greeting(ok, sizeof(ok), NULL), 4);
 	/* all 255 methods */
-	uint8_t many[257] = { 5, 255 };
+	uint8_t many[257] = {5, 255};
 	for (int i = 0; i < 255; i++)
 		many[2 + i] = (uint8_t)(254 - i);
 	ASSERT_EQ(moat_socks5_parse_greeting(many, 257, &g), 257);
@@ -40,8 +40,8 @@ TEST(socks5_greeting)
 TEST(socks5_socks4_refused)
 {
 	/* SOCKS4 CONNECT 169.254.169.254:80 and SOCKS4a 0.0.0.1 + name */
-	const uint8_t s4[] = { 4, 1, 0, 80, 169, 254, 169, 254, 'u', 0 };
-	const uint8_t s4a[] = { 4, 1, 0, 80, 0, 0, 0, 1, 0, 'e', 'v', 'i', 'l', 0 };
+	const uint8_t s4[] = {4, 1, 0, 80, 169, 254, 169, 254, 'u', 0};
+	const uint8_t s4a[] = {4, 1, 0, 80, 0, 0, 0, 1, 0, 'e', 'v', 'i', 'l', 0};
 	uint8_t rej[8];
 	ASSERT_EQ(moat_socks5_parse_greeting(s4, sizeof(s4), NULL), -MOAT_SOCKS5_E_SOCKS4);
 	ASSERT_EQ(moat_socks5_parse_greeting(s4a, sizeof(s4a), NULL), -MOAT_SOCKS5_E_SOCKS4);
@@ -56,7 +56,7 @@ TEST(socks5_socks4_refused)
 TEST(socks5_request_ipv4)
 {
 	struct moat_socks5_request r;
-	const uint8_t req[] = { 5, 1, 0, 1, 140, 82, 112, 3, 0x01, 0xbb, 'X' };
+	const uint8_t req[] = {5, 1, 0, 1, 140, 82, 112, 3, 0x01, 0xbb, 'X'};
 
 	for (size_t i = 0; i < 10; i++)
 		ASSERT_EQ(moat_socks5_parse_request(req, i, &r), 0);
@@ -69,11 +69,11 @@ TEST(socks5_request_ipv4)
 	ASSERT_EQ(ntohs(((struct sockaddr_in *)&r.addr)->sin_port), 443);
 	ASSERT_STREQ(r.raw_name, "");
 
-	const uint8_t port0[] = { 5, 1, 0, 1, 1, 1, 1, 1, 0, 0 };
+	const uint8_t port0[] = {5, 1, 0, 1, 1, 1, 1, 1, 0, 0};
 	ASSERT_EQ(moat_socks5_parse_request(port0, sizeof(port0), &r), -MOAT_SOCKS5_E_PORT);
-	const uint8_t rsv[] = { 5, 1, 1, 1, 1, 1, 1, 1, 0, 80 };
+	const uint8_t rsv[] = {5, 1, 1, 1, 1, 1, 1, 1, 0, 80};
 	ASSERT_EQ(moat_socks5_parse_request(rsv, sizeof(rsv), &r), -MOAT_SOCKS5_E_RESERVED);
-	const uint8_t atyp[] = { 5, 1, 0, 2, 1, 1, 1, 1, 0, 80 };
+	const uint8_t atyp[] = {5, 1, 0, 2, 1, 1, 1, 1, 0, 80};
 	ASSERT_EQ(moat_socks5_parse_request(atyp, sizeof(atyp), &r), -MOAT_SOCKS5_E_ATYP);
 	ASSERT_EQ(moat_socks5_err_reply(-MOAT_SOCKS5_E_ATYP), 0x08);
 }
@@ -81,7 +81,7 @@ TEST(socks5_request_ipv4)
 TEST(socks5_request_ipv6)
 {
 	struct moat_socks5_request r;
-	uint8_t req[22] = { 5, 1, 0, 4 };
+	uint8_t req[22] = {5, 1, 0, 4};
 	/* ::ffff:127.0.0.1 */
 	req[4 + 10] = 0xff;
 	req[4 + 11] = 0xff;
@@ -99,7 +99,7 @@ TEST(socks5_request_ipv6)
 
 static int domain_req(const char *name, size_t nlen, struct moat_socks5_request *r)
 {
-	uint8_t buf[300] = { 5, 1, 0, 3, (uint8_t)nlen };
+	uint8_t buf[300] = {5, 1, 0, 3, (uint8_t)nlen};
 	memcpy(buf + 5, name, nlen);
 	buf[5 + nlen] = 0x01;
 	buf[6 + nlen] = 0xbb;
@@ -145,16 +145,16 @@ TEST(socks5_request_domain)
 	ASSERT_EQ(domain_req(longname, 255, &r), -MOAT_SOCKS5_E_NAME);
 
 	/* length byte larger than the data: need more, never over-read */
-	const uint8_t shortname[] = { 5, 1, 0, 3, 200, 'a', 'b' };
+	const uint8_t shortname[] = {5, 1, 0, 3, 200, 'a', 'b'};
 	ASSERT_EQ(moat_socks5_parse_request(shortname, sizeof(shortname), &r), 0);
 }
 
 TEST(socks5_commands_refused)
 {
 	struct moat_socks5_request r;
-	const uint8_t bind[] = { 5, 2, 0, 1, 1, 2, 3, 4, 0, 80 };
-	const uint8_t udp[] = { 5, 3, 0, 1, 0, 0, 0, 0, 0, 0 };
-	const uint8_t unk[] = { 5, 9, 0, 1, 1, 2, 3, 4, 0, 80 };
+	const uint8_t bind[] = {5, 2, 0, 1, 1, 2, 3, 4, 0, 80};
+	const uint8_t udp[] = {5, 3, 0, 1, 0, 0, 0, 0, 0, 0};
+	const uint8_t unk[] = {5, 9, 0, 1, 1, 2, 3, 4, 0, 80};
 
 	ASSERT_EQ(moat_socks5_parse_request(bind, 9, &r), 0); /* only when complete */
 	ASSERT_EQ(moat_socks5_parse_request(bind, sizeof(bind), &r), -MOAT_SOCKS5_E_COMMAND);
@@ -169,17 +169,17 @@ TEST(socks5_commands_refused)
 TEST(socks5_replies)
 {
 	uint8_t buf[MOAT_SOCKS5_REPLY_MAX];
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(1080) };
-	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(443) };
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(1080)};
+	struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
 
 	inet_pton(AF_INET, "127.0.0.53", &sin.sin_addr);
 	ASSERT_EQ(moat_socks5_build_reply(buf, sizeof(buf), MOAT_SOCKS5_REP_SUCCEEDED,
 					  (struct sockaddr *)&sin),
 		  10);
-	const uint8_t want4[] = { 5, 0, 0, 1, 127, 0, 0, 53, 0x04, 0x38 };
+	const uint8_t want4[] = {5, 0, 0, 1, 127, 0, 0, 53, 0x04, 0x38};
 	ASSERT_TRUE(memcmp(buf, want4, 10) == 0);
 	ASSERT_EQ(moat_socks5_build_reply(buf, sizeof(buf), MOAT_SOCKS5_REP_NOT_ALLOWED, NULL), 10);
-	const uint8_t want_deny[] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
+	const uint8_t want_deny[] = {5, 2, 0, 1, 0, 0, 0, 0, 0, 0};
 	ASSERT_TRUE(memcmp(buf, want_deny, 10) == 0);
 	inet_pton(AF_INET6, "::1", &sin6.sin6_addr);
 	ASSERT_EQ(moat_socks5_build_reply(buf, sizeof(buf), 0, (struct sockaddr *)&sin6), 22);

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The moat command: one file per subcommand, each using only moat/moat.h. */
+#pragma once
+
+#include "moat/moat.h"
+
+int moat_cli_run(int argc, char **argv);
+int moat_cli_policy(int argc, char **argv);
+int moat_cli_doctor(int argc, char **argv);
+
+/* Parses policy options from argv[*i] on (--opt VALUE, --opt=VALUE, --policy FILE)
+ * into p until "--" or a non-option; *i is left at the first unparsed argument.
+ * Prints the error and returns -1 on a bad option. */
+int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, int *i,
+				  const char *cmd);
+void moat_cli_print_error(const struct moat_error *e);
+void moat_cli_options_help(void);

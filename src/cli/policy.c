@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* moat policy check FILE | moat policy show [OPTIONS] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int moat_cli_policy(int argc, char **argv)
+{
+	struct moat_error err = {0};
+	if (argc < 2) {
+		fprintf(stderr, "usage: moat policy check FILE | moat policy show [OPTIONS]\n");
+		return MOAT_EXIT_USAGE;
+	}
+	struct moat_policy *p = moat_policy_new();
+	if (!p)
+		return MOAT_EXIT_SETUP;
+	int rc = 0;
+	if (strcmp(argv[1], "check") == 0) {
+		if (argc != 3) {
+			fprintf(stderr, "usage: moat policy check FILE\n");
+			rc = MOAT_EXIT_USAGE;
+		} else if (moat_policy_load_file(p, argv[2], &err) < 0 ||
+			   moat_policy_validate(p, &err) < 0) {
+			moat_cli_print_error(&err);
+			rc = MOAT_EXIT_USAGE;
+		} else {
+			printf("%s: ok\n", argv[2]);
+		}
+	} else if (strcmp(argv[1], "show") == 0) {
+		int i = 2;
+		char *json = NULL, *plan = NULL;
+		if (moat_cli_parse_policy_options(p, argc, argv, &i, "policy show") < 0 ||
+		    moat_policy_validate(p, &err) < 0) {
+			if (err.message[0])
+				moat_cli_print_error(&err);
+			rc = MOAT_EXIT_USAGE;
+		} else if (i < argc) {
+			fprintf(stderr, "moat policy show: unexpected argument '%s'\n", argv[i]);
+			rc = MOAT_EXIT_USAGE;
+		} else if (moat_policy_to_json(p, &json) < 0 ||
+			   moat_policy_plan_text(p, &plan) < 0) {
+			fprintf(stderr, "moat: out of memory\n");
+			rc = MOAT_EXIT_SETUP;
+		} else {
+			printf("%s\n\n# setup plan\n%s", json, plan);
+		}
+		free(json);
+		free(plan);
+	} else {
+		fprintf(stderr, "moat policy: unknown subcommand '%s' (check, show)\n", argv[1]);
+		rc = MOAT_EXIT_USAGE;
+	}
+	moat_policy_free(p);
+	return rc;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* moat run [OPTIONS] -- COMMAND [ARG...] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void run_usage(void)
+{
+	fprintf(stderr, "usage: moat run [OPTIONS] -- COMMAND [ARG...]\n\noptions:\n");
+	moat_cli_options_help();
+}
+
+static void summary(const struct moat_status *st)
+{
+	double ms = (double)st->wall_us / 1000.0;
+	double cpu = (double)(st->cpu_user_us + st->cpu_sys_us) / 1000.0;
+	fprintf(stderr, "moat: run %s %s", st->run_id, moat_reason_name(st->reason));
+	if (st->reason == MOAT_REASON_EXITED)
+		fprintf(stderr, " %d", st->status);
+	else if (st->reason == MOAT_REASON_SIGNALED)
+		fprintf(stderr, " by signal %d", st->signal);
+	fprintf(stderr, " (exit %d) in %.1f ms, cpu %.1f ms", st->exit_code, ms, cpu);
+	if (st->denied_syscalls)
+		fprintf(stderr, ", %llu denied syscalls", (unsigned long long)st->denied_syscalls);
+	if (st->net_denied)
+		fprintf(stderr, ", %llu denied connections", (unsigned long long)st->net_denied);
+	if (st->degraded[0])
+		fprintf(stderr, ", DEGRADED: %s", st->degraded);
+	fputc('\n', stderr);
+}
+
+int moat_cli_run(int argc, char **argv)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error err = {0};
+	struct moat_status st;
+	int i = 1;
+
+	if (!p) {
+		fprintf(stderr, "moat: out of memory\n");
+		return MOAT_EXIT_SETUP;
+	}
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		run_usage();
+		moat_policy_free(p);
+		return 0;
+	}
+	if (moat_cli_parse_policy_options(p, argc, argv, &i, "run") < 0) {
+		moat_policy_free(p);
+		return MOAT_EXIT_USAGE;
+	}
+	if (i >= argc) {
+		fprintf(stderr,
+			"moat run: no command given (moat run [OPTIONS] -- COMMAND [ARG...])\n");
+		moat_policy_free(p);
+		return MOAT_EXIT_USAGE;
+	}
+	if (moat_policy_validate(p, &err) < 0) {
+		moat_cli_print_error(&err);
+		moat_policy_free(p);
+		return MOAT_EXIT_USAGE;
+	}
+	int k = moat_run(p, argv + i, &st, &err);
+	if (k < 0) {
+		if (st.reason == MOAT_REASON_NOT_FOUND || st.reason == MOAT_REASON_CANNOT_EXEC)
+			fprintf(stderr, "moat: %s\n", err.message);
+		else if (strcmp(err.stage, "usage") == 0 || strcmp(err.stage, "policy") == 0) {
+			moat_cli_print_error(&err);
+			st.exit_code = MOAT_EXIT_USAGE;
+		} else
+			fprintf(stderr, "moat: sandbox not started: %s step: %s\n", err.stage,
+				err.message);
+	}
+	if (moat_policy_status_path(p)) {
+		struct moat_error e2 = {0};
+		if (moat_status_write_json(&st, moat_policy_status_path(p), &e2) < 0)
+			moat_cli_print_error(&e2);
+	}
+	if (!moat_policy_quiet(p) && k >= 0)
+		summary(&st);
+	moat_policy_free(p);
+	return st.exit_code;
+}

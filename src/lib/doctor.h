@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Extra `moat doctor` probes of the layers (cgroups, Landlock rights, nftables). */
+#pragma once
+
+#include <jansson.h>
+#include <stdio.h>
+
+void moat_doctor_extra(json_t *o);
+void moat_doctor_extra_text(FILE *t, json_t *o);

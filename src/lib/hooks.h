@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Steps of the sandbox's init that belong to other layers, each in its own
+ * file so the layers stay independent: network namespace setup (hook_net.c),
+ * work that needs the namespace capabilities (hook_caps.c) and the kernel
+ * restriction layers, Landlock and seccomp (hook_restrict.c). They run
+ * between clone and exec: no allocation, errno set on failure.
+ */
+#pragma once
+
+struct moat_sandbox;
+
+/* Inside the new network namespace, with capabilities (lo is already up). */
+int moat_hook_network(struct moat_sandbox *sb);
+/* After pivot_root, before capabilities are dropped. */
+int moat_hook_before_caps(struct moat_sandbox *sb);
+/* After capabilities are dropped, last before fork+exec: Landlock, then
+ * seccomp. *ret_notify_fd receives the seccomp listener, or -1. */
+int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd);

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The effective policy as JSON (same keys as the policy file), the plan as
+ * text, and the status record. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "lib/errors.h"
+#include "lib/plan.h"
+#include "lib/policy.h"
+#include "shared/macro.h"
+#include "shared/parse.h"
+
+const char *moat_policy_status_path(const struct moat_policy *p)
+{
+	return p->status_path;
+}
+
+bool moat_policy_quiet(const struct moat_policy *p)
+{
+	return p->quiet;
+}
+
+static json_t *strv_json(char **v, unsigned n)
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static json_t *rules_json(const struct moat_host_rule *r, unsigned n)
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; i < n; i++) {
+		char buf[600];
+		size_t len = (size_t)snprintf(buf, sizeof(buf), "%s", r[i].pattern);
+		for (unsigned j = 0; j < r[i].n_ports && len < sizeof(buf) - 8; j++)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%c%u", j ? ',' : ':',
+						r[i].ports[j]);
+		json_array_append_new(a, json_string(buf));
+	}
+	return a;
+}
+
+static json_t *size_json(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+static const char *const ws_modes[] = {"overlay", "rw", "ro"};
+static const char *const net_modes[] = {"none", "allow", "host"};
+static const char *const tty_modes[] = {"auto", "always", "never"};
+static const char *const apply_modes[] = {"safe", "never", "all"};
+static const char *const mount_types[] = {"ro", "rw", "tmpfs", "hide"};
+static const char *const secret_sources[] = {"from_env", "from_file", "from_command"};
+
+int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
+{
+	json_t *root = json_object(), *fs = json_object(), *proc = json_object(),
+	       *lim = json_object(), *sys = json_object(), *net = json_object(),
+	       *audit = json_object(), *mounts = json_array(), *env = json_object(),
+	       *secrets = json_array(), *resolve = json_object(), *deg = json_array();
+	json_object_set_new(root, "version", json_integer(p->version));
+	if (p->rootfs)
+		json_object_set_new(fs, "rootfs", json_string(p->rootfs));
+	if (p->workspace)
+		json_object_set_new(fs, "workspace",
+				    json_pack("{s:s,s:s}", "path", p->workspace, "mode",
+					      ws_modes[p->workspace_mode]));
+	if (p->input)
+		json_object_set_new(fs, "input", json_string(p->input));
+	if (p->output)
+		json_object_set_new(fs, "output", json_string(p->output));
+	json_object_set_new(fs, "output_overwrite", json_boolean(p->output_overwrite));
+	for (unsigned i = 0; i < p->n_mounts; i++) {
+		const struct moat_mount *m = &p->mounts[i];
+		json_t *o = json_pack("{s:s,s:s}", "type", mount_types[m->kind], "dest", m->dest);
+		if (m->src)
+			json_object_set_new(o, "src", json_string(m->src));
+		if (m->size) {
+			char b[32];
+			snprintf(b, sizeof(b), "%llu", (unsigned long long)m->size);
+			json_object_set_new(o, "size", json_string(b));
+		}
+		json_array_append_new(mounts, o);
+	}
+	json_object_set_new(fs, "mounts", mounts);
+	json_object_set_new(root, "filesystem", fs);
+
+	json_object_set_new(proc, "uid", json_integer(p->uid));
+	json_object_set_new(proc, "gid", json_integer(p->gid));
+	json_object_set_new(proc, "user", json_string(p->user));
+	json_object_set_new(proc, "hostname", json_string(p->hostname));
+	if (p->cwd)
+		json_object_set_new(proc, "cwd", json_string(p->cwd));
+	for (unsigned i = 0; i < p->n_env; i++)
+		json_object_set_new(env, p->env[i].name,
+				    p->env[i].value ? json_string(p->env[i].value) : json_null());
+	json_object_set_new(proc, "env", env);
+	json_object_set_new(proc, "tty", json_string(tty_modes[p->tty]));
+	json_object_set_new(root, "process", proc);
+
+	if (p->cpus_milli) {
+		char b[32];
+		snprintf(b, sizeof(b), "%llu.%03llu", (unsigned long long)(p->cpus_milli / 1000),
+			 (unsigned long long)(p->cpus_milli % 1000));
+		json_object_set_new(lim, "cpus", json_string(b));
+	}
+	if (p->memory)
+		json_object_set_new(lim, "memory", size_json(p->memory));
+	json_object_set_new(lim, "pids", size_json(p->pids));
+	if (p->timeout_ms) {
+		char b[32];
+		snprintf(b, sizeof(b), "%llums", (unsigned long long)p->timeout_ms);
+		json_object_set_new(lim, "timeout", json_string(b));
+	}
+	{
+		char b[32];
+		snprintf(b, sizeof(b), "%llums", (unsigned long long)p->kill_grace_ms);
+		json_object_set_new(lim, "kill_grace", json_string(b));
+	}
+	json_object_set_new(lim, "disk", size_json(p->disk));
+	json_object_set_new(lim, "max_output", size_json(p->max_output));
+	json_object_set_new(lim, "nofile", size_json(p->nofile));
+	if (p->fsize)
+		json_object_set_new(lim, "fsize", size_json(p->fsize));
+	json_object_set_new(root, "limits", lim);
+	if (p->allow_degraded & MOAT_DEGRADE_LANDLOCK)
+		json_array_append_new(deg, json_string("landlock"));
+	if (p->allow_degraded & MOAT_DEGRADE_CGROUP)
+		json_array_append_new(deg, json_string("cgroup"));
+	if (p->allow_degraded & MOAT_DEGRADE_SECCOMP_NOTIFY)
+		json_array_append_new(deg, json_string("seccomp-notify"));
+	json_object_set_new(root, "allow_degraded", deg);
+
+	json_object_set_new(sys, "allow", strv_json(p->allow_syscalls, p->n_allow_syscalls));
+	json_object_set_new(sys, "deny", strv_json(p->deny_syscalls, p->n_deny_syscalls));
+	json_object_set_new(root, "syscalls", sys);
+
+	json_object_set_new(net, "mode", json_string(net_modes[p->net]));
+	json_object_set_new(net, "allow_hosts", rules_json(p->allow_hosts, p->n_allow_hosts));
+	json_object_set_new(net, "deny_hosts", rules_json(p->deny_hosts, p->n_deny_hosts));
+	json_object_set_new(net, "allow_cidrs", rules_json(p->allow_cidrs, p->n_allow_cidrs));
+	for (unsigned i = 0; i < p->n_resolve; i++)
+		json_object_set_new(resolve, p->resolve[i].name, json_string(p->resolve[i].addr));
+	json_object_set_new(net, "resolve", resolve);
+	if (p->n_http_rules) {
+		json_t *hr = json_array();
+		for (unsigned i = 0; i < p->n_http_rules; i++)
+			json_array_append_new(hr,
+					      json_pack("{s:s,s:o,s:o}", "host",
+							p->http_rules[i].host, "methods",
+							strv_json(p->http_rules[i].methods,
+								  p->http_rules[i].n_methods),
+							"paths",
+							strv_json(p->http_rules[i].paths,
+								  p->http_rules[i].n_paths)));
+		json_object_set_new(net, "http_rules", hr);
+	}
+	if (p->upstream_ca)
+		json_object_set_new(net, "upstream_ca", json_string(p->upstream_ca));
+	json_object_set_new(root, "network", net);
+
+	for (unsigned i = 0; i < p->n_secrets; i++) {
+		const struct moat_secret *s = &p->secrets[i];
+		json_t *o = json_pack("{s:s,s:s,s:o}", "name", s->name, secret_sources[s->source],
+				      s->from, "hosts", strv_json(s->hosts, s->n_hosts));
+		if (s->n_methods)
+			json_object_set_new(o, "methods", strv_json(s->methods, s->n_methods));
+		if (s->n_paths)
+			json_object_set_new(o, "paths", strv_json(s->paths, s->n_paths));
+		if (s->header)
+			json_object_set_new(o, "header", json_string(s->header));
+		if (s->format)
+			json_object_set_new(o, "format", json_string(s->format));
+		json_array_append_new(secrets, o);
+	}
+	json_object_set_new(root, "secrets", secrets);
+
+	if (p->log_path)
+		json_object_set_new(audit, "log", json_string(p->log_path));
+	if (p->status_path)
+		json_object_set_new(audit, "status", json_string(p->status_path));
+	if (p->on_alert)
+		json_object_set_new(audit, "on_alert", json_string(p->on_alert));
+	json_object_set_new(audit, "record_exec", json_boolean(p->record_exec));
+	json_object_set_new(audit, "apply", json_string(apply_modes[p->apply]));
+	json_object_set_new(audit, "flag_patterns",
+			    strv_json(p->flag_patterns, p->n_flag_patterns));
+	json_object_set_new(audit, "quiet", json_boolean(p->quiet));
+	json_object_set_new(root, "audit", audit);
+
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	if (!s)
+		return -ENOMEM;
+	*ret_json = s;
+	return 0;
+}
+
+int moat_policy_plan_text(const struct moat_policy *p, char **ret_text)
+{
+	struct moat_plan *pl = malloc(sizeof(*pl));
+	if (!pl)
+		return -ENOMEM;
+	int r = moat_plan_build(p, pl);
+	if (r >= 0)
+		r = moat_plan_format(pl, ret_text);
+	free(pl);
+	return r;
+}
+
+int moat_status_write_json(const struct moat_status *st, const char *path,
+			   struct moat_error *ret_err)
+{
+	json_t *o =
+		json_pack("{s:i,s:s,s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "v",
+			  1, "run", st->run_id, "reason", moat_reason_name(st->reason), "exit_code",
+			  st->exit_code, "status", st->status, "signal", st->signal, "wall_s",
+			  (double)st->wall_us / 1e6, "cpu_user_s", (double)st->cpu_user_us / 1e6,
+			  "cpu_sys_s", (double)st->cpu_sys_us / 1e6, "mem_peak",
+			  (json_int_t)st->mem_peak, "pids_peak", (json_int_t)st->pids_peak,
+			  "denied_syscalls", (json_int_t)st->denied_syscalls, "net_allowed",
+			  (json_int_t)st->net_allowed, "net_denied", (json_int_t)st->net_denied,
+			  "execs", (json_int_t)st->execs, "degraded", st->degraded);
+	if (!o)
+		return -ENOMEM;
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		int e = errno;
+		free(s);
+		return moat_error_set(ret_err, "status", e, "cannot write status %s: %s", path,
+				      strerror(e));
+	}
+	size_t len = strlen(s);
+	ssize_t n = write(fd, s, len);
+	int e = errno;
+	(void)!write(fd, "\n", 1);
+	close(fd);
+	free(s);
+	if (n != (ssize_t)len)
+		return moat_error_set(ret_err, "status", n < 0 ? e : EIO, "cannot write status %s",
+				      path);
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The supervisor's state for one run: everything moat_run() owns between
+ * policy and teardown. One struct so that each layer's supervisor-side code
+ * (cgroups, proxy, audit, seccomp notifications) has one place for its state.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/sandbox.h"
+#include "moat/moat.h"
+
+struct moat_run {
+	const struct moat_policy *p;
+	struct moat_sandbox sb;
+	struct moat_plan *plan;
+	char run_id[40];
+	char **envp;
+	unsigned n_envp;
+	char **argv_copy;
+
+	pid_t init_pid;
+	int pidfd;
+	int epfd, sigfd, timerfd;
+	bool timed_out, grace_armed, init_exited, interrupted;
+	int status_record; /* the command's wait status from init, or -1 */
+	int exec_errno; /* the command could not be executed: why */
+
+	int uid_slot_fd; /* root mode: lock held on the allocated host uid */
+
+	/* fds handed over by the sandbox */
+	int output_fd, upper_fd, pty_fd, notify_fd;
+
+	/* pty relay (host side) */
+	int tty_in, tty_out; /* host fds relayed to/from the pty master, -1 if none */
+	bool tty_raw;
+	struct termios *saved_tty;
+
+	uint64_t start_us;
+	struct moat_status *st;
+	struct moat_error *err;
+};
+
+uint64_t moat_now_us(void);

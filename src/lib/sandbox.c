@@ -1,0 +1,899 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The sandbox side: what runs in the cloned child, which becomes PID 1 of the
+ * new pid namespace ("moat init"). It applies the plan, pivots into the new
+ * root, drops every privilege, forks the command, then reaps and forwards
+ * signals until the command exits. Nothing here allocates or prints: a failed
+ * step writes one struct moat_setup_error to the setup pipe and exits.
+ */
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/openat2.h>
+#include <net/if.h>
+#include <sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+
+#include "lib/hooks.h"
+#include "lib/sandbox.h"
+#include "shared/macro.h"
+
+#ifndef SECBIT_NOROOT
+#define SECBIT_NOROOT (1 << 0)
+#define SECBIT_NOROOT_LOCKED (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
+#define SECBIT_KEEP_CAPS_LOCKED (1 << 5)
+#define SECBIT_NO_CAP_AMBIENT_RAISE (1 << 6)
+#define SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED (1 << 7)
+#endif
+
+#define NEWROOT "/tmp"
+
+static struct moat_sandbox *g_sb;
+
+const char *moat_setup_stage_name(enum moat_setup_stage s)
+{
+	static const char *const names[] = {
+		[MOAT_STAGE_NONE] = "setup",	    [MOAT_STAGE_SYNC] = "sync",
+		[MOAT_STAGE_IDENTITY] = "identity", [MOAT_STAGE_HOSTNAME] = "hostname",
+		[MOAT_STAGE_NETWORK] = "network",   [MOAT_STAGE_MOUNT] = "mount",
+		[MOAT_STAGE_PIVOT] = "pivot_root",  [MOAT_STAGE_CHDIR] = "chdir",
+		[MOAT_STAGE_CAPS] = "capabilities", [MOAT_STAGE_RLIMIT] = "rlimits",
+		[MOAT_STAGE_LANDLOCK] = "landlock", [MOAT_STAGE_SECCOMP] = "seccomp",
+		[MOAT_STAGE_PTY] = "pty",	    [MOAT_STAGE_FORK] = "fork",
+		[MOAT_STAGE_EXEC] = "exec",
+	};
+	return (size_t)s < ELEMENTSOF(names) && names[s] ? names[s] : "setup";
+}
+
+/* Report a failed step and exit. errno-style err is positive. */
+static _Noreturn _printf_(4, 5) void die(int stage, int err, int step, const char *fmt, ...)
+{
+	struct moat_setup_error e = {.stage = stage, .err = err, .step = step};
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e.detail, sizeof(e.detail), fmt, ap);
+	va_end(ap);
+	if (g_sb)
+		(void)!write(g_sb->setup_w, &e, sizeof(e));
+	_exit(MOAT_EXIT_SETUP);
+}
+
+int moat_sandbox_send_fd(int sock, int kind, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	int32_t k = kind;
+	struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	memset(&u, 0, sizeof(u));
+	if (fd >= 0) {
+		m.msg_control = u.buf;
+		m.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	while (sendmsg(sock, &m, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return negerrno();
+	return 0;
+}
+
+int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	int32_t k = 0;
+	struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t n;
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0)
+		if (errno != EINTR)
+			return negerrno();
+	if (n == 0)
+		return -EPIPE;
+	if (n != sizeof(k))
+		return -EBADMSG;
+	*ret_fd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	*ret_kind = k;
+	return 0;
+}
+
+/* ---- path helpers (fixed buffers, no allocation) ---------------------------- */
+
+static void join(char *out, size_t len, const char *a, const char *b)
+{
+	if ((size_t)snprintf(out, len, "%s%s", a, b) >= len)
+		die(MOAT_STAGE_MOUNT, ENAMETOOLONG, -1, "path too long: %s%s", a, b);
+}
+
+static void join3(char *out, size_t len, const char *a, const char *b, const char *c)
+{
+	size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+	if (la + lb + lc >= len)
+		die(MOAT_STAGE_MOUNT, ENAMETOOLONG, -1, "path too long: %s%s%s", a, b, c);
+	memcpy(out, a, la);
+	memcpy(out + la, b, lb);
+	memcpy(out + la + lb, c, lc + 1);
+}
+
+/* mkdir -p of `dest` below NEWROOT, refusing symlinks on the way (the
+ * directories may be inside a host bind the sandbox wrote to before). */
+static int mkdir_p_in_root(const char *dest, unsigned mode, int step)
+{
+	char path[MOAT_MAX_PATH];
+	int dfd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "%s", dest);
+	char *c = path;
+	while (*c == '/')
+		c++;
+	while (*c) {
+		char *slash = strchr(c, '/');
+		if (slash)
+			*slash = 0;
+		int nfd = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 && errno == ENOENT) {
+			if (mkdirat(dfd, c, mode) < 0 && errno != EEXIST) {
+				int e = errno;
+				close(dfd);
+				return -e;
+			}
+			nfd = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (nfd < 0) {
+			int e = errno == ELOOP || errno == ENOTDIR ? ELOOP : errno;
+			close(dfd);
+			return -e;
+		}
+		close(dfd);
+		dfd = nfd;
+		if (!slash)
+			break;
+		*slash = '/';
+		c = slash + 1;
+	}
+	close(dfd);
+	(void)step;
+	return 0;
+}
+
+static void mkparent(const char *dest, int step)
+{
+	char parent[MOAT_MAX_PATH];
+	snprintf(parent, sizeof(parent), "%s", dest);
+	char *slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return;
+	*slash = 0;
+	int r = mkdir_p_in_root(parent, 0755, step);
+	if (r < 0)
+		die(MOAT_STAGE_MOUNT, -r, step, "cannot create directory %s%s", parent,
+		    r == -ELOOP ? " (a symlink is in the way)" : "");
+}
+
+/* Opens the mount point for dest (created if missing: a directory, or an
+ * empty file when `file` is set) as an O_PATH fd, never through a symlink. */
+static int open_mountpoint(const char *dest, bool file, int step)
+{
+	char full[MOAT_MAX_PATH];
+	join(full, sizeof(full), NEWROOT, dest);
+	if (file) {
+		mkparent(dest, step);
+		int fd = open(full, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0444);
+		if (fd >= 0)
+			close(fd);
+		else if (errno != EEXIST && errno != EISDIR && errno != EROFS && errno != EACCES)
+			die(MOAT_STAGE_MOUNT, errno, step, "cannot create mount point %s", dest);
+	} else {
+		int r = mkdir_p_in_root(dest, 0755, step);
+		if (r < 0)
+			die(MOAT_STAGE_MOUNT, -r, step, "cannot create mount point %s%s", dest,
+			    r == -ELOOP ? " (a symlink is in the way)" : "");
+	}
+	int fd = open(full, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		die(MOAT_STAGE_MOUNT, errno, step, "cannot open mount point %s", dest);
+	return fd;
+}
+
+long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
+{
+	struct open_how how = {.flags = flags, .resolve = resolve};
+	return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+/* Opens a bind source. User paths under the workspace are resolved beneath
+ * it without following any symlink: the sandbox may have planted them. */
+int moat_sandbox_open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow)
+{
+	uint64_t fl = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
+	if ((s->flags & MOAT_STEPF_USER) && !(s->flags & MOAT_STEPF_WORKSPACE) && ws &&
+	    ws_fd >= 0) {
+		size_t n = strlen(ws);
+		if (strncmp(s->src, ws, n) == 0 && s->src[n] == '/')
+			return (int)moat_openat2(ws_fd, s->src + n + 1, fl,
+						 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+							 RESOLVE_NO_MAGICLINKS);
+	}
+	return (int)moat_openat2(AT_FDCWD, s->src, fl, RESOLVE_NO_MAGICLINKS);
+}
+
+const char *moat_open_source_hint(int err)
+{
+	return err == ELOOP || err == EXDEV ? " (symlinks inside the workspace are not followed)"
+					    : "";
+}
+
+static uint64_t attr_for(const struct moat_step *s)
+{
+	uint64_t a = MOUNT_ATTR_NOSUID;
+	if (!(s->flags & MOAT_STEPF_DEV))
+		a |= MOUNT_ATTR_NODEV;
+	if (s->flags & MOAT_STEPF_RO)
+		a |= MOUNT_ATTR_RDONLY;
+	if (s->flags & MOAT_STEPF_NOEXEC)
+		a |= MOUNT_ATTR_NOEXEC;
+	return a;
+}
+
+static void do_bind(const struct moat_step *s, int idx, int srcfd)
+{
+	struct stat st;
+	if (fstat(srcfd, &st) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot stat %s", s->src);
+	int tree = g_sb->premounted[idx];
+	if (tree < 0) {
+		tree = (int)open_tree(srcfd, "",
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+					      AT_RECURSIVE);
+		if (tree < 0)
+			die(MOAT_STAGE_MOUNT, errno, idx, "cannot clone mount of %s", s->src);
+	}
+	struct mount_attr ma = {.attr_set = attr_for(s)};
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot set %s on %s",
+		    s->flags & MOAT_STEPF_RO ? "read-only,nosuid,nodev" : "nosuid,nodev", s->src);
+	int mp = open_mountpoint(s->dest, !S_ISDIR(st.st_mode), idx);
+	if (move_mount(tree, "", mp, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount %s at %s", s->src, s->dest);
+	close(mp);
+	close(tree);
+}
+
+static void do_tmpfs(const struct moat_step *s, int idx)
+{
+	char full[MOAT_MAX_PATH], opts[96];
+	int mp = open_mountpoint(s->dest, false, idx);
+	close(mp);
+	join(full, sizeof(full), NEWROOT, s->dest);
+	/* writable areas belong to the sandbox user; the rest to nobody */
+	if (s->flags & MOAT_STEPF_WRITABLE)
+		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu,uid=%u,gid=%u",
+			 s->mode ? s->mode : 0755,
+			 (unsigned long long)(s->size ? s->size : 64u << 20),
+			 (unsigned)g_sb->p->uid, (unsigned)g_sb->p->gid);
+	else
+		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu", s->mode ? s->mode : 0755,
+			 (unsigned long long)(s->size ? s->size : 64u << 20));
+	unsigned long fl = MS_NOSUID | MS_NODEV | ((s->flags & MOAT_STEPF_NOEXEC) ? MS_NOEXEC : 0);
+	if (mount("tmpfs", full, "tmpfs", fl, opts) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount tmpfs at %s", s->dest);
+}
+
+static void do_file(const struct moat_step *s, int idx)
+{
+	char full[MOAT_MAX_PATH];
+	mkparent(s->dest, idx);
+	join(full, sizeof(full), NEWROOT, s->dest);
+	int fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, s->mode);
+	if (fd < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create %s", s->dest);
+	size_t off = 0;
+	while (off < s->data_len) {
+		ssize_t n = write(fd, s->data + off, s->data_len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die(MOAT_STAGE_MOUNT, n < 0 ? errno : EIO, idx, "cannot write %s", s->dest);
+		off += (size_t)n;
+	}
+	if (fchmod(fd, s->mode) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot chmod %s", s->dest);
+	close(fd);
+}
+
+static void do_symlink(const char *target, const char *dest, int idx)
+{
+	char full[MOAT_MAX_PATH];
+	mkparent(dest, idx);
+	join(full, sizeof(full), NEWROOT, dest);
+	if (symlink(target, full) < 0 && errno != EEXIST)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create symlink %s", dest);
+}
+
+/* /proc: a fresh instance for the new pid namespace, with the host-global
+ * knobs read-only and the kernel-memory files masked. */
+static void do_proc(const struct moat_step *s, int idx)
+{
+	char full[MOAT_MAX_PATH], sub[MOAT_MAX_PATH];
+	int mp = open_mountpoint(s->dest, false, idx);
+	close(mp);
+	join(full, sizeof(full), NEWROOT, s->dest);
+	if (mount("proc", full, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount proc at %s", s->dest);
+	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+		join3(sub, sizeof(sub), full, "/", ro[i]);
+		int fd = open(sub, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		int tree = (int)open_tree(
+			fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+		if (tree < 0 ||
+		    mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
+		    move_mount(tree, "", fd, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			die(MOAT_STAGE_MOUNT, errno, idx, "cannot make /proc/%s read-only", ro[i]);
+		close(tree);
+		close(fd);
+	}
+	/* masked with an empty read-only file: kernel memory, keys, timers */
+	static const char *const masked[] = {"kcore",	 "keys",       "timer_list", "sched_debug",
+					     "kallsyms", "kpagecount", "kpageflags", "sysvipc"};
+	int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
+	for (size_t i = 0; devnull >= 0 && i < ELEMENTSOF(masked); i++) {
+		join3(sub, sizeof(sub), full, "/", masked[i]);
+		struct stat st;
+		if (lstat(sub, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (mount("tmpfs", sub, "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=0,mode=0555") < 0)
+				die(MOAT_STAGE_MOUNT, errno, idx, "cannot mask /proc/%s",
+				    masked[i]);
+			continue;
+		}
+		int tree = (int)open_tree(devnull, "",
+					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		int mpfd = open(sub, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (tree < 0 || mpfd < 0 ||
+		    move_mount(tree, "", mpfd, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			die(MOAT_STAGE_MOUNT, errno, idx, "cannot mask /proc/%s", masked[i]);
+		close(tree);
+		close(mpfd);
+	}
+	if (devnull >= 0)
+		close(devnull);
+}
+
+static void do_devpts(const struct moat_step *s, int idx)
+{
+	char full[MOAT_MAX_PATH];
+	join(full, sizeof(full), NEWROOT, s->dest);
+	if (mount("devpts", full, "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount devpts at %s", s->dest);
+}
+
+static void do_hide(const struct moat_step *s, int idx)
+{
+	char full[MOAT_MAX_PATH];
+	struct stat st;
+	join(full, sizeof(full), NEWROOT, s->dest);
+	/* What is there now, inside the assembled root: never follow a link. */
+	if (lstat(full, &st) < 0) {
+		if (errno == ENOENT)
+			return; /* nothing to hide */
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot inspect %s to hide it", s->dest);
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (mount("tmpfs", full, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "size=0,mode=0555") < 0)
+			die(MOAT_STAGE_MOUNT, errno, idx, "cannot hide %s", s->dest);
+		return;
+	}
+	if (S_ISLNK(st.st_mode))
+		die(MOAT_STAGE_MOUNT, ELOOP, idx,
+		    "cannot hide %s: it is a symlink (hide its target)", s->dest);
+	int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
+	int tree = devnull < 0
+		? -1
+		: (int)open_tree(devnull, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	int mpfd = open(full, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+					MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
+	if (tree < 0 || mpfd < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
+	    move_mount(tree, "", mpfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hide %s", s->dest);
+	close(tree);
+	close(mpfd);
+	close(devnull);
+}
+
+static void do_readonly(const struct moat_step *s, int idx)
+{
+	char full[MOAT_MAX_PATH];
+	join(full, sizeof(full), NEWROOT, s->dest);
+	struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (mount_setattr(AT_FDCWD, full, 0, &ma, sizeof(ma)) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot make %s read-only", s->dest);
+}
+
+/* Overlay over the workspace: lower = the real directory (read-only), upper
+ * and work on a private tmpfs, so every write is held for review. */
+static void do_overlay(const struct moat_step *s, int idx, int srcfd)
+{
+	char full[MOAT_MAX_PATH], opts[MOAT_MAX_PATH + 200], lower[64];
+	const char *base = NEWROOT "/.moat-ovl";
+	if (mkdir(base, 0700) < 0 && errno != EEXIST)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create overlay staging");
+	char sz[64];
+	snprintf(sz, sizeof(sz), "mode=0700,size=%llu", (unsigned long long)s->size);
+	if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, sz) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount overlay tmpfs");
+	if (mkdir(NEWROOT "/.moat-ovl/upper", 0755) < 0 ||
+	    mkdir(NEWROOT "/.moat-ovl/work", 0755) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create overlay dirs");
+	int mp = open_mountpoint(s->dest, false, idx);
+	close(mp);
+	join(full, sizeof(full), NEWROOT, s->dest);
+	/* the lower layer by fd: the path cannot be swapped after it was checked */
+	snprintf(lower, sizeof(lower), "/proc/self/fd/%d", srcfd);
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s,upperdir=" NEWROOT "/.moat-ovl/upper,workdir=" NEWROOT
+		 "/.moat-ovl/work,userxattr",
+		 lower);
+	if (mount("overlay", full, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount overlay over %s", s->dest);
+	int up = open(NEWROOT "/.moat-ovl/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (up < 0 || moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_UPPER, up) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand the overlay upper dir to moat");
+	close(up);
+	/* hide the staging area from the sandbox */
+	if (umount2(base, MNT_DETACH) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot detach overlay staging");
+	rmdir(base);
+}
+
+static int srcfd[MOAT_PLAN_MAX_STEPS];
+
+/* Phase 1, still as the caller's host identity (in root mode the sources may
+ * be readable only by their owner): resolve every source. */
+static void open_sources(void)
+{
+	const struct moat_plan *pl = g_sb->plan;
+	const struct moat_policy *p = g_sb->p;
+	int ws_fd = -1;
+
+	/* 1. Resolve every source before anything is mounted over. */
+	if (p->workspace) {
+		ws_fd = (int)moat_openat2(AT_FDCWD, p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC,
+					  RESOLVE_NO_MAGICLINKS);
+		if (ws_fd < 0)
+			die(MOAT_STAGE_MOUNT, errno, -1, "cannot open workspace %s", p->workspace);
+	}
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		srcfd[i] = -1;
+		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) || !s->src)
+			continue;
+		if (g_sb->premounted[i] >= 0)
+			continue;
+		int fd = moat_sandbox_open_source(s, ws_fd, p->workspace,
+						  s->flags & MOAT_STEPF_MIRROR_LINK);
+		if (fd < 0) {
+			if (errno == ENOENT && (s->flags & MOAT_STEPF_OPTIONAL))
+				continue;
+			die(MOAT_STAGE_MOUNT, errno, (int)i, "cannot open %s%s", s->src,
+			    moat_open_source_hint(errno));
+		}
+		srcfd[i] = fd;
+	}
+	if (ws_fd >= 0)
+		close(ws_fd);
+}
+
+/* Phase 2, as the sandbox user with the namespace's capabilities. */
+static void apply_plan(void)
+{
+	const struct moat_plan *pl = g_sb->plan;
+
+	/* 2. The new root: a private tmpfs, read-only once assembled. */
+	if (mount("moat", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
+		die(MOAT_STAGE_MOUNT, errno, -1, "cannot mount the root tmpfs");
+
+	/* 3. The steps, in order. */
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		int idx = (int)i;
+		switch (s->op) {
+		case MOAT_STEP_BIND:
+			if (g_sb->premounted[i] >= 0) {
+				do_bind(s, idx, g_sb->premounted[i]);
+				break;
+			}
+			if (srcfd[i] < 0)
+				break; /* optional and missing */
+			if (s->flags & MOAT_STEPF_MIRROR_LINK) {
+				struct stat st;
+				if (fstat(srcfd[i], &st) == 0 && S_ISLNK(st.st_mode)) {
+					char target[MOAT_MAX_PATH];
+					ssize_t n = readlinkat(srcfd[i], "", target,
+							       sizeof(target) - 1);
+					if (n < 0)
+						die(MOAT_STAGE_MOUNT, errno, idx,
+						    "cannot read link %s", s->src);
+					target[n] = 0;
+					do_symlink(target, s->dest, idx);
+					break;
+				}
+			}
+			do_bind(s, idx, srcfd[i]);
+			break;
+		case MOAT_STEP_OVERLAY:
+			do_overlay(s, idx, srcfd[i]);
+			break;
+		case MOAT_STEP_TMPFS:
+			do_tmpfs(s, idx);
+			if (s->flags & MOAT_STEPF_OUTPUT) {
+				char full[MOAT_MAX_PATH];
+				join(full, sizeof(full), NEWROOT, s->dest);
+				int ofd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				if (ofd < 0 ||
+				    moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_OUTPUT, ofd) < 0)
+					die(MOAT_STAGE_MOUNT, errno, idx,
+					    "cannot hand /output to moat");
+				close(ofd);
+			}
+			break;
+		case MOAT_STEP_PROC:
+			do_proc(s, idx);
+			break;
+		case MOAT_STEP_DEVPTS:
+			do_devpts(s, idx);
+			break;
+		case MOAT_STEP_MQUEUE:
+			break;
+		case MOAT_STEP_SYMLINK:
+			do_symlink(s->src, s->dest, idx);
+			break;
+		case MOAT_STEP_MKDIR: {
+			int r = mkdir_p_in_root(s->dest, s->mode, idx);
+			if (r < 0)
+				die(MOAT_STAGE_MOUNT, -r, idx, "cannot create %s", s->dest);
+			break;
+		}
+		case MOAT_STEP_FILE:
+			do_file(s, idx);
+			break;
+		case MOAT_STEP_HIDE:
+			do_hide(s, idx);
+			break;
+		case MOAT_STEP_READONLY:
+			do_readonly(s, idx);
+			break;
+		}
+	}
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		if (srcfd[i] >= 0)
+			close(srcfd[i]);
+}
+
+static void enter_root(void)
+{
+	if (chdir(NEWROOT) < 0)
+		die(MOAT_STAGE_PIVOT, errno, -1, "cannot enter the new root");
+	/* pivot_root(".", "."): the old root is stacked on top and detached. */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		die(MOAT_STAGE_PIVOT, errno, -1, "pivot_root failed");
+	if (umount2(".", MNT_DETACH) < 0)
+		die(MOAT_STAGE_PIVOT, errno, -1, "cannot detach the old root");
+	if (chdir("/") < 0)
+		die(MOAT_STAGE_PIVOT, errno, -1, "chdir / failed");
+	struct mount_attr ma = {.attr_set =
+					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	if (mount_setattr(AT_FDCWD, "/", 0, &ma, sizeof(ma)) < 0)
+		die(MOAT_STAGE_PIVOT, errno, -1, "cannot make / read-only");
+}
+
+static void loopback_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {0};
+	if (s < 0)
+		die(MOAT_STAGE_NETWORK, errno, -1, "socket for loopback setup");
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		die(MOAT_STAGE_NETWORK, errno, -1, "cannot read lo flags");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		die(MOAT_STAGE_NETWORK, errno, -1, "cannot bring lo up");
+	close(s);
+}
+
+/* No capability in any set, the bounding set emptied, securebits locked so
+ * nothing can regain them, no_new_privs. */
+static void drop_privileges(void)
+{
+	if (prctl(PR_SET_SECUREBITS,
+		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+			  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+			  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "cannot lock securebits");
+	for (int c = 0; c <= 63; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			die(MOAT_STAGE_CAPS, errno, -1,
+			    "cannot drop capability %d from the bounding set", c);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "cannot clear ambient capabilities");
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {0};
+	if (syscall(SYS_capset, &h, d) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "cannot clear capabilities");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "cannot set no_new_privs");
+}
+
+static void set_rlimits(void)
+{
+	const struct moat_policy *p = g_sb->p;
+	struct rlimit zero = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &zero) < 0)
+		die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_CORE");
+	if (p->nofile) {
+		struct rlimit r = {p->nofile, p->nofile};
+		if (setrlimit(RLIMIT_NOFILE, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_NOFILE to %llu",
+			    (unsigned long long)p->nofile);
+	}
+	if (p->fsize) {
+		struct rlimit r = {p->fsize, p->fsize};
+		if (setrlimit(RLIMIT_FSIZE, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_FSIZE");
+	}
+}
+
+static volatile sig_atomic_t unused_sig;
+
+static _Noreturn void exec_command(const sigset_t *oldmask, int pty_slave_fd)
+{
+	struct moat_sandbox *sb = g_sb;
+	/* The command: its own session, no host terminal, only fds 0-2. */
+	if (setsid() < 0)
+		die(MOAT_STAGE_EXEC, errno, -1, "setsid failed");
+	if (pty_slave_fd >= 0) {
+		if (ioctl(pty_slave_fd, TIOCSCTTY, 0) < 0)
+			die(MOAT_STAGE_PTY, errno, -1,
+			    "cannot make the pty the controlling terminal");
+		for (int i = 0; i < 3; i++)
+			if (sb->tty_fds[i] && dup2(pty_slave_fd, i) < 0)
+				die(MOAT_STAGE_PTY, errno, -1, "dup2 pty");
+		if (pty_slave_fd > 2)
+			close(pty_slave_fd);
+	}
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, oldmask, NULL);
+	/* everything but 0-2 and the CLOEXEC setup pipe is closed */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != sb->setup_w)
+			close(fd);
+	if (syscall(SYS_close_range, 1024, ~0U, 0) < 0 && errno != ENOSYS)
+		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
+	extern char **environ;
+	environ = sb->envp;
+	execvp(sb->argv[0], sb->argv);
+	die(MOAT_STAGE_EXEC, errno, -1, "%s", sb->argv[0]);
+}
+
+/* The init is a fork of moat: its argument and environment areas still hold
+ * moat's command line and environment (which may name secrets). /proc/1/cmdline
+ * is readable by everyone in the sandbox, so both areas are wiped; the
+ * command's argv was copied to the heap before clone. */
+static void wipe_args_and_env(void)
+{
+	char buf[2048];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die(MOAT_STAGE_SYNC, errno, -1, "cannot read /proc/self/stat");
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		die(MOAT_STAGE_SYNC, EIO, -1, "cannot read /proc/self/stat");
+	buf[n] = 0;
+	/* fields after the parenthesised comm; arg_start is field 48 */
+	char *c = strrchr(buf, ')');
+	unsigned long long v[52] = {0};
+	int field = 3; /* c + 2 is field 3, the state letter */
+	if (!c || !c[1] || !c[2])
+		die(MOAT_STAGE_SYNC, EPROTO, -1, "unexpected /proc/self/stat");
+	c += 3;
+	while (field < 51 && *c) {
+		char *end;
+		while (*c == ' ')
+			c++;
+		field++;
+		v[field] = strtoull(c, &end, 10);
+		if (end == c)
+			break;
+		c = end;
+	}
+	if (field < 51)
+		die(MOAT_STAGE_SYNC, EPROTO, -1, "unexpected /proc/self/stat");
+	unsigned long long arg_start = v[48], arg_end = v[49], env_start = v[50], env_end = v[51];
+	if (arg_end > arg_start && arg_end - arg_start < (64u << 20)) {
+		memset((void *)(uintptr_t)arg_start, 0, arg_end - arg_start);
+		if (arg_end - arg_start > 10)
+			memcpy((void *)(uintptr_t)arg_start, "moat-init", 10);
+	}
+	if (env_end > env_start && env_end - env_start < (64u << 20))
+		memset((void *)(uintptr_t)env_start, 0, env_end - env_start);
+}
+
+/* A change of uid/gid clears the parent-death signal: set it again, then make
+ * sure moat did not die in between (the read end of the setup pipe is then
+ * closed and the write end reports an error). */
+static void rearm_parent_death(void)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(MOAT_EXIT_SETUP);
+	struct pollfd pfd = {.fd = g_sb->setup_w, .events = POLLOUT};
+	if (poll(&pfd, 1, 0) < 0 || (pfd.revents & (POLLERR | POLLHUP)))
+		_exit(MOAT_EXIT_SETUP);
+}
+
+_Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
+{
+	char go;
+	sigset_t all, old;
+	g_sb = sb;
+
+	close(sb->setup_r);
+	close(sb->go_w);
+	close(sb->status_r);
+	close(sb->sock_sup);
+	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
+	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
+	 * is outside the pid namespace. If moat died before this line, the go
+	 * pipe below reads EOF and we leave.) */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(MOAT_EXIT_SETUP);
+
+	ssize_t n;
+	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
+	close(sb->go_r);
+	wipe_args_and_env();
+
+	/* The supervisor has placed us in our cgroup: make it our cgroup root. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "cannot create the cgroup namespace");
+	if (sethostname(sb->p->hostname, strlen(sb->p->hostname)) < 0)
+		die(MOAT_STAGE_HOSTNAME, errno, -1, "sethostname");
+	if (setdomainname("", 0) < 0)
+		die(MOAT_STAGE_HOSTNAME, errno, -1, "setdomainname");
+	if (sb->p->net != MOAT_NET_HOST)
+		loopback_up();
+	if (moat_hook_network(sb) < 0)
+		die(MOAT_STAGE_NETWORK, errno, -1, "network setup failed");
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		die(MOAT_STAGE_MOUNT, errno, -1, "cannot make mounts private");
+	open_sources();
+	/* The sandbox identity, after the sources are open: in root mode they were
+	 * opened as their owner (the caller), not as the sandbox's host uid. The
+	 * namespace capabilities stay: uid 0 is not mapped, so no setuid fixup. */
+	if (setresgid(sb->p->gid, sb->p->gid, sb->p->gid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)sb->p->gid);
+	if (setresuid(sb->p->uid, sb->p->uid, sb->p->uid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)sb->p->uid);
+	rearm_parent_death();
+	apply_plan();
+	enter_root();
+	if (chdir(sb->plan->cwd) < 0)
+		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
+
+	int pty_master = -1, pty_slave = -1;
+	if (sb->use_pty) {
+		pty_master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (pty_master < 0 || unlockpt(pty_master) < 0)
+			die(MOAT_STAGE_PTY, errno, -1, "cannot open the sandbox's /dev/ptmx");
+		pty_slave = ioctl(pty_master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+		if (pty_slave < 0)
+			die(MOAT_STAGE_PTY, errno, -1, "cannot open the pty peer");
+		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_PTY, pty_master) < 0)
+			die(MOAT_STAGE_PTY, errno, -1, "cannot hand the pty to moat");
+		close(pty_master);
+	}
+
+	set_rlimits();
+	if (moat_hook_before_caps(sb) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "setup hook failed");
+	drop_privileges();
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "cannot make init non-dumpable");
+	/* Landlock and seccomp, last, for init and everything it forks. */
+	int notify_fd = -1;
+	if (moat_hook_restrict(sb, &notify_fd) < 0)
+		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
+	if (notify_fd >= 0) {
+		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY, notify_fd) < 0)
+			die(MOAT_STAGE_SECCOMP, errno, -1,
+			    "cannot hand the seccomp listener to moat");
+		close(notify_fd);
+	}
+	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
+		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
+	close(sb->sock_child);
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid_t cmd = fork();
+	if (cmd < 0)
+		die(MOAT_STAGE_FORK, errno, -1, "cannot fork the command");
+	if (cmd == 0)
+		exec_command(&old, pty_slave);
+	if (pty_slave >= 0)
+		close(pty_slave);
+	close(sb->setup_w);
+
+	/* PID 1: reap everything, forward signals, exit with the command. */
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&all, &si);
+		if (sig < 0)
+			continue;
+		if (sig == SIGCHLD) {
+			int st;
+			pid_t w;
+			while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+				if (w == cmd) {
+					int32_t rec = st;
+					(void)!write(sb->status_w, &rec, sizeof(rec));
+					_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+				}
+			}
+		} else if (sig == SIGTERM) {
+			kill(-1, SIGTERM); /* the whole sandbox */
+		} else if (sig == SIGINT || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||
+			   sig == SIGUSR2 || sig == SIGWINCH) {
+			if (kill(-cmd, sig) < 0)
+				kill(cmd, sig);
+		}
+	}
+}

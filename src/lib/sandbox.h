@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * One sandbox: what the supervisor prepares before clone, and what the
+ * sandbox's init (PID 1 inside) reads to set itself up. Everything the init
+ * needs is computed here first so that between clone and exec nothing is
+ * allocated and nothing is printed: a failure is one fixed-size record on the
+ * setup pipe, then _exit.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/plan.h"
+#include "lib/policy.h"
+
+enum moat_setup_stage {
+	MOAT_STAGE_NONE = 0,
+	MOAT_STAGE_SYNC,
+	MOAT_STAGE_IDENTITY,
+	MOAT_STAGE_HOSTNAME,
+	MOAT_STAGE_NETWORK,
+	MOAT_STAGE_MOUNT,
+	MOAT_STAGE_PIVOT,
+	MOAT_STAGE_CHDIR,
+	MOAT_STAGE_CAPS,
+	MOAT_STAGE_RLIMIT,
+	MOAT_STAGE_LANDLOCK,
+	MOAT_STAGE_SECCOMP,
+	MOAT_STAGE_PTY,
+	MOAT_STAGE_FORK,
+	MOAT_STAGE_EXEC,
+};
+
+/* Written by the sandbox on the setup pipe when a step fails. */
+struct moat_setup_error {
+	int32_t stage;
+	int32_t err;
+	int32_t step; /* plan step index, or -1 */
+	char detail[244];
+};
+
+/* Kinds of file descriptors the init hands to the supervisor. */
+enum moat_fd_kind {
+	MOAT_FD_OUTPUT = 1, /* the /output tmpfs root, collected after the run */
+	MOAT_FD_PTY = 2, /* the pty master from the sandbox's own devpts */
+	MOAT_FD_NOTIFY = 3, /* the seccomp user-notification listener */
+	MOAT_FD_UPPER = 4, /* the overlay upper dir of the workspace */
+	MOAT_FD_DONE = 99, /* no more fds follow */
+};
+
+struct moat_sandbox {
+	const struct moat_policy *p;
+	struct moat_plan *plan;
+	char *const *argv;
+	char **envp;
+
+	pid_t supervisor_pid;
+	uid_t host_uid; /* what the sandbox's uid maps to on the host */
+	gid_t host_gid;
+	bool root_mode; /* moat runs as root: maps to an allocated unprivileged uid */
+	bool use_pty;
+	bool tty_fds[3]; /* which of 0..2 were terminals (pty mode replaces them) */
+
+	int setup_w, setup_r; /* sandbox -> supervisor: error record or EOF at exec */
+	int go_r, go_w; /* supervisor -> sandbox: maps written, proceed */
+	int status_w, status_r; /* init -> supervisor: the command's wait status */
+	int sock_child, sock_sup; /* fd passing, sandbox -> supervisor */
+
+	/* prepared by the supervisor (root mode): idmapped detached mounts, per step */
+	int premounted[MOAT_PLAN_MAX_STEPS];
+};
+
+/* The sandbox's init: runs in the cloned child, never returns. */
+_Noreturn void moat_sandbox_init(struct moat_sandbox *sb);
+
+/* Opens a bind source as O_PATH: paths under the workspace are resolved beneath
+ * it without following any symlink (the sandbox may have planted them). */
+int moat_sandbox_open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow);
+const char *moat_open_source_hint(int err);
+long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
+
+const char *moat_setup_stage_name(enum moat_setup_stage s);
+
+/* Send / receive one fd with a kind tag over a unix socket. */
+int moat_sandbox_send_fd(int sock, int kind, int fd);
+int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd);

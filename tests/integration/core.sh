@@ -1,0 +1,399 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The isolation core of `moat run` (issue: core). Run as root and as an
+# unprivileged user by tests/run-all.sh.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+mrun() { "$MOAT" run --quiet "$@"; }
+
+t_hidden_paths() {
+	local out
+	out=$(mrun -- /bin/sh -c 'for p in /root /run /srv /media /mnt /var/lib /var/run /etc/shadow /etc/gshadow /etc/ssh /etc/sudoers /sys /boot /home/moat-test /work /tmp/.X11-unix /run/docker.sock; do [ -e "$p" ] && echo "PRESENT $p"; done; echo END')
+	assert_eq "END" "$out" "paths present in the sandbox"
+	# positive control: the same test on the host sees at least /root and /etc/shadow
+	[ -e /etc/shadow ] && [ -e /root ] || fail "control: host lacks /etc/shadow or /root"
+}
+
+t_host_files_invisible() {
+	local secret="$T_OUT/secret-$$"
+	echo "CANARY-$$" >"$secret"
+	local rc=0
+	mrun -- /bin/cat "$secret" >/dev/null 2>&1 || rc=$?
+	assert_eq 1 "$rc" "cat of a host file outside the given paths"
+	cat "$secret" | grep -q "CANARY-$$" || fail "control: host cannot read its own file"
+}
+
+t_system_readonly() {
+	local out
+	out=$(mrun -- /bin/sh -c 'for p in /usr/moat-x /etc/moat-x /bin/moat-x /moat-x /dev/moat-x /proc/sys/kernel/hostname; do if (echo x > "$p") 2>/dev/null; then echo "WROTE $p"; fi; done; echo END')
+	assert_eq "END" "$out"
+	out=$(mrun -- /bin/sh -c 'touch /usr/x 2>&1 || true')
+	assert_contains "$out" "Read-only file system"
+}
+
+t_tmp_and_home_writable() {
+	local out
+	out=$(mrun -- /bin/sh -c 'echo a > /tmp/x && echo b > "$HOME/y" && cat /tmp/x "$HOME/y" && echo "$HOME" && pwd')
+	assert_eq "a
+b
+/home/agent
+/home/agent" "$out"
+}
+
+t_workspace_writes_land() {
+	local ws="$T_OUT/ws"
+	mkdir -p "$ws"
+	echo original >"$ws/in.txt"
+	local out
+	out=$(mrun --workspace "$ws" -- /bin/sh -c 'pwd; cat in.txt; echo written > out.txt; mkdir -p sub && echo deep > sub/f')
+	assert_eq "$ws
+original" "$out"
+	assert_eq written "$(cat "$ws/out.txt")"
+	assert_eq deep "$(cat "$ws/sub/f")"
+	# the sandbox's files belong to the workspace's owner on the host
+	assert_eq "$(stat -c %u "$ws")" "$(stat -c %u "$ws/out.txt")" "owner of a file written in the workspace"
+}
+
+t_workspace_readonly_mode() {
+	local ws="$T_OUT/wsro"
+	mkdir -p "$ws"
+	local rc=0
+	mrun --workspace "$ws:ro" -- /bin/sh -c 'echo x > f' 2>/dev/null || rc=$?
+	assert_ne0 "$rc"
+	[ ! -e "$ws/f" ] || fail "a read-only workspace was written"
+}
+
+assert_ne0() { [ "$1" -ne 0 ] || fail "expected a non-zero exit status"; }
+
+t_input_readonly() {
+	local in="$T_OUT/in"
+	mkdir -p "$in"
+	echo data >"$in/d.csv"
+	local out
+	out=$(mrun --input "$in" -- /bin/sh -c 'cat /data/d.csv; echo x > /data/new 2>&1 || echo DENIED; rm /data/d.csv 2>/dev/null || echo NORM')
+	assert_eq "data
+DENIED
+NORM" "$(echo "$out" | sed 's/.*Read-only.*/DENIED/')"
+	[ -f "$in/d.csv" ] && [ ! -e "$in/new" ] || fail "the input directory changed"
+}
+
+t_ro_rw_tmpfs_hide() {
+	local a="$T_OUT/a" b="$T_OUT/b"
+	mkdir -p "$a" "$b"
+	echo A >"$a/f"
+	echo secret >"$b/hidden"
+	local out
+	out=$(mrun --ro "$a:/opt/a" --rw "$b:/opt/b" --tmpfs /scratch:1M --hide /opt/b/hidden -- /bin/sh -c '
+		cat /opt/a/f; (echo x > /opt/a/g) 2>/dev/null || echo RO
+		echo w > /opt/b/new && echo RW
+		cat /opt/b/hidden; echo "[$(cat /opt/b/hidden)]"
+		dd if=/dev/zero of=/scratch/big bs=1k count=2048 2>/dev/null || echo FULL')
+	assert_eq "A
+RO
+RW
+[]
+FULL" "$out"
+	assert_eq w "$(cat "$b/new")"
+	assert_eq secret "$(cat "$b/hidden")" "hidden file on the host"
+}
+
+t_env_clean() {
+	local out
+	out=$(RT_CANARY_ENV="canary-$$" AWS_SECRET_ACCESS_KEY=leak mrun --env KEEP=yes --env FROMHOST -- /usr/bin/env 2>&1 || true)
+	assert_contains "$out" "--env FROMHOST: not set in moat's environment"
+	out=$(RT_CANARY_ENV="canary-$$" AWS_SECRET_ACCESS_KEY=leak FROMHOST=copied mrun --env KEEP=yes --env FROMHOST -- /usr/bin/env | sort | cut -d= -f1 | tr '\n' ' ')
+	assert_eq "FROMHOST HOME KEEP LANG LOGNAME MOAT_SANDBOX PATH TERM USER " "$out"
+	out=$(RT_CANARY_ENV="canary-$$" mrun -- /bin/sh -c 'cat /proc/1/environ /proc/1/cmdline 2>/dev/null; grep -rs "canary-" /proc/1/ 2>/dev/null | head -1; echo END')
+	assert_not_contains "$out" "canary-$$"
+}
+
+t_only_std_fds() {
+	local out
+	out=$(exec 7</dev/null 8>"$T_OUT/leak"; mrun -- /bin/sh -c '/bin/sleep 5 & p=$!; ls /proc/$p/fd > /tmp/fds; kill $p; tr "\n" " " < /tmp/fds')
+	assert_eq "0 1 2 " "$out"
+}
+
+t_pid1_is_init_and_reaps() {
+	local out
+	out=$(mrun -- /bin/sh -c 'tr "\0" "\n" < /proc/1/cmdline | head -1; echo "me=$$"; sh -c "sleep 0.2 & exit 0"; sleep 1; grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | wc -l')
+	assert_eq "moat-init
+me=2
+0" "$out"
+}
+
+t_identity() {
+	local out
+	out=$(mrun -- /bin/sh -c 'id -u; id -g; id -un; hostname; cut -d" " -f1 /proc/self/uid_map | tr -d " "')
+	assert_eq "1000
+1000
+agent
+moat" "$(echo "$out" | head -4)"
+	local host_uid
+	host_uid=$(mrun -- /bin/sh -c 'cat /proc/self/uid_map' | awk '{print $2}')
+	[ "$host_uid" != 0 ] || fail "sandbox uid maps to host root"
+	if is_root; then
+		[ "$host_uid" -ge 1000000000 ] || fail "root mode: host uid $host_uid is not from moat's range"
+	else
+		assert_eq "$(id -u)" "$host_uid" "unprivileged: maps to the caller"
+	fi
+	out=$(mrun -- /bin/sh -c 'grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs)" /proc/self/status | tr -s "\t " " "')
+	assert_eq "CapInh: 0000000000000000
+CapPrm: 0000000000000000
+CapEff: 0000000000000000
+CapBnd: 0000000000000000
+CapAmb: 0000000000000000
+NoNewPrivs: 1" "$out"
+	out=$(mrun -- /bin/cat /proc/self/setgroups)
+	assert_eq deny "$out"
+}
+
+t_concurrent_root_uids_distinct() {
+	is_root || skip_unless_user
+	local a b
+	mrun -- /bin/sh -c 'awk "{print \$2}" /proc/self/uid_map > /tmp/u; sleep 1; cat /tmp/u' >"$T_OUT/u1" &
+	local p1=$!
+	mrun -- /bin/sh -c 'awk "{print \$2}" /proc/self/uid_map > /tmp/u; sleep 1; cat /tmp/u' >"$T_OUT/u2" &
+	local p2=$!
+	wait $p1 $p2
+	a=$(cat "$T_OUT/u1")
+	b=$(cat "$T_OUT/u2")
+	if is_root; then
+		[ -n "$a" ] && [ "$a" != "$b" ] || fail "two concurrent sandboxes share host uid $a"
+	fi
+}
+skip_unless_user() { :; }
+
+t_exit_codes() {
+	local rc=0
+	mrun -- /bin/sh -c 'exit 3' || rc=$?
+	assert_eq 3 $rc "exit status"
+	rc=0
+	mrun -- /bin/sh -c 'kill -TERM $$' || rc=$?
+	assert_eq 143 $rc "killed by SIGTERM"
+	rc=0
+	mrun -- /bin/sh -c 'kill -KILL $$' || rc=$?
+	assert_eq 137 $rc "killed by SIGKILL"
+	rc=0
+	mrun -- /nonexistent/command 2>"$T_OUT/err" || rc=$?
+	assert_eq 127 $rc "command not found"
+	assert_contains "$(cat "$T_OUT/err")" "/nonexistent/command"
+	rc=0
+	mrun -- /etc/hostname 2>/dev/null || rc=$?
+	assert_eq 126 $rc "not executable"
+}
+
+t_status_json() {
+	local rc=0
+	"$MOAT" run --quiet --json-status "$T_OUT/st.json" -- /bin/sh -c 'exit 5' || rc=$?
+	assert_eq 5 $rc
+	python3 - "$T_OUT/st.json" <<'EOF' || fail "status record"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["reason"] == "exited" and s["exit_code"] == 5 and s["status"] == 5, s
+assert s["wall_s"] > 0 and len(s["run"]) == 16, s
+EOF
+}
+
+t_sigkill_leaves_nothing() {
+	local marker="moat-orphan-$$-$RANDOM"
+	"$MOAT" run --quiet -- /bin/sh -c "sh -c 'sleep 300; :' $marker & setsid sh -c 'sleep 301; :' $marker & sh -c 'sleep 302; :' $marker" &
+	local mpid=$!
+	local i
+	for i in $(seq 50); do
+		pgrep -f "$marker" >/dev/null && break
+		sleep 0.1
+	done
+	pgrep -f "$marker" >/dev/null || fail "the sandbox never started"
+	kill -KILL $mpid
+	wait $mpid 2>/dev/null || true
+	for i in $(seq 50); do
+		pgrep -f "$marker" >/dev/null || break
+		sleep 0.1
+	done
+	if pgrep -f "$marker" >/dev/null; then
+		fail "sandbox processes survived SIGKILL of moat: $(pgrep -af "$marker")"
+	fi
+}
+
+t_signal_forwarding() {
+	"$MOAT" run --quiet -- /bin/sh -c 'trap "echo got-int; exit 7" INT; echo ready; while :; do sleep 0.1; done' >"$T_OUT/sig" &
+	local mpid=$!
+	local i
+	for i in $(seq 50); do
+		grep -q ready "$T_OUT/sig" 2>/dev/null && break
+		sleep 0.1
+	done
+	kill -INT $mpid
+	local rc=0
+	wait $mpid || rc=$?
+	assert_eq 7 $rc "exit status after SIGINT"
+	assert_contains "$(cat "$T_OUT/sig")" "got-int"
+}
+
+t_bad_policy_exit2() {
+	printf '{\n  "version": 1,\n  "limits": { "memroy": "1G" }\n}\n' >"$T_OUT/p.json"
+	local rc=0 err
+	err=$("$MOAT" run --policy "$T_OUT/p.json" -- /bin/true 2>&1) || rc=$?
+	assert_eq 2 $rc
+	assert_contains "$err" "p.json:3:15: limits.memroy: unknown key"
+	printf '{ "version": 1, "filesystem": { "workspace": 5 } }' >"$T_OUT/p2.json"
+	rc=0
+	err=$("$MOAT" policy check "$T_OUT/p2.json" 2>&1) || rc=$?
+	assert_eq 2 $rc
+	assert_contains "$err" "p2.json:1:46: filesystem.workspace: expected an object, got an integer"
+	printf '{ "version": 1, ' >"$T_OUT/p3.json"
+	rc=0
+	err=$("$MOAT" policy check "$T_OUT/p3.json" 2>&1) || rc=$?
+	assert_eq 2 $rc
+	assert_contains "$err" "p3.json:1:"
+	rc=0
+	err=$("$MOAT" run --memory lots -- /bin/true 2>&1) || rc=$?
+	assert_eq 2 $rc
+	assert_contains "$err" "--memory lots"
+	rc=0
+	"$MOAT" run --no-such-flag -- /bin/true 2>/dev/null || rc=$?
+	assert_eq 2 $rc
+}
+
+t_policy_file_works() {
+	local ws="$T_OUT/pws"
+	mkdir -p "$ws"
+	cat >"$T_OUT/good.json" <<EOF
+{
+  "version": 1,
+  "filesystem": { "workspace": { "path": "$ws", "mode": "rw" } },
+  "process": { "hostname": "box", "env": { "GREETING": "hi" } }
+}
+EOF
+	"$MOAT" policy check "$T_OUT/good.json" >/dev/null
+	local out
+	out=$("$MOAT" run --quiet --policy "$T_OUT/good.json" --hostname flagwins -- /bin/sh -c 'hostname; echo $GREETING; pwd')
+	assert_eq "flagwins
+hi
+$ws" "$out"
+	out=$("$MOAT" policy show --policy "$T_OUT/good.json")
+	assert_contains "$out" '"hostname": "box"'
+	assert_contains "$out" "bind     $ws <- $ws rw"
+}
+
+t_impossible_setup_125() {
+	local rc=0 err
+	err=$(mrun --ro /nonexistent/moat-path:/opt/x -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 $rc
+	assert_contains "$err" "mount step failed"
+	assert_contains "$err" "/nonexistent/moat-path"
+	assert_contains "$err" "No such file or directory"
+	rc=0
+	err=$(mrun --workspace /nonexistent/ws -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 $rc
+	assert_contains "$err" "/nonexistent/ws"
+}
+
+t_symlink_in_workspace_not_followed() {
+	local ws="$T_OUT/wsl"
+	mkdir -p "$ws"
+	echo outside >"$T_OUT/outside-file"
+	ln -s "$T_OUT" "$ws/escape"
+	local rc=0 err
+	err=$(mrun --workspace "$ws" --ro "$ws/escape/outside-file:/opt/o" -- /bin/cat /opt/o 2>&1) || rc=$?
+	assert_eq 125 $rc "a bind source through a symlink in the workspace"
+	assert_contains "$err" "symlinks inside the workspace are not followed"
+	# control: without the symlink the same file can be bound
+	local out
+	out=$(mrun --ro "$T_OUT/outside-file:/opt/o" -- /bin/cat /opt/o)
+	assert_eq outside "$out"
+}
+
+t_proc_masks() {
+	local out
+	out=$(mrun -- /bin/sh -c 'for f in /proc/kcore /proc/keys /proc/timer_list; do [ -s "$f" ] && echo "READABLE $f"; done; (echo 1 > /proc/sys/kernel/sysrq) 2>/dev/null && echo WROTE; echo END')
+	assert_eq END "$out"
+}
+
+t_pty() {
+	command -v python3 >/dev/null || fail "python3 is required"
+	local out
+	out=$(python3 - "$MOAT" <<'EOF'
+import os, pty, sys, select
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "run", "--quiet", "--", "/bin/sh", "-c", "tty; test -t 0 && echo stdin-is-tty; stty size"])
+buf = b""
+while True:
+    try:
+        r, _, _ = select.select([fd], [], [], 10)
+        if not r:
+            break
+        d = os.read(fd, 1024)
+        if not d:
+            break
+        buf += d
+    except OSError:
+        break
+_, st = os.waitpid(pid, 0)
+print(buf.decode(errors="replace").replace("\r", ""))
+print("exit", os.waitstatus_to_exitcode(st))
+EOF
+)
+	assert_contains "$out" "/dev/pts/0"
+	assert_contains "$out" "stdin-is-tty"
+	assert_contains "$out" "exit 0"
+	# --no-tty refuses to hand over a terminal
+	out=$(python3 - "$MOAT" <<'EOF'
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "run", "--no-tty", "--", "/bin/true"])
+buf = b""
+while True:
+    try:
+        d = os.read(fd, 1024)
+    except OSError:
+        break
+    if not d:
+        break
+    buf += d
+_, st = os.waitpid(pid, 0)
+print(buf.decode(errors="replace"), "exit", os.waitstatus_to_exitcode(st))
+EOF
+)
+	assert_contains "$out" "never receives the host's terminal"
+	assert_contains "$out" "exit 125"
+}
+
+t_no_host_terminal_without_tty() {
+	# stdin not a terminal: the command gets exactly moat's pipes
+	local out
+	out=$(echo piped | mrun -- /bin/sh -c 'cat; test -t 0 || echo not-a-tty; cat /proc/self/stat | cut -d" " -f6,7')
+	assert_contains "$out" "piped"
+	assert_contains "$out" "not-a-tty"
+	# its own session (field 6 = session id is itself, tty_nr = 0)
+	assert_contains "$out" " 0"
+}
+
+run_test "hidden host paths are absent" t_hidden_paths
+run_test "host files outside the given paths cannot be read" t_host_files_invisible
+run_test "/usr, /etc, /dev and / are read-only" t_system_readonly
+run_test "/tmp and \$HOME are private and writable" t_tmp_and_home_writable
+run_test "workspace writes land on the host" t_workspace_writes_land
+run_test "workspace :ro is read-only" t_workspace_readonly_mode
+run_test "--input is read-only at /data" t_input_readonly
+run_test "--ro, --rw, --tmpfs size, --hide" t_ro_rw_tmpfs_hide
+run_test "environment is clean" t_env_clean
+run_test "only fds 0-2 reach the command" t_only_std_fds
+run_test "PID 1 is moat-init and reaps zombies" t_pid1_is_init_and_reaps
+run_test "uid 1000 inside, unprivileged on the host, no capabilities" t_identity
+run_test "concurrent sandboxes get distinct host uids (root)" t_concurrent_root_uids_distinct
+run_test "exit codes and signals propagate" t_exit_codes
+run_test "--json-status record" t_status_json
+run_test "SIGKILL of moat leaves no sandbox process" t_sigkill_leaves_nothing
+run_test "SIGINT is forwarded to the command" t_signal_forwarding
+run_test "a malformed policy gives line:column and exit 2" t_bad_policy_exit2
+run_test "a policy file is applied and flags override it" t_policy_file_works
+run_test "an impossible setup step exits 125 naming the step" t_impossible_setup_125
+run_test "bind sources are not resolved through workspace symlinks" t_symlink_in_workspace_not_followed
+run_test "/proc kernel files masked, /proc/sys read-only" t_proc_masks
+run_test "a terminal is a pty from the sandbox's own devpts" t_pty
+run_test "without a terminal: moat's own pipes, own session" t_no_host_terminal_without_tty
+t_done
