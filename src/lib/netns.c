@@ -250,7 +250,7 @@ static int ruleset_setup(uint16_t tport)
 }
 
 /* nfnetlink_log: bind the group, copy the first 128 bytes of each packet. */
-static int nflog_cfg(int fd, uint16_t group, uint16_t family, uint8_t cmd, bool mode)
+static int nflog_cfg(int fd, uint16_t group, uint16_t family, uint8_t cmd, int what)
 {
 	struct nl_req r;
 	struct nfgenmsg *g;
@@ -264,7 +264,11 @@ static int nflog_cfg(int fd, uint16_t group, uint16_t family, uint8_t cmd, bool 
 	g->nfgen_family = (uint8_t)family;
 	g->version = NFNETLINK_V0;
 	g->res_id = htons(group);
-	if (mode) {
+	if (what == 2) {
+		/* Deliver each packet at once (default: batches of 100 or 1 s). */
+		uint32_t one = htonl(1);
+		k = nl_attr(&r, NFULA_CFG_QTHRESH, &one, sizeof(one));
+	} else if (what == 1) {
 		struct nfulnl_msg_config_mode m = {.copy_range = htonl(128),
 						   .copy_mode = NFULNL_COPY_PACKET};
 		k = nl_attr(&r, NFULA_CFG_MODE, &m, sizeof(m));
@@ -298,10 +302,13 @@ static int nflog_open(void)
 		return negerrno();
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return negerrno();
-	r = nflog_cfg(fd, MOAT_NETNS_NFLOG_GROUP, AF_UNSPEC, NFULNL_CFG_CMD_BIND, false);
+	r = nflog_cfg(fd, MOAT_NETNS_NFLOG_GROUP, AF_UNSPEC, NFULNL_CFG_CMD_BIND, 0);
 	if (r < 0)
 		return r;
-	r = nflog_cfg(fd, MOAT_NETNS_NFLOG_GROUP, AF_UNSPEC, 0, true);
+	r = nflog_cfg(fd, MOAT_NETNS_NFLOG_GROUP, AF_UNSPEC, 0, 1);
+	if (r < 0)
+		return r;
+	r = nflog_cfg(fd, MOAT_NETNS_NFLOG_GROUP, AF_UNSPEC, 0, 2);
 	if (r < 0)
 		return r;
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));

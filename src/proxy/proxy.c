@@ -1645,6 +1645,7 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 	p.connect_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 10000;
 	p.idle_ms = cfg->idle_timeout_ms ? cfg->idle_timeout_ms : 600000;
 	p.now = moat_loop_now_ms();
+	p.nflog_budget = NFLOG_EVENTS_PER_TICK;
 	p.conns = calloc(p.max_conns, sizeof(*p.conns));
 	if (!p.conns)
 		return -ENOMEM;
