@@ -41,6 +41,8 @@ struct moat_run {
 	uint64_t start_us;
 	struct moat_status *st;
 	struct moat_error *err;
+
+	struct moat_net_run *net; /* --net allow: proxy worker state (supervise_net.c) */
 };
 
 uint64_t moat_now_us(void);

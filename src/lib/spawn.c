@@ -523,7 +523,8 @@ static int wait_setup(struct moat_run *r)
 			r->notify_fd = fd;
 			break;
 		default:
-			safe_close(fd);
+			if (moat_supervise_take_fd(r, kind, fd) <= 0)
+				safe_close(fd);
 		}
 	}
 	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)

@@ -5,13 +5,12 @@
 
 #include "lib/errors.h"
 #include "lib/supervise.h"
+#include "lib/supervise_net.h"
 
 int moat_supervise_env(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *))
 {
-	(void)r;
-	(void)push;
-	return 0;
+	return moat_net_env(r, push);
 }
 
 int moat_supervise_prepare(struct moat_run *r)
@@ -24,13 +23,10 @@ int moat_supervise_prepare(struct moat_run *r)
 	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY)
 		return moat_error_set(r->err, "workspace", EOPNOTSUPP,
 				      "--workspace DIR:overlay is not available in this build");
-	if (p->net == MOAT_NET_ALLOW)
-		return moat_error_set(r->err, "network", EOPNOTSUPP,
-				      "--net allow is not available in this build");
 	if (p->limits_set & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY))
 		return moat_error_set(r->err, "cgroup", EOPNOTSUPP,
 				      "--cpus/--memory need cgroups, not available in this build");
-	return 0;
+	return moat_net_prepare(r);
 }
 
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
@@ -45,19 +41,26 @@ int moat_supervise_child(struct moat_run *r)
 	return 0;
 }
 
+int moat_supervise_take_fd(struct moat_run *r, int kind, int fd)
+{
+	return moat_net_take_fd(r, kind, fd);
+}
+
+/* Extra epoll tags: base + MOAT_SUPERVISE_TAG_NET is the proxy's event pipe. */
+#define MOAT_SUPERVISE_TAG_NET 0
+static uint32_t tag_base;
+
 int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
-	(void)r;
-	(void)epfd;
-	(void)base;
-	return 0;
+	tag_base = base;
+	return moat_net_start(r, epfd, base + MOAT_SUPERVISE_TAG_NET);
 }
 
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 {
-	(void)r;
-	(void)tag;
 	(void)events;
+	if (tag == tag_base + MOAT_SUPERVISE_TAG_NET)
+		moat_net_dispatch(r);
 }
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
@@ -73,11 +76,11 @@ void moat_supervise_kill_all(struct moat_run *r)
 
 int moat_supervise_finish(struct moat_run *r, int k)
 {
-	(void)r;
+	moat_net_finish(r);
 	return k;
 }
 
 void moat_supervise_teardown(struct moat_run *r)
 {
-	(void)r;
+	moat_net_teardown(r);
 }
