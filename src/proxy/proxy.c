@@ -1023,13 +1023,17 @@ static void peek_step(struct conn *c)
 		if (n == 0)
 			goto more;
 		if (n < 0 || !r.has_host || r.host_kind != MOAT_HOST_NAME) {
-			refuse(c, 403, n < 0 ? moat_http1_strerror(n) : "no-name", NULL);
+			/* No name: the decision on the original address stands. */
+			refuse(c, 403, n < 0 ? moat_http1_strerror(n) : c->d.reason, c->d.rule);
 			return;
 		}
 		moat_http1_slice_copy(r.method, c->method, sizeof(c->method));
 		snprintf(c->name, sizeof(c->name), "%s", r.host);
+	} else if (s == MOAT_SNI_NO_SNI) {
+		refuse(c, 403, c->d.reason, c->d.rule);
+		return;
 	} else {
-		refuse(c, 403, s == MOAT_SNI_NO_SNI ? "no-name" : "tls-malformed", NULL);
+		refuse(c, 403, "tls-malformed", NULL);
 		return;
 	}
 	c->hkind = MOAT_HOST_NAME;
