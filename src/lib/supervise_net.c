@@ -184,11 +184,15 @@ void moat_net_finish(struct moat_run *r)
 {
 	struct moat_net_run *n = r->net;
 
-	/* The sandbox's connections closed when its processes died: give the
-	 * worker a moment to write their events. */
-	for (int i = 0; n && n->ev_fd >= 0 && i < 10; i++) {
+	/* Ask the worker to close what is still open (each connection writes
+	 * its event) and exit; read until its end of the pipe closes (1 s at
+	 * most). */
+	if (!n || n->pid <= 0 || n->ev_fd < 0)
+		return;
+	kill(n->pid, SIGTERM);
+	for (int i = 0; n->ev_fd >= 0 && i < 100; i++) {
 		struct pollfd pf = {.fd = n->ev_fd, .events = POLLIN};
-		if (poll(&pf, 1, 20) <= 0)
+		if (poll(&pf, 1, 10) < 0 && errno != EINTR)
 			break;
 		moat_net_dispatch(r);
 	}

@@ -27,6 +27,7 @@ struct moat_loop {
 	unsigned tick_ms;
 	uint64_t next_tick;
 	bool stop;
+	volatile int *stop_flag;
 };
 
 uint64_t moat_loop_now_ms(void)
@@ -109,6 +110,11 @@ void moat_loop_set_tick(struct moat_loop *l, unsigned interval_ms, moat_loop_tic
 	l->next_tick = moat_loop_now_ms() + interval_ms;
 }
 
+void moat_loop_set_stop_flag(struct moat_loop *l, volatile int *flag)
+{
+	l->stop_flag = flag;
+}
+
 void moat_loop_stop(struct moat_loop *l)
 {
 	l->stop = true;
@@ -118,7 +124,7 @@ int moat_loop_run(struct moat_loop *l)
 {
 	struct epoll_event evs[LOOP_BATCH];
 
-	while (!l->stop) {
+	while (!l->stop && !(l->stop_flag && *l->stop_flag)) {
 		int timeout = -1, n;
 		uint64_t now = moat_loop_now_ms();
 
@@ -131,6 +137,8 @@ int moat_loop_run(struct moat_loop *l)
 			timeout = (int)(l->next_tick - now);
 		}
 		n = epoll_wait(l->epfd, evs, LOOP_BATCH, timeout);
+		if (l->stop_flag && *l->stop_flag)
+			break;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -32,5 +32,9 @@ void moat_loop_set_tick(struct moat_loop *l, unsigned interval_ms, moat_loop_tic
 int moat_loop_run(struct moat_loop *l);
 void moat_loop_stop(struct moat_loop *l);
 
+/* Also stop when *flag becomes non-zero (set from a signal handler; checked
+ * whenever epoll_wait returns, including EINTR). */
+void moat_loop_set_stop_flag(struct moat_loop *l, volatile int *flag);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t moat_loop_now_ms(void);

@@ -1551,6 +1551,13 @@ static void on_tick(struct moat_loop *l, uint64_t now, void *data)
 
 /* ---- start-up -------------------------------------------------------------- */
 
+static volatile int terminate;
+
+static void on_term(int sig)
+{
+	terminate = 1;
+}
+
 static int install_seccomp(void)
 {
 	static const int allow[] = {
@@ -1635,6 +1642,13 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 	if (getppid() == 1)
 		return -ESRCH; /* the supervisor is already gone */
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGTERM: close every connection (each writes its event), then exit. */
+	{
+		struct sigaction sa = {.sa_handler = on_term};
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGTERM, &sa, NULL) < 0)
+			return negerrno();
+	}
 	/* Two sockets and up to four pipe ends per connection. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -1683,5 +1697,11 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 		if (r < 0)
 			return r;
 	}
-	return moat_loop_run(p.loop);
+	moat_loop_set_stop_flag(p.loop, &terminate);
+	r = moat_loop_run(p.loop);
+	p.now = moat_loop_now_ms();
+	for (unsigned i = 0; i < p.max_conns; i++)
+		if (p.conns[i])
+			conn_close(p.conns[i]);
+	return r;
 }
