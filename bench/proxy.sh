@@ -50,6 +50,7 @@ def serve(c):
                     off += os.sendfile(c.fileno(), f.fileno(), off, n - off)
 while True:
     c, _ = ls.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 "$PY" "$dir/srv.py" "$dir" "$ADDR" >"$dir/port" &
@@ -62,14 +63,22 @@ allow=(--allow-host "bench.test:$port" --resolve "bench.test=$ADDR")
 speed() { awk '{printf "%.0f", $1 / 1048576}'; }
 dl() { curl -s -o /dev/null -w '%{speed_download}\n' "$@"; }
 
-echo "# moat proxy benchmark: $(uname -r), $(nproc) CPUs, ${SIZE_MB} MiB transfers"
-direct=$(dl "http://$ADDR:$port/big" | speed)
-tunnel=$("$MOAT" run --quiet "${allow[@]}" -- curl -s -o /dev/null -w '%{speed_download}\n' \
-	-p -x http://127.0.0.1:3128 "http://bench.test:$port/big" | speed)
-httpp=$("$MOAT" run --quiet "${allow[@]}" -- curl -s -o /dev/null -w '%{speed_download}\n' \
-	"http://bench.test:$port/big" | speed)
-transp=$("$MOAT" run --quiet "${allow[@]}" -- curl -s -o /dev/null -w '%{speed_download}\n' \
-	--noproxy '*' "http://bench.test:$port/big" | speed)
+echo "# moat proxy benchmark: $(uname -r), $(nproc) CPUs, ${SIZE_MB} MiB transfers, best of 3"
+dl "http://$ADDR:$port/big" >/dev/null # warm the page cache
+# best of three downloads: CMD... prints bytes/s once per run
+best() {
+	local b=0 v
+	for _ in 1 2 3; do
+		v=$("$@")
+		b=$(awk -v a="$b" -v v="$v" 'BEGIN { print (v > a ? v : a) }')
+	done
+	echo "$b" | speed
+}
+inside() { "$MOAT" run --quiet "${allow[@]}" -- curl -s -o /dev/null -w '%{speed_download}\n' "$@"; }
+direct=$(best dl --noproxy '*' "http://$ADDR:$port/big")
+tunnel=$(best inside -p -x http://127.0.0.1:3128 "http://bench.test:$port/big")
+httpp=$(best inside "http://bench.test:$port/big")
+transp=$(best inside --noproxy '*' "http://bench.test:$port/big")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 printf '%-34s %8s MiB/s\n' "direct loopback" "$direct"
 printf '%-34s %8s MiB/s  %sx direct\n' "CONNECT tunnel (splice)" "$tunnel" "$(ratio "$tunnel" "$direct")"

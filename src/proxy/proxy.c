@@ -127,7 +127,8 @@ struct conn {
 
 	/* HTTP forwarding after the first request */
 	bool http; /* up half is fed by the HTTP request parser */
-	bool http_raw; /* chunked body seen: the rest of the stream is raw */
+	bool chunked; /* inside a chunked request body, framed by `ch` */
+	struct moat_http1_chunked ch;
 	bool http_stop; /* no more requests: a refusal waits in `final` */
 	int64_t body_left;
 	char *final; /* reply to send once the upstream response ended */
@@ -182,6 +183,20 @@ static void conn_event(struct conn *c, bool allow, const char *reason, const cha
 	};
 	(void)moat_proxy_event_write(c->p->event_fd, &e);
 	c->logged = true;
+}
+
+/* A later request on a kept-alive HTTP connection: its own event; the
+ * connection's event (with the bytes) still comes at close. */
+static void req_event(struct conn *c, bool allow, const char *reason)
+{
+	bool logged = c->logged;
+	uint64_t up = c->up.bytes, down = c->down.bytes;
+
+	c->up.bytes = c->down.bytes = 0;
+	conn_event(c, allow, reason, allow ? c->d.rule : NULL);
+	c->up.bytes = up;
+	c->down.bytes = down;
+	c->logged = logged;
 }
 
 /* ---- buffers and halves ---------------------------------------------------- */
@@ -690,7 +705,7 @@ static void relay_pump(struct conn *c)
 		set_deadline(c, c->p->idle_ms);
 	if (c->http) {
 		/* The client finished: pass the EOF on once its bytes are out. */
-		if (c->client_eof && c->up.off == c->up.len && !c->up.dst_shut) {
+		if ((c->client_eof || c->http_stop) && c->up.off == c->up.len && !c->up.dst_shut) {
 			(void)shutdown(c->ufd, SHUT_WR);
 			c->up.dst_shut = true;
 		}
@@ -744,7 +759,9 @@ static int http_rewrite(struct conn *c, const struct moat_http1_request *r)
 	if (buf_add(h, "\r\n", 2) < 0)
 		return -ENOMEM;
 	c->body_left = r->content_length > 0 ? r->content_length : 0;
-	c->http_raw = r->chunked;
+	c->chunked = r->chunked;
+	if (r->chunked)
+		moat_http1_chunked_init(&c->ch, 0);
 	return 0;
 }
 
@@ -765,10 +782,8 @@ static void http_stop(struct conn *c, int status, const char *reason, const char
 	}
 	c->http_stop = true;
 	c->in_len = 0;
-	if (!c->up.dst_shut) {
-		(void)shutdown(c->ufd, SHUT_WR);
-		c->up.dst_shut = true;
-	}
+	/* relay_pump() shuts the upstream's write side once the requests
+	 * before this one are out. */
 }
 
 /* Feed client bytes of an established HTTP connection to the upstream. */
@@ -780,16 +795,33 @@ static void http_process(struct conn *c)
 		struct moat_http1_request r;
 		int n;
 
-		if (c->http_raw || c->body_left > 0) {
-			size_t k = c->http_raw ? c->in_len
-					       : (size_t)MIN((uint64_t)c->body_left, c->in_len);
+		if (c->chunked) {
+			/* Frame the chunked body so the next request is found;
+			 * the bytes go on unchanged. */
+			int k = moat_http1_chunked_feed(&c->ch, c->in, c->in_len);
+			if (k < 0) {
+				req_event(c, false, moat_http1_strerror(k));
+				http_stop(c, moat_http1_err_status(k), moat_http1_strerror(k),
+					  NULL);
+				return;
+			}
+			if (buf_add(&c->up, c->in, (size_t)k) < 0) {
+				conn_close(c);
+				return;
+			}
+			consume(c, (size_t)k);
+			if (c->ch.done)
+				c->chunked = false;
+			continue;
+		}
+		if (c->body_left > 0) {
+			size_t k = (size_t)MIN((uint64_t)c->body_left, c->in_len);
 			if (buf_add(&c->up, c->in, k) < 0) {
 				conn_close(c);
 				return;
 			}
 			consume(c, k);
-			if (!c->http_raw)
-				c->body_left -= (int64_t)k;
+			c->body_left -= (int64_t)k;
 			continue;
 		}
 		n = moat_http1_parse_request(c->in, c->in_len, &p->hlim, &r);
@@ -797,7 +829,7 @@ static void http_process(struct conn *c)
 			return;
 		moat_http1_slice_copy(r.method, c->method, sizeof(c->method));
 		if (n < 0) {
-			conn_event(c, false, moat_http1_strerror(n), NULL);
+			req_event(c, false, moat_http1_strerror(n));
 			http_stop(c, moat_http1_err_status(n), moat_http1_strerror(n), NULL);
 			return;
 		}
@@ -805,10 +837,11 @@ static void http_process(struct conn *c)
 		    r.port != c->port) {
 			char rule[MOAT_PROXY_RULE_MAX];
 			snprintf(rule, sizeof(rule), "a new connection for %s:%u", r.host, r.port);
-			conn_event(c, false, "host-switch", NULL);
+			req_event(c, false, "host-switch");
 			http_stop(c, 403, "host-switch", rule);
 			return;
 		}
+		req_event(c, true, "keep-alive");
 		if (http_rewrite(c, &r) < 0) {
 			conn_close(c);
 			return;
@@ -1497,6 +1530,11 @@ static void on_listen(struct moat_loop *l, int fd, uint32_t events, void *data)
 			c->kind = K_TRANS;
 			c->state = S_PEEK;
 			c->proto = "transparent";
+		}
+		if (fd != p->fds.dns_tcp) {
+			/* Small writes (replies, response heads) go out at once. */
+			int one = 1;
+			(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		}
 		if (moat_loop_add(l, cfd, EPOLLIN, on_client, c) < 0) {
 			close(cfd);
