@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The proxy's decisions, without sockets: names, ports, literals, resolution. */
 #include <arpa/inet.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness/tap.h"
 #include "lib/policy.h"
 #include "proxy/event.h"
 #include "proxy/proxy.h"
+#include "proxy/resolver.h"
 #include "shared/macro.h"
 
 static struct moat_host_rule allow[] = {
@@ -257,4 +261,35 @@ TEST(proxy_event_json)
 	n = moat_proxy_event_format(&e, buf, sizeof(buf));
 	ASSERT_TRUE(n < sizeof(buf));
 	ASSERT_TRUE(buf[n - 2] == '}' && buf[n - 1] == '\n');
+}
+
+TEST(proxy_resolver_helper)
+{
+	struct moat_resolver_reply rep;
+	struct pollfd pf;
+	pid_t pid;
+	int fd, r;
+	struct moat_proxy_config *c = cfg();
+	struct moat_proxy_decision d;
+
+	/* "localhost" comes from /etc/hosts: no packet leaves the machine */
+	ASSERT_EQ(moat_resolver_start(&pid, &fd), 0);
+	ASSERT_EQ(moat_resolver_send(fd, 42, "localhost"), 0);
+	pf = (struct pollfd){.fd = fd, .events = POLLIN};
+	ASSERT_EQ(poll(&pf, 1, 5000), 1);
+	r = moat_resolver_recv(fd, &rep);
+	ASSERT_EQ(r, 1);
+	ASSERT_EQ(rep.id, 42);
+	ASSERT_EQ(rep.err, 0);
+	ASSERT_TRUE(rep.n >= 1);
+	/* an allowed name that resolves to loopback is refused (rebinding) */
+	moat_proxy_decide(c, MOAT_HOST_NAME, "api.example.com", 443, &d);
+	moat_proxy_check_addrs(c, "api.example.com", 443, rep.addrs, rep.n, &d);
+	ASSERT_TRUE(!d.allow);
+	ASSERT_STREQ(d.reason, "resolved-loopback");
+	/* the helper exits when the worker's end closes */
+	close(fd);
+	ASSERT_EQ(waitpid(pid, &r, 0), pid);
+	ASSERT_TRUE(WIFEXITED(r));
+	moat_proxy_config_free(c);
 }

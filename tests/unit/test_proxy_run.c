@@ -665,3 +665,68 @@ TEST(proxy_http_chunked_body_then_host_switch)
 	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"host-switch\"");
 	ASSERT_CONTAINS(ev, "\"method\":\"GET\",\"decision\":\"deny\"");
 }
+
+/* A minimal TLS ClientHello naming @host. Returns its length. */
+static size_t client_hello(const char *host, uint8_t *out)
+{
+	size_t hl = strlen(host), n = 0, body, ext;
+	uint8_t b[512];
+
+	b[n++] = 3, b[n++] = 3;
+	memset(b + n, 0x42, 32);
+	n += 32;
+	b[n++] = 0; /* session id */
+	b[n++] = 0, b[n++] = 2, b[n++] = 0x13, b[n++] = 0x01; /* cipher suites */
+	b[n++] = 1, b[n++] = 0; /* compression */
+	ext = 2 + 2 + 2 + 1 + 2 + hl;
+	b[n++] = (uint8_t)(ext >> 8), b[n++] = (uint8_t)ext;
+	b[n++] = 0, b[n++] = 0; /* server_name */
+	b[n++] = (uint8_t)((hl + 5) >> 8), b[n++] = (uint8_t)(hl + 5);
+	b[n++] = (uint8_t)((hl + 3) >> 8), b[n++] = (uint8_t)(hl + 3);
+	b[n++] = 0;
+	b[n++] = (uint8_t)(hl >> 8), b[n++] = (uint8_t)hl;
+	memcpy(b + n, host, hl);
+	n += hl;
+	body = n;
+	out[0] = 0x16, out[1] = 3, out[2] = 1;
+	out[3] = (uint8_t)((body + 4) >> 8), out[4] = (uint8_t)(body + 4);
+	out[5] = 1, out[6] = 0, out[7] = (uint8_t)(body >> 8), out[8] = (uint8_t)body;
+	memcpy(out + 9, b, body);
+	return body + 9;
+}
+
+TEST(proxy_connect_sni_must_match)
+{
+	char req[256], buf[4096], ev[8192];
+	uint8_t hello[600];
+	size_t n;
+	setup(0);
+	/* matching SNI: the ClientHello reaches the upstream (which answers
+	 * nonsense to it: only the tunnel matters here) */
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", http_port);
+		snprintf(req, sizeof(req), "CONNECT a.test:%u HTTP/1.1\r\nHost: a.test:%u\r\n\r\n",
+			 up_port, up_port);
+		sends(fd, req);
+		ASSERT_EQ(recv(fd, buf, strlen(MOAT_HTTP1_CONNECT_OK), MSG_WAITALL),
+			  (ssize_t)strlen(MOAT_HTTP1_CONNECT_OK));
+		n = client_hello("a.test", hello);
+		send_all(fd, (char *)hello, n);
+		sends(fd, "\r\n\r\n");
+		ASSERT_TRUE(recv(fd, buf, sizeof(buf), 0) > 0);
+	}
+	/* another name in the SNI: the tunnel is closed before a byte goes up */
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", http_port);
+		sends(fd, req);
+		ASSERT_EQ(recv(fd, buf, strlen(MOAT_HTTP1_CONNECT_OK), MSG_WAITALL),
+			  (ssize_t)strlen(MOAT_HTTP1_CONNECT_OK));
+		n = client_hello("evil.example", hello);
+		send_all(fd, (char *)hello, n);
+		ASSERT_TRUE(recv(fd, buf, sizeof(buf), 0) <= 0);
+	}
+	events(ev, sizeof(ev));
+	ASSERT_CONTAINS(
+		ev, "\"sni\":\"evil.example\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+	ASSERT_CONTAINS(ev, "\"sni\":\"a.test\",\"decision\":\"allow\"");
+}
