@@ -94,7 +94,7 @@ lint:
 	@scripts/lint.sh
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $$(git ls-files -co --exclude-standard '*.c' '*.h')
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -1,11 +1,74 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The kernel restriction layers applied last in the sandbox: Landlock, seccomp. */
+/*
+ * The kernel restriction layers applied last in the sandbox: Landlock, then
+ * seccomp. Runs in the init after pivot_root and the capability drop: no
+ * allocation (the seccomp program was compiled by the supervisor, see
+ * restrict.c), errno set on failure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "lib/hooks.h"
+#include "lib/landlock.h"
 #include "lib/sandbox.h"
+#include "lib/seccomp.h"
+
+/*
+ * Landlock rules from the plan, with paths as seen after pivot_root:
+ *   "/" read-only (read + execute on everything the mount plan made visible);
+ *   every writable area of the plan (workspace, /tmp, home, /output, extra
+ *   --rw/--tmpfs, /dev/shm), the device nodes and /dev/pts: every right.
+ * Anything written elsewhere is denied by Landlock even if a mount went wrong.
+ */
+static int apply_landlock(struct moat_sandbox *sb)
+{
+	static struct moat_landlock_path paths[MOAT_PLAN_MAX_STEPS + 1];
+	const struct moat_policy *p = sb->p;
+	unsigned n = 0;
+	int k;
+
+	paths[n++] = (struct moat_landlock_path){.path = "/", .fd = -1, .writable = false};
+	for (unsigned i = 0; i < sb->plan->n_steps && n < MOAT_LANDLOCK_MAX_PATHS; i++) {
+		const struct moat_step *s = &sb->plan->steps[i];
+		bool rw = (s->flags & (MOAT_STEPF_WRITABLE | MOAT_STEPF_DEV)) ||
+			s->op == MOAT_STEP_DEVPTS;
+		if (!rw || s->op == MOAT_STEP_SYMLINK || s->op == MOAT_STEP_HIDE)
+			continue;
+		if ((s->flags & MOAT_STEPF_OPTIONAL) && access(s->dest, F_OK) < 0)
+			continue;
+		paths[n++] =
+			(struct moat_landlock_path){.path = s->dest, .fd = -1, .writable = true};
+	}
+	struct moat_landlock_opts o = {
+		.paths = paths,
+		.n_paths = n,
+		/* ABI >= 4: no TCP at all with the network off (loopback included). */
+		.net_none = p->net == MOAT_NET_NONE,
+		/* ABI >= 6: abstract unix sockets and signals stay inside. */
+		.scope = true,
+		/* Checked by the supervisor already; this keeps the init honest. */
+		.min_abi = (p->allow_degraded & MOAT_DEGRADE_LANDLOCK) ? 0 : 1,
+	};
+	k = moat_landlock_apply(&o, NULL);
+	if (k < 0) {
+		errno = -k;
+		return -1;
+	}
+	return 0;
+}
 
 int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd)
 {
-	(void)sb;
 	*ret_notify_fd = -1;
+	if (!sb->p->test_no_landlock && apply_landlock(sb) < 0)
+		return -1;
+	if (sb->p->test_no_seccomp || !sb->seccomp_prog)
+		return 0;
+	int k = moat_seccomp_install(sb->seccomp_prog, ret_notify_fd);
+	if (k < 0) {
+		errno = -k;
+		return -1;
+	}
 	return 0;
 }

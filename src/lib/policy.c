@@ -13,6 +13,7 @@
 
 #include "lib/errors.h"
 #include "lib/policy.h"
+#include "lib/seccomp.h"
 #include "shared/jsonpos.h"
 #include "shared/macro.h"
 #include "shared/parse.h"
@@ -36,7 +37,7 @@ struct moat_policy *moat_policy_new(void)
 	p->hostname = strdup("moat");
 	if (!p->user || !p->hostname)
 		return moat_policy_free(p);
-	p->workspace_mode = MOAT_WS_RW;
+	p->workspace_mode = MOAT_WS_OVERLAY;
 	p->net = MOAT_NET_NONE;
 	p->tty = MOAT_TTY_AUTO;
 	p->pids = DEFAULT_PIDS;
@@ -1821,6 +1822,18 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 			ret_err, "policy", EINVAL,
 			"allow rules and secrets need network mode \"allow\" (mode is %s)",
 			p->net == MOAT_NET_HOST ? "host" : "none");
+	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
+		if (moat_seccomp_validate_name(p->allow_syscalls[i]) < 0)
+			return moat_error_set(
+				ret_err, "policy", EINVAL,
+				"--allow-syscall %s: not a syscall of this architecture",
+				p->allow_syscalls[i]);
+	for (unsigned i = 0; i < p->n_deny_syscalls; i++)
+		if (moat_seccomp_validate_name(p->deny_syscalls[i]) < 0)
+			return moat_error_set(
+				ret_err, "policy", EINVAL,
+				"--deny-syscall %s: not a syscall of this architecture",
+				p->deny_syscalls[i]);
 	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
 		for (unsigned j = 0; j < p->n_deny_syscalls; j++)
 			if (streq(p->allow_syscalls[i], p->deny_syscalls[j]))

@@ -211,6 +211,22 @@ int moat_policy_plan_text(const struct moat_policy *p, char **ret_text)
 	return r;
 }
 
+const char *moat_reason_name(enum moat_reason r)
+{
+	static const char *const names[] = {
+		[MOAT_REASON_EXITED] = "exited",
+		[MOAT_REASON_SIGNALED] = "signaled",
+		[MOAT_REASON_TIMEOUT] = "timeout",
+		[MOAT_REASON_MEMORY] = "memory",
+		[MOAT_REASON_PIDS] = "pids",
+		[MOAT_REASON_SETUP_FAILED] = "setup-failed",
+		[MOAT_REASON_NOT_FOUND] = "not-found",
+		[MOAT_REASON_CANNOT_EXEC] = "cannot-exec",
+		[MOAT_REASON_INTERRUPTED] = "interrupted",
+	};
+	return (size_t)r < ELEMENTSOF(names) && names[r] ? names[r] : "unknown";
+}
+
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err)
 {
@@ -226,7 +242,7 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 			  "execs", (json_int_t)st->execs, "degraded", st->degraded);
 	if (!o)
 		return -ENOMEM;
-	char *s = json_dumps(o, JSON_COMPACT);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	json_decref(o);
 	if (!s)
 		return -ENOMEM;

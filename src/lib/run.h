@@ -9,8 +9,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/limits.h"
 #include "lib/sandbox.h"
+#include "lib/state.h"
 #include "moat/moat.h"
+
+struct moat_observe;
 
 struct moat_run {
 	const struct moat_policy *p;
@@ -39,9 +43,15 @@ struct moat_run {
 	struct termios *saved_tty;
 
 	uint64_t start_us;
+	/* limits layer and the state-directory record (supervise_limits.c) */
+	struct moat_limits limits;
+	struct moat_state_entry *state;
+	struct moat_state_record *state_rec;
+
 	struct moat_status *st;
 	struct moat_error *err;
 
+	struct moat_observe *obs; /* audit stream, /output, workspace review (observe.c) */
 	struct moat_net_run *net; /* --net allow: proxy worker state (supervise_net.c) */
 };
 

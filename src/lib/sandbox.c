@@ -453,38 +453,52 @@ static void do_readonly(const struct moat_step *s, int idx)
 }
 
 /* Overlay over the workspace: lower = the real directory (read-only), upper
- * and work on a private tmpfs, so every write is held for review. */
+ * and work on a private tmpfs, so every write is held for review. The lower
+ * layer is a clone of the workspace's mount (idmapped in root mode) attached
+ * in a staging tmpfs that is detached again once the overlay holds it. */
 static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 {
-	char full[MOAT_MAX_PATH], opts[MOAT_MAX_PATH + 200], lower[64];
+	char full[MOAT_MAX_PATH], opts[512];
 	const char *base = NEWROOT "/.moat-ovl";
+	char sz[96];
 	if (mkdir(base, 0700) < 0 && errno != EEXIST)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create overlay staging");
-	char sz[64];
-	snprintf(sz, sizeof(sz), "mode=0700,size=%llu", (unsigned long long)s->size);
+	snprintf(sz, sizeof(sz), "mode=0755,size=%llu,uid=%u,gid=%u", (unsigned long long)s->size,
+		 (unsigned)g_sb->p->uid, (unsigned)g_sb->p->gid);
 	if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, sz) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount overlay tmpfs");
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount the overlay's tmpfs");
 	if (mkdir(NEWROOT "/.moat-ovl/upper", 0755) < 0 ||
-	    mkdir(NEWROOT "/.moat-ovl/work", 0755) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create overlay dirs");
+	    mkdir(NEWROOT "/.moat-ovl/work", 0755) < 0 ||
+	    mkdir(NEWROOT "/.moat-ovl/lower", 0755) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create the overlay's directories");
+	int tree = g_sb->premounted[idx];
+	if (tree < 0)
+		tree = (int)open_tree(srcfd, "",
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	struct mount_attr ma = {.attr_set =
+					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	int lower = open(NEWROOT "/.moat-ovl/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (tree < 0 || lower < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
+	    move_mount(tree, "", lower, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot attach the overlay's lower layer %s",
+		    s->src);
+	close(lower);
+	close(tree);
 	int mp = open_mountpoint(s->dest, false, idx);
 	close(mp);
 	join(full, sizeof(full), NEWROOT, s->dest);
-	/* the lower layer by fd: the path cannot be swapped after it was checked */
-	snprintf(lower, sizeof(lower), "/proc/self/fd/%d", srcfd);
 	snprintf(opts, sizeof(opts),
-		 "lowerdir=%s,upperdir=" NEWROOT "/.moat-ovl/upper,workdir=" NEWROOT
-		 "/.moat-ovl/work,userxattr",
-		 lower);
+		 "lowerdir=" NEWROOT "/.moat-ovl/lower,upperdir=" NEWROOT
+		 "/.moat-ovl/upper,workdir=" NEWROOT "/.moat-ovl/work,userxattr");
 	if (mount("overlay", full, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount overlay over %s", s->dest);
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount the overlay over %s", s->dest);
 	int up = open(NEWROOT "/.moat-ovl/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (up < 0 || moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_UPPER, up) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand the overlay upper dir to moat");
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand the overlay's upper layer to moat");
 	close(up);
-	/* hide the staging area from the sandbox */
+	/* the staging area disappears from the sandbox; the overlay keeps its layers */
 	if (umount2(base, MNT_DETACH) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot detach overlay staging");
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot detach the overlay's staging area");
 	rmdir(base);
 }
 
@@ -684,6 +698,17 @@ static void set_rlimits(void)
 		if (setrlimit(RLIMIT_FSIZE, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_FSIZE");
 	}
+	/* No cgroup (--allow-degraded cgroup): the weaker per-process limits. */
+	if (g_sb->rlimit_as) {
+		struct rlimit r = {g_sb->rlimit_as, g_sb->rlimit_as};
+		if (setrlimit(RLIMIT_AS, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_AS");
+	}
+	if (g_sb->rlimit_nproc) {
+		struct rlimit r = {g_sb->rlimit_nproc, g_sb->rlimit_nproc};
+		if (setrlimit(RLIMIT_NPROC, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_NPROC");
+	}
 }
 
 static volatile sig_atomic_t unused_sig;
@@ -708,13 +733,18 @@ static _Noreturn void exec_command(const sigset_t *oldmask, int pty_slave_fd)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, oldmask, NULL);
 	/* everything but 0-2 and the CLOEXEC setup pipe is closed */
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != sb->setup_w)
-			close(fd);
-	if (syscall(SYS_close_range, 1024, ~0U, 0) < 0 && errno != ENOSYS)
+	if (sb->setup_w > 3 && syscall(SYS_close_range, 3, sb->setup_w - 1, 0) < 0)
+		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
+	if (syscall(SYS_close_range, sb->setup_w + 1, ~0U, 0) < 0)
 		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
 	extern char **environ;
 	environ = sb->envp;
+	/* The exec recorder (seccomp notification) reads this process's memory
+	 * while it waits in execve. The init made itself non-dumpable and this
+	 * fork has not exec'd, so its mm still belongs to moat's user namespace:
+	 * an unprivileged supervisor could not read it. exec recomputes
+	 * dumpability anyway, and nothing else in the sandbox can ptrace. */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	execvp(sb->argv[0], sb->argv);
 	die(MOAT_STAGE_EXEC, errno, -1, "%s", sb->argv[0]);
 }

@@ -15,6 +15,8 @@
 #include "lib/plan.h"
 #include "lib/policy.h"
 
+struct moat_seccomp_prog;
+
 enum moat_setup_stage {
 	MOAT_STAGE_NONE = 0,
 	MOAT_STAGE_SYNC,
@@ -69,8 +71,14 @@ struct moat_sandbox {
 	int status_w, status_r; /* init -> supervisor: the command's wait status */
 	int sock_child, sock_sup; /* fd passing, sandbox -> supervisor */
 
+	/* --allow-degraded cgroup: RLIMIT_AS / RLIMIT_NPROC instead (0 = not set) */
+	uint64_t rlimit_as, rlimit_nproc;
+
 	/* prepared by the supervisor (root mode): idmapped detached mounts, per step */
 	int premounted[MOAT_PLAN_MAX_STEPS];
+
+	/* the compiled seccomp filter (restrict.c), NULL when seccomp is off */
+	struct moat_seccomp_prog *seccomp_prog;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "lib/errors.h"
+#include "lib/restrict.h"
 #include "lib/run.h"
 #include "lib/supervise.h"
 #include "shared/macro.h"
@@ -43,22 +44,6 @@ uint64_t moat_now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-const char *moat_reason_name(enum moat_reason r)
-{
-	static const char *const names[] = {
-		[MOAT_REASON_EXITED] = "exited",
-		[MOAT_REASON_SIGNALED] = "signaled",
-		[MOAT_REASON_TIMEOUT] = "timeout",
-		[MOAT_REASON_MEMORY] = "memory",
-		[MOAT_REASON_PIDS] = "pids",
-		[MOAT_REASON_SETUP_FAILED] = "setup-failed",
-		[MOAT_REASON_NOT_FOUND] = "not-found",
-		[MOAT_REASON_CANNOT_EXEC] = "cannot-exec",
-		[MOAT_REASON_INTERRUPTED] = "interrupted",
-	};
-	return (size_t)r < ELEMENTSOF(names) && names[r] ? names[r] : "unknown";
 }
 
 static int random_hex(char *out, size_t nbytes)
@@ -264,7 +249,8 @@ static int prepare_idmapped(struct moat_run *r)
 					  O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
 	for (unsigned i = 0; i < pl->n_steps; i++) {
 		const struct moat_step *s = &pl->steps[i];
-		if (s->op != MOAT_STEP_BIND || !(s->flags & MOAT_STEPF_USER))
+		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) ||
+		    !(s->flags & MOAT_STEPF_USER))
 			continue;
 		_cleanup_close_ int src =
 			moat_sandbox_open_source(s, ws_fd, r->p->workspace, false);
@@ -526,6 +512,20 @@ static int wait_setup(struct moat_run *r)
 			if (moat_supervise_take_fd(r, kind, fd) <= 0)
 				safe_close(fd);
 		}
+	}
+	/* With exec recording the command's execve waits for our answer, and only
+	 * then closes the setup pipe: serve the seccomp listener meanwhile. */
+	while (r->notify_fd >= 0) {
+		struct pollfd pf[2] = {{.fd = r->sb.setup_r, .events = POLLIN},
+				       {.fd = r->notify_fd, .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break;
+		if (pf[1].revents & POLLIN)
+			moat_restrict_notify(r);
+		else if (pf[1].revents)
+			break;
 	}
 	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)
 		;

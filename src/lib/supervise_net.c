@@ -12,8 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "lib/audit.h"
 #include "lib/errors.h"
 #include "lib/netns.h"
+#include "lib/observe.h"
+#include "proxy/event.h"
 #include "proxy/proxy.h"
 #include "shared/macro.h"
 
@@ -23,8 +28,8 @@ struct moat_net_run {
 	unsigned n_fds;
 	pid_t pid;
 	int ev_fd;
-	int log_fd;
-	uint64_t n_allow, n_deny;
+	char line[MOAT_PROXY_EVENT_MAX + 1]; /* a partial event line */
+	size_t line_len;
 };
 
 int moat_net_prepare(struct moat_run *r)
@@ -38,19 +43,13 @@ int moat_net_prepare(struct moat_run *r)
 	if (!n)
 		return -ENOMEM;
 	n->pid = -1;
-	n->ev_fd = n->log_fd = -1;
+	n->ev_fd = -1;
 	for (unsigned i = 0; i < MOAT_NETNS_N_FDS; i++)
 		n->fds[i] = -1;
 	r->net = n;
 	k = moat_proxy_config_from_policy(r->p, &n->cfg);
 	if (k < 0)
 		return moat_error_set(r->err, "network", -k, "invalid network rule");
-	if (r->p->log_path) {
-		n->log_fd = open(r->p->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-		if (n->log_fd < 0)
-			return moat_error_set(r->err, "log", errno, "cannot open %s",
-					      r->p->log_path);
-	}
 	return 0;
 }
 
@@ -150,16 +149,68 @@ int moat_net_start(struct moat_run *r, int epfd, uint32_t tag)
 	return 0;
 }
 
-static void count(struct moat_net_run *n, const char *buf, size_t len)
+static const char *jstr(json_t *o, const char *key)
 {
-	const char *p = buf, *end = buf + len;
-	while ((p = memmem(p, (size_t)(end - p), "\"decision\":\"", 12))) {
-		p += 12;
-		if (end - p >= 5 && memcmp(p, "allow", 5) == 0)
-			n->n_allow++;
-		else
-			n->n_deny++;
+	const char *v = json_string_value(json_object_get(o, key));
+	return v && *v ? v : NULL;
+}
+
+static uint64_t jnum(json_t *o, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(o, key));
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* One line from the worker (which parses hostile bytes, so its output is
+ * parsed as untrusted too) becomes an audit event; a refusal also an alert. */
+static void record(struct moat_run *r, const char *line, size_t len)
+{
+	struct moat_audit *a = moat_run_audit(r);
+	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+	const char *proto, *host, *raw, *reason, *rule, *decision;
+	bool allow;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return;
 	}
+	proto = jstr(o, "proto");
+	decision = jstr(o, "decision");
+	allow = decision && streq(decision, "allow");
+	host = jstr(o, "name");
+	raw = jstr(o, "raw");
+	reason = jstr(o, "reason");
+	rule = jstr(o, "rule");
+	if (proto && streq(proto, "dns")) {
+		MOAT_AUDIT(a, MOAT_EV_DNS, MOAT_F_STR("name", host ? host : raw),
+			   MOAT_F_STR("qtype", jstr(o, "method")),
+			   MOAT_F_STR("action", allow ? "allow" : "deny"),
+			   MOAT_F_STR("answers", jstr(o, "addr")), MOAT_F_STR("reason", reason),
+			   MOAT_F_BOOL("denied", !allow));
+		if (!allow)
+			MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "dns_denied"),
+				   MOAT_F_STR("name", raw), MOAT_F_STR("reason", reason));
+	} else {
+		MOAT_AUDIT(a, MOAT_EV_NET, MOAT_F_STR("proto", proto), MOAT_F_STR("host", host),
+			   MOAT_F_STR("raw", raw), MOAT_F_STR("addr", jstr(o, "addr")),
+			   MOAT_F_UINT("port", jnum(o, "port")),
+			   MOAT_F_STR("method", jstr(o, "method")),
+			   MOAT_F_STR("sni", jstr(o, "sni")),
+			   MOAT_F_STR("action", allow ? "allow" : "deny"),
+			   MOAT_F_STR("rule", allow ? rule : NULL), MOAT_F_STR("reason", reason),
+			   MOAT_F_STR("suggest", allow ? NULL : rule),
+			   MOAT_F_UINT("bytes_up", jnum(o, "bytes_up")),
+			   MOAT_F_UINT("bytes_down", jnum(o, "bytes_down")),
+			   MOAT_F_UINT("duration_ms", jnum(o, "duration_ms")),
+			   MOAT_F_BOOL("denied", !allow));
+		if (!allow)
+			MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "net_denied"),
+				   MOAT_F_STR("proto", proto),
+				   MOAT_F_STR("host", host ? host : raw),
+				   MOAT_F_UINT("port", jnum(o, "port")),
+				   MOAT_F_STR("reason", reason), MOAT_F_STR("suggest", rule));
+	}
+	json_decref(o);
 }
 
 void moat_net_dispatch(struct moat_run *r)
@@ -171,10 +222,14 @@ void moat_net_dispatch(struct moat_run *r)
 	if (!n || n->ev_fd < 0)
 		return;
 	while ((k = read(n->ev_fd, buf, sizeof(buf))) > 0) {
-		/* The worker writes whole lines (< PIPE_BUF, one write each). */
-		count(n, buf, (size_t)k);
-		if (n->log_fd >= 0)
-			(void)!write(n->log_fd, buf, (size_t)k);
+		for (ssize_t i = 0; i < k; i++) {
+			if (buf[i] == '\n') {
+				record(r, n->line, n->line_len);
+				n->line_len = 0;
+			} else if (n->line_len < sizeof(n->line) - 1) {
+				n->line[n->line_len++] = buf[i];
+			}
+		}
 	}
 	if (k == 0)
 		n->ev_fd = safe_close(n->ev_fd); /* the worker is gone */
@@ -212,7 +267,6 @@ void moat_net_teardown(struct moat_run *r)
 	for (unsigned i = 0; i < MOAT_NETNS_N_FDS; i++)
 		safe_close(n->fds[i]);
 	safe_close(n->ev_fd);
-	safe_close(n->log_fd);
 	moat_proxy_config_free(n->cfg);
 	free(n);
 	r->net = NULL;

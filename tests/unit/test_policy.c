@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Policy parser: good and bad fixtures with the exact line:column, flags. */
+#include <stdlib.h>
+
+#include "harness/tap.h"
+#include "lib/plan.h"
+#include "lib/policy.h"
+
+static struct moat_policy *load(const char *name, struct moat_error *err)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/fixtures/policy/%s", moat_tap_dir(), name);
+	struct moat_policy *p = moat_policy_new();
+	ASSERT_TRUE(p);
+	memset(err, 0, sizeof(*err));
+	if (moat_policy_load_file(p, path, err) < 0 || moat_policy_validate(p, err) < 0)
+		return moat_policy_free(p);
+	return p;
+}
+
+TEST(policy_good_full)
+{
+	struct moat_error e;
+	struct moat_policy *p = load("good/full.json", &e);
+	if (!p)
+		moat_tap_fail(__FILE__, __LINE__, "full.json rejected: %s", e.message);
+	ASSERT_STREQ(p->workspace, "/srv/project");
+	ASSERT_EQ(p->workspace_mode, MOAT_WS_OVERLAY);
+	ASSERT_EQ(p->n_mounts, 4);
+	ASSERT_STREQ(p->mounts[1].dest, "/srv/cache"); /* dest defaults to src */
+	ASSERT_EQ(p->mounts[2].size, 256u << 20);
+	ASSERT_EQ(p->mounts[3].kind, MOAT_MOUNT_HIDE);
+	ASSERT_EQ(p->cpus_milli, 2000);
+	ASSERT_EQ(p->memory, 4ull << 30);
+	ASSERT_EQ(p->pids, 256);
+	ASSERT_EQ(p->timeout_ms, 600000);
+	ASSERT_EQ(p->limits_set & (MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS),
+		  MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS);
+	ASSERT_EQ(p->allow_degraded, MOAT_DEGRADE_CGROUP);
+	ASSERT_EQ(p->net, MOAT_NET_ALLOW);
+	ASSERT_EQ(p->n_allow_hosts, 2);
+	ASSERT_STREQ(p->allow_hosts[1].pattern, "*.pythonhosted.org");
+	ASSERT_EQ(p->allow_hosts[1].n_ports, 1);
+	ASSERT_EQ(p->allow_hosts[1].ports[0], 443);
+	ASSERT_EQ(p->allow_cidrs[0].ports[0], 8080);
+	ASSERT_STREQ(p->resolve[0].addr, "127.0.0.2");
+	ASSERT_EQ(p->n_secrets, 2);
+	ASSERT_EQ(p->secrets[1].source, MOAT_SECRET_COMMAND);
+	ASSERT_STREQ(p->secrets[0].format, "Bearer %s");
+	ASSERT_EQ(p->n_env, 2);
+	ASSERT_TRUE(p->env[1].value == NULL);
+	ASSERT_EQ(p->tty, MOAT_TTY_NEVER);
+	ASSERT_EQ(p->apply, MOAT_APPLY_SAFE);
+	moat_policy_free(p);
+}
+
+TEST(policy_good_minimal_defaults)
+{
+	struct moat_error e;
+	struct moat_policy *p = load("good/minimal.json", &e);
+	ASSERT_TRUE(p);
+	ASSERT_EQ(p->uid, 1000);
+	ASSERT_EQ(p->net, MOAT_NET_NONE);
+	ASSERT_EQ(p->limits_set, 0);
+	ASSERT_TRUE(p->workspace == NULL);
+	moat_policy_free(p);
+}
+
+static void expect_bad(const char *file, unsigned line, unsigned col, const char *frag)
+{
+	struct moat_error e;
+	char name[128];
+	snprintf(name, sizeof(name), "bad/%s", file);
+	struct moat_policy *p = load(name, &e);
+	if (p)
+		moat_tap_fail(__FILE__, __LINE__, "%s was accepted", file);
+	if (e.line != line || e.column != col || !strstr(e.message, frag))
+		moat_tap_fail(__FILE__, __LINE__, "%s: want %u:%u \"%s\", got %u:%u \"%s\"", file,
+			      line, col, frag, e.line, e.column, e.message);
+}
+
+TEST(policy_bad_fixtures)
+{
+	expect_bad("unknown-top.json", 3, 3, "unknown key \"limitz\"");
+	expect_bad("bad-size.json", 4, 15, "limits.memory: must be a size");
+	expect_bad("version.json", 1, 14, "unsupported version");
+	expect_bad("uid0.json", 1, 37, "never 0");
+	expect_bad("mount-nosrc.json", 1, 45, "\"src\" is required");
+	expect_bad("mount-proc.json", 1, 45, "cannot mount under /proc");
+	expect_bad("host-scheme.json", 2, 31, "no scheme");
+	expect_bad("duplicate.json", 1, 25, "duplicate object key");
+	expect_bad("secret-nosource.json", 1, 30, "exactly one of from_env");
+	expect_bad("relative.json", 1, 46, "must be an absolute path");
+	expect_bad("tab-col.json", 2, 22, "limits.pids");
+	expect_bad("not-object.json", 1, 1, "must be a JSON object");
+	expect_bad("no-version.json", 1, 1, "\"version\": 1 is required");
+	expect_bad("mount-unknown.json", 1, 78, "unknown key \"bogus\"");
+}
+
+TEST(policy_flags)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	ASSERT_EQ(moat_policy_set_option(p, "--ro", "/a:/b", &e), 0);
+	ASSERT_STREQ(p->mounts[0].src, "/a");
+	ASSERT_STREQ(p->mounts[0].dest, "/b");
+	ASSERT_EQ(moat_policy_set_option(p, "--tmpfs", "/t:64M", &e), 0);
+	ASSERT_EQ(p->mounts[1].size, 64u << 20);
+	ASSERT_EQ(moat_policy_set_option(p, "--workspace", "/w:ro", &e), 0);
+	ASSERT_EQ(p->workspace_mode, MOAT_WS_RO);
+	ASSERT_EQ(moat_policy_set_option(p, "--allow-host", "api.example.com:443,8443", &e), 0);
+	ASSERT_EQ(p->net, MOAT_NET_ALLOW);
+	ASSERT_EQ(p->allow_hosts[0].n_ports, 2);
+	ASSERT_EQ(moat_policy_set_option(p, "--secret",
+					 "GH_TOKEN@api.github.com,uploads.github.com", &e),
+		  0);
+	ASSERT_EQ(p->secrets[0].n_hosts, 2);
+	ASSERT_EQ(moat_policy_set_option(p, "--timeout", "90s", &e), 0);
+	ASSERT_EQ(p->timeout_ms, 90000);
+	/* bad values name the flag */
+	ASSERT_TRUE(moat_policy_set_option(p, "--memory", "lots", &e) < 0);
+	ASSERT_CONTAINS(e.message, "--memory lots");
+	ASSERT_TRUE(moat_policy_set_option(p, "--ro", "relative", &e) < 0);
+	ASSERT_CONTAINS(e.message, "absolute");
+	ASSERT_TRUE(moat_policy_set_option(p, "--ro", "/a/../etc", &e) < 0);
+	ASSERT_CONTAINS(e.message, "normalised");
+	ASSERT_TRUE(moat_policy_set_option(p, "--tmpfs", "/proc/x", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--uid", "0", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--net", "maybe", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--allow-host", "x.com:0", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--allow-host", "https://x.com", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--env", "1BAD=x", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--allow-syscall", "PTRACE", &e) < 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--bogus", NULL, &e), -ENOENT);
+	ASSERT_TRUE(moat_policy_set_option(p, "--test-disable-layer", "seccomp", &e) < 0);
+	ASSERT_CONTAINS(e.message, "MOAT_TEST_LAYERS=1");
+	moat_policy_free(p);
+}
+
+TEST(policy_validate_cross_keys)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	ASSERT_EQ(moat_policy_set_option(p, "--ro", "/a:/x", &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--rw", "/b:/x", &e), 0);
+	ASSERT_TRUE(moat_policy_validate(p, &e) < 0);
+	ASSERT_CONTAINS(e.message, "two mounts at /x");
+	moat_policy_free(p);
+	p = moat_policy_new();
+	ASSERT_EQ(moat_policy_set_option(p, "--allow-host", "a.com", &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--net", "none", &e), 0);
+	ASSERT_TRUE(moat_policy_validate(p, &e) < 0);
+	ASSERT_CONTAINS(e.message, "need network mode");
+	moat_policy_free(p);
+}
+
+TEST(policy_roundtrip_json)
+{
+	struct moat_error e;
+	struct moat_policy *p = load("good/full.json", &e);
+	ASSERT_TRUE(p);
+	char *json = NULL;
+	ASSERT_EQ(moat_policy_to_json(p, &json), 0);
+	struct moat_policy *q = moat_policy_new();
+	if (moat_policy_load_string(q, json, strlen(json), "roundtrip", &e) < 0)
+		moat_tap_fail(__FILE__, __LINE__, "to_json output does not parse back: %s",
+			      e.message);
+	char *json2 = NULL;
+	ASSERT_EQ(moat_policy_to_json(q, &json2), 0);
+	ASSERT_STREQ(json, json2);
+	free(json);
+	free(json2);
+	moat_policy_free(p);
+	moat_policy_free(q);
+}
+
+TEST(plan_default_layout)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_plan *pl = malloc(sizeof(*pl));
+	struct moat_error e = {0};
+	ASSERT_EQ(moat_policy_set_option(p, "--workspace", "/srv/w", &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--output", "/srv/out", &e), 0);
+	ASSERT_EQ(moat_plan_build(p, pl), 0);
+	int seen_usr = -1, seen_etc_ro = -1, seen_tmp = -1, seen_ws = -1, seen_out = -1;
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		if (s->op == MOAT_STEP_BIND && !strcmp(s->dest, "/usr")) {
+			seen_usr = (int)i;
+			ASSERT_TRUE(s->flags & MOAT_STEPF_RO);
+		}
+		if (s->op == MOAT_STEP_READONLY && !strcmp(s->dest, "/etc"))
+			seen_etc_ro = (int)i;
+		if (s->op == MOAT_STEP_TMPFS && !strcmp(s->dest, "/tmp"))
+			seen_tmp = (int)i;
+		if (!strcmp(s->dest, "/srv/w")) {
+			seen_ws = (int)i;
+			ASSERT_EQ(s->op, MOAT_STEP_OVERLAY); /* the default: writes are reviewed */
+			ASSERT_TRUE(!(s->flags & MOAT_STEPF_RO));
+		}
+		if (!strcmp(s->dest, "/output")) {
+			seen_out = (int)i;
+			ASSERT_TRUE(s->flags & MOAT_STEPF_OUTPUT);
+		}
+		/* never the secrets of the host's /etc */
+		ASSERT_TRUE(!s->src || !strstr(s->src, "shadow"));
+		ASSERT_TRUE(!s->src || !strstr(s->src, "/etc/ssh"));
+	}
+	ASSERT_TRUE(seen_usr >= 0 && seen_etc_ro >= 0 && seen_tmp >= 0 && seen_ws >= 0 &&
+		    seen_out >= 0);
+	/* the workspace comes after /tmp so it can live below it */
+	ASSERT_TRUE(seen_ws > seen_tmp);
+	ASSERT_STREQ(pl->cwd, "/srv/w");
+	char *text = NULL;
+	ASSERT_EQ(moat_plan_format(pl, &text), 0);
+	ASSERT_CONTAINS(text, "overlay  /srv/w <- /srv/w size=1.0 GiB rw");
+	free(text);
+	free(pl);
+	moat_policy_free(p);
+}
+
+TEST(plan_rootfs_sources)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_plan *pl = malloc(sizeof(*pl));
+	struct moat_error e = {0};
+	ASSERT_EQ(moat_policy_set_option(p, "--rootfs", "/srv/rootfs", &e), 0);
+	ASSERT_EQ(moat_plan_build(p, pl), 0);
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		if (s->op == MOAT_STEP_BIND && !strcmp(s->dest, "/usr"))
+			ASSERT_STREQ(s->src, "/srv/rootfs/usr");
+		if (s->op == MOAT_STEP_BIND && !strcmp(s->dest, "/etc/ld.so.cache"))
+			ASSERT_STREQ(s->src, "/srv/rootfs/etc/ld.so.cache");
+	}
+	free(pl);
+	moat_policy_free(p);
+}
