@@ -199,6 +199,13 @@ static void req_event(struct conn *c, bool allow, const char *reason)
 	c->logged = logged;
 }
 
+/* Is the connection at @slot still the one with @gen? Handlers call this
+ * after a step that may have closed (and freed) it. */
+static bool alive(struct proxy *p, unsigned slot, uint16_t gen)
+{
+	return p->conns[slot] && p->conns[slot]->gen == gen;
+}
+
 /* ---- buffers and halves ---------------------------------------------------- */
 
 static int buf_add(struct half *h, const void *data, size_t n)
@@ -683,8 +690,13 @@ static void enter_relay(struct conn *c)
 	}
 	c->state = S_RELAY;
 	set_deadline(c, p->idle_ms);
-	if (c->http)
+	if (c->http) {
+		unsigned slot = c->slot;
+		uint16_t gen = c->gen;
 		http_process(c);
+		if (!alive(p, slot, gen))
+			return;
+	}
 	conn_update(c);
 }
 
@@ -1377,8 +1389,11 @@ static void on_client(struct moat_loop *l, int fd, uint32_t events, void *data)
 				conn_close(c);
 				return;
 			}
+			struct proxy *p = c->p;
+			unsigned slot = c->slot;
+			uint16_t gen = c->gen;
 			http_process(c);
-			if (!c->p->conns[c->slot])
+			if (!alive(p, slot, gen))
 				return;
 		}
 		relay_pump(c);
@@ -1429,11 +1444,15 @@ static void on_client(struct moat_loop *l, int fd, uint32_t events, void *data)
 	case S_PEEK:
 		peek_step(c);
 		break;
-	case S_INSPECT:
+	case S_INSPECT: {
+		struct proxy *p = c->p;
+		unsigned slot = c->slot;
+		uint16_t gen = c->gen;
 		inspect_step(c);
-		if (c->p->conns[c->slot] == c && c->state == S_INSPECT)
+		if (alive(p, slot, gen) && c->state == S_INSPECT)
 			conn_update(c);
 		break;
+	}
 	case S_DNS:
 		dns_tcp_step(c);
 		break;

@@ -714,6 +714,14 @@ TEST(proxy_connect_sni_must_match)
 		send_all(fd, (char *)hello, n);
 		sends(fd, "\r\n\r\n");
 		ASSERT_TRUE(recv(fd, buf, sizeof(buf), 0) > 0);
+		/* end it cleanly: the proxy passes the EOF on and closes */
+		ASSERT_EQ(shutdown(fd, SHUT_WR), 0);
+		errno = 0;
+		ssize_t k;
+		while ((k = recv(fd, buf, sizeof(buf), 0)) > 0)
+			;
+		if (k < 0)
+			moat_tap_fail(__FILE__, __LINE__, "no EOF from the tunnel: %m");
 	}
 	/* another name in the SNI: the tunnel is closed before a byte goes up */
 	{
@@ -724,6 +732,16 @@ TEST(proxy_connect_sni_must_match)
 		n = client_hello("evil.example", hello);
 		send_all(fd, (char *)hello, n);
 		ASSERT_TRUE(recv(fd, buf, sizeof(buf), 0) <= 0);
+	}
+	/* and the proxy lives on (a refusal after the 200 freed the connection
+	 * in the middle of its handler once: keep this check) */
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", http_port);
+		sends(fd, req);
+		ASSERT_EQ(recv(fd, buf, strlen(MOAT_HTTP1_CONNECT_OK), MSG_WAITALL),
+			  (ssize_t)strlen(MOAT_HTTP1_CONNECT_OK));
+		sends(fd, "GET /alive HTTP/1.1\r\nHost: a.test\r\n\r\n");
+		ASSERT_CONTAINS(read_response(fd, buf, sizeof(buf)), "path=/alive");
 	}
 	/* the allowed tunnel's event comes once the proxy has closed it */
 	{
