@@ -609,6 +609,28 @@ TEST(proxy_netns_dns_stub_and_transparent_capture)
 	ASSERT_EQ(a, 0);
 	ASSERT_EQ(dns_query("secret123.exfil.test", 1, &a), 3);
 
+	/* DNS over TCP (RFC 1035 framing) gives the same answer */
+	{
+		static const uint8_t q[] = {0, 24, 0x56, 0x78, 1,   0,	 0,   1,   0, 0, 0, 0, 0,
+					    0, 1,  'a',	 4,    't', 'e', 's', 't', 0, 0, 1, 0, 1};
+		uint8_t ans[512];
+		size_t got = 0;
+		ssize_t k;
+		int t = dial_any(AF_INET, MOAT_NETNS_DNS4, 53);
+		send_all(t, (const char *)q, sizeof(q));
+		while (got < 2 || got < 2u + (size_t)(ans[0] << 8 | ans[1])) {
+			k = recv(t, ans + got, sizeof(ans) - got, 0);
+			if (k <= 0)
+				moat_tap_fail(__FILE__, __LINE__, "DNS over TCP: short answer");
+			got += (size_t)k;
+		}
+		close(t);
+		ASSERT_EQ(ans[2], 0x56);
+		ASSERT_EQ(ans[5] & 0xf, 0);
+		ASSERT_EQ(ans[got - 4], 198);
+		ASSERT_EQ(ans[got - 1], 1);
+	}
+
 	/* a plain socket to the synthetic address reaches a.test */
 	fd = dial_any(AF_INET, "198.18.128.1", 8080);
 	sends(fd, "GET /tp HTTP/1.1\r\nHost: a.test:8080\r\n\r\n");
