@@ -1757,6 +1757,10 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 	moat_loop_set_stop_flag(p.loop, &terminate);
 	r = moat_loop_run(p.loop);
 	p.now = moat_loop_now_ms();
+	/* Packets dropped just before the end are already queued: record them. */
+	p.nflog_budget = NFLOG_EVENTS_PER_TICK;
+	if (fds->nflog >= 0)
+		on_nflog(p.loop, fds->nflog, EPOLLIN, &p);
 	for (unsigned i = 0; i < p.max_conns; i++)
 		if (p.conns[i])
 			conn_close(p.conns[i]);

@@ -43,6 +43,7 @@ need() {
 mrun() {
 	local log=$1
 	shift
+	rm -f "$log"
 	"$MOAT" run --quiet --log "$log" --allow-host "mirror.test:$MIRROR_PORT" \
 		--resolve "mirror.test=$MIRROR_ADDR" "$@"
 }
@@ -152,7 +153,47 @@ t_net_none_has_no_route() {
 	assert_not_contains "$out" "package-bytes"
 }
 
+t_https_through_connect_and_transparent() {
+	need
+	command -v openssl >/dev/null || skip "openssl not installed"
+	local tls="$T_OUT/tls"
+	mkdir -p "$tls"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=mirror.test \
+		-addext subjectAltName=DNS:mirror.test -keyout "$tls/key.pem" \
+		-out "$tls/cert.pem" >/dev/null 2>&1 || fail "openssl req"
+	chmod -R a+rX "$tls"
+	"$PY" -u -c "
+import http.server, ssl, sys
+h = http.server.HTTPServer(('$MIRROR_ADDR', 0), http.server.SimpleHTTPRequestHandler)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+c.load_cert_chain('$tls/cert.pem', '$tls/key.pem')
+h.socket = c.wrap_socket(h.socket, server_side=True)
+print(h.server_address[1], flush=True)
+h.serve_forever()" >"$tls/port" 2>/dev/null &
+	local pid=$! port=
+	for _ in $(seq 50); do
+		port=$(head -1 "$tls/port" 2>/dev/null || true)
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || { kill $pid; fail "https server did not start"; }
+	local out
+	rm -f "$T_OUT/log.json"
+	out=$(cd "$MIRROR_DIR" && "$MOAT" run --quiet --log "$T_OUT/log.json" --ro "$tls" \
+		--allow-host "mirror.test:$port" --resolve "mirror.test=$MIRROR_ADDR" -- sh -c "
+		curl -sS -m5 --cacert $tls/cert.pem https://mirror.test:$port/ >/dev/null && echo CONNECT-OK
+		curl -sS -m5 --noproxy '*' --cacert $tls/cert.pem https://mirror.test:$port/ >/dev/null && echo TRANSPARENT-OK")
+	kill $pid 2>/dev/null || true
+	assert_contains "$out" CONNECT-OK
+	assert_contains "$out" TRANSPARENT-OK
+	local log
+	log=$(cat "$T_OUT/log.json")
+	assert_contains "$log" '"proto":"connect","host":"mirror.test"'
+	assert_contains "$log" '"sni":"mirror.test","action":"allow"'
+}
+
 run_test http_proxy t_http_proxy
+run_test https_through_connect_and_transparent t_https_through_connect_and_transparent
 run_test socks_and_transparent t_socks_and_transparent
 run_test python_socket_to_allowed_name t_python_socket_to_allowed_name
 run_test other_hosts_refused_and_logged t_other_hosts_refused_and_logged
