@@ -1472,6 +1472,13 @@ static void on_upstream(struct moat_loop *l, int fd, uint32_t events, void *data
 		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 			err = errno;
 		if (err == 0) {
+			struct sockaddr_storage peer;
+			socklen_t plen = sizeof(peer);
+			/* A stale wakeup (the fd number was reused within one
+			 * epoll batch) must not pass for a finished connect. */
+			if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 &&
+			    errno == ENOTCONN)
+				return;
 			connected(c);
 			return;
 		}
@@ -1708,7 +1715,7 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 	}
 	/* Two sockets and up to four pipe ends per connection. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
+		rl.rlim_cur = MIN(rl.rlim_max, (rlim_t)1 << 16);
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	p.max_conns = cfg->max_conns ? cfg->max_conns : 1024;
@@ -1724,9 +1731,9 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 	p.conns = calloc(p.max_conns, sizeof(*p.conns));
 	if (!p.conns)
 		return -ENOMEM;
-	r = moat_loop_new(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1u << 20
+	r = moat_loop_new(getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 1u << 16
 				  ? (unsigned)rl.rlim_cur
-				  : 1u << 20,
+				  : 1u << 16,
 			  &p.loop);
 	if (r < 0)
 		return r;
