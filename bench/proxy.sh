@@ -4,11 +4,11 @@
 #   bulk transfer: direct loopback vs CONNECT tunnel vs HTTP proxy vs transparent
 #   request rate:  small requests on one keep-alive connection, direct vs proxy
 #   start-up:      `moat run --net none -- true` vs `--net allow`
-# Usage: bench/proxy.sh [MOAT]   (env SIZE_MB=1024 REQS=2000 RUNS=20)
+# Usage: bench/proxy.sh [MOAT]   (env SIZE_MB=4096 REQS=2000 RUNS=20)
 set -euo pipefail
 
 MOAT=${1:-${MOAT:-build/moat}}
-SIZE_MB=${SIZE_MB:-1024}
+SIZE_MB=${SIZE_MB:-4096}
 REQS=${REQS:-2000}
 RUNS=${RUNS:-20}
 PY=/usr/bin/python3
