@@ -96,11 +96,10 @@ _noreturn_ static void worker(struct moat_run *r, int ev_w)
 {
 	struct moat_net_run *n = r->net;
 	struct moat_netns_fds f;
-	sigset_t none;
 	int k;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Signals stay blocked (as in the supervisor) until the worker has
+	 * its SIGTERM handler: a run that ends at once still gets its events. */
 	/* The worker parses hostile bytes: in root mode it becomes the
 	 * sandbox's unprivileged host uid (it only needs to dial out). */
 	if (geteuid() == 0 &&

@@ -1762,6 +1762,13 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 			return r;
 	}
 	moat_loop_set_stop_flag(p.loop, &terminate);
+	/* The caller may have forked us with signals blocked; a SIGTERM that
+	 * is already pending lands here and ends the loop after one pass. */
+	{
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 	r = moat_loop_run(p.loop);
 	p.now = moat_loop_now_ms();
 	/* Packets dropped just before the end are already queued: record them. */
