@@ -63,6 +63,7 @@ struct moat_run {
 	struct moat_error *err;
 
 	struct moat_observe *obs; /* audit stream, /output, workspace review (observe.c) */
+	struct moat_net_run *net; /* --net allow: proxy worker state (supervise_net.c) */
 };
 
 uint64_t moat_now_us(void);

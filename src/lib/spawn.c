@@ -509,7 +509,8 @@ static int wait_setup(struct moat_run *r)
 			r->notify_fd = fd;
 			break;
 		default:
-			safe_close(fd);
+			if (moat_supervise_take_fd(r, kind, fd) <= 0)
+				safe_close(fd);
 		}
 	}
 	/* With exec recording the command's execve waits for our answer, and only
