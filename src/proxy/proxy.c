@@ -50,6 +50,7 @@
 #include "proxy/dns.h"
 #include "proxy/event.h"
 #include "proxy/http1.h"
+#include "proxy/intercept.h"
 #include "proxy/loop.h"
 #include "proxy/resolver.h"
 #include "proxy/sni.h"
@@ -80,6 +81,7 @@ enum state {
 	S_CONNECT,
 	S_INSPECT,
 	S_RELAY,
+	S_TLS, /* TLS-intercepted (credential proxy): proxy/intercept.c drives it */
 	S_FLUSH_CLOSE,
 	S_LINGER,
 	S_DNS,
@@ -134,6 +136,7 @@ struct conn {
 	char *final; /* reply to send once the upstream response ended */
 	size_t final_len;
 	bool logged;
+	struct moat_intercept *icpt; /* S_TLS */
 };
 
 struct proxy {
@@ -161,6 +164,9 @@ static void enter_relay(struct conn *c);
 static void http_process(struct conn *c);
 static void dial(struct conn *c);
 static void inspect_step(struct conn *c);
+static bool needs_intercept(const struct proxy *p, const char *name);
+static void enter_tls(struct conn *c);
+static void tls_step(struct conn *c);
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -326,6 +332,7 @@ static void conn_close(struct conn *c)
 	}
 	half_free(&c->up);
 	half_free(&c->down);
+	moat_intercept_free(c->icpt);
 	free(c->in);
 	free(c->final);
 	p->conns[c->slot] = NULL;
@@ -469,6 +476,8 @@ static void conn_update(struct conn *c)
 	case S_RESOLVE:
 	case S_FLUSH_CLOSE:
 		break;
+	case S_TLS:
+		return; /* tls_step() sets the masks */
 	}
 	if (half_pending(&c->down))
 		ce |= EPOLLOUT;
@@ -777,6 +786,54 @@ static int http_rewrite(struct conn *c, const struct moat_http1_request *r)
 	return 0;
 }
 
+/* Credential proxy on plain HTTP: a placeholder never travels in clear (the
+ * rewrite refuses any when tls is false), and the http_rules apply. NULL if
+ * the request may go, else the refusal reason (in buf). */
+static const char *http_cred_check(struct conn *c, const struct moat_http1_request *r,
+				   size_t head_len, char *buf, size_t len)
+{
+	const struct moat_proxy_config *cfg = c->p->cfg;
+	char method[24], *path;
+	int ok;
+
+	if (cfg->secrets && moat_secrets_count(cfg->secrets) > 0) {
+		struct moat_secrets_result res;
+		size_t skip = 0;
+		/* One empty line before the request line is legal (RFC 9112 2.2). */
+		while (skip < 2 && skip < head_len && (c->in[skip] == '\r' || c->in[skip] == '\n'))
+			skip++;
+		struct moat_secrets_request rq = {
+			.host = c->name,
+			.tls = false,
+			.head = c->in + skip,
+			.head_len = head_len - skip,
+			.body = c->in + head_len,
+			.body_len = MIN(c->in_len - head_len, (size_t)MOAT_SECRETS_BODY_WINDOW),
+		};
+		int rr = moat_secrets_rewrite(cfg->secrets, &rq, &res);
+		if (rr < 0 || res.verdict == MOAT_SECRETS_REFUSED) {
+			snprintf(buf, len, "%s%s", res.secret >= 0 ? "alert: " : "",
+				 rr < 0 ? "request not understood by the credential check"
+					: res.reason);
+			moat_secrets_result_clear(&res);
+			return buf;
+		}
+		moat_secrets_result_clear(&res);
+	}
+	if (cfg->n_http_rules == 0)
+		return NULL;
+	moat_http1_slice_copy(r->method, method, sizeof(method));
+	path = strndup(r->path.len ? r->path.p : "/", r->path.len ? r->path.len : 1);
+	if (!path)
+		return "out-of-memory";
+	ok = moat_secrets_http_allowed(cfg->http_rules, cfg->n_http_rules, c->name, method, path);
+	free(path);
+	if (ok == 1)
+		return NULL;
+	snprintf(buf, len, "method %s or path not allowed by the http rules", method);
+	return buf;
+}
+
 /* A later request on a kept-alive connection cannot be served: stop reading,
  * let the upstream finish the previous response, then send this reply. */
 static void http_stop(struct conn *c, int status, const char *reason, const char *rule)
@@ -853,6 +910,13 @@ static void http_process(struct conn *c)
 			http_stop(c, 403, "host-switch", rule);
 			return;
 		}
+		char why_buf[400];
+		const char *why = http_cred_check(c, &r, (size_t)n, why_buf, sizeof(why_buf));
+		if (why) {
+			req_event(c, false, why);
+			http_stop(c, 403, why, NULL);
+			return;
+		}
 		req_event(c, true, "keep-alive");
 		if (http_rewrite(c, &r) < 0) {
 			conn_close(c);
@@ -896,6 +960,12 @@ static void http_head(struct conn *c)
 		return;
 	}
 	if (!r.is_connect) {
+		char why_buf[400];
+		const char *why = http_cred_check(c, &r, (size_t)n, why_buf, sizeof(why_buf));
+		if (why) {
+			refuse(c, 403, why, NULL);
+			return;
+		}
 		c->http = true;
 		if (http_rewrite(c, &r) < 0) {
 			conn_close(c);
@@ -1107,6 +1177,90 @@ more:
 }
 
 /* After connecting: check the client's first bytes against the decision. */
+/* ---- credential proxy: TLS interception --------------------------------------- */
+
+static bool needs_intercept(const struct proxy *p, const char *name)
+{
+	const struct moat_proxy_config *cfg = p->cfg;
+
+	if (!cfg->ca || !cfg->upstream_tls)
+		return false;
+	if (cfg->secrets && moat_secrets_host_bound(cfg->secrets, name))
+		return true;
+	for (unsigned i = 0; i < cfg->n_http_rules; i++)
+		if (moat_secrets_host_match(cfg->http_rules[i].host, name))
+			return true;
+	return false;
+}
+
+/* One event per request inside an intercepted connection; refusals that
+ * involve a secret carry "alert" in the reason's prefix. */
+static void tls_report(void *userdata, const struct moat_intercept_report *r)
+{
+	struct conn *c = userdata;
+	char reason[400];
+
+	moat_http1_slice_copy((struct moat_http1_slice){r->method, strlen(r->method)}, c->method,
+			      sizeof(c->method));
+	if (r->allowed)
+		snprintf(reason, sizeof(reason), "%s%s%s%s", r->secret ? "secret-injected " : "",
+			 r->secret ? r->secret : "", r->warning ? "; warning: " : "",
+			 r->warning ? r->warning : "");
+	else
+		snprintf(reason, sizeof(reason), "%s%s", r->alert ? "alert: " : "",
+			 r->reason ? r->reason : "refused");
+	req_event(c, r->allowed, r->allowed && !r->secret && !r->warning ? "intercepted" : reason);
+}
+
+static void tls_step(struct conn *c)
+{
+	struct proxy *p = c->p;
+	uint32_t ce = 0, ue = 0;
+	int r = moat_intercept_step(c->icpt, &ce, &ue);
+
+	if (r != 0) {
+		if (r < 0 && !c->logged)
+			conn_event(c, false,
+				   moat_intercept_error(c->icpt)[0] ? moat_intercept_error(c->icpt)
+								    : "tls-failed",
+				   NULL);
+		conn_close(c);
+		return;
+	}
+	set_deadline(c, p->idle_ms);
+	(void)moat_loop_mod(p->loop, c->cfd, ce);
+	(void)moat_loop_mod(p->loop, c->ufd, ue);
+}
+
+static void enter_tls(struct conn *c)
+{
+	const struct moat_proxy_config *cfg = c->p->cfg;
+	struct moat_intercept_config ic = {
+		.ca = cfg->ca,
+		.upstream_ctx = cfg->upstream_tls,
+		.secrets = cfg->secrets,
+		.rules = cfg->http_rules,
+		.n_rules = cfg->n_http_rules,
+		.report = tls_report,
+		.userdata = c,
+	};
+
+	/* The ClientHello the proxy read to check the SNI is replayed to the
+	 * TLS server side. */
+	if (moat_intercept_new_prefixed(&ic, c->name, c->cfd, c->in, c->in_len, c->ufd, &c->icpt) <
+	    0) {
+		conn_event(c, false, "tls-intercept-failed", NULL);
+		conn_close(c);
+		return;
+	}
+	free(c->in);
+	c->in = NULL;
+	c->in_len = 0;
+	c->proto = "https";
+	c->state = S_TLS;
+	tls_step(c);
+}
+
 static void inspect_step(struct conn *c)
 {
 	struct moat_sni_info si;
@@ -1140,6 +1294,10 @@ static void inspect_step(struct conn *c)
 		break;
 	default:
 		refuse(c, 403, "tls-malformed", NULL);
+		return;
+	}
+	if (s == MOAT_SNI_FOUND && c->hkind == MOAT_HOST_NAME && needs_intercept(c->p, c->name)) {
+		enter_tls(c);
 		return;
 	}
 	enter_relay(c);
@@ -1202,7 +1360,7 @@ static int dns_answer(struct proxy *p, const uint8_t *msg, size_t len, uint8_t *
 {
 	struct moat_dns_query q;
 	struct moat_proxy_event e = {.proto = "dns"};
-	char name[MOAT_HOST_BUFSZ];
+	char name[MOAT_HOST_BUFSZ], dns_why[160];
 	const char *why = NULL;
 	int r = moat_dns_parse_query(msg, len, &q);
 
@@ -1215,9 +1373,15 @@ static int dns_answer(struct proxy *p, const uint8_t *msg, size_t len, uint8_t *
 	}
 	e.raw = q.name;
 	e.method = qtype_name(q.qtype);
-	if (!q.name_plain || moat_host_normalize(q.name, name, sizeof(name)) < 0)
+	if (p->cfg->secrets && (r = moat_secrets_scan_dns(p->cfg->secrets, q.name)) >= 0) {
+		/* A placeholder in a DNS name: exfiltration attempt (never forwarded
+		 * anyway), an alert naming the secret. */
+		snprintf(dns_why, sizeof(dns_why), "alert: secret %s: placeholder in a DNS query",
+			 moat_secrets_name(p->cfg->secrets, (unsigned)r));
+		why = dns_why;
+	} else if (!q.name_plain || moat_host_normalize(q.name, name, sizeof(name)) < 0)
 		why = "bad-name";
-	else
+	if (!why)
 		why = moat_proxy_name_refused(p->cfg, name);
 	if (!why && q.qclass == MOAT_DNS_CLASS_IN && q.qtype == MOAT_DNS_TYPE_A) {
 		struct sockaddr_storage ss;
@@ -1381,6 +1545,9 @@ static void on_client(struct moat_loop *l, int fd, uint32_t events, void *data)
 	ssize_t n;
 
 	switch (c->state) {
+	case S_TLS:
+		tls_step(c);
+		return;
 	case S_RELAY:
 		if (c->http && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
 		    c->up.off == c->up.len && !c->client_eof && !c->http_stop) {
@@ -1494,6 +1661,9 @@ static void on_upstream(struct moat_loop *l, int fd, uint32_t events, void *data
 		return;
 	case S_RELAY:
 		relay_pump(c);
+		return;
+	case S_TLS:
+		tls_step(c);
 		return;
 	default:
 		conn_update(c);

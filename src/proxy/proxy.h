@@ -36,6 +36,10 @@
 #include "proxy/hostmatch.h"
 
 struct moat_policy;
+struct moat_tls_ca;
+struct moat_secrets;
+struct moat_http_rule;
+struct ssl_ctx_st;
 
 #define MOAT_PROXY_MAX_PORTS 32
 #define MOAT_PROXY_MAX_ADDRS 16
@@ -80,6 +84,16 @@ struct moat_proxy_config {
 	unsigned idle_timeout_ms; /* no byte either way; 0 = 10 min */
 	bool no_seccomp; /* tests under sanitizers only */
 	bool no_resolver; /* names need a --resolve entry (tests: no DNS) */
+
+	/* Credential proxy (docs/CREDENTIALS.md). With ca and upstream_tls set,
+	 * TLS to a secret's host or to a host some http_rules entry names is
+	 * terminated, checked and rewritten (proxy/intercept.h); plain HTTP and
+	 * DNS are checked for placeholders. Owned by the caller. */
+	struct moat_tls_ca *ca;
+	struct ssl_ctx_st *upstream_tls; /* from moat_tls_client_ctx() */
+	const struct moat_secrets *secrets;
+	const struct moat_http_rule *http_rules;
+	unsigned n_http_rules;
 };
 
 /* Build the proxy's rules from a validated policy. Patterns, CIDRs and
