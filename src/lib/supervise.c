@@ -50,6 +50,8 @@ int moat_supervise_child(struct moat_run *r)
 int moat_supervise_started(struct moat_run *r)
 {
 	int k = moat_restrict_compile(r);
+	if (k >= 0)
+		k = moat_net_started(r);
 	if (k < 0)
 		return k;
 	return moat_observe_start(r);

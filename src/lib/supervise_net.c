@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/ssl.h>
 
 #include "lib/audit.h"
 #include "lib/errors.h"
@@ -20,10 +22,21 @@
 #include "lib/observe.h"
 #include "proxy/event.h"
 #include "proxy/proxy.h"
+#include "proxy/secrets.h"
+#include "proxy/tls.h"
 #include "shared/macro.h"
+
+/* Where the sandbox's CA bundle (system roots + the per-run CA) is bound. */
+#define SANDBOX_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 struct moat_net_run {
 	struct moat_proxy_config *cfg;
+	/* credential proxy: placeholders before clone, values only in the worker */
+	struct moat_secrets *secrets;
+	struct moat_tls_ca *ca;
+	struct ssl_ctx_st *upstream_tls;
+	char bundle_dir[64]; /* a private temp dir holding the CA bundle, or "" */
+	char bundle_path[96];
 	int fds[MOAT_NETNS_N_FDS];
 	unsigned n_fds;
 	pid_t pid;
@@ -32,6 +45,22 @@ struct moat_net_run {
 	size_t line_len;
 };
 
+static struct moat_net_run *net_get(struct moat_run *r)
+{
+	struct moat_net_run *n = r->net;
+	if (n)
+		return n;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->pid = -1;
+	n->ev_fd = -1;
+	for (unsigned i = 0; i < MOAT_NETNS_N_FDS; i++)
+		n->fds[i] = -1;
+	r->net = n;
+	return n;
+}
+
 int moat_net_prepare(struct moat_run *r)
 {
 	struct moat_net_run *n;
@@ -39,17 +68,71 @@ int moat_net_prepare(struct moat_run *r)
 
 	if (r->p->net != MOAT_NET_ALLOW)
 		return 0;
-	n = calloc(1, sizeof(*n));
+	n = net_get(r);
 	if (!n)
 		return -ENOMEM;
-	n->pid = -1;
-	n->ev_fd = -1;
-	for (unsigned i = 0; i < MOAT_NETNS_N_FDS; i++)
-		n->fds[i] = -1;
-	r->net = n;
 	k = moat_proxy_config_from_policy(r->p, &n->cfg);
 	if (k < 0)
 		return moat_error_set(r->err, "network", -k, "invalid network rule");
+	return 0;
+}
+
+/* The credential proxy's part before clone: placeholders into the sandbox's
+ * environment, and a per-run CA whose bundle replaces the system bundle inside
+ * (only when some host is intercepted: a secret's host or an http rule's). */
+static int credentials_env(struct moat_run *r, struct moat_net_run *n,
+			   int (*push)(struct moat_run *, const char *, const char *))
+{
+	const struct moat_policy *p = r->p;
+	int k;
+
+	if (!p->n_secrets && !p->n_http_rules)
+		return 0;
+	if (p->n_secrets) {
+		k = moat_secrets_new_placeholders(p->secrets, p->n_secrets, &n->secrets, r->err);
+		if (k < 0)
+			return k;
+		for (unsigned i = 0; i < moat_secrets_count(n->secrets); i++)
+			if ((k = push(r, moat_secrets_name(n->secrets, i),
+				      moat_secrets_placeholder(n->secrets, i))) < 0)
+				return k;
+	}
+	k = moat_tls_ca_new(r->run_id, &n->ca);
+	if (k < 0)
+		return moat_error_set(r->err, "credentials", -k, "cannot create the per-run CA: %s",
+				      strerror(-k));
+	snprintf(n->bundle_dir, sizeof(n->bundle_dir), "/tmp/moat-ca-%s.XXXXXX", r->run_id);
+	if (!mkdtemp(n->bundle_dir)) {
+		k = -errno;
+		n->bundle_dir[0] = 0;
+		return moat_error_set(r->err, "credentials", -k,
+				      "cannot create a directory for the CA bundle: %s",
+				      strerror(-k));
+	}
+	chmod(n->bundle_dir, 0755);
+	snprintf(n->bundle_path, sizeof(n->bundle_path), "%s/ca-bundle.crt", n->bundle_dir);
+	int fd = open(n->bundle_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return moat_error_set(r->err, "credentials", errno,
+				      "cannot write the CA bundle: %s", strerror(errno));
+	k = moat_tls_write_bundle(n->ca, SANDBOX_CA_BUNDLE, fd);
+	close(fd);
+	if (k < 0)
+		return moat_error_set(r->err, "credentials", -k, "cannot write the CA bundle: %s",
+				      strerror(-k));
+	/* bound read-only over the system bundle, after the /etc layout */
+	if (r->plan->n_steps >= MOAT_PLAN_MAX_STEPS)
+		return moat_error_set(r->err, "plan", E2BIG,
+				      "no room in the plan for the CA bundle");
+	r->plan->steps[r->plan->n_steps++] = (struct moat_step){
+		.op = MOAT_STEP_BIND,
+		.src = n->bundle_path,
+		.dest = SANDBOX_CA_BUNDLE,
+		.flags = MOAT_STEPF_RO,
+	};
+	for (const char *const *v = moat_tls_bundle_env(); *v; v++)
+		if ((k = push(r, *v, SANDBOX_CA_BUNDLE)) < 0)
+			return k;
 	return 0;
 }
 
@@ -65,6 +148,7 @@ int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *
 		{"NO_PROXY", "localhost,127.0.0.1,::1"},
 		{"no_proxy", "localhost,127.0.0.1,::1"},
 	};
+	struct moat_net_run *n;
 	int k;
 
 	if (r->p->net != MOAT_NET_ALLOW)
@@ -72,7 +156,10 @@ int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *
 	for (size_t i = 0; i < ELEMENTSOF(vars); i++)
 		if ((k = push(r, vars[i][0], vars[i][1])) < 0)
 			return k;
-	return 0;
+	n = net_get(r);
+	if (!n)
+		return -ENOMEM;
+	return credentials_env(r, n, push);
 }
 
 int moat_net_take_fd(struct moat_run *r, int kind, int fd)
@@ -98,6 +185,9 @@ _noreturn_ static void worker(struct moat_run *r, int ev_w)
 	struct moat_netns_fds f;
 	int k;
 
+	/* Not dumpable, no core, secure heap: it holds the secrets' values. */
+	if (n->secrets && moat_secrets_harden_process() < 0)
+		_exit(MOAT_EXIT_SETUP);
 	/* Signals stay blocked (as in the supervisor) until the worker has
 	 * its SIGTERM handler: a run that ends at once still gets its events. */
 	/* The worker parses hostile bytes: in root mode it becomes the
@@ -111,6 +201,53 @@ _noreturn_ static void worker(struct moat_run *r, int ev_w)
 		_exit(MOAT_EXIT_SETUP);
 	k = moat_proxy_main(n->cfg, &f, ev_w);
 	_exit(k < 0 ? MOAT_EXIT_SETUP : 0);
+}
+
+static void drop_credentials(struct moat_net_run *n)
+{
+	if (n->secrets) {
+		moat_secrets_drop_values(n->secrets);
+		moat_secrets_scrub_environ(n->secrets);
+	}
+	if (n->cfg) {
+		n->cfg->ca = NULL;
+		n->cfg->upstream_tls = NULL;
+	}
+	n->ca = moat_tls_ca_free(n->ca);
+	if (n->upstream_tls) {
+		SSL_CTX_free(n->upstream_tls);
+		n->upstream_tls = NULL;
+	}
+}
+
+int moat_net_started(struct moat_run *r)
+{
+	struct moat_net_run *n = r->net;
+	if (!n)
+		return 0;
+	if (n->secrets) {
+		/* The values are loaded only now, while the sandbox sets itself up
+		 * and before its command can run: the sandbox's init (a fork of this
+		 * process) never held them, the proxy worker (forked later) does. */
+		int k = moat_secrets_load(n->secrets, r->err);
+		if (k < 0)
+			return k;
+		n->cfg->secrets = n->secrets;
+	}
+	if (n->ca) {
+		int k = moat_tls_client_ctx(r->p->upstream_ca, &n->upstream_tls);
+		if (k < 0)
+			return moat_error_set(
+				r->err, "credentials", -k,
+				"cannot load the trust store for upstream TLS%s%s: %s",
+				r->p->upstream_ca ? " " : "",
+				r->p->upstream_ca ? r->p->upstream_ca : "", strerror(-k));
+		n->cfg->ca = n->ca;
+		n->cfg->upstream_tls = n->upstream_tls;
+		n->cfg->http_rules = r->p->http_rules;
+		n->cfg->n_http_rules = r->p->n_http_rules;
+	}
+	return 0;
 }
 
 int moat_net_start(struct moat_run *r, int epfd, uint32_t tag)
@@ -137,6 +274,8 @@ int moat_net_start(struct moat_run *r, int epfd, uint32_t tag)
 		worker(r, p[1]);
 	}
 	close(p[1]);
+	/* Only the worker keeps the values and the CA key. */
+	drop_credentials(n);
 	n->ev_fd = p[0];
 	(void)fcntl(n->ev_fd, F_SETFL, O_NONBLOCK);
 	/* The worker holds the listeners now: the sandbox's network fails
@@ -266,6 +405,12 @@ void moat_net_teardown(struct moat_run *r)
 	for (unsigned i = 0; i < MOAT_NETNS_N_FDS; i++)
 		safe_close(n->fds[i]);
 	safe_close(n->ev_fd);
+	drop_credentials(n);
+	n->secrets = moat_secrets_free(n->secrets);
+	if (n->bundle_dir[0]) {
+		unlink(n->bundle_path);
+		rmdir(n->bundle_dir);
+	}
 	moat_proxy_config_free(n->cfg);
 	free(n);
 	r->net = NULL;

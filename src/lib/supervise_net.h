@@ -18,6 +18,9 @@ int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *
 /* An fd from the sandbox: 1 if it was a network listener (now owned), else 0. */
 int moat_net_take_fd(struct moat_run *r, int kind, int fd);
 /* After setup: fork the proxy worker, register its event pipe with @tag. */
+/* After clone, before the command can run: load the secrets' values and the
+ * upstream trust store (fails the run closed). */
+int moat_net_started(struct moat_run *r);
 int moat_net_start(struct moat_run *r, int epfd, uint32_t tag);
 void moat_net_dispatch(struct moat_run *r);
 /* After the run: collect the last events. */

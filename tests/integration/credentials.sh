@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The credential proxy end to end (issue: credential proxy): a local HTTPS
+# upstream with a test CA records what it receives; tools inside the sandbox
+# hold only a placeholder. Loopback only.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+REAL="real-token-$$-$RANDOM-s3cr3t"
+
+# make_ca DIR NAME...: a CA and a server certificate for the names
+make_ca() {
+	local d=$1
+	shift
+	mkdir -p "$d"
+	local san="" n
+	for n in "$@"; do san="${san:+$san,}DNS:$n"; done
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=moat test CA" -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$1" \
+		-keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
+	printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" >"$d/ext"
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 2 -extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null
+}
+
+# start_upstream DIR PORTFILE: HTTPS on 127.0.0.2, logs "path<TAB>authorization" lines
+start_upstream() {
+	local d=$1
+	python3 - "$d" >"$d/server.out" 2>&1 <<'EOF' &
+import http.server, socketserver, ssl, sys, os
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def handle_one(self):
+        auth = self.headers.get("Authorization", "")
+        with open(os.path.join(d, "seen"), "a") as f:
+            f.write(f"{self.command} {self.path}\t{auth}\n")
+        if self.path.startswith("/git") and not auth:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="t"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = handle_one
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+srv = S(("127.0.0.2", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+with open(os.path.join(d, "port.tmp"), "w") as f:
+    f.write(str(srv.server_address[1]))
+os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
+srv.serve_forever()
+EOF
+	UP_PID=$!
+	local _
+	for _ in $(seq 100); do
+		[ -s "$d/port" ] && break
+		sleep 0.05
+	done
+	[ -s "$d/port" ] || fail "upstream did not start: $(cat "$d/server.out")"
+	PORT=$(cat "$d/port")
+}
+
+setup() {
+	PKI=$(mktemp -d "$T_OUT/pki.XXXXXX")
+	make_ca "$PKI" api.test other.test
+	start_upstream "$PKI"
+	trap 'kill $UP_PID 2>/dev/null || true' EXIT
+	COMMON=(--allow-host "api.test:$PORT" --allow-host "other.test:$PORT"
+		--resolve api.test=127.0.0.2 --resolve other.test=127.0.0.2
+		--upstream-ca "$PKI/ca.pem" --secret "GH_TOKEN@api.test")
+}
+
+t_injected_for_curl_python_git() {
+	setup
+	local out
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --log "$T_OUT/log.jsonl" -- sh -c '
+		curl -sS --fail "https://api.test:'"$PORT"'/curl" -H "Authorization: Bearer $GH_TOKEN"
+		python3 -c "import os, urllib.request as u; print(u.urlopen(u.Request(\"https://api.test:'"$PORT"'/python\", headers={\"Authorization\": \"token \" + os.environ[\"GH_TOKEN\"]})).read().decode().strip())"
+		git -c credential.helper= ls-remote "https://x:$GH_TOKEN@api.test:'"$PORT"'/git/repo" >/dev/null 2>&1 || true
+		echo "ENV=$GH_TOKEN"')
+	assert_contains "$out" "ok"
+	local seen
+	seen=$(cat "$PKI/seen")
+	assert_contains "$seen" "GET /curl	Bearer $REAL" "what the upstream received from curl"
+	assert_contains "$seen" "GET /python	token $REAL" "from python"
+	assert_contains "$seen" "Basic $(printf 'x:%s' "$REAL" | base64 -w0)" "from git (basic auth)"
+	# inside, only the placeholder
+	assert_contains "$out" "ENV=moat-ph-GH_TOKEN-"
+	assert_not_contains "$out" "$REAL"
+	assert_not_contains "$(cat "$T_OUT/log.jsonl")" "$REAL" "the audit log"
+}
+
+t_value_never_inside() {
+	setup
+	local out
+	# everything readable inside comes out; the host looks for the value
+	GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" -- sh -c '
+		cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null
+		tar cf - /etc /tmp "$HOME" /dev/shm 2>/dev/null
+		echo END' >"$T_OUT/dump" 2>&1
+	grep -q END "$T_OUT/dump" || fail "the dump did not finish"
+	grep -q "moat-ph-GH_TOKEN-" "$T_OUT/dump" || fail "the placeholder is not in the environment"
+	if grep -q -- "$REAL" "$T_OUT/dump"; then fail "the real value is inside the sandbox"; fi
+	# control: the value is in moat's own environment, so a leak would show
+	GH_TOKEN=$REAL sh -c 'tr "\0" "\n" < /proc/$$/environ' | grep -q "$REAL" || fail "control"
+}
+
+# Over TLS to a host that is not intercepted the proxy cannot see headers (and
+# the placeholder is worth nothing there); in plain HTTP and on intercepted
+# hosts it is refused wherever it is not approved.
+t_refused_elsewhere() {
+	setup
+	local out
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --log "$T_OUT/log2.jsonl" -- sh -c '
+		curl -sS -o /dev/null -w "other=%{http_code}\n" "http://other.test:'"$PORT"'/other" -H "Authorization: Bearer $GH_TOKEN"
+		curl -sS -o /dev/null -w "query=%{http_code}\n" "https://api.test:'"$PORT"'/q?t=$GH_TOKEN"
+		curl -sS -o /dev/null -w "body=%{http_code}\n" "https://api.test:'"$PORT"'/b" --data "token=$GH_TOKEN"
+		getent hosts "$GH_TOKEN.api.test" >/dev/null && echo dns=resolved || echo dns=refused
+		true')
+	assert_contains "$out" "other=403"
+	assert_contains "$out" "query=403"
+	assert_contains "$out" "body=403"
+	assert_contains "$out" "dns=refused"
+	local seen
+	seen=$(cat "$PKI/seen" 2>/dev/null || true)
+	assert_not_contains "$seen" "/other" "other.test received the request"
+	assert_not_contains "$seen" "$REAL"
+	assert_not_contains "$seen" "moat-ph-" "a placeholder reached an upstream"
+	local alerts
+	alerts=$(grep '"type":"alert"' "$T_OUT/log2.jsonl" || true)
+	assert_contains "$alerts" "GH_TOKEN"
+	assert_not_contains "$(cat "$T_OUT/log2.jsonl")" "$REAL"
+}
+
+t_bad_upstream_cert() {
+	setup
+	PKI2=$(mktemp -d "$T_OUT/pki2.XXXXXX")
+	make_ca "$PKI2" api.test
+	local out
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet --allow-host "api.test:$PORT" --resolve api.test=127.0.0.2 \
+		--upstream-ca "$PKI2/ca.pem" --secret GH_TOKEN@api.test -- sh -c '
+		curl -sS -o /dev/null -w "code=%{http_code}\n" "https://api.test:'"$PORT"'/x" -H "Authorization: Bearer $GH_TOKEN" 2>&1; true')
+	assert_contains "$out" "502"
+	assert_not_contains "$(cat "$PKI/seen" 2>/dev/null || true)" "$REAL" "sent to an unverified upstream"
+}
+
+t_source_failures() {
+	local rc=0 err
+	err=$(env -u GH_TOKEN "$MOAT" run --quiet --secret GH_TOKEN@api.test -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "missing variable"
+	assert_contains "$err" "GH_TOKEN"
+	printf '{"version":1,"secrets":[{"name":"T","from_file":"%s","hosts":["a.test"]}]}' "$T_OUT/nope" >"$T_OUT/p1.json"
+	rc=0
+	err=$("$MOAT" run --quiet --policy "$T_OUT/p1.json" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "unreadable file"
+	printf '{"version":1,"secrets":[{"name":"T","from_command":"echo partial; exit 3","hosts":["a.test"]}]}' >"$T_OUT/p2.json"
+	rc=0
+	err=$("$MOAT" run --quiet --policy "$T_OUT/p2.json" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "command failing"
+	assert_not_contains "$err" "partial" "the command's output in the error"
+}
+
+run_test "curl, python and git get the real token to the upstream; the sandbox holds a placeholder" t_injected_for_curl_python_git
+run_test "the real value is nowhere inside (environment, files)" t_value_never_inside
+run_test "the placeholder to another host, in a URL, a body or DNS is refused and alerted" t_refused_elsewhere
+run_test "an upstream certificate from another CA: the request fails, nothing sent" t_bad_upstream_cert
+run_test "a secret source that fails stops the run (125)" t_source_failures
+t_done
