@@ -24,6 +24,18 @@ BENCH_USER=${BENCH_USER:-root}
 BENCH_SCALE=${BENCH_SCALE:-1}
 BENCH_UNPRIV=moat-test
 
+# bubblewrap with the isolation moat gives by default: user, pid, ipc, uts,
+# net (and cgroup) namespaces, read-only system directories, private /tmp,
+# fresh /proc and /dev, uid 1000, killed with its parent. It does less than
+# moat (no seccomp, no Landlock, no generated /etc, no exec recording).
+# shellcheck disable=SC2034 # used by the scripts that source this file
+BENCH_BWRAP=(bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net
+	--unshare-cgroup-try --uid 1000 --gid 1000 --hostname moat
+	--ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib
+	--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
+	--ro-bind-try /etc/ld.so.cache /etc/ld.so.cache
+	--tmpfs /tmp --proc /proc --dev /dev --die-with-parent --new-session --clearenv)
+
 # bench_setup: compile the helpers and stage everything an unprivileged user
 # must run into a world-readable directory ($BENCH_STAGE) that lives as long
 # as the calling script (or run-all.sh, which exports it).
@@ -70,12 +82,20 @@ bench_unpriv_ready() {
 	fi
 }
 
-# bench_as_user CMD...: run CMD as $BENCH_USER.
+# bench_as_user CMD...: run CMD as $BENCH_USER. With BENCH_HIDE=PATH (root
+# only) it runs in a private mount namespace with an empty read-only tmpfs
+# over PATH (crun refuses this machine's hybrid cgroup layout otherwise).
 bench_as_user() {
+	local -a pre=()
+	if [ -n "${BENCH_HIDE:-}" ]; then
+		# shellcheck disable=SC2016 # expanded by the inner shell
+		pre=(unshare -m --propagation private sh -c
+			'mount -t tmpfs -o ro none "$1" && shift && exec "$@"' sh "$BENCH_HIDE")
+	fi
 	if [ "$BENCH_USER" = root ] || [ "$(id -un)" = "$BENCH_USER" ]; then
-		"$@"
+		"${pre[@]}" "$@"
 	else
-		runuser -u "$BENCH_USER" -- "$@"
+		"${pre[@]}" runuser -u "$BENCH_USER" -- "$@"
 	fi
 }
 

@@ -7,19 +7,9 @@
 # <= 1.15x none), issue 5 (--net allow <= 2x --net none).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_setup
 
-# bubblewrap with the isolation moat gives by default: user, pid, ipc, uts,
-# net (and cgroup) namespaces, read-only system directories, private /tmp,
-# fresh /proc and /dev, uid 1000, killed with its parent. It does less than
-# moat (no seccomp, no Landlock, no generated /etc, no exec recording).
-BWRAP=(bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net
-	--unshare-cgroup-try --uid 1000 --gid 1000 --hostname moat
-	--ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib
-	--symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
-	--ro-bind-try /etc/ld.so.cache /etc/ld.so.cache
-	--tmpfs /tmp --proc /proc --dev /dev --die-with-parent --new-session --clearenv)
 LIMITS=(--cpus 1 --memory 512M --pids 256 --timeout 1m --disk 256M)
 
 runs=$(bench_runs 60)
@@ -27,7 +17,7 @@ for BENCH_USER in $(bench_users); do
 	bench_case bare /bin/true
 	bench_case moat "$MOAT" run -- /bin/true
 	if command -v bwrap >/dev/null; then
-		bench_case bwrap "${BWRAP[@]}" /bin/true
+		bench_case bwrap "${BENCH_BWRAP[@]}" /bin/true
 	else
 		bench_note startup "bwrap missing: bubblewrap is not installed"
 	fi
