@@ -69,6 +69,10 @@ bench_setup() {
 
 bench_cleanup() {
 	if [ "${BENCH_OWN_STAGE:-0}" = 1 ] && [ -n "${BENCH_STAGE:-}" ]; then
+		local m
+		for m in "$BENCH_STAGE"/work-*; do
+			if mountpoint -q "$m" 2>/dev/null; then umount -l "$m" || true; fi
+		done
 		rm -rf "$BENCH_STAGE"
 	fi
 }
@@ -102,9 +106,21 @@ bench_as_user() {
 # bench_workdir NAME: an empty directory owned by $BENCH_USER under the stage.
 bench_workdir() {
 	local d=$BENCH_STAGE/work-$BENCH_USER-$1
+	if mountpoint -q "$d" 2>/dev/null; then umount -l "$d"; fi
 	rm -rf "$d"
 	mkdir -p "$d"
 	chown "$BENCH_USER:" "$d" 2>/dev/null || true
+	echo "$d"
+}
+
+# bench_tmpfs_workdir NAME: like bench_workdir, on a fresh tmpfs when we are
+# root (the disk's writeback makes file loops on ext4 too noisy to compare).
+bench_tmpfs_workdir() {
+	local d
+	d=$(bench_workdir "$1")
+	if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o mode=755,size=512m bench "$d"; then
+		chown "$BENCH_USER:" "$d"
+	fi
 	echo "$d"
 }
 
@@ -205,9 +221,14 @@ bench_value() {
 # against "OP TARGET" (OP is <= or >=; "info" for a ratio without a
 # target), recorded for the report.
 bench_ratio() {
-	local suite=$1 what=$2 a=$3 b=$4 op=$5 target=$6 va vb ratio verdict
+	local suite=$1 what=$2 a=$3 b=$4 op=$5 target=$6 va vb ca cb ratio verdict cratio=n/a
 	va=$(bench_value "$suite" "$a")
 	vb=$(bench_value "$suite" "$b")
+	ca=$(bench_value "$suite" "$a" 8)
+	cb=$(bench_value "$suite" "$b" 8)
+	if [ -n "$ca" ] && [ -n "$cb" ]; then
+		cratio=$(awk -v a="$ca" -v b="$cb" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }')
+	fi
 	if [ -z "$va" ] || [ -z "$vb" ]; then
 		ratio=n/a
 		verdict="MISSING"
@@ -224,9 +245,10 @@ bench_ratio() {
 			verdict=MISS
 		fi
 	fi
-	printf '  ratio %-44s %8s  target %s %s  %s\n' "$what" "$ratio" "$op" "$target" "$verdict"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$suite" "$BENCH_USER" "$what" "$ratio" "$op" \
-		"$target" "$verdict" >>"$BENCH_OUT/targets.tsv"
+	printf '  ratio %-44s %8s (cpu %s)  target %s %s  %s\n' "$what" "$ratio" "$cratio" "$op" \
+		"$target" "$verdict"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$suite" "$BENCH_USER" "$what" "$ratio" "$op" \
+		"$target" "$verdict" "$cratio" >>"$BENCH_OUT/targets.tsv"
 }
 
 # bench_target SUITE WHAT VALUE OP TARGET UNIT: an absolute number against a target.
@@ -242,7 +264,7 @@ bench_target() {
 		verdict=MISS
 	fi
 	printf '  %-50s %8s %s  target %s %s  %s\n' "$what" "$v" "$unit" "$op" "$target" "$verdict"
-	printf '%s\t%s\t%s\t%s %s\t%s\t%s %s\t%s\n' "$suite" "$BENCH_USER" "$what" "$v" "$unit" \
+	printf '%s\t%s\t%s\t%s %s\t%s\t%s %s\t%s\t-\n' "$suite" "$BENCH_USER" "$what" "$v" "$unit" \
 		"$op" "$target" "$unit" "$verdict" >>"$BENCH_OUT/targets.tsv"
 }
 
