@@ -6,7 +6,7 @@ set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libjansson-dev libseccomp-dev libnftables-dev libssl-dev)
 test_pkgs=(clang python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
-	shellcheck cppcheck clang-format)
+	shellcheck cppcheck clang-format busybox-static make gcc)
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
 	want+=("${test_pkgs[@]}")

@@ -126,6 +126,32 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
  * asked, *ret_text (a readable report). */
 int moat_doctor(char **ret_json, char **ret_text);
 
+/* ---- state: moat gc / moat ps ----------------------------------------------- */
+
+/* Each live run is recorded in a state directory (/run/moat/runs for root, else
+ * $XDG_STATE_HOME/moat/runs or ~/.local/state/moat/runs) with a lock held for
+ * the run's lifetime. */
+struct moat_gc_result {
+	unsigned live; /* runs still alive, left alone */
+	unsigned removed; /* dead runs cleaned up */
+	unsigned failed; /* dead runs that could not be cleaned completely */
+	unsigned cgroups; /* cgroup directories removed (their processes killed) */
+	unsigned tmpdirs; /* temporary directories removed */
+};
+
+/* Remove what crashed runs left behind. state_dir NULL = the default. */
+int moat_gc(const char *state_dir, struct moat_gc_result *ret, struct moat_error *ret_err);
+
+struct moat_run_info {
+	char id[65];
+	int pid; /* the supervisor */
+	uint64_t start_us; /* wall clock, microseconds since the epoch */
+};
+
+/* The live runs. Caller frees *ret with free(). */
+int moat_ps(const char *state_dir, struct moat_run_info **ret, size_t *ret_n,
+	    struct moat_error *ret_err);
+
 #ifdef __cplusplus
 }
 #endif

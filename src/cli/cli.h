@@ -7,6 +7,8 @@
 int moat_cli_run(int argc, char **argv);
 int moat_cli_policy(int argc, char **argv);
 int moat_cli_doctor(int argc, char **argv);
+int moat_cli_gc(int argc, char **argv);
+int moat_cli_ps(int argc, char **argv);
 
 /* Parses policy options from argv[*i] on (--opt VALUE, --opt=VALUE, --policy FILE)
  * into p until "--" or a non-option; *i is left at the first unparsed argument.

@@ -14,6 +14,8 @@ static void usage(FILE *f)
 		"  moat policy check FILE                   validate a policy file\n"
 		"  moat policy show [OPTIONS]               print the effective policy and plan\n"
 		"  moat doctor [--json]                     kernel features and what moat enforces\n"
+		"  moat ps                                  list the live runs\n"
+		"  moat gc                                  clean up after crashed runs\n"
 		"  moat --version\n\n"
 		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
 		"125 the sandbox could not be set up; 126/127 command not executable/found;\n"
@@ -42,6 +44,10 @@ int main(int argc, char **argv)
 		return moat_cli_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return moat_cli_doctor(argc - 1, argv + 1);
+	if (strcmp(cmd, "gc") == 0)
+		return moat_cli_gc(argc - 1, argv + 1);
+	if (strcmp(cmd, "ps") == 0)
+		return moat_cli_ps(argc - 1, argv + 1);
 	fprintf(stderr, "moat: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return MOAT_EXIT_USAGE;

@@ -7,3 +7,6 @@
 
 void moat_doctor_extra(json_t *o);
 void moat_doctor_extra_text(FILE *t, json_t *o);
+/* The limits layer (doctor_cgroup.c). */
+void moat_doctor_cgroup(json_t *o);
+void moat_doctor_cgroup_text(FILE *t, json_t *o);

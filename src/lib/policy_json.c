@@ -242,7 +242,7 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 			  "execs", (json_int_t)st->execs, "degraded", st->degraded);
 	if (!o)
 		return -ENOMEM;
-	char *s = json_dumps(o, JSON_COMPACT);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	json_decref(o);
 	if (!s)
 		return -ENOMEM;

@@ -9,7 +9,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/limits.h"
 #include "lib/sandbox.h"
+#include "lib/state.h"
 #include "moat/moat.h"
 
 struct moat_run {
@@ -39,6 +41,11 @@ struct moat_run {
 	struct termios *saved_tty;
 
 	uint64_t start_us;
+	/* limits layer and the state-directory record (supervise_limits.c) */
+	struct moat_limits limits;
+	struct moat_state_entry *state;
+	struct moat_state_record *state_rec;
+
 	struct moat_status *st;
 	struct moat_error *err;
 };

@@ -698,6 +698,17 @@ static void set_rlimits(void)
 		if (setrlimit(RLIMIT_FSIZE, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_FSIZE");
 	}
+	/* No cgroup (--allow-degraded cgroup): the weaker per-process limits. */
+	if (g_sb->rlimit_as) {
+		struct rlimit r = {g_sb->rlimit_as, g_sb->rlimit_as};
+		if (setrlimit(RLIMIT_AS, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_AS");
+	}
+	if (g_sb->rlimit_nproc) {
+		struct rlimit r = {g_sb->rlimit_nproc, g_sb->rlimit_nproc};
+		if (setrlimit(RLIMIT_NPROC, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_NPROC");
+	}
 }
 
 static volatile sig_atomic_t unused_sig;
@@ -722,10 +733,9 @@ static _Noreturn void exec_command(const sigset_t *oldmask, int pty_slave_fd)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, oldmask, NULL);
 	/* everything but 0-2 and the CLOEXEC setup pipe is closed */
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != sb->setup_w)
-			close(fd);
-	if (syscall(SYS_close_range, 1024, ~0U, 0) < 0 && errno != ENOSYS)
+	if (sb->setup_w > 3 && syscall(SYS_close_range, 3, sb->setup_w - 1, 0) < 0)
+		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
+	if (syscall(SYS_close_range, sb->setup_w + 1, ~0U, 0) < 0)
 		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
 	extern char **environ;
 	environ = sb->envp;

@@ -70,6 +70,9 @@ struct moat_sandbox {
 	int status_w, status_r; /* init -> supervisor: the command's wait status */
 	int sock_child, sock_sup; /* fd passing, sandbox -> supervisor */
 
+	/* --allow-degraded cgroup: RLIMIT_AS / RLIMIT_NPROC instead (0 = not set) */
+	uint64_t rlimit_as, rlimit_nproc;
+
 	/* prepared by the supervisor (root mode): idmapped detached mounts, per step */
 	int premounted[MOAT_PLAN_MAX_STEPS];
 

@@ -7,6 +7,7 @@
 #include "lib/errors.h"
 #include "lib/restrict.h"
 #include "lib/supervise.h"
+#include "lib/supervise_limits.h"
 
 int moat_supervise_env(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *))
@@ -29,22 +30,20 @@ int moat_supervise_prepare(struct moat_run *r)
 	if (p->net == MOAT_NET_ALLOW)
 		return moat_error_set(r->err, "network", EOPNOTSUPP,
 				      "--net allow is not available in this build");
-	if (p->limits_set & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY))
-		return moat_error_set(r->err, "cgroup", EOPNOTSUPP,
-				      "--cpus/--memory need cgroups, not available in this build");
+	int k = moat_supervise_limits_prepare(r);
+	if (k < 0)
+		return k;
 	return moat_restrict_prepare(r);
 }
 
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
 {
-	(void)r;
-	(void)ca;
+	moat_supervise_limits_clone_args(r, ca);
 }
 
 int moat_supervise_child(struct moat_run *r)
 {
-	(void)r;
-	return 0;
+	return moat_supervise_limits_child(r);
 }
 
 /* The base tag of moat_supervise_register(): tags of this file are base + offset. */
@@ -79,16 +78,17 @@ void moat_supervise_event_limit(struct moat_run *r, const char *what)
 
 void moat_supervise_kill_all(struct moat_run *r)
 {
-	(void)r;
+	moat_supervise_limits_kill(r);
 }
 
 int moat_supervise_finish(struct moat_run *r, int k)
 {
-	(void)r;
+	moat_supervise_limits_finish(r);
 	return k;
 }
 
 void moat_supervise_teardown(struct moat_run *r)
 {
 	moat_restrict_teardown(r);
+	moat_supervise_limits_teardown(r);
 }

@@ -386,7 +386,33 @@ t_no_setid_files() {
 	[ ! -u "$ws/f" ] && [ ! -g "$ws/f" ] && [ ! -e "$ws/g" ] || fail "a set-id file was created in the workspace"
 }
 
+t_rootfs() {
+	[ -x /bin/busybox ] || fail "busybox-static is required (scripts/deps.sh installs it)"
+	local r="$T_OUT/rootfs"
+	mkdir -p "$r/usr/bin" "$r/etc"
+	ln -s usr/bin "$r/bin"
+	cp /bin/busybox "$r/usr/bin/busybox"
+	local a
+	for a in sh ls cat id; do ln -s busybox "$r/usr/bin/$a"; done
+	echo "ID=moat-test-rootfs" >"$r/etc/os-release"
+	local out
+	out=$(mrun --rootfs "$r" -- /bin/sh -c 'cat /etc/os-release; ls /usr/bin | tr "\n" " "; [ -e /usr/bin/python3 ] && echo HOST-VISIBLE; id -u')
+	assert_eq "ID=moat-test-rootfs
+busybox cat id ls sh 1000" "$out"
+}
+
+t_doctor() {
+	local out
+	out=$("$MOAT" doctor --json)
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["user_namespaces"] and d["landlock_abi"] >= 1 and d["seccomp_user_notif"], d' <<<"$out" || fail "doctor --json: $out"
+	out=$("$MOAT" doctor)
+	assert_contains "$out" "user namespaces"
+	assert_contains "$out" "all required features are present"
+}
+
 run_test "hidden host paths are absent" t_hidden_paths
+run_test "--rootfs DIR is the system instead of the host's" t_rootfs
+run_test "moat doctor reports the kernel's features" t_doctor
 run_test "no set-uid/set-gid file can be made (it would be the owner's on the host)" t_no_setid_files
 run_test "host files outside the given paths cannot be read" t_host_files_invisible
 run_test "/usr, /etc, /dev and / are read-only" t_system_readonly
