@@ -197,14 +197,17 @@ bench_run() {
 		return 1
 	fi
 	printf '  %-28s %10s %10s %10s %6s %5s\n' case "median ms" "p90 ms" "cpu ms" runs fails
-	local idx r f med p90 mn mean cpu
-	while read -r idx r f med p90 mn mean cpu; do
+	local idx r f med p90 mn mean cpu ling
+	while read -r idx r f med p90 mn mean cpu ling; do
 		name=${live[$idx]}
 		printf '  %-28s %10s %10s %10s %6s %5s\n' "$name" "$(_bench_fmt "$med")" \
 			"$(_bench_fmt "$p90")" "$(_bench_fmt "$cpu")" "$r" "$f"
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$suite" "$BENCH_USER" "$name" "$med" \
 			"$p90" "$r" "$f" "$cpu" "$mn" >>"$BENCH_OUT/results.tsv"
 		: "$mean"
+		if [ "${ling:-0}" -gt 0 ]; then
+			bench_note "$suite" "$name: $ling of $r runs left processes running for more than 2 s"
+		fi
 	done <<<"$out"
 	_bench_reset
 }

@@ -4,16 +4,18 @@
  *
  *   timer [-n RUNS] [-w WARMUP] [-T SECONDS] [-v] CMD [ARG...] [:: CMD [ARG...]]...
  *
- * Each round runs every command once (fork + execvp + wait4, no shell), in a
+ * Each round runs every command once (fork + execvp + waitpid, no shell), in a
  * rotated order (ABC, BCA, CAB, ...) so that no command always runs first or
  * right after the same neighbour. hyperfine runs all repetitions of one
  * command before the next, and spawns through a shell by default: fine for
  * long jobs, too coarse for 1-5 ms start-ups whose ratio we want.
  *
  * Output, one line per command, in microseconds of wall-clock time:
- *   IDX RUNS FAILS MEDIAN P90 MIN MEAN CPU_MEDIAN
- * CPU is user+system time of the child and its waited-for descendants
- * (wait4 rusage). A run whose exit status is not 0 counts as a failure; its
+ *   IDX RUNS FAILS MEDIAN P90 MIN MEAN CPU_MEDIAN LINGERING
+ * Wall-clock time ends when the command's top process has exited. CPU is
+ * user+system time of the command and every descendant, also those it did
+ * not wait for (the timer is a child subreaper and reaps them, see
+ * reap_orphans); LINGERING counts runs that left processes after 2 s. A run whose exit status is not 0 counts as a failure; its
  * time is still recorded. -T stops after the round in which SECONDS of
  * measuring have passed (at least 3 rounds), so every loop is bounded.
  * stdin is /dev/null; stdout and stderr go to /dev/null unless -v.
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,6 +39,7 @@ struct cmd {
 	double *wall;
 	double *cpu;
 	int fails;
+	int lingering;
 };
 
 static double now_us(void)
@@ -70,13 +74,49 @@ static double median(const double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static int run_once(struct cmd *c, int devnull, int verbose, double *ret_wall, double *ret_cpu)
+static double tv_us(const struct timeval *tv)
+{
+	return (double)tv->tv_sec * 1e6 + (double)tv->tv_usec;
+}
+
+static double children_cpu_us(void)
 {
 	struct rusage ru;
-	double t0, t1;
+
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return tv_us(&ru.ru_utime) + tv_us(&ru.ru_stime);
+}
+
+/*
+ * Reaps what the command left behind: the timer is a child subreaper, so a
+ * sandbox's processes that outlive the command's top process (bubblewrap's
+ * init, a proxy) are re-parented here. They are waited for (at most 2 s), so
+ * that their CPU time counts and the next run does not overlap their
+ * teardown; what still runs then is counted as lingering.
+ */
+static int reap_orphans(void)
+{
+	double deadline = now_us() + 2e6;
+
+	while (now_us() < deadline) {
+		pid_t r = waitpid(-1, NULL, WNOHANG);
+
+		if (r > 0)
+			continue;
+		if (r < 0 && errno == ECHILD)
+			return 0;
+		usleep(200);
+	}
+	return 1;
+}
+
+static int run_once(struct cmd *c, int devnull, int verbose, double *ret_wall, double *ret_cpu)
+{
+	double t0, t1, cpu0;
 	int status;
 	pid_t pid;
 
+	cpu0 = children_cpu_us();
 	t0 = now_us();
 	pid = fork();
 	if (pid < 0)
@@ -90,12 +130,12 @@ static int run_once(struct cmd *c, int devnull, int verbose, double *ret_wall, d
 		execvp(c->argv[0], c->argv);
 		_exit(127);
 	}
-	if (wait4(pid, &status, 0, &ru) < 0)
+	if (waitpid(pid, &status, 0) < 0)
 		return -errno;
 	t1 = now_us();
 	*ret_wall = t1 - t0;
-	*ret_cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
-		(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	c->lingering += reap_orphans();
+	*ret_cpu = children_cpu_us() - cpu0;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
@@ -152,6 +192,11 @@ int main(int argc, char **argv)
 		ncmd++;
 	}
 
+	/* Orphans of the timed commands come to us (see reap_orphans). */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+		perror("timer: PR_SET_CHILD_SUBREAPER");
+		return 1;
+	}
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0) {
 		perror("timer: /dev/null");
@@ -192,9 +237,9 @@ int main(int argc, char **argv)
 		qsort(cmds[k].cpu, (size_t)done, sizeof(double), cmp_double);
 		for (int i = 0; i < done; i++)
 			sum += cmds[k].wall[i];
-		printf("%d %d %d %.1f %.1f %.1f %.1f %.1f\n", k, done, cmds[k].fails,
+		printf("%d %d %d %.1f %.1f %.1f %.1f %.1f %d\n", k, done, cmds[k].fails,
 		       median(cmds[k].wall, done), pct(cmds[k].wall, done, 0.9), cmds[k].wall[0],
-		       sum / done, median(cmds[k].cpu, done));
+		       sum / done, median(cmds[k].cpu, done), cmds[k].lingering);
 	}
 	return 0;
 }
