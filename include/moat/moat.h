@@ -104,6 +104,14 @@ struct moat_status {
 	uint64_t execs;
 	char run_id[40];
 	char degraded[128]; /* comma-separated layers the user let go, "" if none */
+
+	/* audit and review (observe.c) */
+	char log_path[1024]; /* the audit log of the run, "" if none */
+	uint64_t files_changed; /* entries of the workspace change manifest */
+	uint64_t files_applied, files_held, files_flagged, files_refused;
+	uint64_t output_files, output_skipped; /* /output: copied, skipped (links, specials) */
+	char output_error[256]; /* "" or why /output was not fully collected */
+	char review[2048]; /* held/refused/failed entries, one a line, escaped */
 };
 
 const char *moat_reason_name(enum moat_reason r);
@@ -119,6 +127,33 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 /* Write the status record as one JSON object to path (mode 0600). */
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err);
+
+/* ---- audit log and workspace review ----------------------------------------- */
+
+/* The audit log of a run: run_or_file is a run id (its log is found under the
+ * runs directory) or a path. types_csv ("exec,net") may be NULL for all types;
+ * denied_only keeps events with "denied":true. Caller frees with moat_log_free(). */
+struct moat_log;
+int moat_log_open(const char *run_or_file, const char *types_csv, bool denied_only,
+		  struct moat_log **ret, struct moat_error *ret_err);
+/* The next event: 1 with the raw JSON line and a readable one-line rendering
+ * (control bytes escaped; either pointer may be NULL), 0 at the end, < 0 on
+ * error. Caller frees the strings. */
+int moat_log_next(struct moat_log *l, char **ret_line, char **ret_text);
+/* Lines skipped because they are not valid events. */
+uint64_t moat_log_bad_lines(const struct moat_log *l);
+struct moat_log *moat_log_free(struct moat_log *l);
+
+/* The workspace change manifest of a run, as text (control bytes escaped) or
+ * JSON. Caller frees *ret_text. */
+int moat_review_diff(const char *run_id, bool json, char **ret_text, struct moat_error *ret_err);
+/* Apply held-back (and not yet applied) changes of a run into its workspace:
+ * only `paths` and what is below them if paths is non-NULL (NULL-terminated).
+ * Refused entries are never applied. *ret_text (may be NULL) gets the
+ * resulting manifest as text. Returns 0, or -EIO if some entries failed or
+ * conflicted. */
+int moat_review_apply(const char *run_id, const char *const *paths, char **ret_text,
+		      struct moat_error *ret_err);
 
 /* ---- doctor ---------------------------------------------------------------- */
 

@@ -7,6 +7,9 @@
 int moat_cli_run(int argc, char **argv);
 int moat_cli_policy(int argc, char **argv);
 int moat_cli_doctor(int argc, char **argv);
+int moat_cli_log(int argc, char **argv);
+int moat_cli_diff(int argc, char **argv);
+int moat_cli_apply(int argc, char **argv);
 int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
 

@@ -14,6 +14,9 @@ static void usage(FILE *f)
 		"  moat policy check FILE                   validate a policy file\n"
 		"  moat policy show [OPTIONS]               print the effective policy and plan\n"
 		"  moat doctor [--json]                     kernel features and what moat enforces\n"
+		"  moat log [--type T,..] [--denied] RUN-ID|FILE   the audit log of a run\n"
+		"  moat diff [--json] RUN-ID                the workspace changes of a run\n"
+		"  moat apply RUN-ID [PATH...]              apply held-back workspace changes\n"
 		"  moat ps                                  list the live runs\n"
 		"  moat gc                                  clean up after crashed runs\n"
 		"  moat --version\n\n"
@@ -44,6 +47,12 @@ int main(int argc, char **argv)
 		return moat_cli_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "doctor") == 0)
 		return moat_cli_doctor(argc - 1, argv + 1);
+	if (strcmp(cmd, "log") == 0)
+		return moat_cli_log(argc - 1, argv + 1);
+	if (strcmp(cmd, "diff") == 0)
+		return moat_cli_diff(argc - 1, argv + 1);
+	if (strcmp(cmd, "apply") == 0)
+		return moat_cli_apply(argc - 1, argv + 1);
 	if (strcmp(cmd, "gc") == 0)
 		return moat_cli_gc(argc - 1, argv + 1);
 	if (strcmp(cmd, "ps") == 0)

@@ -29,6 +29,27 @@ static void summary(const struct moat_status *st)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
+	/* workspace review and /output (observe.c); paths arrive escaped */
+	if (st->files_changed)
+		fprintf(stderr,
+			"moat: workspace: %llu change(s), %llu applied, %llu held back, %llu refused\n",
+			(unsigned long long)st->files_changed,
+			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
+			(unsigned long long)st->files_refused);
+	if (st->review[0])
+		fprintf(stderr, "%s", st->review);
+	if (st->files_held)
+		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
+			st->run_id, st->run_id);
+	if (st->output_files || st->output_skipped)
+		fprintf(stderr,
+			"moat: /output: %llu file(s) collected, %llu skipped (links, special files)\n",
+			(unsigned long long)st->output_files,
+			(unsigned long long)st->output_skipped);
+	if (st->output_error[0])
+		fprintf(stderr, "moat: %s\n", st->output_error);
+	if (st->log_path[0])
+		fprintf(stderr, "moat: log: moat log %s  (%s)\n", st->run_id, st->log_path);
 }
 
 int moat_cli_run(int argc, char **argv)

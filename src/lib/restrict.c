@@ -9,6 +9,7 @@
 
 #include "lib/errors.h"
 #include "lib/landlock.h"
+#include "lib/observe.h"
 #include "lib/run.h"
 #include "lib/seccomp.h"
 #include "shared/macro.h"
@@ -115,6 +116,7 @@ static void record(struct moat_run *r, const struct moat_seccomp_event *ev)
 		r->st->denied_syscalls++;
 	else if (!ev->missing) /* PATH search steps are not executions */
 		r->st->execs++;
+	moat_observe_seccomp(r, ev);
 }
 
 void moat_restrict_notify(struct moat_run *r)

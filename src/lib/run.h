@@ -14,6 +14,8 @@
 #include "lib/state.h"
 #include "moat/moat.h"
 
+struct moat_observe;
+
 struct moat_run {
 	const struct moat_policy *p;
 	struct moat_sandbox sb;
@@ -48,6 +50,8 @@ struct moat_run {
 
 	struct moat_status *st;
 	struct moat_error *err;
+
+	struct moat_observe *obs; /* audit stream, /output, workspace review (observe.c) */
 };
 
 uint64_t moat_now_us(void);

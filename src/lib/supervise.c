@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/errors.h"
+#include "lib/observe.h"
 #include "lib/restrict.h"
 #include "lib/supervise.h"
 #include "lib/supervise_limits.h"
@@ -21,19 +22,21 @@ int moat_supervise_prepare(struct moat_run *r)
 {
 	const struct moat_policy *p = r->p;
 	/* Layers not in this build yet are refused, never silently skipped. */
-	if (p->output)
-		return moat_error_set(r->err, "output", EOPNOTSUPP,
-				      "--output is not available in this build");
-	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY && p->apply != MOAT_APPLY_NEVER)
-		return moat_error_set(r->err, "workspace", EOPNOTSUPP,
-				      "--workspace DIR:overlay needs --apply never in this build");
 	if (p->net == MOAT_NET_ALLOW)
 		return moat_error_set(r->err, "network", EOPNOTSUPP,
 				      "--net allow is not available in this build");
+	/* limits and restrict first (they record degraded layers for the start
+	 * event); the audit log opens even when one fails, so it is recorded */
 	int k = moat_supervise_limits_prepare(r);
-	if (k < 0)
-		return k;
-	return moat_restrict_prepare(r);
+	if (k >= 0)
+		k = moat_restrict_prepare(r);
+	struct moat_error saved = {0};
+	if (k < 0 && r->err)
+		saved = *r->err;
+	int k2 = moat_observe_prepare(r);
+	if (k < 0 && r->err)
+		*r->err = saved;
+	return k < 0 ? k : k2;
 }
 
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
@@ -72,8 +75,7 @@ void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
 {
-	(void)r;
-	(void)what;
+	moat_observe_limit(r, what);
 }
 
 void moat_supervise_kill_all(struct moat_run *r)
@@ -84,11 +86,12 @@ void moat_supervise_kill_all(struct moat_run *r)
 int moat_supervise_finish(struct moat_run *r, int k)
 {
 	moat_supervise_limits_finish(r);
-	return k;
+	return moat_observe_finish(r, k);
 }
 
 void moat_supervise_teardown(struct moat_run *r)
 {
 	moat_restrict_teardown(r);
 	moat_supervise_limits_teardown(r);
+	moat_observe_teardown(r);
 }

@@ -1,0 +1,1752 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Workspace change manifest, flag rules and safe apply (docs/FLAGGED.md). */
+#include "lib/fsdiff.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <linux/openat2.h>
+#include <openssl/evp.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include "lib/audit.h"
+#include "lib/copytree.h"
+#include "shared/jsonesc.h"
+#include "shared/macro.h"
+
+#define PATH_MAX_BYTES 4095
+#define PKG_JSON_MAX (4u << 20)
+#define MANIFEST_MAX_BYTES (256u << 20)
+
+/* ---- flag rules ----------------------------------------------------------- */
+
+/* The table docs/FLAGGED.md documents. Keep them in sync. */
+const struct moat_flag_rule moat_flag_builtin[] = {
+	/* git: hooks and configuration run or redirect code on the next git command */
+	{".git/hooks", "git hook: runs on the next git command on the host", MOAT_FLAG_SUBTREE},
+	{".git/config", "git config: can set core.hooksPath, core.fsmonitor, aliases, filters", 0},
+	{".git/config.worktree", "git config: can set hooks, fsmonitor, filters", 0},
+	{".git/worktrees/*/config.worktree", "git config: can set hooks, fsmonitor, filters", 0},
+	{".git/info/attributes", "git attributes: select filter and diff drivers", 0},
+	{".git/modules/*/config", "submodule git config", 0},
+	{".git/modules/*/hooks", "submodule git hook", MOAT_FLAG_SUBTREE},
+	{".git/commondir", "git directory redirection", 0},
+	{".git/worktrees/*/gitdir", "git directory redirection", 0},
+	{".git/worktrees/*/commondir", "git directory redirection", 0},
+	{".git", "gitdir redirection: a .git file or link points git elsewhere", MOAT_FLAG_NOT_DIR},
+	{".gitmodules", "git submodules: URLs and paths git fetches and checks out", 0},
+	{".gitattributes", "git attributes: select filter and diff drivers", 0},
+	{".pre-commit-config.yaml", "pre-commit hooks configuration", 0},
+	{".husky", "git hooks (husky)", MOAT_FLAG_SUBTREE},
+	/* CI */
+	{".github/workflows", "CI workflow", MOAT_FLAG_SUBTREE},
+	{".github/actions", "CI action", MOAT_FLAG_SUBTREE},
+	{".gitlab-ci.yml", "CI pipeline", 0},
+	{".circleci", "CI pipeline", MOAT_FLAG_SUBTREE},
+	{"Jenkinsfile", "CI pipeline", 0},
+	{".travis.yml", "CI pipeline", 0},
+	{"azure-pipelines.yml", "CI pipeline", 0},
+	{".buildkite", "CI pipeline", MOAT_FLAG_SUBTREE},
+	{".drone.yml", "CI pipeline", 0},
+	/* shell start-up files and directory hooks */
+	{".bashrc", "shell start-up file", 0},
+	{".bash_profile", "shell start-up file", 0},
+	{".bash_login", "shell start-up file", 0},
+	{".bash_logout", "shell start-up file", 0},
+	{".profile", "shell start-up file", 0},
+	{".zshrc", "shell start-up file", 0},
+	{".zshenv", "shell start-up file", 0},
+	{".zprofile", "shell start-up file", 0},
+	{".zlogin", "shell start-up file", 0},
+	{".zlogout", "shell start-up file", 0},
+	{".kshrc", "shell start-up file", 0},
+	{".cshrc", "shell start-up file", 0},
+	{".tcshrc", "shell start-up file", 0},
+	{".config/fish", "shell start-up file", MOAT_FLAG_SUBTREE},
+	{".envrc", "direnv: runs when a shell enters the directory", 0},
+	/* editors and IDEs */
+	{".vscode", "editor tasks and settings: can run commands", MOAT_FLAG_SUBTREE},
+	{"*.code-workspace", "editor workspace settings: can run commands", 0},
+	{".idea", "IDE configuration: run configurations", MOAT_FLAG_SUBTREE},
+	/* agent configuration */
+	{".mcp.json", "agent configuration: MCP servers start programs", 0},
+	{".claude", "agent configuration", MOAT_FLAG_SUBTREE},
+	{".cursor", "agent configuration", MOAT_FLAG_SUBTREE},
+	{".cursorrules", "agent instructions", 0},
+	{"AGENTS.md", "agent instructions", 0},
+	{"CLAUDE.md", "agent instructions", 0},
+	{"GEMINI.md", "agent instructions", 0},
+	{".github/copilot-instructions.md", "agent instructions", 0},
+	/* package managers */
+	{".npmrc", "npm configuration: can change scripts and registries", 0},
+	{".yarnrc.yml", "yarn configuration", 0},
+	/* build hooks */
+	{"Makefile", "build hook: run by make", 0},
+	{"GNUmakefile", "build hook: run by make", 0},
+	{"*.mk", "build hook: included by make", 0},
+	{"CMakeLists.txt", "build hook: run by cmake", 0},
+	{"*.cmake", "build hook: run by cmake", 0},
+	{"meson.build", "build hook: run by meson", 0},
+	{"configure", "build hook: configure script", 0},
+	{"configure.ac", "build hook: autoconf input", 0},
+	{"setup.py", "build hook: run by pip/setuptools", 0},
+	{"pyproject.toml", "build hook: selects the Python build backend", 0},
+	{"conftest.py", "test hook: imported by pytest", 0},
+	{"build.rs", "build hook: run by cargo", 0},
+};
+const size_t moat_flag_builtin_count = ELEMENTSOF(moat_flag_builtin);
+
+struct moat_flag_rules {
+	struct moat_flag_rule *rules;
+	size_t n;
+	char **owned; /* pattern strings of the extra rules */
+	size_t n_owned;
+};
+
+int moat_flag_rules_new(const char *const *extra, size_t n_extra, struct moat_flag_rules **ret)
+{
+	struct moat_flag_rules *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->rules = calloc(moat_flag_builtin_count + n_extra, sizeof(*r->rules));
+	r->owned = calloc(n_extra + 1, sizeof(char *));
+	if (!r->rules || !r->owned) {
+		moat_flag_rules_free(r);
+		return -ENOMEM;
+	}
+	memcpy(r->rules, moat_flag_builtin, moat_flag_builtin_count * sizeof(*r->rules));
+	r->n = moat_flag_builtin_count;
+	for (size_t i = 0; i < n_extra; i++) {
+		const char *p = extra[i];
+		unsigned flags = 0;
+		size_t len;
+		char *s;
+
+		if (!p || !*p || strlen(p) > 1024) {
+			moat_flag_rules_free(r);
+			return -EINVAL;
+		}
+		if (p[0] == '/') {
+			flags |= MOAT_FLAG_ANCHORED;
+			p++;
+		}
+		s = strdup(p);
+		if (!s) {
+			moat_flag_rules_free(r);
+			return -ENOMEM;
+		}
+		len = strlen(s);
+		while (len > 0 && s[len - 1] == '/') {
+			s[--len] = '\0';
+			flags |= MOAT_FLAG_SUBTREE;
+		}
+		r->owned[r->n_owned++] = s;
+		if (len == 0) {
+			moat_flag_rules_free(r);
+			return -EINVAL;
+		}
+		r->rules[r->n++] = (struct moat_flag_rule){
+			.pattern = s,
+			.reason = "matches the policy's flag_patterns",
+			.flags = flags,
+		};
+	}
+	*ret = r;
+	return 0;
+}
+
+struct moat_flag_rules *moat_flag_rules_free(struct moat_flag_rules *r)
+{
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < r->n_owned; i++)
+		free(r->owned[i]);
+	free(r->owned);
+	free(r->rules);
+	free(r);
+	return NULL;
+}
+
+static bool rule_matches(const struct moat_flag_rule *rule, const char *path, mode_t type)
+{
+	int fl = FNM_PATHNAME | FNM_CASEFOLD |
+		((rule->flags & MOAT_FLAG_SUBTREE) ? FNM_LEADING_DIR : 0);
+
+	if ((rule->flags & MOAT_FLAG_NOT_DIR) && S_ISDIR(type))
+		return false;
+	for (const char *s = path; s; s = strchr(s, '/')) {
+		if (*s == '/')
+			s++;
+		if (fnmatch(rule->pattern, s, fl) == 0)
+			return true;
+		if (rule->flags & MOAT_FLAG_ANCHORED)
+			break;
+	}
+	return false;
+}
+
+const char *moat_flag_match(const struct moat_flag_rules *rules, const char *path, mode_t type)
+{
+	const struct moat_flag_rule *t = rules ? rules->rules : moat_flag_builtin;
+	size_t n = rules ? rules->n : moat_flag_builtin_count;
+
+	for (size_t i = 0; i < n; i++)
+		if (rule_matches(&t[i], path, type))
+			return t[i].reason;
+	return NULL;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+bool moat_fsdiff_is_whiteout(mode_t mode, dev_t rdev)
+{
+	return S_ISCHR(mode) && major(rdev) == 0 && minor(rdev) == 0;
+}
+
+bool moat_fsdiff_link_escapes(const char *path, const char *target)
+{
+	long depth = 0;
+
+	if (!target || !*target || target[0] == '/')
+		return true;
+	/* the link lives in dirname(path): count its components */
+	for (const char *p = path; (p = strchr(p, '/')); p++)
+		depth++;
+	for (const char *s = target; *s;) {
+		size_t n = strcspn(s, "/");
+		if (n == 2 && s[0] == '.' && s[1] == '.') {
+			if (--depth < 0)
+				return true;
+		} else if (!(n == 0 || (n == 1 && s[0] == '.'))) {
+			depth++;
+		}
+		s += n;
+		while (*s == '/')
+			s++;
+	}
+	return false;
+}
+
+static int openat2_beneath(int dirfd, const char *path, uint64_t flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = flags | O_CLOEXEC | O_NOFOLLOW,
+		.mode = mode,
+		/* NO_XDEV: a mount inside the host directory was not visible in
+		 * the overlay (overlayfs does not cross mounts), so nothing the
+		 * sandbox did may reach into one */
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			RESOLVE_NO_XDEV,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path && *path ? path : ".", &how, sizeof(how));
+	return fd < 0 ? negerrno() : (int)fd;
+}
+
+/* Split "a/b/c" into the parent ("a/b", or "." for top level) opened beneath
+ * root as O_PATH|O_DIRECTORY, and the last component. */
+static int open_parent(int root, const char *path, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash) {
+		*ret_name = path;
+		return openat2_beneath(root, ".", O_PATH | O_DIRECTORY, 0);
+	}
+	_cleanup_free_ char *dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	*ret_name = slash + 1;
+	return openat2_beneath(root, dir, O_PATH | O_DIRECTORY, 0);
+}
+
+static int sha256_fd(int fd, uint8_t out[32])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	char buf[65536];
+	int r = 0;
+
+	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(ctx);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = negerrno();
+			break;
+		}
+		if (n == 0)
+			break;
+		if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
+			r = -EIO;
+			break;
+		}
+	}
+	if (r == 0 && EVP_DigestFinal_ex(ctx, out, NULL) != 1)
+		r = -EIO;
+	EVP_MD_CTX_free(ctx);
+	return r;
+}
+
+/* Hash name under dirfd if it is (still) a regular file. */
+static int sha256_at(int dirfd, const char *name, uint8_t out[32])
+{
+	_cleanup_close_ int fd =
+		openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	if (fd < 0)
+		return negerrno();
+	if (fstat(fd, &st) < 0)
+		return negerrno();
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	return sha256_fd(fd, out);
+}
+
+static void hex(const uint8_t *in, size_t n, char *out)
+{
+	static const char h[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = h[in[i] >> 4];
+		out[2 * i + 1] = h[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static int unhex(const char *s, uint8_t *out, size_t n)
+{
+	if (strlen(s) != 2 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < 2 * n; i++) {
+		int v = s[i] >= '0' && s[i] <= '9'   ? s[i] - '0'
+			: s[i] >= 'a' && s[i] <= 'f' ? s[i] - 'a' + 10
+						     : -1;
+		if (v < 0)
+			return -EINVAL;
+		if (i % 2 == 0)
+			out[i / 2] = (uint8_t)(v << 4);
+		else
+			out[i / 2] |= (uint8_t)v;
+	}
+	return 0;
+}
+
+const char *moat_fs_change_name(enum moat_fs_change c)
+{
+	static const char *const n[] = {"created", "modified", "deleted", "mode"};
+	return (unsigned)c < ELEMENTSOF(n) ? n[c] : "?";
+}
+
+const char *moat_fs_state_name(enum moat_fs_state s)
+{
+	static const char *const n[] = {"pending", "applied", "held",
+					"refused", "failed",  "conflict"};
+	return (unsigned)s < ELEMENTSOF(n) ? n[s] : "?";
+}
+
+static const char *type_name(mode_t t)
+{
+	switch (t & S_IFMT) {
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "dir";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	case S_IFCHR:
+		return "chardev";
+	case S_IFBLK:
+		return "blockdev";
+	}
+	return "none";
+}
+
+static mode_t type_from_name(const char *s)
+{
+	static const struct {
+		const char *n;
+		mode_t t;
+	} m[] = {{"file", S_IFREG},	{"dir", S_IFDIR},     {"symlink", S_IFLNK},
+		 {"fifo", S_IFIFO},	{"socket", S_IFSOCK}, {"chardev", S_IFCHR},
+		 {"blockdev", S_IFBLK}, {"none", 0}};
+	for (size_t i = 0; s && i < ELEMENTSOF(m); i++)
+		if (streq(s, m[i].n))
+			return m[i].t;
+	return (mode_t)-1;
+}
+
+/* ---- manifest building ---------------------------------------------------- */
+
+struct moat_manifest *moat_manifest_free(struct moat_manifest *m)
+{
+	if (!m)
+		return NULL;
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->entries[i].path);
+		free(m->entries[i].target);
+		free(m->entries[i].flagged);
+		free(m->entries[i].refused);
+	}
+	free(m->entries);
+	free(m->workspace);
+	free(m);
+	return NULL;
+}
+
+struct walk {
+	struct moat_manifest *m;
+	const struct moat_flag_rules *rules;
+	struct moat_fsdiff_limits lim;
+	char path[PATH_MAX_BYTES + 1];
+};
+
+static struct moat_fs_entry *add_entry(struct walk *w, const char *path, enum moat_fs_change c)
+{
+	struct moat_manifest *m = w->m;
+	struct moat_fs_entry *e;
+
+	if (m->n >= w->lim.max_entries)
+		return NULL;
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct moat_fs_entry *n = reallocarray(m->entries, cap, sizeof(*n));
+		if (!n)
+			return NULL;
+		m->entries = n;
+		m->cap = cap;
+	}
+	e = &m->entries[m->n];
+	*e = (struct moat_fs_entry){.change = c};
+	e->path = strdup(path);
+	if (!e->path)
+		return NULL;
+	m->n++;
+	return e;
+}
+
+static int set_str(char **dst, const char *s)
+{
+	if (*dst || !s)
+		return 0;
+	*dst = strdup(s);
+	return *dst ? 0 : -ENOMEM;
+}
+
+/* Does the overlay mark this upper entry with xattr name ("opaque", …)? */
+static bool ovl_xattr(int fd, const char *what, bool want_y)
+{
+	static const char *const prefixes[] = {"trusted.overlay.", "user.overlay."};
+	for (size_t i = 0; i < ELEMENTSOF(prefixes); i++) {
+		char name[64], val[8];
+		snprintf(name, sizeof(name), "%s%s", prefixes[i], what);
+		ssize_t n = fgetxattr(fd, name, val, sizeof(val));
+		if (n < 0 && errno == ERANGE)
+			n = sizeof(val); /* present, long value */
+		if (n >= 0 && (!want_y || (n == 1 && val[0] == 'y')))
+			return true;
+	}
+	return false;
+}
+
+/* Compare the "scripts" objects of the lower and upper package.json. Returns
+ * a reason when they differ (or cannot be compared), else NULL. */
+static const char *pkg_json_check(int upper, int lower, const char *name)
+{
+	json_t *j[2] = {NULL, NULL};
+	int fds[2] = {upper, lower};
+	const char *why = NULL;
+
+	for (int i = 0; i < 2; i++) {
+		_cleanup_close_ int fd = -1;
+		struct stat st;
+		json_error_t err;
+		char *buf;
+		ssize_t n;
+
+		if (fds[i] < 0)
+			continue;
+		fd = openat(fds[i], name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			if (i == 1)
+				continue; /* no old one: compare with nothing */
+			why = "package.json could not be read for a scripts check";
+			goto out;
+		}
+		if ((uint64_t)st.st_size > PKG_JSON_MAX) {
+			why = "package.json too large for a scripts check";
+			goto out;
+		}
+		buf = malloc((size_t)st.st_size + 1);
+		if (!buf) {
+			why = "package.json could not be checked";
+			goto out;
+		}
+		n = read(fd, buf, (size_t)st.st_size);
+		j[i] = n >= 0 ? json_loadb(buf, (size_t)n, 0, &err) : NULL;
+		free(buf);
+		if (!j[i] && i == 0) {
+			why = "package.json does not parse: scripts cannot be checked";
+			goto out;
+		}
+	}
+	{
+		json_t *a = json_object_get(j[0], "scripts"), *b = json_object_get(j[1], "scripts");
+		bool empty_a = !a || (json_is_object(a) && json_object_size(a) == 0);
+		bool empty_b = !b || (json_is_object(b) && json_object_size(b) == 0);
+		if (!(empty_a && empty_b) && !(a && b && json_equal(a, b)))
+			why = "package.json scripts changed: run by npm/yarn on install, test, build";
+	}
+out:
+	json_decref(j[0]);
+	json_decref(j[1]);
+	return why;
+}
+
+static int flag_entry(struct walk *w, struct moat_fs_entry *e, int upper, int lower,
+		      const char *name)
+{
+	const char *why = moat_flag_match(w->rules, e->path, e->type ? e->type : e->old_type);
+	if (!why && e->change != MOAT_FS_DELETED) {
+		if (S_ISREG(e->type) && (e->mode & 0111) &&
+		    (!S_ISREG(e->old_type) || !(e->old_mode & 0111)))
+			why = "newly executable";
+		else if (S_ISLNK(e->type) && moat_fsdiff_link_escapes(e->path, e->target))
+			why = "symlink points outside the workspace";
+		else if (S_ISREG(e->type) && strcasecmp(name, "package.json") == 0)
+			why = pkg_json_check(upper, lower, name);
+	}
+	return set_str(&e->flagged, why);
+}
+
+static int refuse_entry(struct moat_fs_entry *e)
+{
+	const char *why = NULL;
+	if (e->change == MOAT_FS_DELETED)
+		return 0;
+	if (S_ISFIFO(e->type))
+		why = "FIFO";
+	else if (S_ISSOCK(e->type))
+		why = "socket";
+	else if (S_ISCHR(e->type) || S_ISBLK(e->type))
+		why = "device node";
+	else if (S_ISREG(e->type) && (e->mode & (S_ISUID | S_ISGID)))
+		why = "set-id bits";
+	return set_str(&e->refused, why);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of a directory (without . and ..). */
+static int list_dir(int dirfd, char ***ret, size_t *ret_n)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	if (fd < 0)
+		return negerrno();
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((errno = 0, de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			char **nv = reallocarray(v, cap, sizeof(char *));
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[n] = strdup(de->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	if (r == 0 && errno)
+		r = negerrno();
+	closedir(d);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		return r;
+	}
+	if (n)
+		qsort(v, n, sizeof(char *), name_cmp);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+static void free_names(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int walk_dir(struct walk *w, int upper, int lower, bool hidden, unsigned depth);
+
+static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigned depth,
+		      const char *name)
+{
+	struct stat us, ls;
+	bool has_lower = false;
+	struct moat_fs_entry *e = NULL;
+	int r;
+
+	if (fstatat(upper, name, &us, AT_SYMLINK_NOFOLLOW) < 0)
+		return negerrno();
+	if (lower >= 0) {
+		if (fstatat(lower, name, &ls, AT_SYMLINK_NOFOLLOW) == 0)
+			has_lower = true;
+		else if (errno != ENOENT)
+			return negerrno();
+	}
+
+	if (moat_fsdiff_is_whiteout(us.st_mode, us.st_rdev)) {
+		if (!has_lower)
+			return 0; /* whiteout of nothing visible */
+		e = add_entry(w, w->path, MOAT_FS_DELETED);
+		if (!e)
+			return w->m->n >= w->lim.max_entries ? -E2BIG : -ENOMEM;
+		e->old_type = ls.st_mode & S_IFMT;
+		e->old_mode = ls.st_mode & 07777;
+		e->old_size = S_ISREG(ls.st_mode) ? (uint64_t)ls.st_size : 0;
+		if (S_ISREG(ls.st_mode) && (uint64_t)ls.st_size <= w->lim.max_file_bytes &&
+		    sha256_at(lower, name, e->old_sha256) == 0)
+			e->has_old_sha = true;
+		return flag_entry(w, e, upper, lower, name);
+	}
+
+	mode_t ut = us.st_mode & S_IFMT, lt = has_lower ? (ls.st_mode & S_IFMT) : 0;
+	enum moat_fs_change c = !has_lower ? MOAT_FS_CREATED : MOAT_FS_MODIFIED;
+	uint8_t usha[32];
+	bool have_usha = false, too_big = false;
+	_cleanup_close_ int ufd = -1;
+
+	if (ut == S_IFDIR || ut == S_IFREG) {
+		/* The sandbox may leave files it owns unreadable (mode 0000) or
+		 * directories unsearchable; the upper layer is ours to read now
+		 * (the sandbox is gone), so grant the owner access there. The
+		 * manifest keeps the original mode. Root reads regardless. */
+		mode_t need = ut == S_IFDIR ? 0500 : 0400;
+		if ((us.st_mode & need) != need && us.st_uid == geteuid() && geteuid() != 0)
+			(void)!fchmodat(upper, name, (us.st_mode & 07777) | need, 0);
+		ufd = openat(upper, name,
+			     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+				     (ut == S_IFDIR ? O_DIRECTORY : 0));
+		if (ufd < 0)
+			return negerrno();
+	}
+
+	if (ut == S_IFREG) {
+		/* metacopy: the data would be in the lower layer; not supported */
+		if (ovl_xattr(ufd, "metacopy", false)) {
+			c = has_lower ? MOAT_FS_MODIFIED : MOAT_FS_CREATED;
+		} else if ((uint64_t)us.st_size > w->lim.max_file_bytes) {
+			/* e.g. a sparse 1 TiB file: never read, never applied */
+			too_big = true;
+		} else {
+			r = sha256_fd(ufd, usha);
+			if (r < 0)
+				return r;
+			have_usha = true;
+		}
+		if (has_lower && lt == S_IFREG && have_usha && us.st_size == ls.st_size) {
+			uint8_t lsha[32];
+			if (sha256_at(lower, name, lsha) == 0 && memcmp(lsha, usha, 32) == 0) {
+				if ((us.st_mode & 07777) == (ls.st_mode & 07777))
+					return 0; /* copied up, unchanged */
+				c = MOAT_FS_MODE;
+			}
+		}
+	} else if (ut == S_IFDIR) {
+		if (has_lower && lt == S_IFDIR)
+			c = (us.st_mode & 07777) != (ls.st_mode & 07777)
+				? MOAT_FS_MODE
+				: (enum moat_fs_change) - 1;
+	} else if (ut == S_IFLNK) {
+		char t[PATH_MAX_BYTES + 1], lt_target[PATH_MAX_BYTES + 1];
+		ssize_t n = readlinkat(upper, name, t, sizeof(t) - 1);
+		if (n < 0)
+			return negerrno();
+		t[n] = '\0';
+		if (has_lower && lt == S_IFLNK) {
+			ssize_t k = readlinkat(lower, name, lt_target, sizeof(lt_target) - 1);
+			if (k == n && memcmp(t, lt_target, (size_t)n) == 0)
+				return 0;
+		}
+		e = add_entry(w, w->path, c);
+		if (!e)
+			return w->m->n >= w->lim.max_entries ? -E2BIG : -ENOMEM;
+		if (!(e->target = strdup(t)))
+			return -ENOMEM;
+	}
+
+	if (!e && c != (enum moat_fs_change) - 1) {
+		e = add_entry(w, w->path, c);
+		if (!e)
+			return w->m->n >= w->lim.max_entries ? -E2BIG : -ENOMEM;
+	}
+	if (e) {
+		e->type = ut;
+		e->mode = us.st_mode & 07777;
+		e->size = ut == S_IFREG ? (uint64_t)us.st_size : 0;
+		e->mtime_ns = (int64_t)us.st_mtim.tv_sec * 1000000000 + us.st_mtim.tv_nsec;
+		if (has_lower) {
+			e->old_type = lt;
+			e->old_mode = ls.st_mode & 07777;
+			e->old_size = lt == S_IFREG ? (uint64_t)ls.st_size : 0;
+			if (lt == S_IFREG && (uint64_t)ls.st_size <= w->lim.max_file_bytes &&
+			    sha256_at(lower, name, e->old_sha256) == 0)
+				e->has_old_sha = true;
+		}
+		if (have_usha) {
+			memcpy(e->sha256, usha, 32);
+			e->has_sha = true;
+			if (c != MOAT_FS_MODE)
+				w->m->total_bytes += e->size;
+		}
+		if (too_big)
+			r = set_str(&e->refused, "file larger than the size limit");
+		else if (ut == S_IFREG && !have_usha)
+			r = set_str(&e->refused, "overlay metacopy file (mount with metacopy=off)");
+		else
+			r = refuse_entry(e);
+		if (r < 0)
+			return r;
+		r = flag_entry(w, e, upper, has_lower ? lower : -1, name);
+		if (r < 0)
+			return r;
+	}
+
+	if (ut != S_IFDIR)
+		return 0;
+
+	/* a directory: descend */
+	if (ovl_xattr(ufd, "redirect", false)) {
+		if (!e && !(e = add_entry(w, w->path, MOAT_FS_MODIFIED)))
+			return -ENOMEM;
+		e->type = S_IFDIR;
+		e->mode = us.st_mode & 07777;
+		return set_str(&e->refused,
+			       "overlay redirected directory (mount with redirect_dir=off)");
+	}
+	if (depth + 1 > w->lim.max_depth || strlen(w->path) + 2 > PATH_MAX_BYTES) {
+		if (!e && !(e = add_entry(w, w->path, MOAT_FS_MODIFIED)))
+			return -ENOMEM;
+		e->type = S_IFDIR;
+		e->mode = us.st_mode & 07777;
+		return set_str(&e->refused, "too deep: not descended");
+	}
+	bool opaque = hidden || ovl_xattr(ufd, "opaque", true);
+	_cleanup_close_ int lfd = -1;
+	if (has_lower && lt == S_IFDIR) {
+		lfd = openat(lower, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (lfd < 0)
+			return negerrno();
+		if (opaque && e)
+			e->opaque = true;
+		else if (opaque) {
+			/* record it: the old contents are replaced */
+			if (!(e = add_entry(w, w->path, MOAT_FS_MODIFIED)))
+				return -ENOMEM;
+			e->type = e->old_type = S_IFDIR;
+			e->mode = us.st_mode & 07777;
+			e->old_mode = ls.st_mode & 07777;
+			e->opaque = true;
+			r = flag_entry(w, e, upper, lower, name);
+			if (r < 0)
+				return r;
+		}
+	}
+	return walk_dir(w, ufd, lfd, opaque, depth + 1);
+}
+
+static int walk_dir(struct walk *w, int upper, int lower, bool opaque, unsigned depth)
+{
+	char **names = NULL, **lnames = NULL;
+	size_t n = 0, ln = 0, base = strlen(w->path);
+	int r;
+
+	r = list_dir(upper, &names, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		size_t len = strlen(names[i]);
+		if (base + 1 + len > PATH_MAX_BYTES) {
+			struct moat_fs_entry *e;
+			snprintf(w->path + base, sizeof(w->path) - base, "%s%.*s", base ? "/" : "",
+				 (int)(PATH_MAX_BYTES - base - 1), names[i]);
+			e = add_entry(w, w->path, MOAT_FS_CREATED);
+			r = e ? set_str(&e->refused, "path too long") : -E2BIG;
+			w->path[base] = '\0';
+			continue;
+		}
+		snprintf(w->path + base, sizeof(w->path) - base, "%s%s", base ? "/" : "", names[i]);
+		r = walk_entry(w, upper, lower, opaque, depth, names[i]);
+		w->path[base] = '\0';
+	}
+	/* opaque: lower names without an upper entry are gone */
+	if (r >= 0 && opaque && lower >= 0)
+		r = list_dir(lower, &lnames, &ln);
+	for (size_t i = 0; r >= 0 && i < ln; i++) {
+		struct stat ls;
+		struct moat_fs_entry *e;
+		if (n && bsearch(&lnames[i], names, n, sizeof(char *), name_cmp))
+			continue;
+		if (fstatat(lower, lnames[i], &ls, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = negerrno();
+			break;
+		}
+		snprintf(w->path + base, sizeof(w->path) - base, "%s%s", base ? "/" : "",
+			 lnames[i]);
+		e = add_entry(w, w->path, MOAT_FS_DELETED);
+		if (!e) {
+			r = w->m->n >= w->lim.max_entries ? -E2BIG : -ENOMEM;
+		} else {
+			e->old_type = ls.st_mode & S_IFMT;
+			e->old_mode = ls.st_mode & 07777;
+			e->old_size = S_ISREG(ls.st_mode) ? (uint64_t)ls.st_size : 0;
+			if (S_ISREG(ls.st_mode) && (uint64_t)ls.st_size <= w->lim.max_file_bytes &&
+			    sha256_at(lower, lnames[i], e->old_sha256) == 0)
+				e->has_old_sha = true;
+			r = flag_entry(w, e, upper, lower, lnames[i]);
+		}
+		w->path[base] = '\0';
+	}
+	free_names(names, n);
+	free_names(lnames, ln);
+	return r;
+}
+
+int moat_fsdiff_compute_ex(int upper_dirfd, int lower_dirfd, const struct moat_flag_rules *rules,
+			   const struct moat_fsdiff_limits *limits, struct moat_manifest **ret)
+{
+	struct walk *w = calloc(1, sizeof(*w));
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->m = calloc(1, sizeof(*w->m));
+	if (!w->m) {
+		free(w);
+		return -ENOMEM;
+	}
+	w->rules = rules;
+	w->lim = limits ? *limits : (struct moat_fsdiff_limits){0};
+	if (!w->lim.max_entries)
+		w->lim.max_entries = 100000;
+	if (!w->lim.max_depth)
+		w->lim.max_depth = 128;
+	if (!w->lim.max_file_bytes)
+		w->lim.max_file_bytes = 4ull << 30;
+	r = walk_dir(w, upper_dirfd, lower_dirfd, false, 0);
+	if (r < 0)
+		moat_manifest_free(w->m);
+	else
+		*ret = w->m;
+	free(w);
+	return r;
+}
+
+int moat_fsdiff_compute(int upper_dirfd, int lower_dirfd, const struct moat_flag_rules *rules,
+			struct moat_manifest **ret)
+{
+	return moat_fsdiff_compute_ex(upper_dirfd, lower_dirfd, rules, NULL, ret);
+}
+
+/* ---- apply ---------------------------------------------------------------- */
+
+static int remove_tree_at(int dirfd, const char *name, unsigned depth)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int r;
+
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return negerrno();
+	if (depth > 256)
+		return -ELOOP;
+	_cleanup_close_ int fd =
+		openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	/* never into another mount (the sandbox could not see inside it) */
+	struct stat pst, cst;
+	if (fstat(dirfd, &pst) < 0 || fstat(fd, &cst) < 0)
+		return negerrno();
+	if (pst.st_dev != cst.st_dev)
+		return -EXDEV;
+	r = list_dir(fd, &names, &n);
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		r = remove_tree_at(fd, names[i], depth + 1);
+	free_names(names, n);
+	if (r >= 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		r = negerrno();
+	return r;
+}
+
+static int tmp_name(char buf[32])
+{
+	uint8_t rnd[8];
+	char h[17];
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -EIO;
+	hex(rnd, sizeof(rnd), h);
+	snprintf(buf, 32, ".moat-tmp-%s", h);
+	return 0;
+}
+
+/* Write the regular file of e from src into parent/tmp, verifying size and
+ * SHA-256 against the manifest. */
+static int write_file_tmp(const struct moat_manifest *m, const struct moat_fs_entry *e, int src,
+			  int parent, const char *tmp)
+{
+	_cleanup_close_ int in = -1, out = -1;
+	struct stat st;
+	uint8_t sha[32];
+	uint64_t n = 0;
+	int r;
+
+	if (!e->has_sha)
+		return -EINVAL;
+	if (m->from_store) {
+		char hx[65];
+		hex(e->sha256, 32, hx);
+		in = openat(src, hx, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		if (in < 0)
+			return negerrno();
+	} else {
+		in = openat2_beneath(src, e->path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+		if (in < 0)
+			return in;
+	}
+	if (fstat(in, &st) < 0)
+		return negerrno();
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != e->size)
+		return -ESTALE;
+	out = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0)
+		return negerrno();
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(ctx);
+		return -ENOMEM;
+	}
+	r = moat_copytree_copy_data(in, out, e->size + 1, ctx, &n);
+	if (r >= 0 && EVP_DigestFinal_ex(ctx, sha, NULL) != 1)
+		r = -EIO;
+	EVP_MD_CTX_free(ctx);
+	if (r >= 0 && (n != e->size || memcmp(sha, e->sha256, 32) != 0))
+		r = -EBADMSG;
+	if (r >= 0 && fchmod(out, e->mode & 0777) < 0)
+		r = negerrno();
+	if (r >= 0 && e->mtime_ns > 0) {
+		struct timespec ts[2] = {
+			{.tv_nsec = UTIME_OMIT},
+			{.tv_sec = e->mtime_ns / 1000000000, .tv_nsec = e->mtime_ns % 1000000000},
+		};
+		(void)futimens(out, ts);
+	}
+	return r;
+}
+
+/* As root, a new entry takes the owner of what it replaces, else of its
+ * directory: files applied into a user's workspace stay the user's. */
+static void own_like(int parent, const char *name, const struct stat *replaced)
+{
+	struct stat st;
+	if (geteuid() != 0)
+		return;
+	if (!replaced && fstat(parent, &st) < 0)
+		return;
+	if (!replaced)
+		replaced = &st;
+	(void)!fchownat(parent, name, replaced->st_uid, replaced->st_gid, AT_SYMLINK_NOFOLLOW);
+}
+
+static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, int src, int target)
+{
+	const char *name;
+	_cleanup_close_ int parent = open_parent(target, e->path, &name);
+	struct stat cur;
+	bool exists;
+	char tmp[32];
+	int r;
+
+	if (parent < 0)
+		return parent;
+	if (fstatat(parent, name, &cur, AT_SYMLINK_NOFOLLOW) == 0)
+		exists = true;
+	else if (errno == ENOENT)
+		exists = false;
+	else
+		return negerrno();
+
+	/* Conflicts: the target must still be what the manifest saw. */
+	if (e->change != MOAT_FS_CREATED && e->old_type) {
+		if (!exists)
+			return e->change == MOAT_FS_DELETED ? 0 : -ESTALE;
+		if ((cur.st_mode & S_IFMT) != e->old_type)
+			return -ESTALE;
+		if (e->has_old_sha && S_ISREG(cur.st_mode)) {
+			uint8_t sha[32];
+			r = sha256_at(parent, name, sha);
+			if (r < 0)
+				return r;
+			if (memcmp(sha, e->old_sha256, 32) != 0)
+				return -ESTALE;
+		}
+	} else if (exists && !(S_ISDIR(e->type) && S_ISDIR(cur.st_mode))) {
+		return -ESTALE;
+	}
+
+	switch (e->change) {
+	case MOAT_FS_DELETED:
+		return S_ISDIR(e->old_type) ? remove_tree_at(parent, name, 0)
+					    : (unlinkat(parent, name, 0) < 0 ? negerrno() : 0);
+	case MOAT_FS_MODE:
+		if (S_ISDIR(e->type))
+			return 0; /* directory modes are set in the final pass */
+		if (S_ISREG(e->type)) {
+			_cleanup_close_ int fd =
+				openat(parent, name,
+				       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+			struct stat st;
+			if (fd < 0 || fstat(fd, &st) < 0)
+				return negerrno();
+			if (!S_ISREG(st.st_mode))
+				return -ESTALE;
+			return fchmod(fd, e->mode & 0777) < 0 ? negerrno() : 0;
+		}
+		return 0;
+	case MOAT_FS_CREATED:
+	case MOAT_FS_MODIFIED:
+		break;
+	}
+
+	if (S_ISDIR(e->type)) {
+		if (exists && S_ISDIR(cur.st_mode))
+			return 0;
+		if (exists && unlinkat(parent, name, 0) < 0)
+			return negerrno();
+		if (mkdirat(parent, name, 0700) < 0)
+			return negerrno();
+		own_like(parent, name, NULL);
+		return 0;
+	}
+	if (!S_ISREG(e->type) && !S_ISLNK(e->type))
+		return -EPERM; /* refused kinds never get here */
+	r = tmp_name(tmp);
+	if (r < 0)
+		return r;
+	if (S_ISREG(e->type))
+		r = write_file_tmp(m, e, src, parent, tmp);
+	else
+		r = symlinkat(e->target, parent, tmp) < 0 ? negerrno() : 0;
+	if (r >= 0)
+		own_like(parent, tmp, exists ? &cur : NULL);
+	if (r >= 0 && exists && S_ISDIR(cur.st_mode))
+		r = remove_tree_at(parent, name, 0);
+	if (r >= 0 && renameat(parent, tmp, parent, name) < 0)
+		r = negerrno();
+	if (r < 0)
+		(void)unlinkat(parent, tmp, 0);
+	return r;
+}
+
+static bool path_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	while (n > 0 && prefix[n - 1] == '/')
+		n--;
+	if (n == 0 || (n == 1 && prefix[0] == '.'))
+		return true;
+	return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool selected(const struct moat_fs_entry *e, const char *const *only)
+{
+	if (!only)
+		return true;
+	for (size_t i = 0; only[i]; i++) {
+		if (path_under(e->path, only[i]))
+			return true;
+		/* an ancestor directory the selected path needs */
+		if (S_ISDIR(e->type) && e->change != MOAT_FS_DELETED &&
+		    path_under(only[i], e->path))
+			return true;
+	}
+	return false;
+}
+
+static const struct moat_manifest *sort_m;
+static int idx_cmp(const void *a, const void *b)
+{
+	return strcmp(sort_m->entries[*(const size_t *)a].path,
+		      sort_m->entries[*(const size_t *)b].path);
+}
+
+/* The entry of the nearest ancestor directory of path whose state blocks it. */
+static const struct moat_fs_entry *blocked_by(const struct moat_manifest *m, const size_t *idx,
+					      const char *path)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return NULL;
+	for (char *s = strrchr(p, '/'); s; s = strrchr(p, '/')) {
+		*s = '\0';
+		size_t lo = 0, hi = m->n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strcmp(m->entries[idx[mid]].path, p);
+			if (c == 0) {
+				const struct moat_fs_entry *a = &m->entries[idx[mid]];
+				if (a->state != MOAT_FS_APPLIED && a->change != MOAT_FS_MODE &&
+				    !(a->change == MOAT_FS_MODIFIED && a->old_type == S_IFDIR))
+					return a;
+				break;
+			}
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	return NULL;
+}
+
+int moat_fsdiff_apply(struct moat_manifest *m, int src_dirfd, int target_dirfd,
+		      enum moat_fsapply_mode mode, const char *const *only_paths,
+		      struct moat_fsapply_report *ret)
+{
+	struct moat_fsapply_report rep = {0};
+	_cleanup_free_ size_t *idx = NULL;
+	bool any_failed = false;
+
+	if (!m)
+		return -EINVAL;
+	idx = calloc(m->n ? m->n : 1, sizeof(size_t));
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n; i++)
+		idx[i] = i;
+	sort_m = m;
+	qsort(idx, m->n, sizeof(size_t), idx_cmp);
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct moat_fs_entry *e = &m->entries[i];
+		const struct moat_fs_entry *b;
+		int r;
+
+		if (!selected(e, only_paths) || e->state == MOAT_FS_APPLIED) {
+			rep.skipped++;
+			continue;
+		}
+		if (e->refused) {
+			e->state = MOAT_FS_REFUSED;
+			continue;
+		}
+		if (e->flagged && mode == MOAT_FSAPPLY_SAFE) {
+			e->state = MOAT_FS_HELD;
+			continue;
+		}
+		b = blocked_by(m, idx, e->path);
+		if (b) {
+			if (b->state == MOAT_FS_HELD) {
+				e->state = MOAT_FS_HELD;
+			} else {
+				e->state = MOAT_FS_FAILED;
+				e->err = ENOENT;
+			}
+			continue;
+		}
+		r = apply_entry(m, e, src_dirfd, target_dirfd);
+		if (r == -ESTALE || r == -EEXIST) {
+			e->state = MOAT_FS_CONFLICT;
+		} else if (r < 0) {
+			e->state = MOAT_FS_FAILED;
+			e->err = -r;
+		} else {
+			e->state = MOAT_FS_APPLIED;
+			e->err = 0;
+		}
+	}
+	/* directory permissions last, deepest first, so read-only dirs do not block children */
+	for (size_t i = m->n; i-- > 0;) {
+		struct moat_fs_entry *e = &m->entries[idx[i]];
+		if (e->state != MOAT_FS_APPLIED || !S_ISDIR(e->type) ||
+		    e->change == MOAT_FS_DELETED || !selected(e, only_paths))
+			continue;
+		_cleanup_close_ int fd =
+			openat2_beneath(target_dirfd, e->path, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0 || fchmod(fd, e->mode & 0777) < 0) {
+			e->state = MOAT_FS_FAILED;
+			e->err = fd < 0 ? -fd : errno;
+		}
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const struct moat_fs_entry *e = &m->entries[i];
+		if (!selected(e, only_paths))
+			continue;
+		switch (e->state) {
+		case MOAT_FS_APPLIED:
+			rep.applied++;
+			break;
+		case MOAT_FS_HELD:
+			rep.held++;
+			break;
+		case MOAT_FS_REFUSED:
+			rep.refused++;
+			break;
+		case MOAT_FS_FAILED:
+			rep.failed++;
+			any_failed = true;
+			break;
+		case MOAT_FS_CONFLICT:
+			rep.conflicts++;
+			any_failed = true;
+			break;
+		case MOAT_FS_PENDING:
+			break;
+		}
+	}
+	if (ret)
+		*ret = rep;
+	return any_failed ? -EIO : 0;
+}
+
+/* ---- JSON, text, audit ---------------------------------------------------- */
+
+static int put_kv_str(struct moat_jbuf *b, const char *key, const char *s, bool with_hex)
+{
+	int r = moat_jbuf_printf(b, ",\"%s\":", key);
+	if (r >= 0)
+		r = moat_jbuf_put_jstr(b, s, strlen(s));
+	if (r >= 0 && with_hex && !moat_json_is_clean(s, strlen(s))) {
+		size_t n = strlen(s);
+		_cleanup_free_ char *h = malloc(2 * n + 1);
+		if (!h)
+			return -ENOMEM;
+		hex((const uint8_t *)s, n, h);
+		r = moat_jbuf_printf(b, ",\"%s_hex\":\"%s\"", key, h);
+	}
+	return r;
+}
+
+static int entry_json(struct moat_jbuf *b, const struct moat_fs_entry *e)
+{
+	char hx[65];
+	int r = moat_jbuf_puts(b, "{\"path\":");
+
+	if (r >= 0)
+		r = moat_jbuf_put_jstr(b, e->path, strlen(e->path));
+	if (r >= 0 && !moat_json_is_clean(e->path, strlen(e->path))) {
+		size_t n = strlen(e->path);
+		_cleanup_free_ char *h = malloc(2 * n + 1);
+		if (!h)
+			return -ENOMEM;
+		hex((const uint8_t *)e->path, n, h);
+		r = moat_jbuf_printf(b, ",\"path_hex\":\"%s\"", h);
+	}
+	if (r >= 0)
+		r = moat_jbuf_printf(b, ",\"change\":\"%s\",\"type\":\"%s\"",
+				     moat_fs_change_name(e->change), type_name(e->type));
+	if (r >= 0 && e->change != MOAT_FS_DELETED)
+		r = moat_jbuf_printf(b, ",\"mode\":\"%04o\"", (unsigned)e->mode);
+	if (r >= 0 && S_ISREG(e->type))
+		r = moat_jbuf_printf(b, ",\"size\":%" PRIu64, e->size);
+	if (r >= 0 && e->has_sha) {
+		hex(e->sha256, 32, hx);
+		r = moat_jbuf_printf(b, ",\"sha256\":\"%s\"", hx);
+	}
+	if (r >= 0 && e->mtime_ns)
+		r = moat_jbuf_printf(b, ",\"mtime_ns\":%" PRId64, e->mtime_ns);
+	if (r >= 0 && e->old_type)
+		r = moat_jbuf_printf(b, ",\"old_type\":\"%s\",\"old_mode\":\"%04o\"",
+				     type_name(e->old_type), (unsigned)e->old_mode);
+	if (r >= 0 && S_ISREG(e->old_type))
+		r = moat_jbuf_printf(b, ",\"old_size\":%" PRIu64, e->old_size);
+	if (r >= 0 && e->has_old_sha) {
+		hex(e->old_sha256, 32, hx);
+		r = moat_jbuf_printf(b, ",\"old_sha256\":\"%s\"", hx);
+	}
+	if (r >= 0 && e->opaque)
+		r = moat_jbuf_puts(b, ",\"opaque\":true");
+	if (r >= 0 && e->target)
+		r = put_kv_str(b, "target", e->target, true);
+	if (r >= 0 && e->flagged)
+		r = put_kv_str(b, "flagged", e->flagged, false);
+	if (r >= 0 && e->refused)
+		r = put_kv_str(b, "refused", e->refused, false);
+	if (r >= 0)
+		r = moat_jbuf_printf(b, ",\"state\":\"%s\"", moat_fs_state_name(e->state));
+	if (r >= 0 && e->err)
+		r = moat_jbuf_printf(b, ",\"error\":\"%s\"", strerrorname_np(e->err) ?: "?");
+	if (r >= 0)
+		r = moat_jbuf_puts(b, "}");
+	return r;
+}
+
+int moat_manifest_to_json(const struct moat_manifest *m, char **ret)
+{
+	struct moat_jbuf b;
+	unsigned cnt[4] = {0}, flagged = 0, refused = 0;
+	int r;
+
+	moat_jbuf_init(&b, MANIFEST_MAX_BYTES);
+	r = moat_jbuf_printf(&b, "{\"v\":1");
+	if (r >= 0 && m->workspace)
+		r = put_kv_str(&b, "workspace", m->workspace, true);
+	if (r >= 0)
+		r = moat_jbuf_puts(&b, ",\"entries\":[");
+	for (size_t i = 0; r >= 0 && i < m->n; i++) {
+		const struct moat_fs_entry *e = &m->entries[i];
+		if (i > 0)
+			r = moat_jbuf_puts(&b, ",\n");
+		else
+			r = moat_jbuf_puts(&b, "\n");
+		if (r >= 0)
+			r = entry_json(&b, e);
+		cnt[e->change]++;
+		flagged += !!e->flagged;
+		refused += !!e->refused;
+	}
+	if (r >= 0)
+		r = moat_jbuf_printf(
+			&b,
+			"],\n\"summary\":{\"created\":%u,\"modified\":%u,\"deleted\":%u,"
+			"\"mode\":%u,\"flagged\":%u,\"refused\":%u,\"bytes\":%" PRIu64 "}}\n",
+			cnt[0], cnt[1], cnt[2], cnt[3], flagged, refused, m->total_bytes);
+	if (r < 0) {
+		moat_jbuf_done(&b);
+		return r;
+	}
+	*ret = moat_jbuf_steal(&b);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int put_display(struct moat_jbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	if (moat_json_is_clean(s, n) && !strchr(s, ' '))
+		return moat_jbuf_putn(b, s, n);
+	return moat_jbuf_put_jstr(b, s, n);
+}
+
+int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
+{
+	static const char marks[] = "+~-m";
+	struct moat_jbuf b;
+	unsigned cnt[4] = {0}, flagged = 0, refused = 0, held = 0;
+	int r = 0;
+
+	moat_jbuf_init(&b, MANIFEST_MAX_BYTES);
+	for (size_t i = 0; r >= 0 && i < m->n; i++) {
+		const struct moat_fs_entry *e = &m->entries[i];
+		mode_t t = e->change == MOAT_FS_DELETED ? e->old_type : e->type;
+		cnt[e->change]++;
+		flagged += !!e->flagged;
+		refused += !!e->refused;
+		held += e->state == MOAT_FS_HELD;
+		r = moat_jbuf_printf(&b, "%c %-8s %-7s ", marks[e->change],
+				     moat_fs_change_name(e->change), type_name(t));
+		if (r >= 0)
+			r = put_display(&b, e->path);
+		if (r >= 0 && S_ISDIR(t))
+			r = moat_jbuf_puts(&b, "/");
+		if (r >= 0 && e->target) {
+			r = moat_jbuf_puts(&b, " -> ");
+			if (r >= 0)
+				r = put_display(&b, e->target);
+		}
+		if (r >= 0 && S_ISREG(e->type) && e->change != MOAT_FS_MODE)
+			r = moat_jbuf_printf(&b, " (%" PRIu64 " bytes)", e->size);
+		if (r >= 0 && e->old_type && e->change != MOAT_FS_DELETED && e->old_mode != e->mode)
+			r = moat_jbuf_printf(&b, " (mode %04o -> %04o)", (unsigned)e->old_mode,
+					     (unsigned)e->mode);
+		if (r >= 0 && e->old_type && e->type && e->old_type != e->type)
+			r = moat_jbuf_printf(&b, " (was %s)", type_name(e->old_type));
+		if (r >= 0 && e->refused)
+			r = moat_jbuf_printf(&b, "  REFUSED: %s", e->refused);
+		else if (r >= 0 && e->flagged)
+			r = moat_jbuf_printf(&b, "  FLAGGED: %s", e->flagged);
+		if (r >= 0 && e->state != MOAT_FS_PENDING)
+			r = moat_jbuf_printf(&b, "  [%s%s%s]", moat_fs_state_name(e->state),
+					     e->err ? ": " : "", e->err ? strerror(e->err) : "");
+		if (r >= 0)
+			r = moat_jbuf_puts(&b, "\n");
+	}
+	if (r >= 0)
+		r = moat_jbuf_printf(
+			&b,
+			"%u created, %u modified, %u deleted, %u mode changes; %u flagged, "
+			"%u refused, %u held back\n",
+			cnt[0], cnt[1], cnt[2], cnt[3], flagged, refused, held);
+	if (r < 0) {
+		moat_jbuf_done(&b);
+		return r;
+	}
+	*ret = moat_jbuf_steal(&b);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const struct moat_fs_entry *e = &m->entries[i];
+		struct moat_audit_field f[12];
+		size_t k = 0;
+		char hx[65];
+		int r;
+
+		f[k++] = (struct moat_audit_field)MOAT_F_STR("path", e->path);
+		f[k++] = (struct moat_audit_field)MOAT_F_STR("change",
+							     moat_fs_change_name(e->change));
+		f[k++] = (struct moat_audit_field)MOAT_F_STR(
+			"file_type",
+			type_name(e->change == MOAT_FS_DELETED ? e->old_type : e->type));
+		if (S_ISREG(e->type))
+			f[k++] = (struct moat_audit_field)MOAT_F_UINT("size", e->size);
+		if (e->has_sha) {
+			hex(e->sha256, 32, hx);
+			f[k++] = (struct moat_audit_field)MOAT_F_STR("sha256", hx);
+		}
+		if (e->change != MOAT_FS_DELETED)
+			f[k++] = (struct moat_audit_field)MOAT_F_UINT("mode", e->mode);
+		if (e->target)
+			f[k++] = (struct moat_audit_field)MOAT_F_STR("target", e->target);
+		if (e->flagged)
+			f[k++] = (struct moat_audit_field)MOAT_F_STR("flagged", e->flagged);
+		if (e->refused)
+			f[k++] = (struct moat_audit_field)MOAT_F_STR("refused", e->refused);
+		f[k++] = (struct moat_audit_field)MOAT_F_STR("state", moat_fs_state_name(e->state));
+		if (e->refused || e->state == MOAT_FS_HELD)
+			f[k++] = (struct moat_audit_field)MOAT_F_DENIED;
+		r = moat_audit_event(a, MOAT_EV_FILE, f, k);
+		if (r < 0)
+			return r;
+		if (e->flagged || e->refused) {
+			r = MOAT_AUDIT(
+				a, MOAT_EV_ALERT,
+				MOAT_F_STR("cause", e->refused ? "refused_file" : "flagged_file"),
+				MOAT_F_STR("path", e->path),
+				MOAT_F_STR("reason", e->refused ? e->refused : e->flagged),
+				MOAT_F_STR("state", moat_fs_state_name(e->state)));
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* ---- save / load ---------------------------------------------------------- */
+
+int moat_fsdiff_open_store(int run_dirfd)
+{
+	int fd = openat(run_dirfd, "held", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? negerrno() : fd;
+}
+
+static int write_file_atomic(int dirfd, const char *name, const char *data, size_t len)
+{
+	char tmp[32];
+	_cleanup_close_ int fd = -1;
+	int r = tmp_name(tmp);
+
+	if (r < 0)
+		return r;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return negerrno();
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			r = negerrno();
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (r >= 0 && fsync(fd) < 0)
+		r = negerrno();
+	if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		r = negerrno();
+	if (r < 0)
+		(void)unlinkat(dirfd, tmp, 0);
+	return r;
+}
+
+int moat_fsdiff_save(const struct moat_manifest *m, int upper_dirfd, int run_dirfd,
+		     uint64_t max_bytes)
+{
+	_cleanup_free_ char *json = NULL;
+	uint64_t total = 0;
+	int r, first_err = 0;
+
+	if (upper_dirfd >= 0) {
+		if (mkdirat(run_dirfd, "held", 0700) < 0 && errno != EEXIST)
+			return negerrno();
+		_cleanup_close_ int store =
+			openat(run_dirfd, "held", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (store < 0)
+			return negerrno();
+		for (size_t i = 0; i < m->n; i++) {
+			const struct moat_fs_entry *e = &m->entries[i];
+			struct stat st;
+			char hx[65], tmp[32];
+
+			if (!S_ISREG(e->type) || !e->has_sha || e->refused ||
+			    e->state == MOAT_FS_APPLIED || e->change == MOAT_FS_MODE ||
+			    e->change == MOAT_FS_DELETED)
+				continue;
+			hex(e->sha256, 32, hx);
+			if (fstatat(store, hx, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				continue; /* same content already held */
+			if (max_bytes && total + e->size > max_bytes) {
+				first_err = first_err ?: -EFBIG;
+				continue;
+			}
+			total += e->size;
+			r = tmp_name(tmp);
+			if (r >= 0)
+				r = write_file_tmp(&(struct moat_manifest){0}, e, upper_dirfd,
+						   store, tmp);
+			/* held copies stay readable whatever mode they will get */
+			if (r >= 0 && fchmodat(store, tmp, 0400, 0) < 0)
+				r = negerrno();
+			if (r >= 0 && renameat(store, tmp, store, hx) < 0)
+				r = negerrno();
+			if (r < 0) {
+				(void)unlinkat(store, tmp, 0);
+				first_err = first_err ?: r;
+			}
+		}
+	}
+	/* the manifest is written even when some copies failed: `moat diff`
+	 * shows everything, `moat apply` fails only those entries */
+	r = moat_manifest_to_json(m, &json);
+	if (r >= 0)
+		r = write_file_atomic(run_dirfd, "manifest.json", json, strlen(json));
+	return r < 0 ? r : first_err;
+}
+
+static bool rel_path_ok(const char *p)
+{
+	if (!*p || *p == '/' || strlen(p) > PATH_MAX_BYTES)
+		return false;
+	for (const char *s = p; *s;) {
+		size_t n = strcspn(s, "/");
+		if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return false;
+		s += n;
+		if (*s == '/')
+			s++;
+		if (!*s && s[-1] == '/')
+			return false;
+	}
+	return true;
+}
+
+static int get_str_hex(json_t *o, const char *key, char **ret)
+{
+	char hk[32];
+	json_t *h, *v;
+
+	snprintf(hk, sizeof(hk), "%s_hex", key);
+	h = json_object_get(o, hk);
+	v = json_object_get(o, key);
+	*ret = NULL;
+	if (json_is_string(h)) {
+		size_t n = json_string_length(h);
+		if (n % 2 || n == 0)
+			return -EINVAL;
+		char *s = calloc(n / 2 + 1, 1);
+		if (!s)
+			return -ENOMEM;
+		if (unhex(json_string_value(h), (uint8_t *)s, n / 2) < 0 || strlen(s) != n / 2) {
+			free(s);
+			return -EINVAL;
+		}
+		*ret = s;
+		return 0;
+	}
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+		return -EINVAL;
+	*ret = strdup(json_string_value(v));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int get_mode(json_t *o, const char *key, mode_t *ret)
+{
+	json_t *v = json_object_get(o, key);
+	char *end;
+	unsigned long m;
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return -EINVAL;
+	errno = 0;
+	m = strtoul(json_string_value(v), &end, 8);
+	if (errno || *end || m > 07777)
+		return -EINVAL;
+	*ret = (mode_t)m;
+	return 0;
+}
+
+static int load_entry(json_t *o, struct moat_fs_entry *e)
+{
+	const char *s;
+	json_t *v;
+	int r;
+
+	if (!json_is_object(o))
+		return -EINVAL;
+	r = get_str_hex(o, "path", &e->path);
+	if (r < 0 || !e->path || !rel_path_ok(e->path))
+		return -EINVAL;
+	s = json_string_value(json_object_get(o, "change"));
+	e->change = (enum moat_fs_change) - 1;
+	for (unsigned c = 0; s && c < 4; c++)
+		if (streq(s, moat_fs_change_name(c)))
+			e->change = c;
+	if ((unsigned)e->change >= 4)
+		return -EINVAL;
+	e->type = type_from_name(json_string_value(json_object_get(o, "type")));
+	e->old_type = json_object_get(o, "old_type")
+		? type_from_name(json_string_value(json_object_get(o, "old_type")))
+		: 0;
+	if (e->type == (mode_t)-1 || e->old_type == (mode_t)-1)
+		return -EINVAL;
+	if (get_mode(o, "mode", &e->mode) < 0 || get_mode(o, "old_mode", &e->old_mode) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(o, "size")))
+		e->size = (uint64_t)json_integer_value(v);
+	if ((v = json_object_get(o, "old_size")))
+		e->old_size = (uint64_t)json_integer_value(v);
+	if ((v = json_object_get(o, "mtime_ns")))
+		e->mtime_ns = json_integer_value(v);
+	if ((v = json_object_get(o, "sha256"))) {
+		if (!json_is_string(v) || unhex(json_string_value(v), e->sha256, 32) < 0)
+			return -EINVAL;
+		e->has_sha = true;
+	}
+	if ((v = json_object_get(o, "old_sha256"))) {
+		if (!json_is_string(v) || unhex(json_string_value(v), e->old_sha256, 32) < 0)
+			return -EINVAL;
+		e->has_old_sha = true;
+	}
+	e->opaque = json_is_true(json_object_get(o, "opaque"));
+	if (get_str_hex(o, "target", &e->target) < 0 ||
+	    get_str_hex(o, "flagged", &e->flagged) < 0 ||
+	    get_str_hex(o, "refused", &e->refused) < 0)
+		return -EINVAL;
+	if (S_ISLNK(e->type) && e->change != MOAT_FS_DELETED && !e->target)
+		return -EINVAL;
+	s = json_string_value(json_object_get(o, "state"));
+	e->state = (enum moat_fs_state) - 1;
+	for (unsigned c = 0; s && c <= MOAT_FS_CONFLICT; c++)
+		if (streq(s, moat_fs_state_name(c)))
+			e->state = c;
+	if ((unsigned)e->state > MOAT_FS_CONFLICT)
+		return -EINVAL;
+	/* a failed or conflicting entry may be retried */
+	if (e->state == MOAT_FS_FAILED || e->state == MOAT_FS_CONFLICT)
+		e->state = MOAT_FS_PENDING;
+	/* refusals are recomputed from the data, not trusted from the file */
+	if (!e->refused && e->change != MOAT_FS_DELETED &&
+	    (S_ISFIFO(e->type) || S_ISSOCK(e->type) || S_ISCHR(e->type) || S_ISBLK(e->type) ||
+	     (S_ISREG(e->type) && (e->mode & 06000))))
+		return refuse_entry(e);
+	return 0;
+}
+
+int moat_fsdiff_load(int run_dirfd, struct moat_manifest **ret)
+{
+	_cleanup_close_ int fd =
+		openat(run_dirfd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	struct moat_manifest *m = NULL;
+	json_error_t err;
+	json_t *root, *ents;
+	struct stat st;
+	ssize_t n;
+	int r = 0;
+
+	if (fd < 0)
+		return negerrno();
+	if (fstat(fd, &st) < 0)
+		return negerrno();
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > MANIFEST_MAX_BYTES)
+		return -EINVAL;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = read(fd, buf, (size_t)st.st_size);
+	if (n < 0)
+		return negerrno();
+	root = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &err);
+	if (!root)
+		return -EBADMSG;
+	ents = json_object_get(root, "entries");
+	if (json_integer_value(json_object_get(root, "v")) != 1 || !json_is_array(ents) ||
+	    json_array_size(ents) > 1000000) {
+		json_decref(root);
+		return -EBADMSG;
+	}
+	m = calloc(1, sizeof(*m));
+	if (m)
+		m->entries = calloc(json_array_size(ents) + 1, sizeof(*m->entries));
+	if (!m || !m->entries) {
+		json_decref(root);
+		moat_manifest_free(m);
+		return -ENOMEM;
+	}
+	m->cap = json_array_size(ents) + 1;
+	m->from_store = true;
+	r = get_str_hex(root, "workspace", &m->workspace);
+	for (size_t i = 0; r >= 0 && i < json_array_size(ents); i++) {
+		r = load_entry(json_array_get(ents, i), &m->entries[i]);
+		m->n = i + 1;
+		if (r >= 0 && S_ISREG(m->entries[i].type) &&
+		    m->entries[i].change != MOAT_FS_DELETED && m->entries[i].change != MOAT_FS_MODE)
+			m->total_bytes += m->entries[i].size;
+	}
+	json_decref(root);
+	if (r < 0) {
+		moat_manifest_free(m);
+		return r == -ENOMEM ? r : -EBADMSG;
+	}
+	*ret = m;
+	return 0;
+}

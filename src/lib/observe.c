@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Audit stream, alerts, /output collection and workspace review for one run. */
+#include "lib/observe.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "lib/audit.h"
+#include "lib/copytree.h"
+#include "lib/errors.h"
+#include "lib/fsdiff.h"
+#include "lib/policy.h"
+#include "lib/seccomp.h"
+#include "shared/jsonesc.h"
+#include "shared/macro.h"
+
+#define MAX_ALERT_PROCS 16
+#define ALERT_WAIT_MS 3000
+
+struct moat_observe {
+	struct moat_audit *audit;
+	char *run_dir, *log_path;
+	int run_dirfd, ws_fd, out_fd;
+	bool exit_written;
+	int alert_pidfds[MAX_ALERT_PROCS];
+	unsigned n_alert_procs;
+	uint64_t alerts_suppressed;
+	const char *on_alert;
+	const char *run_id;
+};
+
+struct moat_audit *moat_run_audit(struct moat_run *r)
+{
+	return r && r->obs ? r->obs->audit : NULL;
+}
+
+/* mkdir -p with mode 0700 for what is created. */
+static int mkdir_p(const char *path)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			return negerrno();
+		if (!s)
+			break;
+		*s = '/';
+	}
+	return 0;
+}
+
+/* ---- --on-alert ------------------------------------------------------------ */
+
+/* The alert command runs on the host with the caller's identity: when moat
+ * runs as root for a sudo user, it drops to that user. Its stdin is a socket
+ * carrying the alert line (a socket so that a command that does not read
+ * cannot SIGPIPE the supervisor), its stdout goes to moat's stderr. It never
+ * blocks the supervisor: started here, reaped at the end. */
+static void alert_hook(const char *line, size_t len, void *userdata)
+{
+	struct moat_observe *o = userdata;
+	int sv[2];
+	pid_t pid;
+
+	if (o->n_alert_procs >= MAX_ALERT_PROCS) {
+		o->alerts_suppressed++;
+		return;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(sv[1], STDIN_FILENO) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+			_exit(127);
+		shutdown(STDIN_FILENO, SHUT_WR);
+		syscall(SYS_close_range, 3u, ~0u, 0u);
+		if (geteuid() == 0) {
+			const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
+			if (su && sg) {
+				uid_t u = (uid_t)strtoul(su, NULL, 10);
+				gid_t g = (gid_t)strtoul(sg, NULL, 10);
+				if (u != 0 &&
+				    (setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 ||
+				     setresuid(u, u, u) < 0))
+					_exit(126);
+			}
+		} else if (getuid() != geteuid() && setresuid(getuid(), getuid(), getuid()) < 0) {
+			_exit(126);
+		}
+		setenv("MOAT_RUN_ID", o->run_id, 1);
+		if (o->log_path)
+			setenv("MOAT_LOG", o->log_path, 1);
+		execl("/bin/sh", "sh", "-c", o->on_alert, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	/* one line; MSG_DONTWAIT: never block on a command that does not read */
+	(void)!send(sv[0], line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)!send(sv[0], "\n", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(sv[0]);
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0)
+		o->alert_pidfds[o->n_alert_procs++] = pfd;
+}
+
+/* Wait (bounded) for the alert commands; kill what is left. */
+static void reap_alerts(struct moat_observe *o)
+{
+	uint64_t deadline = moat_now_us() + ALERT_WAIT_MS * 1000ull;
+	for (unsigned i = 0; i < o->n_alert_procs; i++) {
+		int fd = o->alert_pidfds[i];
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		uint64_t now = moat_now_us();
+		int ms = now < deadline ? (int)((deadline - now) / 1000) : 0;
+		if (poll(&pf, 1, ms) <= 0)
+			syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+		(void)waitid(P_PIDFD, (id_t)fd, NULL, WEXITED);
+		close(fd);
+	}
+	o->n_alert_procs = 0;
+}
+
+/* ---- start ------------------------------------------------------------------ */
+
+static void sha256_hex(const char *s, char out[65])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+	static const char h[] = "0123456789abcdef";
+	if (EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) != 1 || n != 32) {
+		out[0] = '\0';
+		return;
+	}
+	for (int i = 0; i < 32; i++) {
+		out[2 * i] = h[md[i] >> 4];
+		out[2 * i + 1] = h[md[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+static int write_start(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	_cleanup_free_ char *pj = NULL;
+	char digest[65] = "";
+
+	if (moat_policy_to_json(p, &pj) >= 0)
+		sha256_hex(pj, digest);
+	return MOAT_AUDIT(
+		r->obs->audit, MOAT_EV_START, MOAT_F_STR("version", MOAT_VERSION),
+		MOAT_F_STR("policy_sha256", digest), MOAT_F_JSON("policy", pj),
+		MOAT_F_STRV("argv", r->argv_copy), MOAT_F_UINT("uid", p->uid),
+		MOAT_F_UINT("gid", p->gid), MOAT_F_UINT("host_uid", r->sb.host_uid),
+		MOAT_F_UINT("host_gid", r->sb.host_gid), MOAT_F_BOOL("root_mode", r->sb.root_mode),
+		MOAT_F_STR("workspace", p->workspace), MOAT_F_STR("log", r->obs->log_path));
+}
+
+static int open_output(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	struct moat_observe *o = r->obs;
+
+	if (mkdir(p->output, 0755) < 0 && errno != EEXIST)
+		return moat_error_set(r->err, "output", errno, "cannot create --output %s: %s",
+				      p->output, strerror(errno));
+	o->out_fd = open(p->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->out_fd < 0)
+		return moat_error_set(r->err, "output", errno, "cannot open --output %s: %s",
+				      p->output, strerror(errno));
+	if (!p->output_overwrite) {
+		int fd = dup(o->out_fd);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+		struct dirent *e;
+		bool empty = true;
+		if (!d) {
+			safe_close(fd);
+			return moat_error_set(r->err, "output", errno, "cannot read --output %s",
+					      p->output);
+		}
+		while ((e = readdir(d)))
+			if (!streq(e->d_name, ".") && !streq(e->d_name, ".."))
+				empty = false;
+		closedir(d);
+		if (!empty)
+			return moat_error_set(r->err, "output", ENOTEMPTY,
+					      "--output %s is not empty (use --output-overwrite)",
+					      p->output);
+	}
+	return 0;
+}
+
+int moat_observe_prepare(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	_cleanup_free_ char *runs = NULL;
+	struct moat_observe *o;
+	int k;
+
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->run_dirfd = o->ws_fd = o->out_fd = -1;
+	o->run_id = r->run_id;
+	o->on_alert = p->on_alert;
+	r->obs = o;
+
+	k = moat_runs_dir(&runs);
+	if (k < 0)
+		return moat_error_set(r->err, "audit", -k,
+				      "no directory for run state (set XDG_STATE_HOME or HOME)");
+	if (asprintf(&o->run_dir, "%s/%s", runs, r->run_id) < 0)
+		return -ENOMEM;
+	k = mkdir_p(o->run_dir);
+	if (k < 0)
+		return moat_error_set(r->err, "audit", -k, "cannot create the run directory %s: %s",
+				      o->run_dir, strerror(-k));
+	o->run_dirfd = open(o->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (o->run_dirfd < 0)
+		return moat_error_set(r->err, "audit", errno, "cannot open %s: %s", o->run_dir,
+				      strerror(errno));
+	if (p->log_path) {
+		o->log_path = strdup(p->log_path);
+		/* `moat log RUN-ID` finds it through this file */
+		int fd = openat(o->run_dirfd, "log-path",
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			(void)!write(fd, p->log_path, strlen(p->log_path));
+			close(fd);
+		}
+	} else if (asprintf(&o->log_path, "%s/events.jsonl", o->run_dir) < 0) {
+		o->log_path = NULL;
+	}
+	if (!o->log_path)
+		return -ENOMEM;
+	k = moat_audit_open(o->log_path, r->run_id, 0, &o->audit);
+	if (k < 0)
+		return moat_error_set(r->err, "audit", -k, "cannot open the audit log %s: %s",
+				      o->log_path, strerror(-k));
+	if (p->on_alert)
+		moat_audit_set_alert_hook(o->audit, alert_hook, o);
+	snprintf(r->st->log_path, sizeof(r->st->log_path), "%s", o->log_path);
+	k = write_start(r);
+	if (k < 0)
+		return moat_error_set(r->err, "audit", -k, "cannot write the audit log %s: %s",
+				      o->log_path, strerror(-k));
+
+	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY) {
+		o->ws_fd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (o->ws_fd < 0)
+			return moat_error_set(r->err, "workspace", errno,
+					      "cannot open --workspace %s: %s", p->workspace,
+					      strerror(errno));
+	}
+	if (p->output && (k = open_output(r)) < 0)
+		return k;
+	return 0;
+}
+
+void moat_observe_limit(struct moat_run *r, const char *what)
+{
+	struct moat_audit *a = moat_run_audit(r);
+	MOAT_AUDIT(a, MOAT_EV_LIMIT, MOAT_F_STR("what", what));
+	MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"), MOAT_F_STR("what", what));
+}
+
+void moat_observe_seccomp(struct moat_run *r, const struct moat_seccomp_event *ev)
+{
+	struct moat_audit *a = moat_run_audit(r);
+	const char *argv[MOAT_SECCOMP_EV_ARGC + 1];
+	unsigned n = 0;
+
+	if (!a)
+		return;
+	if (ev->type == MOAT_SECCOMP_EVENT_DENIED) {
+		MOAT_AUDIT(a, MOAT_EV_SYSCALL, MOAT_F_STR("name", ev->syscall),
+			   MOAT_F_INT("nr", ev->nr), MOAT_F_INT("pid", ev->pid),
+			   MOAT_F_STR("errno", strerrorname_np(ev->err)),
+			   MOAT_F_STR("exe", ev->exe), MOAT_F_STR("layer", "seccomp"),
+			   MOAT_F_DENIED);
+		MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "syscall_denied"),
+			   MOAT_F_STR("name", ev->syscall), MOAT_F_INT("pid", ev->pid),
+			   MOAT_F_STR("exe", ev->exe));
+		return;
+	}
+	if (ev->missing)
+		return;
+	for (const char *s; n < MOAT_SECCOMP_EV_ARGC && (s = moat_seccomp_event_arg(ev, n)); n++)
+		argv[n] = s;
+	argv[n] = NULL;
+	MOAT_AUDIT(a, MOAT_EV_EXEC, MOAT_F_INT("pid", ev->pid), MOAT_F_INT("ppid", ev->ppid),
+		   MOAT_F_STR("path", ev->path), MOAT_F_STRVN("argv", argv, n),
+		   MOAT_F_STR("cwd", ev->cwd), MOAT_F_STR("syscall", ev->syscall),
+		   MOAT_F_BOOL("truncated", ev->truncated));
+}
+
+/* ---- finish ----------------------------------------------------------------- */
+
+static void collect_output(struct moat_run *r)
+{
+	struct moat_observe *o = r->obs;
+	struct moat_copy_report rep;
+	int k;
+
+	if (r->output_fd < 0 || o->out_fd < 0)
+		return;
+	k = moat_copytree_safe(r->output_fd, o->out_fd, r->p->max_output, MOAT_COPY_OVERWRITE,
+			       &rep);
+	r->st->output_files = rep.files;
+	r->st->output_skipped = rep.skipped_symlinks + rep.skipped_special;
+	for (unsigned i = 0; i < rep.n_notes; i++)
+		MOAT_AUDIT(o->audit, MOAT_EV_FILE, MOAT_F_STR("where", "output"),
+			   MOAT_F_STR("path", rep.notes[i].path),
+			   MOAT_F_STR("skipped", rep.notes[i].reason),
+			   MOAT_F_STR("target", rep.notes[i].target), MOAT_F_DENIED);
+	MOAT_AUDIT(o->audit, MOAT_EV_FILE, MOAT_F_STR("where", "output"),
+		   MOAT_F_STR("change", "collected"), MOAT_F_UINT("files", rep.files),
+		   MOAT_F_UINT("dirs", rep.dirs), MOAT_F_UINT("bytes", rep.bytes),
+		   MOAT_F_UINT("skipped_symlinks", rep.skipped_symlinks),
+		   MOAT_F_UINT("skipped_special", rep.skipped_special),
+		   MOAT_F_UINT("stripped_modes", rep.stripped_modes),
+		   MOAT_F_STR("error", k < 0 ? strerrorname_np(-k) : NULL));
+	if (k == -EFBIG || k == -E2BIG || k == -ELOOP) {
+		MOAT_AUDIT(o->audit, MOAT_EV_LIMIT, MOAT_F_STR("what", "output"),
+			   MOAT_F_UINT("limit", r->p->max_output),
+			   MOAT_F_STR("reason", strerrorname_np(-k)),
+			   MOAT_F_STR("path", rep.stopped_at));
+		MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"),
+			   MOAT_F_STR("what", "output"), MOAT_F_STR("path", rep.stopped_at));
+		snprintf(r->st->output_error, sizeof(r->st->output_error),
+			 "/output collection stopped (%s): only part was copied", strerror(-k));
+	} else if (k < 0) {
+		snprintf(r->st->output_error, sizeof(r->st->output_error),
+			 "/output collection failed: %s", strerror(-k));
+	}
+	moat_copy_report_done(&rep);
+}
+
+/* The held-back and refused entries as a short escaped list for the summary. */
+static void review_text(struct moat_run *r, const struct moat_manifest *m)
+{
+	char *buf = r->st->review;
+	size_t len = sizeof(r->st->review), off = 0;
+	unsigned shown = 0, total = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < m->n; i++) {
+		const struct moat_fs_entry *e = &m->entries[i];
+		char path[256];
+		int n;
+		if (e->state != MOAT_FS_HELD && e->state != MOAT_FS_REFUSED &&
+		    e->state != MOAT_FS_FAILED && e->state != MOAT_FS_CONFLICT)
+			continue;
+		total++;
+		if (shown >= 12)
+			continue;
+		moat_json_escape(e->path, strlen(e->path), path, sizeof(path));
+		n = snprintf(buf + off, len - off, "  %-8s %s  (%s)\n",
+			     moat_fs_state_name(e->state), path,
+			     e->refused		  ? e->refused
+				     : e->flagged ? e->flagged
+				     : e->err	  ? strerror(e->err)
+						  : "target changed during the run");
+		if (n < 0 || (size_t)n >= len - off) {
+			buf[off] = '\0';
+			break;
+		}
+		off += (size_t)n;
+		shown++;
+	}
+	if (total > shown && off < len)
+		snprintf(buf + off, len - off, "  … and %u more (moat diff %s)\n", total - shown,
+			 r->run_id);
+}
+
+static void review_workspace(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	struct moat_observe *o = r->obs;
+	struct moat_flag_rules *rules = NULL;
+	struct moat_manifest *m = NULL;
+	struct moat_fsapply_report rep = {0};
+	int k;
+
+	if (r->upper_fd < 0 || o->ws_fd < 0)
+		return;
+	k = moat_flag_rules_new((const char *const *)p->flag_patterns, p->n_flag_patterns, &rules);
+	if (k >= 0)
+		k = moat_fsdiff_compute_ex(r->upper_fd, o->ws_fd, rules,
+					   &(struct moat_fsdiff_limits){.max_file_bytes = p->disk},
+					   &m);
+	moat_flag_rules_free(rules);
+	if (k < 0) {
+		MOAT_AUDIT(o->audit, MOAT_EV_FILE, MOAT_F_STR("where", "workspace"),
+			   MOAT_F_STR("error", strerrorname_np(-k)), MOAT_F_DENIED);
+		MOAT_AUDIT(
+			o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
+			MOAT_F_STR("reason",
+				   "the change manifest could not be computed: nothing applied"));
+		snprintf(r->st->review, sizeof(r->st->review),
+			 "  workspace changes NOT applied: manifest failed: %s\n", strerror(-k));
+		return;
+	}
+	m->workspace = strdup(p->workspace);
+	if (p->apply != MOAT_APPLY_NEVER)
+		(void)moat_fsdiff_apply(m, r->upper_fd, o->ws_fd,
+					p->apply == MOAT_APPLY_ALL ? MOAT_FSAPPLY_ALL
+								   : MOAT_FSAPPLY_SAFE,
+					NULL, &rep);
+	else
+		for (size_t i = 0; i < m->n; i++)
+			if (m->entries[i].refused)
+				m->entries[i].state = MOAT_FS_REFUSED;
+			else if (m->entries[i].flagged)
+				m->entries[i].state = MOAT_FS_HELD;
+	/* keep what was not applied, for `moat apply` (bounded by the disk limit) */
+	k = moat_fsdiff_save(m, r->upper_fd, o->run_dirfd, p->disk);
+	if (k < 0)
+		MOAT_AUDIT(o->audit, MOAT_EV_FILE, MOAT_F_STR("where", "workspace"),
+			   MOAT_F_STR("error", "could not save held changes"),
+			   MOAT_F_STR("errno", strerrorname_np(-k)));
+	(void)moat_manifest_audit(m, o->audit);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct moat_fs_entry *e = &m->entries[i];
+		r->st->files_changed++;
+		r->st->files_flagged += !!e->flagged;
+		r->st->files_refused += !!e->refused;
+		r->st->files_held += e->state == MOAT_FS_HELD || e->state == MOAT_FS_PENDING;
+		r->st->files_applied += e->state == MOAT_FS_APPLIED;
+	}
+	review_text(r, m);
+	moat_manifest_free(m);
+}
+
+static void write_exit(struct moat_run *r)
+{
+	struct moat_observe *o = r->obs;
+	const struct moat_status *st = r->st;
+
+	if (!o || !o->audit || o->exit_written)
+		return;
+	o->exit_written = true;
+	MOAT_AUDIT(
+		o->audit, MOAT_EV_EXIT, MOAT_F_STR("reason", moat_reason_name(st->reason)),
+		MOAT_F_INT("exit_code", st->exit_code), MOAT_F_INT("status", st->status),
+		MOAT_F_INT("signal", st->signal), MOAT_F_UINT("wall_us", st->wall_us),
+		MOAT_F_UINT("cpu_user_us", st->cpu_user_us),
+		MOAT_F_UINT("cpu_sys_us", st->cpu_sys_us), MOAT_F_UINT("mem_peak", st->mem_peak),
+		MOAT_F_UINT("pids_peak", st->pids_peak),
+		MOAT_F_UINT("execs", moat_audit_count(o->audit, MOAT_EV_EXEC)),
+		MOAT_F_UINT("net_denied", moat_audit_count_denied(o->audit, MOAT_EV_NET)),
+		MOAT_F_UINT("denied_syscalls", moat_audit_count_denied(o->audit, MOAT_EV_SYSCALL)),
+		MOAT_F_UINT("files_changed", st->files_changed),
+		MOAT_F_UINT("files_flagged", st->files_flagged),
+		MOAT_F_UINT("files_held", st->files_held),
+		MOAT_F_UINT("output_files", st->output_files),
+		MOAT_F_STR("error",
+			   r->err && r->err->message[0] && st->reason == MOAT_REASON_SETUP_FAILED
+				   ? r->err->message
+				   : NULL));
+}
+
+int moat_observe_finish(struct moat_run *r, int k)
+{
+	if (!r->obs)
+		return k;
+	collect_output(r);
+	review_workspace(r);
+	if (!r->st->execs)
+		r->st->execs = moat_audit_count(r->obs->audit, MOAT_EV_EXEC);
+	write_exit(r);
+	return k;
+}
+
+void moat_observe_teardown(struct moat_run *r)
+{
+	struct moat_observe *o = r->obs;
+	if (!o)
+		return;
+	write_exit(r);
+	reap_alerts(o);
+	moat_audit_free(o->audit);
+	safe_close(o->run_dirfd);
+	safe_close(o->ws_fd);
+	safe_close(o->out_fd);
+	free(o->run_dir);
+	free(o->log_path);
+	free(o);
+	r->obs = NULL;
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Public entry points for `moat log`, `moat diff` and `moat apply`. */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "lib/audit.h"
+#include "lib/errors.h"
+#include "lib/fsdiff.h"
+#include "moat/moat.h"
+#include "shared/macro.h"
+
+struct moat_log {
+	struct moat_audit_reader *r;
+	struct moat_audit_filter f;
+};
+
+/* The directory of run `id`, opened; fills ret_err on failure. */
+static int open_run_dir(const char *id, struct moat_error *ret_err)
+{
+	_cleanup_free_ char *runs = NULL, *dir = NULL;
+	int k, fd;
+
+	if (!moat_run_id_valid(id))
+		return moat_error_set(ret_err, "usage", EINVAL, "not a run id: %s", id);
+	k = moat_runs_dir(&runs);
+	if (k < 0)
+		return moat_error_set(ret_err, "usage", -k,
+				      "no runs directory (set XDG_STATE_HOME or HOME)");
+	if (asprintf(&dir, "%s/%s", runs, id) < 0)
+		return -ENOMEM;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return moat_error_set(ret_err, "usage", errno, "no run %s (%s): %s", id, dir,
+				      strerror(errno));
+	return fd;
+}
+
+/* A run id names <runs>/<id>/events.jsonl (or the file its log-path names);
+ * anything else is a path. */
+static int resolve_log_path(const char *what, char **ret, struct moat_error *ret_err)
+{
+	struct stat st;
+	char buf[4096];
+	char *runs = NULL;
+	int k, dfd, lp;
+	ssize_t n;
+
+	if (strchr(what, '/') || stat(what, &st) == 0 || !moat_run_id_valid(what)) {
+		*ret = strdup(what);
+		return *ret ? 0 : -ENOMEM;
+	}
+	dfd = open_run_dir(what, ret_err);
+	if (dfd < 0)
+		return dfd;
+	lp = openat(dfd, "log-path", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = lp >= 0 ? read(lp, buf, sizeof(buf) - 1) : -1;
+	safe_close(lp);
+	safe_close(dfd);
+	if (n > 0) {
+		buf[n] = '\0';
+		*ret = strdup(buf);
+		return *ret ? 0 : -ENOMEM;
+	}
+	k = moat_runs_dir(&runs);
+	if (k < 0)
+		return k;
+	k = asprintf(ret, "%s/%s/events.jsonl", runs, what);
+	free(runs);
+	return k < 0 ? -ENOMEM : 0;
+}
+
+int moat_log_open(const char *run_or_file, const char *types_csv, bool denied_only,
+		  struct moat_log **ret, struct moat_error *ret_err)
+{
+	struct moat_audit_reader *rd = NULL;
+	struct moat_log *l;
+	unsigned types = 0;
+	char *path = NULL;
+	int k;
+
+	if (!run_or_file || !*run_or_file)
+		return moat_error_set(ret_err, "usage", EINVAL, "no run id or log file given");
+	if (types_csv && moat_audit_parse_types(types_csv, &types) < 0)
+		return moat_error_set(
+			ret_err, "usage", EINVAL,
+			"bad --type list '%s' (start,exec,net,dns,syscall,limit,file,alert,exit)",
+			types_csv);
+	k = resolve_log_path(run_or_file, &path, ret_err);
+	if (k < 0)
+		return k;
+	k = moat_audit_reader_open(path, &rd);
+	if (k < 0)
+		k = moat_error_set(ret_err, "usage", -k, "cannot read the log %s: %s", path,
+				   strerror(-k));
+	free(path);
+	if (k < 0)
+		return k;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		moat_audit_reader_free(rd);
+		return -ENOMEM;
+	}
+	l->r = rd;
+	l->f.types = types;
+	l->f.denied_only = denied_only;
+	*ret = l;
+	return 0;
+}
+
+int moat_log_next(struct moat_log *l, char **ret_line, char **ret_text)
+{
+	return moat_audit_reader_next(l->r, &l->f, ret_line, ret_text);
+}
+
+uint64_t moat_log_bad_lines(const struct moat_log *l)
+{
+	return l ? moat_audit_reader_bad_lines(l->r) : 0;
+}
+
+struct moat_log *moat_log_free(struct moat_log *l)
+{
+	if (l) {
+		moat_audit_reader_free(l->r);
+		free(l);
+	}
+	return NULL;
+}
+
+static int load_run(const char *run_id, int *ret_dirfd, struct moat_manifest **ret,
+		    struct moat_error *ret_err)
+{
+	_cleanup_close_ int dfd = open_run_dir(run_id, ret_err);
+	int k;
+	if (dfd < 0)
+		return dfd;
+	k = moat_fsdiff_load(dfd, ret);
+	if (k == -ENOENT)
+		return moat_error_set(
+			ret_err, "review", ENOENT,
+			"run %s has no workspace change manifest (no --workspace DIR:overlay)",
+			run_id);
+	if (k < 0)
+		return moat_error_set(ret_err, "review", -k,
+				      "cannot load the manifest of run %s: %s", run_id,
+				      strerror(-k));
+	*ret_dirfd = TAKE_FD(dfd);
+	return 0;
+}
+
+int moat_review_diff(const char *run_id, bool json, char **ret_text, struct moat_error *ret_err)
+{
+	struct moat_manifest *m = NULL;
+	int dfd = -1, k;
+
+	k = load_run(run_id, &dfd, &m, ret_err);
+	if (k < 0)
+		return k;
+	safe_close(dfd);
+	k = json ? moat_manifest_to_json(m, ret_text) : moat_manifest_to_text(m, ret_text);
+	moat_manifest_free(m);
+	return k;
+}
+
+int moat_review_apply(const char *run_id, const char *const *paths, char **ret_text,
+		      struct moat_error *ret_err)
+{
+	struct moat_manifest *m = NULL;
+	struct moat_fsapply_report rep;
+	int dfd = -1, k, ka;
+
+	k = load_run(run_id, &dfd, &m, ret_err);
+	if (k < 0)
+		return k;
+	if (!m->workspace) {
+		safe_close(dfd);
+		moat_manifest_free(m);
+		return moat_error_set(ret_err, "review", EINVAL, "the manifest names no workspace");
+	}
+	_cleanup_close_ int target = open(m->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int store = moat_fsdiff_open_store(dfd);
+	if (target < 0) {
+		k = moat_error_set(ret_err, "review", errno, "cannot open the workspace %s: %s",
+				   m->workspace, strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; paths && paths[i]; i++) {
+		bool found = false;
+		for (size_t j = 0; j < m->n && !found; j++) {
+			size_t n = strlen(paths[i]);
+			while (n > 1 && paths[i][n - 1] == '/')
+				n--;
+			found = strncmp(m->entries[j].path, paths[i], n) == 0 &&
+				(m->entries[j].path[n] == '\0' || m->entries[j].path[n] == '/');
+		}
+		if (!found) {
+			k = moat_error_set(ret_err, "usage", ENOENT, "no change at '%s' in run %s",
+					   paths[i], run_id);
+			goto out;
+		}
+	}
+	ka = moat_fsdiff_apply(m, store, target, MOAT_FSAPPLY_ALL, paths, &rep);
+	k = moat_fsdiff_save(m, -1, dfd, 0);
+	if (k < 0)
+		moat_error_set(ret_err, "review", -k, "cannot update the manifest of run %s",
+			       run_id);
+	else if (ka < 0)
+		k = moat_error_set(
+			ret_err, "review", EIO,
+			"%u change(s) failed and %u conflicted (the workspace changed since the run)",
+			rep.failed, rep.conflicts);
+	if (ret_text && moat_manifest_to_text(m, ret_text) < 0)
+		*ret_text = NULL;
+out:
+	safe_close(dfd);
+	moat_manifest_free(m);
+	return k;
+}
