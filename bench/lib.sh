@@ -86,20 +86,32 @@ bench_unpriv_ready() {
 	fi
 }
 
-# bench_as_user CMD...: run CMD as $BENCH_USER. With BENCH_HIDE=PATH (root
-# only) it runs in a private mount namespace with an empty read-only tmpfs
-# over PATH (crun refuses this machine's hybrid cgroup layout otherwise).
+# bench_as_user CMD...: run CMD as $BENCH_USER. As root, CMD runs in a
+# private mount namespace where /var/lib/moat/logs (root's run logs) is a
+# directory of the stage, on the same disk, so that thousands of benchmark
+# runs leave no records on the host; the unprivileged user's HOME is a
+# directory of the stage for the same reason (its logs go to
+# ~/.local/state/moat). With BENCH_HIDE=PATH an empty read-only tmpfs covers
+# PATH too (crun refuses this machine's hybrid cgroup layout otherwise).
 bench_as_user() {
 	local -a pre=()
-	if [ -n "${BENCH_HIDE:-}" ]; then
+	if [ "$(id -u)" -eq 0 ]; then
+		mkdir -p "$BENCH_STAGE/logs-root" /var/lib/moat/logs
+		chmod 0700 "$BENCH_STAGE/logs-root"
 		# shellcheck disable=SC2016 # expanded by the inner shell
 		pre=(unshare -m --propagation private sh -c
-			'mount -t tmpfs -o ro none "$1" && shift && exec "$@"' sh "$BENCH_HIDE")
+			'if [ -n "$1" ]; then mount -t tmpfs -o ro none "$1" || exit 125; fi
+			mount --bind "$2" /var/lib/moat/logs || exit 125
+			shift 2
+			exec "$@"' sh "${BENCH_HIDE:-}" "$BENCH_STAGE/logs-root")
 	fi
 	if [ "$BENCH_USER" = root ] || [ "$(id -un)" = "$BENCH_USER" ]; then
 		"${pre[@]}" "$@"
 	else
-		"${pre[@]}" runuser -u "$BENCH_USER" -- "$@"
+		local home=$BENCH_STAGE/home-$BENCH_USER
+		mkdir -p "$home"
+		chown "$BENCH_USER:" "$home"
+		"${pre[@]}" runuser -u "$BENCH_USER" -- env HOME="$home" "$@"
 	fi
 }
 
