@@ -7,7 +7,8 @@
 #
 # Environment: O (build dir, default build), BENCH_SCALE (repetitions factor,
 # 0.2 for a quick look), BENCH_ONLY="startup peers ..." (a subset),
-# BENCH_DOCS=0 (do not rewrite docs/).
+# BENCH_DOCS=0 (do not rewrite docs/). `bench/run-all.sh --report` only
+# rewrites the table and docs from the last run's results.
 set -uo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,17 +39,26 @@ if [ ! -x "$O/moat" ]; then
 	exit 2
 fi
 
-rm -f "$BENCH_OUT"/{results,targets,commands,notes,memory}.tsv
-bench_setup || exit 2
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-started=$(date -u '+%Y-%m-%d %H:%M UTC')
-
-for s in "${suites[@]}"; do
-	echo "=== $s"
-	bash "bench/$s.sh" || echo "bench: $s.sh exited $?" >&2
-	echo
-done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ "${1:-}" = --report ]; then
+	# Only rewrite the table, docs/BENCHMARKS.md and the chart from the last run.
+	bench_setup || exit 2
+	# shellcheck source=/dev/null
+	. "$BENCH_OUT/meta.env"
+else
+	rm -f "$BENCH_OUT"/{results,targets,commands,notes,memory}.tsv
+	bench_setup || exit 2
+	load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+	started=$(date -u '+%Y-%m-%d %H:%M UTC')
+	for s in "${suites[@]}"; do
+		echo "=== $s"
+		bash "bench/$s.sh" || echo "bench: $s.sh exited $?" >&2
+		echo
+	done
+	load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+	run_stage=$BENCH_STAGE
+	printf 'load_start=%q\nload_end=%q\nstarted=%q\nrun_stage=%q\n' "$load_start" "$load_end" \
+		"$started" "$run_stage" >"$BENCH_OUT/meta.env"
+fi
 
 # ---- one table ------------------------------------------------------------
 table=$BENCH_OUT/table.txt
@@ -172,7 +182,7 @@ md=docs/BENCHMARKS.md
 		echo "## Missing cases and notes"
 		echo
 		awk -F'\t' '{ printf "- %s, %s, %s: %s: %s\n", $1, $2, $3, $4, $5 }' "$BENCH_OUT/notes.tsv" |
-			sed "s|$BENCH_STAGE|\$STAGE|g" | sort -u
+			sed "s|$run_stage|\$STAGE|g" | sort -u
 	fi
 	echo
 	echo "## Command lines"
@@ -183,7 +193,7 @@ md=docs/BENCHMARKS.md
 	echo "through \`runuser -u moat-test --\`."
 	echo
 	awk -F'\t' '!seen[$1 FS $2]++ { printf "- %s, %s:\n\n  ```\n  %s\n  ```\n\n", $1, $2, $3 }' \
-		"$BENCH_OUT/commands.tsv" | sed "s|$BENCH_STAGE|\$STAGE|g"
+		"$BENCH_OUT/commands.tsv" | sed "s|$run_stage|\$STAGE|g"
 	if [ -f bench/FINDINGS.md ]; then
 		echo
 		cat bench/FINDINGS.md
