@@ -96,7 +96,7 @@ bool moat_run_id_valid(const char *id)
 
 int moat_runs_dir(char **ret)
 {
-	const char *base = NULL, *suffix = "/moat/logs";
+	const char *base = NULL, *suffix = "/moat/runs";
 	char *s = NULL;
 
 	if (geteuid() == 0) {
@@ -113,7 +113,7 @@ int moat_runs_dir(char **ret)
 			}
 			if (!h || h[0] != '/')
 				return -ENOENT;
-			suffix = "/.local/state/moat/logs";
+			suffix = "/.local/state/moat/runs";
 			base = h;
 		}
 	}

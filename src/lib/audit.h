@@ -160,8 +160,8 @@ void moat_audit_timestamp(char buf[32]);
 /* A run id is [A-Za-z0-9_.-]{1,64}, not starting with '.' or '-'. */
 bool moat_run_id_valid(const char *id);
 /* The directory of the runs' kept records (audit log, manifest, held files):
- * $XDG_STATE_HOME/moat/logs, else $HOME/.local/state/moat/logs, for root
- * /var/lib/moat/logs. Not moat/runs: that holds the live-run records of
+ * $XDG_STATE_HOME/moat/runs, else $HOME/.local/state/moat/runs, for root
+ * /var/lib/moat/runs. Not moat/live: that holds the live-run records of
  * state.c, whose cleanup removes a run's whole entry. Caller frees. */
 int moat_runs_dir(char **ret);
 

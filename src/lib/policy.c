@@ -37,7 +37,7 @@ struct moat_policy *moat_policy_new(void)
 	p->hostname = strdup("moat");
 	if (!p->user || !p->hostname)
 		return moat_policy_free(p);
-	p->workspace_mode = MOAT_WS_RW;
+	p->workspace_mode = MOAT_WS_OVERLAY;
 	p->net = MOAT_NET_NONE;
 	p->tty = MOAT_TTY_AUTO;
 	p->pids = DEFAULT_PIDS;

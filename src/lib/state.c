@@ -47,12 +47,12 @@ int moat_state_default_dir(char *buf, size_t len)
 {
 	int n;
 	if (geteuid() == 0)
-		n = snprintf(buf, len, "/run/moat/runs");
+		n = snprintf(buf, len, "/run/moat/live");
 	else {
 		const char *x = getenv("XDG_STATE_HOME");
 		const char *home = getenv("HOME");
 		if (x && x[0] == '/')
-			n = snprintf(buf, len, "%s/moat/runs", x);
+			n = snprintf(buf, len, "%s/moat/live", x);
 		else {
 			if (!home || home[0] != '/') {
 				struct passwd *pw = getpwuid(geteuid());
@@ -60,7 +60,7 @@ int moat_state_default_dir(char *buf, size_t len)
 			}
 			if (!home)
 				return -ENOENT;
-			n = snprintf(buf, len, "%s/.local/state/moat/runs", home);
+			n = snprintf(buf, len, "%s/.local/state/moat/live", home);
 		}
 	}
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;

@@ -6,8 +6,8 @@
  * free lock means the supervisor is gone (crash, SIGKILL, power loss), so
  * `moat gc` may kill and remove what the run left; `moat ps` lists the held ones.
  *
- * Default directory: /run/moat/runs for root, else $XDG_STATE_HOME/moat/runs or
- * ~/.local/state/moat/runs. Every function takes the directory so tests can
+ * Default directory: /run/moat/live for root, else $XDG_STATE_HOME/moat/live or
+ * ~/.local/state/moat/live. Every function takes the directory so tests can
  * use a temporary one.
  */
 #pragma once

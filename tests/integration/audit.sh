@@ -4,11 +4,11 @@
 # collection, --on-alert, and hostile names in the log (RT-035, RT-038).
 . "$(dirname "$0")/../lib/tap.sh"
 
-# Run state goes to a private directory (root always uses /var/lib/moat/logs).
+# Run state goes to a private directory (root always uses /var/lib/moat/runs).
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/moat-audit-state.XXXXXX")
 chmod 755 "$STATE"
 export XDG_STATE_HOME="$STATE"
-RUNS_ROOT=/var/lib/moat/logs
+RUNS_ROOT=/var/lib/moat/runs
 cleanup_all() {
 	rm -rf "$STATE" "$T_OUT"
 }
@@ -31,7 +31,7 @@ forget_run() {
 }
 
 # moat run with a status record, forgetting the run's records afterwards
-# (root keeps them under /var/lib/moat/logs).
+# (root keeps them under /var/lib/moat/runs).
 mrun() {
 	local rc=0
 	rm -f mrun.json

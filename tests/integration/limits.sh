@@ -27,11 +27,11 @@ cgroup_dirs() {
 
 state_dir() {
 	if is_root; then
-		echo /run/moat/runs
+		echo /run/moat/live
 	elif [ -n "${XDG_STATE_HOME:-}" ]; then
-		echo "$XDG_STATE_HOME/moat/runs"
+		echo "$XDG_STATE_HOME/moat/live"
 	else
-		echo "$HOME/.local/state/moat/runs"
+		echo "$HOME/.local/state/moat/live"
 	fi
 }
 

@@ -379,6 +379,6 @@ TEST(audit_run_id)
 	ASSERT_TRUE(!moat_run_id_valid("a/b"));
 	char *dir = NULL;
 	ASSERT_EQ(moat_runs_dir(&dir), 0);
-	ASSERT_CONTAINS(dir, "/moat/logs");
+	ASSERT_CONTAINS(dir, "/moat/runs");
 	free(dir);
 }

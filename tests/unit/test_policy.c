@@ -195,7 +195,7 @@ TEST(plan_default_layout)
 			seen_tmp = (int)i;
 		if (!strcmp(s->dest, "/srv/w")) {
 			seen_ws = (int)i;
-			ASSERT_EQ(s->op, MOAT_STEP_BIND);
+			ASSERT_EQ(s->op, MOAT_STEP_OVERLAY); /* the default: writes are reviewed */
 			ASSERT_TRUE(!(s->flags & MOAT_STEPF_RO));
 		}
 		if (!strcmp(s->dest, "/output")) {
@@ -213,7 +213,7 @@ TEST(plan_default_layout)
 	ASSERT_STREQ(pl->cwd, "/srv/w");
 	char *text = NULL;
 	ASSERT_EQ(moat_plan_format(pl, &text), 0);
-	ASSERT_CONTAINS(text, "bind     /srv/w <- /srv/w rw");
+	ASSERT_CONTAINS(text, "overlay  /srv/w <- /srv/w size=1.0 GiB rw");
 	free(text);
 	free(pl);
 	moat_policy_free(p);

@@ -58,16 +58,16 @@ TEST(state_default_dir)
 	char buf[256];
 	if (geteuid() == 0) {
 		ASSERT_EQ(moat_state_default_dir(buf, sizeof(buf)), 0);
-		ASSERT_STREQ(buf, "/run/moat/runs");
+		ASSERT_STREQ(buf, "/run/moat/live");
 		return;
 	}
 	setenv("XDG_STATE_HOME", "/xdg", 1);
 	ASSERT_EQ(moat_state_default_dir(buf, sizeof(buf)), 0);
-	ASSERT_STREQ(buf, "/xdg/moat/runs");
+	ASSERT_STREQ(buf, "/xdg/moat/live");
 	setenv("XDG_STATE_HOME", "relative", 1); /* ignored, as the spec says */
 	setenv("HOME", "/home/u", 1);
 	ASSERT_EQ(moat_state_default_dir(buf, sizeof(buf)), 0);
-	ASSERT_STREQ(buf, "/home/u/.local/state/moat/runs");
+	ASSERT_STREQ(buf, "/home/u/.local/state/moat/live");
 	ASSERT_EQ(moat_state_default_dir(buf, 8), -ENAMETOOLONG);
 }
 
