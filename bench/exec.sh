@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Issue 7: 1,000 short commands from a shell inside moat with exec recording
 # (the default) versus --no-record-exec, and a small C project built with
-# `make -j2` in a direct workspace bind versus an overlay workspace whose
-# changes are thrown away (--apply never). Interleaved, root and unprivileged.
+# `make -j2` in a direct workspace bind (:rw) versus an overlay workspace
+# whose changes are thrown away (:overlay --apply never), and the default
+# (overlay, safe changes applied at the end). Interleaved, root and unprivileged.
 # Targets: recording <= 1.15x no recording; overlay <= 1.1x direct.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
@@ -37,11 +38,16 @@ for BENCH_USER in $(bench_users); do
 	make_project "$w"
 	chown -R "$BENCH_USER:" "$w"
 	bench_case "C build bare" make -C "$w" -B -s -j2
-	bench_case "C build direct" "$MOAT" run --quiet --workspace "$w" -- make -B -s -j2
+	bench_case "C build direct" "$MOAT" run --quiet --workspace "$w:rw" -- make -B -s -j2
 	bench_case "C build overlay" "$MOAT" run --quiet --workspace "$w:overlay" --apply never \
 		-- make -B -s -j2
+	# The default since the audit work landed: overlay, changes reviewed and
+	# the safe ones applied at the end (31 objects and the program here).
+	bench_case "C build overlay+apply" "$MOAT" run --quiet --workspace "$w" -- make -B -s -j2
 	bench_run exec "$(bench_runs 6)" 120
 	bench_ratio exec "C build overlay / direct workspace" "C build overlay" "C build direct" "<=" 1.1
+	bench_ratio exec "C build overlay+apply (default) / direct" "C build overlay+apply" \
+		"C build direct" info -
 	bench_ratio exec "C build direct workspace / bare" "C build direct" "C build bare" info -
 	echo
 done

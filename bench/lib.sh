@@ -87,8 +87,8 @@ bench_unpriv_ready() {
 }
 
 # bench_as_user CMD...: run CMD as $BENCH_USER. As root, CMD runs in a
-# private mount namespace where /var/lib/moat/logs (root's run logs) is a
-# directory of the stage, on the same disk, so that thousands of benchmark
+# private mount namespace where /var/lib/moat (root's run records and logs)
+# is a directory of the stage, on the same disk, so that thousands of benchmark
 # runs leave no records on the host; the unprivileged user's HOME is a
 # directory of the stage for the same reason (its logs go to
 # ~/.local/state/moat). With BENCH_HIDE=PATH an empty read-only tmpfs covers
@@ -96,14 +96,14 @@ bench_unpriv_ready() {
 bench_as_user() {
 	local -a pre=()
 	if [ "$(id -u)" -eq 0 ]; then
-		mkdir -p "$BENCH_STAGE/logs-root" /var/lib/moat/logs
-		chmod 0700 "$BENCH_STAGE/logs-root"
+		mkdir -p "$BENCH_STAGE/var-lib-moat" /var/lib/moat
+		chmod 0700 "$BENCH_STAGE/var-lib-moat"
 		# shellcheck disable=SC2016 # expanded by the inner shell
 		pre=(unshare -m --propagation private sh -c
 			'if [ -n "$1" ]; then mount -t tmpfs -o ro none "$1" || exit 125; fi
-			mount --bind "$2" /var/lib/moat/logs || exit 125
+			mount --bind "$2" /var/lib/moat || exit 125
 			shift 2
-			exec "$@"' sh "${BENCH_HIDE:-}" "$BENCH_STAGE/logs-root")
+			exec "$@"' sh "${BENCH_HIDE:-}" "$BENCH_STAGE/var-lib-moat")
 	fi
 	if [ "$BENCH_USER" = root ] || [ "$(id -un)" = "$BENCH_USER" ]; then
 		"${pre[@]}" "$@"

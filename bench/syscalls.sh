@@ -22,7 +22,8 @@ for BENCH_USER in $(bench_users); do
 	w=$(bench_tmpfs_workdir syscalls)
 	cp "$SYSLOAD" "$w/sysload"
 	chown "$BENCH_USER:" "$w/sysload"
-	run=("$MOAT" run --quiet --workspace "$w" --)
+	# :rw, a direct bind: the layers' cost, not overlayfs'.
+	run=("$MOAT" run --quiet --workspace "$w:rw" --)
 	for mode in plain files exec; do
 		case $mode in
 		plain) n=$PLAIN ;;
@@ -33,7 +34,7 @@ for BENCH_USER in $(bench_users); do
 		bench_case "$mode moat" "${run[@]}" "$w/sysload" "$mode" "$w" "$n"
 		if [ "$mode" = exec ]; then
 			bench_case "$mode moat no-record" "$MOAT" run --quiet --no-record-exec \
-				--workspace "$w" -- "$w/sysload" "$mode" "$w" "$n"
+				--workspace "$w:rw" -- "$w/sysload" "$mode" "$w" "$n"
 		fi
 	done
 	bench_run syscalls "$runs" 150
