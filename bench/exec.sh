@@ -24,7 +24,7 @@ make_project() {
 }
 
 LOOP='for i in $(seq 1000); do /bin/true; done'
-runs=$(bench_runs 10)
+runs=$(bench_runs 14)
 for BENCH_USER in $(bench_users); do
 	bench_case "1000 execs bare" sh -c "$LOOP"
 	bench_case "1000 execs moat" "$MOAT" run --quiet -- sh -c "$LOOP"

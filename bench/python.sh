@@ -30,7 +30,7 @@ if [ ! -x /usr/bin/python3 ]; then
 	bench_note python "python3 missing: not installed"
 	exit 0
 fi
-runs=$(bench_runs 10)
+runs=$(bench_runs 16)
 for BENCH_USER in $(bench_users); do
 	bench_case "python bare" env -i PATH=/usr/bin:/bin LANG=C.UTF-8 /usr/bin/python3 -c "$JOB"
 	bench_case "python moat" "$MOAT" run --quiet -- /usr/bin/python3 -c "$JOB"

@@ -17,7 +17,7 @@ PLAIN=${BENCH_PLAIN:-1000000}
 FILES=${BENCH_FILES:-100000}
 EXECS=${BENCH_EXECS:-1000}
 
-runs=$(bench_runs 8)
+runs=$(bench_runs 12)
 for BENCH_USER in $(bench_users); do
 	w=$(bench_tmpfs_workdir syscalls)
 	cp "$SYSLOAD" "$w/sysload"
