@@ -827,7 +827,6 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		;
 	if (n != 1)
 		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
-	close(sb->go_r);
 	wipe_args_and_env();
 
 	/* The supervisor has placed us in our cgroup: make it our cgroup root. */
@@ -879,6 +878,13 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot make init non-dumpable");
 	/* Landlock and seccomp, last, for init and everything it forks. */
 	int notify_fd = -1;
+	/* The supervisor compiled the seccomp filter while we built the root: its
+	 * second byte on the go pipe says the program is in the shared mapping. */
+	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1 || go != 'f')
+		_exit(MOAT_EXIT_SETUP); /* the supervisor failed and reports why */
+	close(sb->go_r);
 	if (moat_hook_restrict(sb, &notify_fd) < 0)
 		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
 	if (notify_fd >= 0) {
