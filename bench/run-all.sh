@@ -85,8 +85,9 @@ else
 	done
 	load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 	run_stage=$BENCH_STAGE
-	printf 'load_start=%q\nload_end=%q\nstarted=%q\nrun_stage=%q\n' "$load_start" "$load_end" \
-		"$started" "$run_stage" >"$BENCH_OUT/meta.env"
+	run_commit=$(git rev-parse --short HEAD 2>/dev/null)
+	printf 'load_start=%q\nload_end=%q\nstarted=%q\nrun_stage=%q\nrun_commit=%q\n' \
+		"$load_start" "$load_end" "$started" "$run_stage" "$run_commit" >"$BENCH_OUT/meta.env"
 fi
 
 # ---- one table ------------------------------------------------------------
@@ -178,7 +179,7 @@ md=docs/BENCHMARKS.md
 	echo "| distribution | $(. /etc/os-release && echo "$PRETTY_NAME") |"
 	echo "| cgroups | $(stat -f -c %T /sys/fs/cgroup) at /sys/fs/cgroup$([ -d /sys/fs/cgroup/unified ] && echo " (hybrid: v1 controllers + v2 at /sys/fs/cgroup/unified)") |"
 	echo "| load average at start / end | $load_start / $load_end |"
-	echo "| moat | $(git rev-parse --short HEAD 2>/dev/null) ($("$O/moat" --version 2>/dev/null | head -1)) |"
+	echo "| moat | ${run_commit:-$(git rev-parse --short HEAD 2>/dev/null)} ($("$O/moat" --version 2>/dev/null | head -1)) |"
 	echo "| peers | bwrap $(bwrap --version 2>/dev/null | awk '{ print $2 }'), crun $(crun --version 2>/dev/null | awk 'NR == 1 { print $3 }'), firejail $(firejail --version 2>/dev/null | awk 'NR == 1 { print $3 }'), srt $(node -e 'console.log(require(process.argv[1]).version)' "$top/bench/.peers/node_modules/@anthropic-ai/sandbox-runtime/package.json" 2>/dev/null || echo missing), node $(node --version 2>/dev/null) |"
 	echo "| scale | BENCH_SCALE=${BENCH_SCALE:-1} |"
 	echo
