@@ -862,9 +862,6 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
 	wipe_args_and_env();
 
-	/* The supervisor has placed us in our cgroup: make it our cgroup root. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "cannot create the cgroup namespace");
 	if (sethostname(sb->p->hostname, strlen(sb->p->hostname)) < 0)
 		die(MOAT_STAGE_HOSTNAME, errno, -1, "sethostname");
 	if (setdomainname("", 0) < 0)
@@ -906,18 +903,22 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	set_rlimits();
 	if (moat_hook_before_caps(sb) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "setup hook failed");
-	drop_privileges();
-	if (prctl(PR_SET_DUMPABLE, 0) < 0)
-		die(MOAT_STAGE_CAPS, errno, -1, "cannot make init non-dumpable");
-	/* Landlock and seccomp, last, for init and everything it forks. */
-	int notify_fd = -1;
-	/* The supervisor compiled the seccomp filter while we built the root: its
-	 * second byte on the go pipe says the program is in the shared mapping. */
+	/* The supervisor placed us in our cgroup and compiled the seccomp filter
+	 * while we built the root: its second byte on the go pipe says both are
+	 * done (the program is in the shared mapping). */
 	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
 		;
 	if (n != 1 || go != 'f')
 		_exit(MOAT_EXIT_SETUP); /* the supervisor failed and reports why */
 	close(sb->go_r);
+	/* Our cgroup becomes the root of our cgroup namespace. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "cannot create the cgroup namespace");
+	drop_privileges();
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "cannot make init non-dumpable");
+	/* Landlock and seccomp, last, for init and everything it forks. */
+	int notify_fd = -1;
 	if (moat_hook_restrict(sb, &notify_fd) < 0)
 		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
 	if (notify_fd >= 0) {

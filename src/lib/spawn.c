@@ -797,7 +797,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	safe_close(r->sb.sock_child);
 	r->sb.sock_child = -1;
 
-	if ((k = write_maps(r)) < 0 || (k = moat_supervise_child(r)) < 0) {
+	if ((k = write_maps(r)) < 0) {
 		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
 		waitid(P_PIDFD, (id_t)r->pidfd, NULL, WEXITED);
 		goto fail_mask;
@@ -808,9 +808,11 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		k = moat_error_set(ret_err, "sync", errno, "the sandbox vanished during setup");
 		goto fail_kill;
 	}
-	/* While the sandbox assembles its root: the work that needs no order with
-	 * it (the seccomp filter's compilation, the audit log's start record). */
-	if ((k = moat_supervise_started(r)) < 0)
+	/* While the sandbox assembles its root: the work it needs only before its
+	 * command runs (the cgroup attach, which on cgroup v1 waits for an RCU
+	 * grace period; the seccomp filter's compilation; the secrets), and the
+	 * audit log's start record. */
+	if ((k = moat_supervise_child(r)) < 0 || (k = moat_supervise_started(r)) < 0)
 		goto fail_kill;
 	if (write(r->sb.go_w, "f", 1) != 1) {
 		/* EPIPE (SIGPIPE is blocked): the sandbox failed a step meanwhile */
