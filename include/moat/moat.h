@@ -112,6 +112,9 @@ struct moat_status {
 	uint64_t output_files, output_skipped; /* /output: copied, skipped (links, specials) */
 	char output_error[256]; /* "" or why /output was not fully collected */
 	char review[2048]; /* held/refused/failed entries, one a line, escaped */
+	/* the most denied network destinations, one a line:
+	 * "COUNT DESTINATION\tNARROW-RULE" (rule may be empty), "" if none */
+	char net_top_denied[1024];
 };
 
 const char *moat_reason_name(enum moat_reason r);

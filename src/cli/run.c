@@ -12,6 +12,31 @@ static void run_usage(void)
 	moat_cli_options_help();
 }
 
+/* "COUNT DEST\tRULE\n" lines from the status; names came from the sandbox, so
+ * nothing but printable ASCII reaches the terminal. */
+static void print_top_denied(const char *s)
+{
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		size_t len = nl ? (size_t)(nl - s) : strlen(s);
+		char line[512];
+		size_t n = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+		for (size_t i = 0; i < n; i++)
+			line[i] = (s[i] >= 0x20 && s[i] < 0x7f) || s[i] == '\t' ? s[i] : '?';
+		line[n] = 0;
+		char *tab = strchr(line, '\t');
+		if (tab)
+			*tab = 0;
+		char *sp = strchr(line, ' ');
+		if (sp) {
+			*sp = 0;
+			fprintf(stderr, "  denied %sx %-40s%s%s\n", line, sp + 1,
+				tab && tab[1] ? "  to allow: " : "", tab && tab[1] ? tab + 1 : "");
+		}
+		s += len + (nl ? 1 : 0);
+	}
+}
+
 static void summary(const struct moat_status *st)
 {
 	double ms = (double)st->wall_us / 1000.0;
@@ -48,6 +73,10 @@ static void summary(const struct moat_status *st)
 			(unsigned long long)st->output_skipped);
 	if (st->output_error[0])
 		fprintf(stderr, "moat: %s\n", st->output_error);
+	if (st->net_allowed || st->net_denied)
+		fprintf(stderr, "moat: network: %llu allowed, %llu denied\n",
+			(unsigned long long)st->net_allowed, (unsigned long long)st->net_denied);
+	print_top_denied(st->net_top_denied);
 	if (st->log_path[0])
 		fprintf(stderr, "moat: log: moat log %s  (%s)\n", st->run_id, st->log_path);
 }

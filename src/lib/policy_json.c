@@ -242,6 +242,20 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 			  "execs", (json_int_t)st->execs, "degraded", st->degraded);
 	if (!o)
 		return -ENOMEM;
+	/* the fields the other layers added to the status */
+	json_object_set_new(o, "log", json_string(st->log_path));
+	json_object_set_new(o, "files_changed", json_integer((json_int_t)st->files_changed));
+	json_object_set_new(o, "files_applied", json_integer((json_int_t)st->files_applied));
+	json_object_set_new(o, "files_held", json_integer((json_int_t)st->files_held));
+	json_object_set_new(o, "files_refused", json_integer((json_int_t)st->files_refused));
+	json_t *top = json_array();
+	for (const char *l = st->net_top_denied; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t len = nl ? (size_t)(nl - l) : strlen(l);
+		json_array_append_new(top, json_stringn(l, len));
+		l += len + (nl ? 1 : 0);
+	}
+	json_object_set_new(o, "net_top_denied", top);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	json_decref(o);
 	if (!s)

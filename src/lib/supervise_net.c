@@ -42,6 +42,13 @@ struct moat_net_run {
 	pid_t pid;
 	int ev_fd;
 	char line[MOAT_PROXY_EVENT_MAX + 1]; /* a partial event line */
+	/* denied destinations, for the summary's top list */
+	struct denied_dest {
+		char dest[160];
+		char rule[160];
+		uint64_t count;
+	} denied[32];
+	unsigned n_denied;
 	size_t line_len;
 };
 
@@ -301,6 +308,23 @@ static uint64_t jnum(json_t *o, const char *key)
 
 /* One line from the worker (which parses hostile bytes, so its output is
  * parsed as untrusted too) becomes an audit event; a refusal also an alert. */
+static void count_denied(struct moat_net_run *n, const char *dest, const char *rule)
+{
+	if (!n || !dest)
+		return;
+	for (unsigned i = 0; i < n->n_denied; i++)
+		if (streq(n->denied[i].dest, dest)) {
+			n->denied[i].count++;
+			return;
+		}
+	if (n->n_denied >= ELEMENTSOF(n->denied))
+		return; /* the summary shows the first ones; the log has them all */
+	struct denied_dest *d = &n->denied[n->n_denied++];
+	snprintf(d->dest, sizeof(d->dest), "%s", dest);
+	snprintf(d->rule, sizeof(d->rule), "%s", rule ? rule : "");
+	d->count = 1;
+}
+
 static void record(struct moat_run *r, const char *line, size_t len)
 {
 	struct moat_audit *a = moat_run_audit(r);
@@ -319,7 +343,12 @@ static void record(struct moat_run *r, const char *line, size_t len)
 	raw = jstr(o, "raw");
 	reason = jstr(o, "reason");
 	rule = jstr(o, "rule");
+	char dest[200];
 	if (proto && streq(proto, "dns")) {
+		if (!allow) {
+			snprintf(dest, sizeof(dest), "dns %s", raw ? raw : host ? host : "?");
+			count_denied(r->net, dest, NULL);
+		}
 		MOAT_AUDIT(a, MOAT_EV_DNS, MOAT_F_STR("name", host ? host : raw),
 			   MOAT_F_STR("qtype", jstr(o, "method")),
 			   MOAT_F_STR("action", allow ? "allow" : "deny"),
@@ -329,6 +358,18 @@ static void record(struct moat_run *r, const char *line, size_t len)
 			MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "dns_denied"),
 				   MOAT_F_STR("name", raw), MOAT_F_STR("reason", reason));
 	} else {
+		if (allow) {
+			r->st->net_allowed++;
+		} else {
+			r->st->net_denied++;
+			snprintf(dest, sizeof(dest), "%s:%llu",
+				 host			   ? host
+					 : raw		   ? raw
+					 : jstr(o, "addr") ? jstr(o, "addr")
+							   : "?",
+				 (unsigned long long)jnum(o, "port"));
+			count_denied(r->net, dest, rule);
+		}
 		MOAT_AUDIT(a, MOAT_EV_NET, MOAT_F_STR("proto", proto), MOAT_F_STR("host", host),
 			   MOAT_F_STR("raw", raw), MOAT_F_STR("addr", jstr(o, "addr")),
 			   MOAT_F_UINT("port", jnum(o, "port")),
@@ -373,6 +414,30 @@ void moat_net_dispatch(struct moat_run *r)
 		n->ev_fd = safe_close(n->ev_fd); /* the worker is gone */
 }
 
+static int by_count(const void *a, const void *b)
+{
+	const struct denied_dest *x = a, *y = b;
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+/* The top denied destinations into the status, for the summary. */
+static void top_denied(struct moat_run *r)
+{
+	struct moat_net_run *n = r->net;
+	size_t len = 0;
+	if (!n || !n->n_denied)
+		return;
+	qsort(n->denied, n->n_denied, sizeof(n->denied[0]), by_count);
+	for (unsigned i = 0; i < n->n_denied && i < 5; i++) {
+		int w = snprintf(r->st->net_top_denied + len, sizeof(r->st->net_top_denied) - len,
+				 "%llu %s\t%s\n", (unsigned long long)n->denied[i].count,
+				 n->denied[i].dest, n->denied[i].rule);
+		if (w < 0 || (size_t)w >= sizeof(r->st->net_top_denied) - len)
+			break;
+		len += (size_t)w;
+	}
+}
+
 void moat_net_finish(struct moat_run *r)
 {
 	struct moat_net_run *n = r->net;
@@ -380,8 +445,10 @@ void moat_net_finish(struct moat_run *r)
 	/* Ask the worker to close what is still open (each connection writes
 	 * its event) and exit; read until its end of the pipe closes (1 s at
 	 * most). */
-	if (!n || n->pid <= 0 || n->ev_fd < 0)
+	if (!n || n->pid <= 0 || n->ev_fd < 0) {
+		top_denied(r);
 		return;
+	}
 	kill(n->pid, SIGTERM);
 	for (int i = 0; n->ev_fd >= 0 && i < 100; i++) {
 		struct pollfd pf = {.fd = n->ev_fd, .events = POLLIN};
@@ -389,6 +456,7 @@ void moat_net_finish(struct moat_run *r)
 			break;
 		moat_net_dispatch(r);
 	}
+	top_denied(r);
 }
 
 void moat_net_teardown(struct moat_run *r)

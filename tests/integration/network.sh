@@ -197,6 +197,25 @@ run_test https_through_connect_and_transparent t_https_through_connect_and_trans
 run_test socks_and_transparent t_socks_and_transparent
 run_test python_socket_to_allowed_name t_python_socket_to_allowed_name
 run_test other_hosts_refused_and_logged t_other_hosts_refused_and_logged
+t_summary_top_denied() {
+	local err
+	err=$("$MOAT" run --allow-host allowed.test --resolve allowed.test=127.0.0.9 \
+		--json-status "$T_OUT/st.json" -- sh -c '
+		for i in 1 2 3; do curl -s -m 3 -o /dev/null http://evil.test/$i; done
+		curl -s -m 3 -o /dev/null https://other.test/; true' 2>&1 >/dev/null)
+	assert_contains "$err" "moat: network: 0 allowed, 4 denied"
+	assert_contains "$err" "denied 3x evil.test:80"
+	assert_contains "$err" "to allow: --allow-host evil.test:80"
+	assert_contains "$err" "denied 1x other.test:443"
+	python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["net_denied"] == 4 and s["net_allowed"] == 0, s
+assert s["net_top_denied"][0].startswith("3 evil.test:80\t--allow-host evil.test:80"), s
+' "$T_OUT/st.json" || fail "status record: $(cat "$T_OUT/st.json")"
+}
+
+run_test summary_top_denied t_summary_top_denied
 run_test dns_refusal_recorded t_dns_refusal_recorded
 run_test udp_dropped_and_logged t_udp_dropped_and_logged
 run_test direct_ip_refused_fast t_direct_ip_refused_fast
