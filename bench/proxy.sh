@@ -112,3 +112,70 @@ none=$(startup --net none)
 allowed=$(startup "${allow[@]}")
 printf '%-34s %8s ms\n' "start-up --net none" "$none"
 printf '%-34s %8s ms  %sx --net none\n' "start-up --net allow" "$allowed" "$(ratio "$allowed" "$none")"
+
+# TLS-terminating path (issue 6): a secret's host is intercepted (leaf minted by
+# the per-run CA, upstream verified, placeholder replaced on every request).
+# Keep-alive request rate direct TLS vs through the intercepting proxy, and the
+# first request's TLS set-up (which includes minting the leaf for a new name).
+TLSADDR=127.0.0.4
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=bench CA" \
+	-keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=tls.bench.test" \
+	-keyout "$dir/srv.key" -out "$dir/srv.csr" 2>/dev/null
+printf 'subjectAltName=DNS:tls.bench.test\nextendedKeyUsage=serverAuth\n' >"$dir/ext"
+openssl x509 -req -in "$dir/srv.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 1 \
+	-extfile "$dir/ext" -out "$dir/srv.pem" 2>/dev/null
+chmod 644 "$dir"/*.pem
+cat >"$dir/tls.py" <<'PY'
+import socket, ssl, sys, threading
+d, addr = sys.argv[1], sys.argv[2]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(d + "/srv.pem", d + "/srv.key")
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind((addr, 0)); ls.listen(128)
+print(ls.getsockname()[1], flush=True)
+def serve(c):
+    try:
+        c = ctx.wrap_socket(c, server_side=True)
+    except Exception:
+        return
+    buf = b''
+    with c:
+        while True:
+            while b'\r\n\r\n' not in buf:
+                x = c.recv(65536)
+                if not x: return
+                buf += x
+            head, buf = buf.split(b'\r\n\r\n', 1)
+            c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsmall\n')
+while True:
+    c, _ = ls.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+"$PY" "$dir/tls.py" "$dir" "$TLSADDR" >"$dir/tlsport" &
+tls_pid=$!
+trap '[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null; kill "$tls_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 50); do [ -s "$dir/tlsport" ] && break; sleep 0.1; done
+tport=$(cat "$dir/tlsport")
+tls_allow=(--allow-host "tls.bench.test:$tport" --resolve "tls.bench.test=$TLSADDR"
+	--upstream-ca "$dir/ca.pem" --secret "BENCH_TOKEN@tls.bench.test")
+export BENCH_TOKEN=bench-secret-value
+t0=$(date +%s%N)
+curl -s -o /dev/null --cacert "$dir/ca.pem" --resolve "tls.bench.test:$tport:$TLSADDR" \
+	-H "Authorization: Bearer $BENCH_TOKEN" "https://tls.bench.test:$tport/small?[1-$REQS]"
+t1=$(date +%s%N)
+"$MOAT" run --quiet "${tls_allow[@]}" -- sh -c 'curl -s -o /dev/null -H "Authorization: Bearer $BENCH_TOKEN" "https://tls.bench.test:'"$tport"'/small?[1-'"$REQS"']"'
+t2=$(date +%s%N)
+"$MOAT" run --quiet "${tls_allow[@]}" -- true
+t3=$(date +%s%N)
+trd=$(awk -v n="$REQS" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+trp=$(awk -v n="$REQS" -v ns=$((t2 - t1 - (t3 - t2))) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+printf '%-34s %8s req/s\n' "TLS requests direct (keep-alive)" "$trd"
+printf '%-34s %8s req/s  %sx direct (target >= 0.5)\n' "TLS intercepted + injected" "$trp" "$(ratio "$trp" "$trd")"
+first_direct=$(curl -s -o /dev/null -w '%{time_appconnect}' --cacert "$dir/ca.pem" \
+	--resolve "tls.bench.test:$tport:$TLSADDR" "https://tls.bench.test:$tport/small")
+first_moat=$("$MOAT" run --quiet "${tls_allow[@]}" -- curl -s -o /dev/null -w '%{time_appconnect}' \
+	"https://tls.bench.test:$tport/small")
+printf '%-34s %8s ms\n' "first TLS set-up, direct" "$(awk -v s="$first_direct" 'BEGIN { printf "%.2f", s * 1000 }')"
+printf '%-34s %8s ms  (CONNECT + leaf minted for a new name)\n' "first TLS set-up, intercepted" "$(awk -v s="$first_moat" 'BEGIN { printf "%.2f", s * 1000 }')"
