@@ -828,6 +828,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	if (n != 1)
 		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
 	close(sb->go_r);
+	moat_test_stall("init-go");
 	wipe_args_and_env();
 
 	/* The supervisor has placed us in our cgroup: make it our cgroup root. */
@@ -855,6 +856,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	rearm_parent_death();
 	apply_plan();
 	enter_root();
+	moat_test_stall("init-mounted");
 	if (chdir(sb->plan->cwd) < 0)
 		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
 
@@ -887,6 +889,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 			    "cannot hand the seccomp listener to moat");
 		close(notify_fd);
 	}
+	moat_test_stall("init-restricted");
 	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
 		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
 	close(sb->sock_child);

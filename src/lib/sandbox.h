@@ -83,6 +83,15 @@ struct moat_sandbox {
 /* The sandbox's init: runs in the cloned child, never returns. */
 _Noreturn void moat_sandbox_init(struct moat_sandbox *sb);
 
+/* Test only (tests/integration/faults.sh): with MOAT_TEST_LAYERS=1 and
+ * MOAT_TEST_STALL_AT=<stage> in moat's environment, the supervisor or the
+ * sandbox's init announces "moat: test stall at <stage>" on stderr and waits
+ * there until killed, so a test can SIGKILL moat at that stage of setup.
+ * moat_test_stall_arm() reads the environment (supervisor, before the clone);
+ * moat_test_stall() is a no-op unless armed for that stage. */
+void moat_test_stall_arm(void);
+void moat_test_stall(const char *stage);
+
 /* Opens a bind source as O_PATH: paths under the workspace are resolved beneath
  * it without following any symlink (the sandbox may have planted them). */
 int moat_sandbox_open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow);

@@ -607,6 +607,28 @@ static int pipe_pair(int *ret_r, int *ret_w)
 	return 0;
 }
 
+/* Test only: see sandbox.h. A copy, since the init wipes its environment. */
+static char test_stall_at[32];
+
+void moat_test_stall_arm(void)
+{
+	const char *gate = getenv("MOAT_TEST_LAYERS"), *at = getenv("MOAT_TEST_STALL_AT");
+	test_stall_at[0] = '\0';
+	if (gate && streq(gate, "1") && at && strlen(at) < sizeof(test_stall_at))
+		snprintf(test_stall_at, sizeof(test_stall_at), "%s", at);
+}
+
+void moat_test_stall(const char *stage)
+{
+	char msg[80];
+	if (!test_stall_at[0] || !streq(test_stall_at, stage))
+		return;
+	int n = snprintf(msg, sizeof(msg), "moat: test stall at %s\n", stage);
+	(void)!write(STDERR_FILENO, msg, (size_t)n);
+	for (;;)
+		pause();
+}
+
 int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
 	     struct moat_error *ret_err)
 {
@@ -640,6 +662,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 
 	if (!argv || !argv[0] || !argv[0][0])
 		return moat_error_set(ret_err, "usage", EINVAL, "no command given");
+	moat_test_stall_arm();
 	if ((k = moat_policy_validate(p, ret_err)) < 0)
 		return k;
 	if ((k = random_hex(r->run_id, 8)) < 0)
@@ -716,6 +739,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)
 		goto fail;
+	moat_test_stall("prepared");
 
 	int sp[2];
 	if ((k = pipe_pair(&r->sb.setup_r, &r->sb.setup_w)) < 0 ||
@@ -771,6 +795,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		moat_sandbox_init(&r->sb);
 	}
 	r->init_pid = pid;
+	moat_test_stall("cloned");
 	safe_close(r->sb.setup_w);
 	r->sb.setup_w = -1;
 	safe_close(r->sb.go_r);
@@ -787,6 +812,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 	if (p->timeout_ms)
 		arm_timer(r->timerfd, p->timeout_ms);
+	moat_test_stall("child");
 	if (write(r->sb.go_w, "g", 1) != 1) {
 		k = moat_error_set(ret_err, "sync", errno, "the sandbox vanished during setup");
 		goto fail_kill;
@@ -797,6 +823,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	k = wait_setup(r);
 	if (k < 0)
 		goto fail_kill;
+	moat_test_stall("started");
 
 	if (r->pty_fd >= 0) {
 		r->tty_in = r->sb.tty_fds[0] ? STDIN_FILENO : -1;
