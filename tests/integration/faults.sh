@@ -23,7 +23,7 @@ runs_dir() { if is_root; then echo /var/lib/moat/runs; else echo "$XDG_STATE_HOM
 
 # All descendants of a pid (the pid itself excluded).
 descendants() {
-	local p c
+	local c
 	for c in $(pgrep -P "$1" 2>/dev/null || true); do
 		echo "$c"
 		descendants "$c"
