@@ -65,7 +65,9 @@ int main(int argc, char **argv)
 	int r = moat_cli_probe_reexec(argc, argv);
 	if (r >= 0)
 		return r;
-	fprintf(stderr, "moat: unknown command '%s'\n", cmd);
+	fputs("moat: unknown command '", stderr);
+	moat_cli_put_safe(stderr, cmd);
+	fputs("'\n", stderr);
 	usage(stderr);
 	return MOAT_EXIT_USAGE;
 }
