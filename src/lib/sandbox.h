@@ -78,6 +78,11 @@ struct moat_sandbox {
 
 	/* the compiled seccomp filter (restrict.c), NULL when seccomp is off */
 	struct moat_seccomp_prog *seccomp_prog;
+
+	/* RT-070: per-user kernel objects are charged (ucounts) to the host user
+	 * who owns the sandbox's user namespace; the init caps the sandbox's
+	 * share at these values (half of the host's limits, 0 = leave alone) */
+	long ucount_inotify_instances, ucount_inotify_watches;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

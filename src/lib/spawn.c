@@ -607,6 +607,20 @@ static int pipe_pair(int *ret_r, int *ret_w)
 	return 0;
 }
 
+/* Half of a /proc/sys/user limit of moat's own user namespace (at least 1),
+ * or 0 if it cannot be read. */
+static long half_of_sysctl(const char *path)
+{
+	char buf[32];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	long v = strtol(buf, NULL, 10);
+	return v <= 0 ? 0 : v / 2 > 0 ? v / 2 : 1;
+}
+
 /* Test only: see sandbox.h. A copy, since the init wipes its environment. */
 static char test_stall_at[32];
 
@@ -719,6 +733,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 	r->sb.argv = r->argv_copy;
 	r->sb.envp = r->envp;
+	r->sb.ucount_inotify_instances = half_of_sysctl("/proc/sys/user/max_inotify_instances");
+	r->sb.ucount_inotify_watches = half_of_sysctl("/proc/sys/user/max_inotify_watches");
 	r->sb.supervisor_pid = getpid();
 	r->sb.root_mode = geteuid() == 0;
 	if (r->sb.root_mode) {
