@@ -322,13 +322,17 @@ static void tty_winsize(struct moat_run *r)
 		ioctl(r->pty_fd, TIOCSWINSZ, &ws);
 }
 
-/* Copies what is readable from `from` to `to`. Returns bytes, 0 at EOF, <0 error. */
+/* Copies what is readable from `from` to `to` (to < 0: discards it). Returns
+ * bytes, 0 at EOF, -1 on a read error, -2 on a write error.
+ * At most one page per call: after POLLOUT a pipe takes that without blocking. */
 static ssize_t relay_once(int from, int to)
 {
-	char buf[16384];
+	char buf[4096];
 	ssize_t n = read(from, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 && (errno == EAGAIN || errno == EINTR) ? 1 : n;
+	if (to < 0)
+		return n; /* discarded */
 	for (ssize_t off = 0; off < n;) {
 		ssize_t w = write(to, buf + off, (size_t)(n - off));
 		if (w < 0 && errno == EINTR)
@@ -339,7 +343,7 @@ static ssize_t relay_once(int from, int to)
 			continue;
 		}
 		if (w <= 0)
-			return -1;
+			return -2; /* the writing side failed */
 		off += w;
 	}
 	return n;
@@ -353,6 +357,7 @@ enum {
 	EV_TIMER,
 	EV_TTY_IN,
 	EV_PTY,
+	EV_TTY_OUT,
 	EV_EXTRA
 };
 
@@ -376,7 +381,7 @@ static void on_signal(struct moat_run *r)
 	struct signalfd_siginfo si;
 	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		int sig = (int)si.ssi_signo;
-		if (sig == SIGCHLD)
+		if (sig == SIGCHLD || sig == SIGPIPE)
 			continue;
 		if (sig == SIGWINCH) {
 			tty_winsize(r);
@@ -455,9 +460,36 @@ static int event_loop(struct moat_run *r)
 					(void)!write(r->pty_fd, &eof, 1);
 				}
 				break;
-			case EV_PTY:
-				if (relay_once(r->pty_fd, r->tty_out) <= 0)
+			case EV_PTY: {
+				/* RT-069: a reader of moat's output that stalls must not
+				 * block the supervisor (timeout, signals): stop reading the
+				 * pty (the sandbox then blocks on its own terminal) until
+				 * the output drains. Regular files never stall and cannot
+				 * be polled (epoll_ctl fails): they are written directly. */
+				struct pollfd out = {.fd = r->tty_out, .events = POLLOUT};
+				struct epoll_event ev = {.events = EPOLLOUT,
+							 .data.u32 = EV_TTY_OUT};
+				if (!r->out_broken && poll(&out, 1, 0) == 0 &&
+				    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->tty_out, &ev) == 0) {
 					epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pty_fd, NULL);
+					break;
+				}
+				ssize_t k2 = relay_once(r->pty_fd, r->out_broken ? -1 : r->tty_out);
+				if (k2 == 0 || k2 == -1) {
+					epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pty_fd, NULL);
+					r->pty_done = true;
+				} else if (k2 < 0) {
+					/* the reader went away: keep draining the terminal
+					 * (its output is lost), so the command neither blocks
+					 * nor outlives its limits */
+					r->out_broken = true;
+				}
+				break;
+			}
+			case EV_TTY_OUT:
+				epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->tty_out, NULL);
+				if (!r->pty_done)
+					(void)ep_add(r->epfd, r->pty_fd, EV_PTY);
 				break;
 			default:
 				moat_supervise_dispatch(r, tag, evs[i].events);
@@ -465,12 +497,19 @@ static int event_loop(struct moat_run *r)
 			}
 		}
 	}
-	/* drain what the command wrote last */
-	if (r->pty_fd >= 0) {
+	/* drain what the command wrote last (up to 2 s for a slow reader) */
+	if (r->pty_fd >= 0 && !r->pty_done && !r->out_broken) {
 		int fl = fcntl(r->pty_fd, F_GETFL);
 		fcntl(r->pty_fd, F_SETFL, fl | O_NONBLOCK);
-		while (relay_once(r->pty_fd, r->tty_out) > 1)
-			;
+		for (int waits = 0; waits < 20;) {
+			struct pollfd out = {.fd = r->tty_out, .events = POLLOUT};
+			if (poll(&out, 1, 100) == 0) {
+				waits++;
+				continue;
+			}
+			if (relay_once(r->pty_fd, r->tty_out) <= 1)
+				break;
+		}
 	}
 	return 0;
 }
@@ -619,6 +658,18 @@ static long half_of_sysctl(const char *path)
 	buf[n] = '\0';
 	long v = strtol(buf, NULL, 10);
 	return v <= 0 ? 0 : v / 2 > 0 ? v / 2 : 1;
+}
+
+/* Drops a SIGPIPE left pending by a write to a vanished reader before the
+ * caller's signal mask returns (it would kill the caller then). */
+static void drop_pending_sigpipe(void)
+{
+	sigset_t pipe_only;
+	struct timespec zero = {0, 0};
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	while (sigtimedwait(&pipe_only, NULL, &zero) == SIGPIPE)
+		;
 }
 
 /* Test only: see sandbox.h. A copy, since the init wipes its environment. */
@@ -780,6 +831,9 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGQUIT);
 	sigaddset(&mask, SIGWINCH);
+	/* a reader of moat's output that went away must not kill the supervisor
+	 * (it would skip its cleanup): EPIPE is handled, the signal dropped */
+	sigaddset(&mask, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -885,6 +939,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		ret_status->mem_peak = (uint64_t)ru.ru_maxrss * 1024u;
 	}
 	ret_status->wall_us = moat_now_us() - r->start_us;
+	drop_pending_sigpipe();
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	k = moat_supervise_finish(r, k);
 	moat_supervise_teardown(r);
@@ -902,6 +957,7 @@ fail_kill:
 		ret_status->exit_code = nf ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC;
 	}
 fail_mask:
+	drop_pending_sigpipe();
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 fail:
 	ret_status->wall_us = moat_now_us() - r->start_us;
