@@ -43,3 +43,8 @@ SECRET_TOKEN=hunter2 HOST_HOME=$HOME HOST_PORT=$port "$MOAT" run --workspace "$w
 echo
 echo "back on the host: $work/project/result.txt says: $(cat "$work/project/result.txt")"
 echo "status record: $(cat "$work/status.json")"
+
+echo
+echo "moat demo, part 2: the worked example (examples/data-analysis/run.sh)"
+echo
+MOAT=$MOAT bash examples/data-analysis/run.sh "$work/example"

@@ -31,6 +31,7 @@ struct moat_observe {
 	char *run_dir, *log_path;
 	int run_dirfd, ws_fd, out_fd;
 	bool exit_written;
+	bool start_written;
 	int alert_pidfds[MAX_ALERT_PROCS];
 	unsigned n_alert_procs;
 	uint64_t alerts_suppressed;
@@ -140,6 +141,8 @@ static void reap_alerts(struct moat_observe *o)
 	}
 	o->n_alert_procs = 0;
 }
+
+int moat_observe_start(struct moat_run *r);
 
 /* ---- start ------------------------------------------------------------------ */
 
@@ -260,10 +263,6 @@ int moat_observe_prepare(struct moat_run *r)
 	if (p->on_alert)
 		moat_audit_set_alert_hook(o->audit, alert_hook, o);
 	snprintf(r->st->log_path, sizeof(r->st->log_path), "%s", o->log_path);
-	k = write_start(r);
-	if (k < 0)
-		return moat_error_set(r->err, "audit", -k, "cannot write the audit log %s: %s",
-				      o->log_path, strerror(-k));
 
 	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY) {
 		o->ws_fd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -274,6 +273,22 @@ int moat_observe_prepare(struct moat_run *r)
 	}
 	if (p->output && (k = open_output(r)) < 0)
 		return k;
+	return 0;
+}
+
+/* The start record: written once the sandbox is released (its policy digest
+ * costs OpenSSL's initialisation, which then overlaps the sandbox's setup), or
+ * at teardown if the run never got that far. */
+int moat_observe_start(struct moat_run *r)
+{
+	struct moat_observe *o = r->obs;
+	if (!o || !o->audit || o->start_written)
+		return 0;
+	o->start_written = true;
+	int k = write_start(r);
+	if (k < 0)
+		return moat_error_set(r->err, "audit", -k, "cannot write the audit log %s: %s",
+				      o->log_path, strerror(-k));
 	return 0;
 }
 
@@ -454,6 +469,7 @@ static void review_workspace(struct moat_run *r)
 
 static void write_exit(struct moat_run *r)
 {
+	moat_observe_start(r); /* a run that failed before its start still has one */
 	struct moat_observe *o = r->obs;
 	const struct moat_status *st = r->st;
 

@@ -15,6 +15,8 @@ struct moat_audit;
  * --workspace (overlay) and --output. Fills r->err on failure. */
 int moat_observe_prepare(struct moat_run *r);
 /* A limit was hit: limit event + alert. */
+/* The start record (after clone, or at the end if the run never started). */
+int moat_observe_start(struct moat_run *r);
 void moat_observe_limit(struct moat_run *r, const char *what);
 /* After the init exited: /output, workspace manifest and apply, exit event. */
 int moat_observe_finish(struct moat_run *r, int k);

@@ -152,8 +152,11 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		const char *src = *sys ? arena_join(ar, sys, dest) : dest;
 		if (!dest || !src)
 			return -E2BIG;
+		/* small files are copied into the /etc tmpfs: a mount each would
+		 * cost start-up and teardown time */
 		ADD(.op = MOAT_STEP_BIND, .src = src, .dest = dest,
-		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK);
+		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
+			    MOAT_STEPF_COPY_SMALL);
 	}
 	ADD(.op = MOAT_STEP_READONLY, .dest = "/etc");
 

@@ -36,6 +36,8 @@ enum moat_step_flag {
 	MOAT_STEPF_WORKSPACE = 1u << 6, /* the workspace (kept as an fd for Landlock) */
 	MOAT_STEPF_OUTPUT = 1u << 7, /* /output: the supervisor keeps an fd to collect it */
 	MOAT_STEPF_WRITABLE = 1u << 8, /* a writable area (Landlock write rights) */
+	MOAT_STEPF_COPY_SMALL = 1u
+		<< 9, /* a small world-readable regular file is copied, not bound */
 };
 
 struct moat_step {

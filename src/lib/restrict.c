@@ -2,6 +2,8 @@
 /* Supervisor side of the Landlock and seccomp layers (see restrict.h). */
 #include "lib/restrict.h"
 
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,7 +48,6 @@ static int prepare_seccomp(struct moat_run *r)
 	const struct moat_policy *p = r->p;
 	struct moat_seccomp_probe probe;
 	scmp_filter_ctx ctx = NULL;
-	int k;
 
 	if (p->test_no_seccomp) {
 		degraded_add(r, "seccomp(test)");
@@ -79,6 +80,33 @@ static int prepare_seccomp(struct moat_run *r)
 				"--deny-syscall %s: not a syscall of this architecture",
 				p->deny_syscalls[i]);
 
+	/* The filter itself is compiled after clone (moat_restrict_compile), while
+	 * the sandbox assembles its root on the other CPU; it travels to the init
+	 * through this shared mapping, which the init reads without allocating. */
+	struct moat_shared_filter *sh =
+		mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return moat_error_set(r->err, "seccomp", errno,
+				      "cannot map memory for the seccomp filter: %s",
+				      strerror(errno));
+	sh->prog = (struct moat_seccomp_prog){.insns = sh->insns, .len = 0, .notify = notify};
+	r->shared_filter = sh;
+	r->sb.seccomp_prog = &sh->prog;
+	(void)ctx;
+	return 0;
+}
+
+int moat_restrict_compile(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	struct moat_shared_filter *sh = r->shared_filter;
+	scmp_filter_ctx ctx = NULL;
+	struct moat_seccomp_prog prog = {0};
+	int k;
+
+	if (!sh)
+		return 0; /* seccomp disabled for a test */
+	bool notify = sh->prog.notify;
 	struct moat_seccomp_opts o = {
 		.allow = (const char *const *)p->allow_syscalls,
 		.n_allow = p->n_allow_syscalls,
@@ -91,15 +119,18 @@ static int prepare_seccomp(struct moat_run *r)
 	if (k < 0)
 		return moat_error_set(r->err, "seccomp", -k, "cannot build the seccomp filter: %s",
 				      strerror(-k));
-	r->sb.seccomp_prog = calloc(1, sizeof(*r->sb.seccomp_prog));
-	if (!r->sb.seccomp_prog)
-		k = -ENOMEM;
-	else
-		k = moat_seccomp_export(ctx, notify, r->sb.seccomp_prog);
+	k = moat_seccomp_export(ctx, notify, &prog);
 	seccomp_release(ctx);
-	if (k < 0)
+	if (k >= 0 && prog.len > ELEMENTSOF(sh->insns))
+		k = -E2BIG;
+	if (k < 0) {
+		moat_seccomp_prog_done(&prog);
 		return moat_error_set(r->err, "seccomp", -k,
 				      "cannot compile the seccomp filter: %s", strerror(-k));
+	}
+	memcpy(sh->insns, prog.insns, prog.len * sizeof(sh->insns[0]));
+	sh->prog.len = prog.len;
+	moat_seccomp_prog_done(&prog);
 	return 0;
 }
 
@@ -144,9 +175,9 @@ void moat_restrict_notify(struct moat_run *r)
 
 void moat_restrict_teardown(struct moat_run *r)
 {
-	if (r->sb.seccomp_prog) {
-		moat_seccomp_prog_done(r->sb.seccomp_prog);
-		free(r->sb.seccomp_prog);
+	if (r->shared_filter) {
+		munmap(r->shared_filter, sizeof(*r->shared_filter));
+		r->shared_filter = NULL;
 		r->sb.seccomp_prog = NULL;
 	}
 }

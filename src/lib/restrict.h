@@ -15,7 +15,11 @@ struct moat_run;
 /* Epoll tag of the notification listener, relative to EV_EXTRA. */
 #define MOAT_RESTRICT_TAG_NOTIFY 16
 
-/* Before clone. Fills r->sb.seccomp_prog, adds degraded layers to the status.
+/* After clone, before the sandbox needs it: compile the filter into the shared
+ * mapping prepared by moat_restrict_prepare(). */
+int moat_restrict_compile(struct moat_run *r);
+
+/* Before clone. Prepares r->sb.seccomp_prog (filled after clone), adds degraded layers to the status.
  * Fails (r->err filled) when a layer the run needs is missing. */
 int moat_restrict_prepare(struct moat_run *r);
 /* Answer every pending notification (non-blocking). */

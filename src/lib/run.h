@@ -16,6 +16,16 @@
 
 struct moat_observe;
 
+#include <linux/filter.h>
+
+#include "lib/seccomp.h"
+
+/* The seccomp program shared with the sandbox's init (MAP_SHARED). */
+struct moat_shared_filter {
+	struct moat_seccomp_prog prog;
+	struct sock_filter insns[BPF_MAXINSNS];
+};
+
 struct moat_run {
 	const struct moat_policy *p;
 	struct moat_sandbox sb;
@@ -24,6 +34,7 @@ struct moat_run {
 	char **envp;
 	unsigned n_envp;
 	char **argv_copy;
+	struct moat_shared_filter *shared_filter;
 
 	pid_t init_pid;
 	int pidfd;
@@ -54,6 +65,7 @@ struct moat_run {
 	struct moat_error *err;
 
 	struct moat_observe *obs; /* audit stream, /output, workspace review (observe.c) */
+	struct moat_net_run *net; /* --net allow: proxy worker state (supervise_net.c) */
 };
 
 uint64_t moat_now_us(void);

@@ -289,6 +289,37 @@ static void do_bind(const struct moat_step *s, int idx, int srcfd)
 	close(tree);
 }
 
+/* A small regular file that everyone may read is copied into place instead of
+ * bound (a bind costs a mount at start and at teardown). Files others may not
+ * read stay binds, so the copy never widens who can read them. Returns true
+ * if copied. */
+static bool copy_small(const struct moat_step *s, int idx, int srcfd)
+{
+	static char buf[64 << 10];
+	struct stat st;
+	char proc[64], full[MOAT_MAX_PATH];
+	if (fstat(srcfd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH) ||
+	    st.st_size > (off_t)sizeof(buf))
+		return false;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", srcfd);
+	int in = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (in < 0)
+		return false;
+	ssize_t n = read(in, buf, sizeof(buf));
+	close(in);
+	if (n < 0 || n != st.st_size)
+		return false;
+	mkparent(s->dest, idx);
+	join(full, sizeof(full), NEWROOT, s->dest);
+	int out = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create %s", s->dest);
+	if (write(out, buf, (size_t)n) != n || fchmod(out, st.st_mode & 0755) < 0)
+		die(MOAT_STAGE_MOUNT, errno ? errno : EIO, idx, "cannot write %s", s->dest);
+	close(out);
+	return true;
+}
+
 static void do_tmpfs(const struct moat_step *s, int idx)
 {
 	char full[MOAT_MAX_PATH], opts[96];
@@ -575,6 +606,8 @@ static void apply_plan(void)
 					break;
 				}
 			}
+			if ((s->flags & MOAT_STEPF_COPY_SMALL) && copy_small(s, idx, srcfd[i]))
+				break;
 			do_bind(s, idx, srcfd[i]);
 			break;
 		case MOAT_STEP_OVERLAY:
@@ -851,7 +884,6 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		;
 	if (n != 1)
 		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
-	close(sb->go_r);
 	moat_test_stall("init-go");
 	wipe_args_and_env();
 
@@ -906,6 +938,13 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot make init non-dumpable");
 	/* Landlock and seccomp, last, for init and everything it forks. */
 	int notify_fd = -1;
+	/* The supervisor compiled the seccomp filter while we built the root: its
+	 * second byte on the go pipe says the program is in the shared mapping. */
+	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1 || go != 'f')
+		_exit(MOAT_EXIT_SETUP); /* the supervisor failed and reports why */
+	close(sb->go_r);
 	if (moat_hook_restrict(sb, &notify_fd) < 0)
 		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
 	if (notify_fd >= 0) {

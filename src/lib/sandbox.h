@@ -49,6 +49,7 @@ enum moat_fd_kind {
 	MOAT_FD_PTY = 2, /* the pty master from the sandbox's own devpts */
 	MOAT_FD_NOTIFY = 3, /* the seccomp user-notification listener */
 	MOAT_FD_UPPER = 4, /* the overlay upper dir of the workspace */
+	MOAT_FD_NET = 16, /* 16..22: the network listeners, struct moat_netns_fds order */
 	MOAT_FD_DONE = 99, /* no more fds follow */
 };
 

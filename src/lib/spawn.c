@@ -381,7 +381,7 @@ static void on_signal(struct moat_run *r)
 	struct signalfd_siginfo si;
 	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		int sig = (int)si.ssi_signo;
-		if (sig == SIGCHLD || sig == SIGPIPE)
+		if (sig == SIGCHLD)
 			continue;
 		if (sig == SIGWINCH) {
 			tty_winsize(r);
@@ -548,7 +548,8 @@ static int wait_setup(struct moat_run *r)
 			r->notify_fd = fd;
 			break;
 		default:
-			safe_close(fd);
+			if (moat_supervise_take_fd(r, kind, fd) <= 0)
+				safe_close(fd);
 		}
 	}
 	/* With exec recording the command's execve waits for our answer, and only
@@ -586,6 +587,19 @@ static int wait_setup(struct moat_run *r)
 	return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err,
 			      "%s step failed%s: %s: %s", moat_setup_stage_name(e.stage), step,
 			      e.detail, strerror(e.err));
+}
+
+/* Back to the caller's signal mask, without a SIGPIPE we caused on the way. */
+static void restore_mask(const sigset_t *oldmask)
+{
+	sigset_t pipe_set;
+	struct timespec zero = {0, 0};
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if (!sigismember(oldmask, SIGPIPE))
+		while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
+			;
+	sigprocmask(SIG_SETMASK, oldmask, NULL);
 }
 
 /* ---- run ------------------------------------------------------------------- */
@@ -658,18 +672,6 @@ static long half_of_sysctl(const char *path)
 	buf[n] = '\0';
 	long v = strtol(buf, NULL, 10);
 	return v <= 0 ? 0 : v / 2 > 0 ? v / 2 : 1;
-}
-
-/* Drops a SIGPIPE left pending by a write to a vanished reader before the
- * caller's signal mask returns (it would kill the caller then). */
-static void drop_pending_sigpipe(void)
-{
-	sigset_t pipe_only;
-	struct timespec zero = {0, 0};
-	sigemptyset(&pipe_only);
-	sigaddset(&pipe_only, SIGPIPE);
-	while (sigtimedwait(&pipe_only, NULL, &zero) == SIGPIPE)
-		;
 }
 
 /* Test only: see sandbox.h. A copy, since the init wipes its environment. */
@@ -802,9 +804,9 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		r->sb.host_gid = getegid();
 	}
 
-	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
-		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)
+		goto fail;
+	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
 		goto fail;
 	moat_test_stall("prepared");
 
@@ -831,11 +833,11 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGQUIT);
 	sigaddset(&mask, SIGWINCH);
-	/* a reader of moat's output that went away must not kill the supervisor
-	 * (it would skip its cleanup): EPIPE is handled, the signal dropped */
+	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* SIGPIPE is blocked too (not read from the signalfd): a write to a
+	 * sandbox that died gives EPIPE; pending ones are dropped at the end. */
 	sigaddset(&mask, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &mask, &oldmask);
-	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->timeout_ms || true)
 		r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -885,6 +887,18 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	moat_test_stall("child");
 	if (write(r->sb.go_w, "g", 1) != 1) {
 		k = moat_error_set(ret_err, "sync", errno, "the sandbox vanished during setup");
+		goto fail_kill;
+	}
+	/* While the sandbox assembles its root: the work that needs no order with
+	 * it (the seccomp filter's compilation, the audit log's start record). */
+	if ((k = moat_supervise_started(r)) < 0)
+		goto fail_kill;
+	if (write(r->sb.go_w, "f", 1) != 1) {
+		/* EPIPE (SIGPIPE is blocked): the sandbox failed a step meanwhile */
+		k = wait_setup(r);
+		if (k >= 0)
+			k = moat_error_set(ret_err, "sync", EPIPE,
+					   "the sandbox vanished during setup");
 		goto fail_kill;
 	}
 	safe_close(r->sb.go_w);
@@ -939,8 +953,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		ret_status->mem_peak = (uint64_t)ru.ru_maxrss * 1024u;
 	}
 	ret_status->wall_us = moat_now_us() - r->start_us;
-	drop_pending_sigpipe();
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	restore_mask(&oldmask);
 	k = moat_supervise_finish(r, k);
 	moat_supervise_teardown(r);
 	run_free(r);
@@ -957,8 +970,7 @@ fail_kill:
 		ret_status->exit_code = nf ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC;
 	}
 fail_mask:
-	drop_pending_sigpipe();
-	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	restore_mask(&oldmask);
 fail:
 	ret_status->wall_us = moat_now_us() - r->start_us;
 	moat_supervise_teardown(r);

@@ -9,27 +9,25 @@
 #include "lib/restrict.h"
 #include "lib/supervise.h"
 #include "lib/supervise_limits.h"
+#include "lib/supervise_net.h"
 
 int moat_supervise_env(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *))
 {
-	(void)r;
-	(void)push;
-	return 0;
+	return moat_net_env(r, push);
 }
 
 int moat_supervise_prepare(struct moat_run *r)
 {
 	const struct moat_policy *p = r->p;
-	/* Layers not in this build yet are refused, never silently skipped. */
-	if (p->net == MOAT_NET_ALLOW)
-		return moat_error_set(r->err, "network", EOPNOTSUPP,
-				      "--net allow is not available in this build");
-	/* limits and restrict first (they record degraded layers for the start
+	(void)p;
+	/* limits, restrict and net first (they record degraded layers for the start
 	 * event); the audit log opens even when one fails, so it is recorded */
 	int k = moat_supervise_limits_prepare(r);
 	if (k >= 0)
 		k = moat_restrict_prepare(r);
+	if (k >= 0)
+		k = moat_net_prepare(r);
 	struct moat_error saved = {0};
 	if (k < 0 && r->err)
 		saved = *r->err;
@@ -49,8 +47,23 @@ int moat_supervise_child(struct moat_run *r)
 	return moat_supervise_limits_child(r);
 }
 
+int moat_supervise_started(struct moat_run *r)
+{
+	int k = moat_restrict_compile(r);
+	if (k < 0)
+		return k;
+	return moat_observe_start(r);
+}
+
+int moat_supervise_take_fd(struct moat_run *r, int kind, int fd)
+{
+	return moat_net_take_fd(r, kind, fd);
+}
+
 /* The base tag of moat_supervise_register(): tags of this file are base + offset. */
 static uint32_t tag_base;
+/* base + MOAT_SUPERVISE_TAG_NET: the proxy worker's event pipe. */
+#define MOAT_SUPERVISE_TAG_NET 0
 
 int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
@@ -63,7 +76,7 @@ int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 					      "cannot watch the seccomp listener: %s",
 					      strerror(errno));
 	}
-	return 0;
+	return moat_net_start(r, epfd, base + MOAT_SUPERVISE_TAG_NET);
 }
 
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
@@ -71,6 +84,8 @@ void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 	(void)events;
 	if (tag == tag_base + MOAT_RESTRICT_TAG_NOTIFY)
 		moat_restrict_notify(r);
+	else if (tag == tag_base + MOAT_SUPERVISE_TAG_NET)
+		moat_net_dispatch(r);
 }
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
@@ -85,12 +100,14 @@ void moat_supervise_kill_all(struct moat_run *r)
 
 int moat_supervise_finish(struct moat_run *r, int k)
 {
+	moat_net_finish(r);
 	moat_supervise_limits_finish(r);
 	return moat_observe_finish(r, k);
 }
 
 void moat_supervise_teardown(struct moat_run *r)
 {
+	moat_net_teardown(r);
 	moat_restrict_teardown(r);
 	moat_supervise_limits_teardown(r);
 	moat_observe_teardown(r);

@@ -19,6 +19,12 @@ int moat_supervise_prepare(struct moat_run *r);
 void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca);
 /* After clone, before the sandbox proceeds: cgroup attach. */
 int moat_supervise_child(struct moat_run *r);
+/* After the sandbox was released, while it sets itself up: the seccomp
+ * filter's compilation and the audit start record (they overlap its work). */
+int moat_supervise_started(struct moat_run *r);
+/* An fd the sandbox handed over that spawn.c does not know: 1 if taken (now
+ * owned), 0 if not (the caller closes it). */
+int moat_supervise_take_fd(struct moat_run *r, int kind, int fd);
 /* Register extra fds on the epoll set with tags >= base. */
 int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base);
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events);

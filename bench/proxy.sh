@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Egress proxy benchmark (issue 5), loopback only, in one run:
+#   bulk transfer: direct loopback vs CONNECT tunnel vs HTTP proxy vs transparent
+#   request rate:  small requests on one keep-alive connection, direct vs proxy
+#   start-up:      `moat run --net none -- true` vs `--net allow`
+# Usage: bench/proxy.sh [MOAT]   (env SIZE_MB=4096 REQS=2000 RUNS=20)
+set -euo pipefail
+
+MOAT=${1:-${MOAT:-build/moat}}
+SIZE_MB=${SIZE_MB:-4096}
+REQS=${REQS:-2000}
+RUNS=${RUNS:-20}
+PY=/usr/bin/python3
+ADDR=127.0.0.3
+dir=$(mktemp -d /tmp/moat-bench.XXXXXX)
+chmod 755 "$dir"
+srv_pid=
+trap '[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+
+truncate -s "${SIZE_MB}M" "$dir/big"
+echo small >"$dir/small"
+chmod 644 "$dir/big" "$dir/small"
+
+# A threaded keep-alive server that sends files with sendfile(2), so the
+# server is not what is measured.
+cat >"$dir/srv.py" <<'PY'
+import os, socket, sys, threading
+root, addr = sys.argv[1], sys.argv[2]
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind((addr, 0)); ls.listen(1024)
+print(ls.getsockname()[1], flush=True)
+def serve(c):
+    buf = b''
+    with c:
+        while True:
+            while b'\r\n\r\n' not in buf:
+                d = c.recv(65536)
+                if not d: return
+                buf += d
+            head, buf = buf.split(b'\r\n\r\n', 1)
+            path = head.split(b' ')[1].decode()
+            name = os.path.basename(path.split('?')[0]) or 'small'
+            with open(os.path.join(root, name), 'rb') as f:
+                n = os.fstat(f.fileno()).st_size
+                c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n' % n)
+                off = 0
+                while off < n:
+                    off += os.sendfile(c.fileno(), f.fileno(), off, n - off)
+while True:
+    c, _ = ls.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+"$PY" "$dir/srv.py" "$dir" "$ADDR" >"$dir/port" &
+srv_pid=$!
+for _ in $(seq 50); do [ -s "$dir/port" ] && break; sleep 0.1; done
+port=$(cat "$dir/port")
+allow=(--allow-host "bench.test:$port" --resolve "bench.test=$ADDR")
+
+# MB/s of one download (curl reports bytes/s)
+speed() { awk '{printf "%.0f", $1 / 1048576}'; }
+dl() { curl -s -o /dev/null -w '%{speed_download}\n' "$@"; }
+
+echo "# moat proxy benchmark: $(uname -r), $(nproc) CPUs, ${SIZE_MB} MiB transfers, best of 3"
+dl "http://$ADDR:$port/big" >/dev/null # warm the page cache
+# best of three downloads: CMD... prints bytes/s once per run
+best() {
+	local b=0 v
+	for _ in 1 2 3; do
+		v=$("$@")
+		b=$(awk -v a="$b" -v v="$v" 'BEGIN { print (v > a ? v : a) }')
+	done
+	echo "$b" | speed
+}
+inside() { "$MOAT" run --quiet "${allow[@]}" -- curl -s -o /dev/null -w '%{speed_download}\n' "$@"; }
+direct=$(best dl --noproxy '*' "http://$ADDR:$port/big")
+tunnel=$(best inside -p -x http://127.0.0.1:3128 "http://bench.test:$port/big")
+httpp=$(best inside "http://bench.test:$port/big")
+transp=$(best inside --noproxy '*' "http://bench.test:$port/big")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+printf '%-34s %8s MiB/s\n' "direct loopback" "$direct"
+printf '%-34s %8s MiB/s  %sx direct\n' "CONNECT tunnel (splice)" "$tunnel" "$(ratio "$tunnel" "$direct")"
+printf '%-34s %8s MiB/s  %sx direct\n' "HTTP proxy (absolute-form)" "$httpp" "$(ratio "$httpp" "$direct")"
+printf '%-34s %8s MiB/s  %sx direct\n' "transparent capture" "$transp" "$(ratio "$transp" "$direct")"
+
+# Request rate: REQS small requests on one keep-alive connection.
+urls="http://$ADDR:$port/small?[1-$REQS]"
+t0=$(date +%s%N)
+curl -s -o /dev/null "$urls"
+t1=$(date +%s%N)
+"$MOAT" run --quiet "${allow[@]}" -- curl -s -o /dev/null "http://bench.test:$port/small?[1-$REQS]"
+t2=$(date +%s%N)
+"$MOAT" run --quiet --net none -- true
+t3=$(date +%s%N)
+rd=$(awk -v n="$REQS" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+# the proxied run includes one sandbox start-up: subtract it
+rp=$(awk -v n="$REQS" -v ns=$((t2 - t1 - (t3 - t2))) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
+printf '%-34s %8s req/s\n' "requests direct (keep-alive)" "$rd"
+printf '%-34s %8s req/s  %sx direct\n' "requests via HTTP proxy" "$rp" "$(ratio "$rp" "$rd")"
+
+# Start-up: mean wall time of RUNS runs of `true`.
+startup() {
+	local t0 t1
+	t0=$(date +%s%N)
+	for _ in $(seq "$RUNS"); do "$MOAT" run --quiet "$@" -- true; done
+	t1=$(date +%s%N)
+	awk -v ns=$((t1 - t0)) -v n="$RUNS" 'BEGIN { printf "%.1f", ns / n / 1e6 }'
+}
+none=$(startup --net none)
+allowed=$(startup "${allow[@]}")
+printf '%-34s %8s ms\n' "start-up --net none" "$none"
+printf '%-34s %8s ms  %sx --net none\n' "start-up --net allow" "$allowed" "$(ratio "$allowed" "$none")"

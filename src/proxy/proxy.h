@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The egress proxy worker. It runs in its own process, forked by the
+ * supervisor, and serves the listeners that moat_netns_setup() created inside
+ * the sandbox's network namespace while it dials out from the host namespace:
+ *
+ *   HTTP proxy     absolute-form requests (one authority per client connection:
+ *                  a keep-alive connection never switches hosts) and CONNECT;
+ *   SOCKS5         CONNECT with names or addresses;
+ *   transparent    every other TCP connection (nftables redirect): the
+ *                  original destination (SO_ORIGINAL_DST) plus the name from
+ *                  the TLS SNI or the HTTP Host header;
+ *   DNS stub       UDP and TCP: allowlisted names get a synthetic IPv4 address
+ *                  from MOAT_PROXY_SYNTH_NET that the proxy maps back to the
+ *                  name; AAAA gets an empty answer; everything else NXDOMAIN;
+ *                  nothing is ever forwarded;
+ *   nflog          packets the sandbox's ruleset dropped (UDP, ICMP, ...).
+ *
+ * Decisions go by name first (deny-host wins, then the allow rules and their
+ * ports), then by address: the proxy resolves the name itself (in a resolver
+ * helper process: getaddrinfo blocks and needs /etc), refuses the whole answer
+ * if any address is loopback/private/link-local/CGNAT/unspecified/multicast/
+ * reserved/metadata unless a --resolve entry or a CIDR rule allows it
+ * explicitly, and connects to exactly an address it checked.
+ *
+ * Every decision is one JSON line on the event fd.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "lib/netns.h"
+#include "proxy/addr.h"
+#include "proxy/hostmatch.h"
+
+struct moat_policy;
+
+#define MOAT_PROXY_MAX_PORTS 32
+#define MOAT_PROXY_MAX_ADDRS 16
+#define MOAT_PROXY_RULE_MAX 320
+/* Synthetic addresses handed out by the DNS stub: 198.18.128.0/17. */
+#define MOAT_PROXY_SYNTH_NET 0xc6128000u
+#define MOAT_PROXY_SYNTH_PREFIX 17
+#define MOAT_PROXY_SYNTH_MAX 32766u
+
+struct moat_proxy_host_rule {
+	char pattern[MOAT_HOST_BUFSZ]; /* normalized: "api.example.com" or "*.example.com" */
+	uint16_t ports[MOAT_PROXY_MAX_PORTS];
+	unsigned n_ports; /* 0 = 80 and 443 */
+};
+
+struct moat_proxy_cidr_rule {
+	struct moat_cidr cidr;
+	char text[64];
+	uint16_t ports[MOAT_PROXY_MAX_PORTS];
+	unsigned n_ports; /* 0 = any port */
+};
+
+struct moat_proxy_resolve {
+	char name[MOAT_HOST_BUFSZ]; /* normalized */
+	struct sockaddr_storage addr;
+};
+
+struct moat_proxy_config {
+	struct moat_proxy_host_rule *allow;
+	unsigned n_allow;
+	struct moat_proxy_host_rule *deny; /* ports ignored */
+	unsigned n_deny;
+	struct moat_proxy_cidr_rule *cidrs;
+	unsigned n_cidrs;
+	struct moat_proxy_resolve *resolve;
+	unsigned n_resolve;
+
+	unsigned max_conns; /* concurrent client connections; 0 = 1024 */
+	unsigned max_head; /* HTTP request head bytes; 0 = 32 KiB */
+	unsigned head_timeout_ms; /* until the request/handshake/SNI is complete; 0 = 10 s */
+	unsigned connect_timeout_ms; /* name resolution + TCP connect; 0 = 10 s */
+	unsigned idle_timeout_ms; /* no byte either way; 0 = 10 min */
+	bool no_seccomp; /* tests under sanitizers only */
+	bool no_resolver; /* names need a --resolve entry (tests: no DNS) */
+};
+
+/* Build the proxy's rules from a validated policy. Patterns, CIDRs and
+ * addresses are parsed again here (the proxy trusts nothing it did not check
+ * itself); a bad one is -EINVAL. Caller frees with moat_proxy_config_free(). */
+int moat_proxy_config_from_policy(const struct moat_policy *p, struct moat_proxy_config **ret);
+struct moat_proxy_config *moat_proxy_config_free(struct moat_proxy_config *c);
+
+/* ---- decisions (pure; unit-tested without sockets) -------------------------- */
+
+struct moat_proxy_decision {
+	bool allow;
+	/* allow: the rule ("--allow-host a.test:443"); deny: the narrow rule that
+	 * would allow it, or "" when no rule should (metadata, deny-host). */
+	char rule[MOAT_PROXY_RULE_MAX];
+	const char *reason; /* static token: "allow-host", "not-allowed", "deny-host",
+			     * "port-not-allowed", "ip-literal", "metadata", ... */
+	/* Addresses to dial when already known (IP literal, --resolve entries);
+	 * n_addrs == 0 with allow: resolve the name, then moat_proxy_check_addrs(). */
+	struct sockaddr_storage addrs[MOAT_PROXY_MAX_ADDRS];
+	unsigned n_addrs;
+};
+
+/* Step 1: decide on a destination as given (kind from moat_host_parse()). */
+void moat_proxy_decide(const struct moat_proxy_config *c, enum moat_host_kind kind,
+		       const char *host, uint16_t port, struct moat_proxy_decision *d);
+
+/* Step 2, after resolving an allowed name: keep d->allow only if EVERY address
+ * is public or explicitly allowed by a CIDR rule; fills d->addrs (ports set)
+ * or turns d into a denial ("resolved-<class>", hint "--resolve NAME=ADDR"). */
+void moat_proxy_check_addrs(const struct moat_proxy_config *c, const char *host, uint16_t port,
+			    const struct sockaddr_storage *addrs, unsigned n,
+			    struct moat_proxy_decision *d);
+
+/* For the DNS stub: may @name (normalized) be answered at all, i.e. is it not
+ * denied and allowed by some rule on some port? NULL if yes, else the reason. */
+const char *moat_proxy_name_refused(const struct moat_proxy_config *c, const char *name);
+
+/* True if @sa (port ignored) is one of d->addrs. */
+bool moat_proxy_decision_has_addr(const struct moat_proxy_decision *d, const struct sockaddr *sa);
+
+/* ---- the worker ----------------------------------------------------------- */
+
+/*
+ * Run the proxy until the supervisor goes away (or SIGTERM). Takes ownership
+ * of the descriptors in @fds (negative ones are skipped, so tests may run a
+ * subset) and of @event_fd (JSON lines, one per decision; -1 = none). Sets
+ * PR_SET_DUMPABLE 0 and PR_SET_PDEATHSIG SIGKILL, forks the resolver helper,
+ * then (unless cfg->no_seccomp) installs its seccomp filter. Returns only on
+ * error (-errno) or on stop (0); the caller should _exit() with it.
+ */
+int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns_fds *fds,
+		    int event_fd);

