@@ -39,6 +39,10 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(O)/%.o)
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
 PROBE_BINS := $(PROBE_SRCS:tests/redteam/probes/%.c=$(O)/probes/%)
+# The same probe sources, each compiled once more with main renamed, linked
+# into moat itself for `moat selftest` (src/cli/selftest.c; table generated).
+PROBE_NAMES := $(PROBE_SRCS:tests/redteam/probes/%.c=%)
+PROBE_OBJS := $(PROBE_NAMES:%=$(O)/probeobj/%.o) $(O)/gen/probes_table.o
 
 MOAT := $(O)/moat
 LIBMOAT := $(O)/libmoat.a
@@ -54,8 +58,8 @@ $(LIBMOAT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(MOAT): $(CLI_OBJS) $(LIBMOAT)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(LIBMOAT) $(LIBS)
+$(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT) $(LIBS)
 
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
@@ -69,7 +73,19 @@ $(O)/fuzz/%: fuzz/%.c fuzz/replay.c $(LIBMOAT)
 # Red-team probes are static so they run inside any root (also --rootfs).
 $(O)/probes/%: tests/redteam/probes/%.c tests/redteam/probes/probe.h
 	@mkdir -p $(dir $@)
-	$(CC) -D_GNU_SOURCE -std=gnu17 -O1 -g -Wall -Wno-unused-result -static -o $@ $<
+	$(CC) $(PROBE_CFLAGS) -static -o $@ $<
+
+PROBE_CFLAGS := -D_GNU_SOURCE -std=gnu17 -O1 -g -Wall -Wno-unused-result
+$(O)/probeobj/%.o: tests/redteam/probes/%.c tests/redteam/probes/probe.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PROBE_CFLAGS) -fPIE -Dmain=moat_probe_$* -c -o $@ $<
+
+$(O)/gen/probes_table.c: $(PROBE_SRCS) scripts/gen-probes-table.sh
+	@mkdir -p $(dir $@)
+	scripts/gen-probes-table.sh $(PROBE_NAMES) >$@.tmp && mv $@.tmp $@
+
+$(O)/gen/probes_table.o: $(O)/gen/probes_table.c src/cli/probes.h
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 deps:
 	@scripts/deps.sh

@@ -157,6 +157,9 @@ int moat_review_diff(const char *run_id, bool json, char **ret_text, struct moat
  * conflicted. */
 int moat_review_apply(const char *run_id, const char *const *paths, char **ret_text,
 		      struct moat_error *ret_err);
+/* Removes the record of a finished run (its log and held-back changes) from
+ * the runs directory; used by `moat selftest` for its own runs. */
+int moat_run_forget(const char *run_id, struct moat_error *ret_err);
 
 /* ---- doctor ---------------------------------------------------------------- */
 

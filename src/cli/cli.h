@@ -2,6 +2,8 @@
 /* The moat command: one file per subcommand, each using only moat/moat.h. */
 #pragma once
 
+#include <stdio.h>
+
 #include "moat/moat.h"
 
 int moat_cli_run(int argc, char **argv);
@@ -12,6 +14,12 @@ int moat_cli_diff(int argc, char **argv);
 int moat_cli_apply(int argc, char **argv);
 int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
+int moat_cli_selftest(int argc, char **argv);
+/* `moat __probe NAME ARGS`: one red-team probe built into moat (selftest.c). */
+int moat_cli_probe(int argc, char **argv);
+/* A probe re-executing /proc/self/exe (MOAT_SELFTEST_PROBE set by __probe):
+ * runs it and returns its exit status; -1 if none. */
+int moat_cli_probe_reexec(int argc, char **argv);
 
 /* Parses policy options from argv[*i] on (--opt VALUE, --opt=VALUE, --policy FILE)
  * into p until "--" or a non-option; *i is left at the first unparsed argument.
@@ -19,4 +27,8 @@ int moat_cli_ps(int argc, char **argv);
 int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, int *i,
 				  const char *cmd);
 void moat_cli_print_error(const struct moat_error *e);
+/* Writes str to f with control characters, C1 controls and invalid UTF-8
+ * escaped as \xNN: error messages quote values from policy files and argv,
+ * which must never reach the terminal raw. */
+void moat_cli_put_safe(FILE *f, const char *str);
 void moat_cli_options_help(void);

@@ -19,6 +19,7 @@ static void usage(FILE *f)
 		"  moat apply RUN-ID [PATH...]              apply held-back workspace changes\n"
 		"  moat ps                                  list the live runs\n"
 		"  moat gc                                  clean up after crashed runs\n"
+		"  moat selftest [--json] [--policy FILE]   the red-team battery on this machine\n"
 		"  moat --version\n\n"
 		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
 		"125 the sandbox could not be set up; 126/127 command not executable/found;\n"
@@ -57,7 +58,16 @@ int main(int argc, char **argv)
 		return moat_cli_gc(argc - 1, argv + 1);
 	if (strcmp(cmd, "ps") == 0)
 		return moat_cli_ps(argc - 1, argv + 1);
-	fprintf(stderr, "moat: unknown command '%s'\n", cmd);
+	if (strcmp(cmd, "selftest") == 0)
+		return moat_cli_selftest(argc - 1, argv + 1);
+	if (strcmp(cmd, "__probe") == 0)
+		return moat_cli_probe(argc - 1, argv + 1);
+	int r = moat_cli_probe_reexec(argc, argv);
+	if (r >= 0)
+		return r;
+	fputs("moat: unknown command '", stderr);
+	moat_cli_put_safe(stderr, cmd);
+	fputs("'\n", stderr);
 	usage(stderr);
 	return MOAT_EXIT_USAGE;
 }

@@ -6,9 +6,46 @@
 
 #include "cli/cli.h"
 
+/* Length of the valid UTF-8 sequence at s (1-4) that is not a C1 control,
+ * or 0. */
+static size_t utf8_printable(const unsigned char *s)
+{
+	size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (n == 0 || s[0] > 0xf4)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+		return 0; /* U+0080..U+009F: C1 controls (0x9b is a CSI) */
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0; /* overlong, surrogates */
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
+void moat_cli_put_safe(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	while (*s) {
+		size_t n;
+		if (*s >= 0x20 && *s < 0x7f) {
+			fputc(*s++, f);
+		} else if (*s >= 0x80 && (n = utf8_printable(s)) > 0) {
+			fwrite(s, 1, n, f);
+			s += n;
+		} else {
+			fprintf(f, "\\x%02x", *s++);
+		}
+	}
+}
+
 void moat_cli_print_error(const struct moat_error *e)
 {
-	fprintf(stderr, "moat: %s\n", e->message[0] ? e->message : "unknown error");
+	fputs("moat: ", stderr);
+	moat_cli_put_safe(stderr, e->message[0] ? e->message : "unknown error");
+	fputc('\n', stderr);
 }
 
 void moat_cli_options_help(void)
@@ -67,8 +104,9 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 		}
 		int takes = moat_policy_option_takes_value(name);
 		if (takes < 0) {
-			fprintf(stderr, "moat %s: unknown option %s (see moat %s --help)\n", cmd,
-				name, cmd);
+			fprintf(stderr, "moat %s: unknown option ", cmd);
+			moat_cli_put_safe(stderr, name);
+			fprintf(stderr, " (see moat %s --help)\n", cmd);
 			return -1;
 		}
 		if (takes && !value) {

@@ -37,7 +37,9 @@ int moat_cli_policy(int argc, char **argv)
 				moat_cli_print_error(&err);
 			rc = MOAT_EXIT_USAGE;
 		} else if (i < argc) {
-			fprintf(stderr, "moat policy show: unexpected argument '%s'\n", argv[i]);
+			fputs("moat policy show: unexpected argument '", stderr);
+			moat_cli_put_safe(stderr, argv[i]);
+			fputs("'\n", stderr);
 			rc = MOAT_EXIT_USAGE;
 		} else if (moat_policy_to_json(p, &json) < 0 ||
 			   moat_policy_plan_text(p, &plan) < 0) {
@@ -49,7 +51,9 @@ int moat_cli_policy(int argc, char **argv)
 		free(json);
 		free(plan);
 	} else {
-		fprintf(stderr, "moat policy: unknown subcommand '%s' (check, show)\n", argv[1]);
+		fputs("moat policy: unknown subcommand '", stderr);
+		moat_cli_put_safe(stderr, argv[1]);
+		fputs("' (check, show)\n", stderr);
 		rc = MOAT_EXIT_USAGE;
 	}
 	moat_policy_free(p);

@@ -115,13 +115,15 @@ int moat_cli_run(int argc, char **argv)
 	int k = moat_run(p, argv + i, &st, &err);
 	if (k < 0) {
 		if (st.reason == MOAT_REASON_NOT_FOUND || st.reason == MOAT_REASON_CANNOT_EXEC)
-			fprintf(stderr, "moat: %s\n", err.message);
+			moat_cli_print_error(&err);
 		else if (strcmp(err.stage, "usage") == 0 || strcmp(err.stage, "policy") == 0) {
 			moat_cli_print_error(&err);
 			st.exit_code = MOAT_EXIT_USAGE;
-		} else
-			fprintf(stderr, "moat: sandbox not started: %s step: %s\n", err.stage,
-				err.message);
+		} else {
+			fprintf(stderr, "moat: sandbox not started: %s step: ", err.stage);
+			moat_cli_put_safe(stderr, err.message);
+			fputc('\n', stderr);
+		}
 	}
 	if (moat_policy_status_path(p)) {
 		struct moat_error e2 = {0};

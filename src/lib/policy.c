@@ -14,6 +14,8 @@
 #include "lib/errors.h"
 #include "lib/policy.h"
 #include "lib/seccomp.h"
+#include "proxy/addr.h"
+#include "proxy/hostmatch.h"
 #include "shared/jsonpos.h"
 #include "shared/macro.h"
 #include "shared/parse.h"
@@ -399,6 +401,18 @@ static int rule_add(struct moat_host_rule **v, unsigned *n, const char *s, bool 
 	int k = host_rule_parse(s, cidr, &r, why, whylen);
 	if (k < 0)
 		return k;
+	/* the proxy's own parsers, so that a rule it would refuse at start is a
+	 * usage error here, naming the flag or key */
+	struct moat_cidr c;
+	char norm[256];
+	if (cidr ? moat_cidr_parse(r.pattern, &c) < 0
+		 : moat_host_pattern_normalize(r.pattern, norm, sizeof(norm)) < 0) {
+		snprintf(why, whylen,
+			 cidr ? "not an address or CIDR (host bits must be zero)"
+			      : "not a valid host name pattern");
+		free(r.pattern);
+		return -EINVAL;
+	}
 	struct moat_host_rule *nv = realloc(*v, sizeof(*nv) * (*n + 1));
 	if (!nv) {
 		free(r.pattern);
@@ -832,6 +846,17 @@ static int set_resolve(struct moat_policy *p, const char *v, char *why, size_t w
 	if (p->n_resolve >= MOAT_MAX_RULES) {
 		snprintf(why, whylen, "more than %d entries", MOAT_MAX_RULES);
 		return -E2BIG;
+	}
+	{
+		char name[256], host[256];
+		struct sockaddr_storage ss;
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - v), v);
+		if (moat_host_normalize(name, host, sizeof(host)) < 0 ||
+		    moat_addr_parse(eq + 1, &ss) < 0) {
+			snprintf(why, whylen,
+				 "expected NAME=ADDRESS (a host name and an IP address)");
+			return -EINVAL;
+		}
 	}
 	struct moat_resolve *nv = realloc(p->resolve, sizeof(*nv) * (p->n_resolve + 1));
 	if (!nv)

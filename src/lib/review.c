@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Public entry points for `moat log`, `moat diff` and `moat apply`. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -214,4 +215,54 @@ out:
 	safe_close(dfd);
 	moat_manifest_free(m);
 	return k;
+}
+
+static int forget_tree_at(int dfd, const char *name, unsigned depth)
+{
+	if (depth > 32)
+		return -ELOOP;
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return negerrno();
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	DIR *d = fdopendir(fd);
+	if (!d)
+		return -ENOMEM;
+	TAKE_FD(fd);
+	struct dirent *e;
+	int r = 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			int k = forget_tree_at(dirfd(d), e->d_name, depth + 1);
+			if (k < 0 && r == 0)
+				r = k;
+		}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+		r = negerrno();
+	return r;
+}
+
+int moat_run_forget(const char *run_id, struct moat_error *ret_err)
+{
+	_cleanup_free_ char *runs = NULL;
+	int k;
+
+	if (!moat_run_id_valid(run_id))
+		return moat_error_set(ret_err, "usage", EINVAL, "not a run id: %s", run_id);
+	k = moat_runs_dir(&runs);
+	if (k < 0)
+		return moat_error_set(ret_err, "usage", -k, "no runs directory");
+	_cleanup_close_ int dfd = open(runs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return moat_error_set(ret_err, "usage", errno, "cannot open %s: %s", runs,
+				      strerror(errno));
+	k = forget_tree_at(dfd, run_id, 0);
+	if (k < 0)
+		return moat_error_set(ret_err, "usage", -k, "cannot remove run %s: %s", run_id,
+				      strerror(-k));
+	return 0;
 }

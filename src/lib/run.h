@@ -40,6 +40,8 @@ struct moat_run {
 	int pidfd;
 	int epfd, sigfd, timerfd;
 	bool timed_out, grace_armed, init_exited, interrupted;
+	bool pty_done; /* the pty reached EOF or failed: no more relaying */
+	bool out_broken; /* moat's output reader went away: pty output is dropped */
 	int status_record; /* the command's wait status from init, or -1 */
 	int exec_errno; /* the command could not be executed: why */
 

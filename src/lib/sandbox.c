@@ -714,6 +714,30 @@ static void drop_privileges(void)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot set no_new_privs");
 }
 
+/* Caps the sandbox's share of per-user kernel objects: the limits of
+ * /proc/sys/user are per user namespace and start unlimited in ours, while
+ * every object is also charged to the host user who owns it. Written through
+ * the host's /proc, before the sandbox's own /proc (whose sys is read-only)
+ * replaces it; the sandbox has no CAP_SYS_RESOURCE to raise them again. */
+static void limit_ucounts(void)
+{
+	static const char *const files[] = {"/proc/sys/user/max_inotify_instances",
+					    "/proc/sys/user/max_inotify_watches"};
+	const long vals[] = {g_sb->ucount_inotify_instances, g_sb->ucount_inotify_watches};
+	for (unsigned i = 0; i < 2; i++) {
+		char buf[32];
+		if (vals[i] <= 0)
+			continue;
+		int fd = open(files[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue; /* a kernel without per-namespace ucounts */
+		int n = snprintf(buf, sizeof(buf), "%ld\n", vals[i]);
+		if (fd < 0 || write(fd, buf, (size_t)n) != n)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot limit %s", files[i]);
+		close(fd);
+	}
+}
+
 static void set_rlimits(void)
 {
 	const struct moat_policy *p = g_sb->p;
@@ -860,6 +884,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		;
 	if (n != 1)
 		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
+	moat_test_stall("init-go");
 	wipe_args_and_env();
 
 	if (sethostname(sb->p->hostname, strlen(sb->p->hostname)) < 0)
@@ -871,6 +896,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	if (moat_hook_network(sb) < 0)
 		die(MOAT_STAGE_NETWORK, errno, -1, "network setup failed");
 
+	limit_ucounts();
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		die(MOAT_STAGE_MOUNT, errno, -1, "cannot make mounts private");
 	open_sources();
@@ -884,6 +910,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	rearm_parent_death();
 	apply_plan();
 	enter_root();
+	moat_test_stall("init-mounted");
 	if (chdir(sb->plan->cwd) < 0)
 		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
 
@@ -927,6 +954,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 			    "cannot hand the seccomp listener to moat");
 		close(notify_fd);
 	}
+	moat_test_stall("init-restricted");
 	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
 		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
 	close(sb->sock_child);

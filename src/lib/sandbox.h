@@ -79,10 +79,24 @@ struct moat_sandbox {
 
 	/* the compiled seccomp filter (restrict.c), NULL when seccomp is off */
 	struct moat_seccomp_prog *seccomp_prog;
+
+	/* RT-070: per-user kernel objects are charged (ucounts) to the host user
+	 * who owns the sandbox's user namespace; the init caps the sandbox's
+	 * share at these values (half of the host's limits, 0 = leave alone) */
+	long ucount_inotify_instances, ucount_inotify_watches;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */
 _Noreturn void moat_sandbox_init(struct moat_sandbox *sb);
+
+/* Test only (tests/integration/faults.sh): with MOAT_TEST_LAYERS=1 and
+ * MOAT_TEST_STALL_AT=<stage> in moat's environment, the supervisor or the
+ * sandbox's init announces "moat: test stall at <stage>" on stderr and waits
+ * there until killed, so a test can SIGKILL moat at that stage of setup.
+ * moat_test_stall_arm() reads the environment (supervisor, before the clone);
+ * moat_test_stall() is a no-op unless armed for that stage. */
+void moat_test_stall_arm(void);
+void moat_test_stall(const char *stage);
 
 /* Opens a bind source as O_PATH: paths under the workspace are resolved beneath
  * it without following any symlink (the sandbox may have planted them). */

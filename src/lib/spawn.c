@@ -322,13 +322,17 @@ static void tty_winsize(struct moat_run *r)
 		ioctl(r->pty_fd, TIOCSWINSZ, &ws);
 }
 
-/* Copies what is readable from `from` to `to`. Returns bytes, 0 at EOF, <0 error. */
+/* Copies what is readable from `from` to `to` (to < 0: discards it). Returns
+ * bytes, 0 at EOF, -1 on a read error, -2 on a write error.
+ * At most one page per call: after POLLOUT a pipe takes that without blocking. */
 static ssize_t relay_once(int from, int to)
 {
-	char buf[16384];
+	char buf[4096];
 	ssize_t n = read(from, buf, sizeof(buf));
 	if (n <= 0)
 		return n < 0 && (errno == EAGAIN || errno == EINTR) ? 1 : n;
+	if (to < 0)
+		return n; /* discarded */
 	for (ssize_t off = 0; off < n;) {
 		ssize_t w = write(to, buf + off, (size_t)(n - off));
 		if (w < 0 && errno == EINTR)
@@ -339,7 +343,7 @@ static ssize_t relay_once(int from, int to)
 			continue;
 		}
 		if (w <= 0)
-			return -1;
+			return -2; /* the writing side failed */
 		off += w;
 	}
 	return n;
@@ -353,6 +357,7 @@ enum {
 	EV_TIMER,
 	EV_TTY_IN,
 	EV_PTY,
+	EV_TTY_OUT,
 	EV_EXTRA
 };
 
@@ -455,9 +460,36 @@ static int event_loop(struct moat_run *r)
 					(void)!write(r->pty_fd, &eof, 1);
 				}
 				break;
-			case EV_PTY:
-				if (relay_once(r->pty_fd, r->tty_out) <= 0)
+			case EV_PTY: {
+				/* RT-069: a reader of moat's output that stalls must not
+				 * block the supervisor (timeout, signals): stop reading the
+				 * pty (the sandbox then blocks on its own terminal) until
+				 * the output drains. Regular files never stall and cannot
+				 * be polled (epoll_ctl fails): they are written directly. */
+				struct pollfd out = {.fd = r->tty_out, .events = POLLOUT};
+				struct epoll_event ev = {.events = EPOLLOUT,
+							 .data.u32 = EV_TTY_OUT};
+				if (!r->out_broken && poll(&out, 1, 0) == 0 &&
+				    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->tty_out, &ev) == 0) {
 					epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pty_fd, NULL);
+					break;
+				}
+				ssize_t k2 = relay_once(r->pty_fd, r->out_broken ? -1 : r->tty_out);
+				if (k2 == 0 || k2 == -1) {
+					epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pty_fd, NULL);
+					r->pty_done = true;
+				} else if (k2 < 0) {
+					/* the reader went away: keep draining the terminal
+					 * (its output is lost), so the command neither blocks
+					 * nor outlives its limits */
+					r->out_broken = true;
+				}
+				break;
+			}
+			case EV_TTY_OUT:
+				epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->tty_out, NULL);
+				if (!r->pty_done)
+					(void)ep_add(r->epfd, r->pty_fd, EV_PTY);
 				break;
 			default:
 				moat_supervise_dispatch(r, tag, evs[i].events);
@@ -465,12 +497,19 @@ static int event_loop(struct moat_run *r)
 			}
 		}
 	}
-	/* drain what the command wrote last */
-	if (r->pty_fd >= 0) {
+	/* drain what the command wrote last (up to 2 s for a slow reader) */
+	if (r->pty_fd >= 0 && !r->pty_done && !r->out_broken) {
 		int fl = fcntl(r->pty_fd, F_GETFL);
 		fcntl(r->pty_fd, F_SETFL, fl | O_NONBLOCK);
-		while (relay_once(r->pty_fd, r->tty_out) > 1)
-			;
+		for (int waits = 0; waits < 20;) {
+			struct pollfd out = {.fd = r->tty_out, .events = POLLOUT};
+			if (poll(&out, 1, 100) == 0) {
+				waits++;
+				continue;
+			}
+			if (relay_once(r->pty_fd, r->tty_out) <= 1)
+				break;
+		}
 	}
 	return 0;
 }
@@ -621,6 +660,42 @@ static int pipe_pair(int *ret_r, int *ret_w)
 	return 0;
 }
 
+/* Half of a /proc/sys/user limit of moat's own user namespace (at least 1),
+ * or 0 if it cannot be read. */
+static long half_of_sysctl(const char *path)
+{
+	char buf[32];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	long v = strtol(buf, NULL, 10);
+	return v <= 0 ? 0 : v / 2 > 0 ? v / 2 : 1;
+}
+
+/* Test only: see sandbox.h. A copy, since the init wipes its environment. */
+static char test_stall_at[32];
+
+void moat_test_stall_arm(void)
+{
+	const char *gate = getenv("MOAT_TEST_LAYERS"), *at = getenv("MOAT_TEST_STALL_AT");
+	test_stall_at[0] = '\0';
+	if (gate && streq(gate, "1") && at && strlen(at) < sizeof(test_stall_at))
+		snprintf(test_stall_at, sizeof(test_stall_at), "%s", at);
+}
+
+void moat_test_stall(const char *stage)
+{
+	char msg[80];
+	if (!test_stall_at[0] || !streq(test_stall_at, stage))
+		return;
+	int n = snprintf(msg, sizeof(msg), "moat: test stall at %s\n", stage);
+	(void)!write(STDERR_FILENO, msg, (size_t)n);
+	for (;;)
+		pause();
+}
+
 int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
 	     struct moat_error *ret_err)
 {
@@ -654,6 +729,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 
 	if (!argv || !argv[0] || !argv[0][0])
 		return moat_error_set(ret_err, "usage", EINVAL, "no command given");
+	moat_test_stall_arm();
 	if ((k = moat_policy_validate(p, ret_err)) < 0)
 		return k;
 	if ((k = random_hex(r->run_id, 8)) < 0)
@@ -710,6 +786,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 	r->sb.argv = r->argv_copy;
 	r->sb.envp = r->envp;
+	r->sb.ucount_inotify_instances = half_of_sysctl("/proc/sys/user/max_inotify_instances");
+	r->sb.ucount_inotify_watches = half_of_sysctl("/proc/sys/user/max_inotify_watches");
 	r->sb.supervisor_pid = getpid();
 	r->sb.root_mode = geteuid() == 0;
 	if (r->sb.root_mode) {
@@ -730,6 +808,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto fail;
 	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
 		goto fail;
+	moat_test_stall("prepared");
 
 	int sp[2];
 	if ((k = pipe_pair(&r->sb.setup_r, &r->sb.setup_w)) < 0 ||
@@ -788,6 +867,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		moat_sandbox_init(&r->sb);
 	}
 	r->init_pid = pid;
+	moat_test_stall("cloned");
 	safe_close(r->sb.setup_w);
 	r->sb.setup_w = -1;
 	safe_close(r->sb.go_r);
@@ -804,6 +884,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 	if (p->timeout_ms)
 		arm_timer(r->timerfd, p->timeout_ms);
+	moat_test_stall("child");
 	if (write(r->sb.go_w, "g", 1) != 1) {
 		k = moat_error_set(ret_err, "sync", errno, "the sandbox vanished during setup");
 		goto fail_kill;
@@ -828,6 +909,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	k = wait_setup(r);
 	if (k < 0)
 		goto fail_kill;
+	moat_test_stall("started");
 
 	if (r->pty_fd >= 0) {
 		r->tty_in = r->sb.tty_fds[0] ? STDIN_FILENO : -1;

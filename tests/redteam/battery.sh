@@ -614,6 +614,313 @@ t_rt074_creds() {
 	rt_judge rt074_creds ctl.merged in.out
 }
 
+# ------------------------------------------ host-side tools and the terminal
+
+# RT-035: traps planted for the host-side collection of /output and the
+# workspace apply. Control: the probe plants the same traps in a directory
+# outside, and a naive collector (cp -a, tar -h) falls for them.
+rt035_fixture() {
+	RT035=$(mktemp -d /tmp/rt035.XXXXXX)
+	chmod 755 "$RT035"
+	RT035_TOK="RT035CANARY$RANDOM$$"
+	echo "$RT035_TOK" >"$RT035/canary"
+	chmod 644 "$RT035/canary"
+	mkdir -m 777 "$RT035/plant" "$RT035/naive"
+	rt_unpriv "$P/rt035_traps" --control --dir "$RT035/plant" --target "$RT035/canary" >ctl.one 2>&1 || true
+	# naive collector: cp -a keeps FIFOs, sockets and set-id bits
+	timeout 10 cp -a "$RT035/plant/." "$RT035/naive/" 2>/dev/null || true
+	rt035_judge_dir ctl "$RT035/naive" >ctl.merged
+	RT035_SUM=$(sha256sum "$RT035/canary")
+}
+
+# rt035_judge_dir WHO DIR...: RESULT lines about what landed in DIRs.
+rt035_judge_dir() {
+	local who=$1 f top
+	shift
+	# a naive reader (the "read the output for the LLM" step): every
+	# top-level name that is a regular file, following links
+	# (not after an explicit `moat apply` of everything: the user approved
+	# the flagged links there; moat itself still never copies a target)
+	for top in "$@"; do
+		[ "$who" = in-approved ] && continue
+		for f in "$top"/*; do if [ -f "$f" ]; then timeout 2 cat "$f" 2>/dev/null || true; fi; done
+	done >naive.read
+	if grep -qsF "$RT035_TOK" naive.read || grep -rqsF "$RT035_TOK" "$@"; then
+		echo "RESULT RT-035/collected-canary FAIL host canary content reachable through the collected files"
+	else
+		echo "RESULT RT-035/collected-canary BLOCKED no host canary content"
+	fi
+	f=$(find "$@" -mindepth 1 ! -type f ! -type d ! -type l 2>/dev/null | head -3 | tr '\n' ' ')
+	if [ -n "$f" ]; then
+		echo "RESULT RT-035/collected-special FAIL special files created: $f"
+	else
+		echo "RESULT RT-035/collected-special BLOCKED no FIFO, socket or device"
+	fi
+	f=$(find "$@" -mindepth 1 -perm /6000 2>/dev/null | head -3 | tr '\n' ' ')
+	if [ -n "$f" ]; then
+		echo "RESULT RT-035/collected-setid FAIL set-id bits kept: $f"
+	else
+		echo "RESULT RT-035/collected-setid BLOCKED no set-id bits"
+	fi
+	if [ "$who" = ctl ]; then return 0; fi
+	if [ "$(sha256sum "$RT035/canary")" = "$RT035_SUM" ] && [ -z "$(find "$RT035" -maxdepth 1 -newer "$RT035/canary" ! -name out ! -name ws ! -name plant ! -name naive ! -name st.json ! -path "$RT035")" ]; then
+		echo "RESULT RT-035/outside-untouched BLOCKED nothing outside changed"
+	else
+		echo "RESULT RT-035/outside-untouched FAIL something outside the collected directory changed"
+	fi
+}
+
+t_rt035_output() {
+	local n
+	rt035_fixture
+	rt_moat --output "$RT035/out" -- /probes/rt035_traps --dir /output --target "$RT035/canary" >in.out 2>&1 || true
+	rt035_judge_dir in "$RT035/out" >>in.out
+	# links, the FIFO and the socket must be reported as skipped
+	n=$(grep -c '^RESULT RT-035/plant-\(link\|fifo\|socket\).* CONTAINED' in.out || true)
+	if grep -q "/output: .* $n skipped" in.out && [ "$n" -gt 0 ]; then
+		echo "RESULT RT-035/reported BLOCKED $n planted traps reported as skipped" >>in.out
+	else
+		echo "RESULT RT-035/reported FAIL $n planted traps, summary: $(grep '/output:' in.out)" >>in.out
+	fi
+	rm -rf "$RT035"
+	rt_judge rt035_output ctl.merged in.out
+}
+
+t_rt035_workspace() {
+	local id rc=0 diff
+	rt035_fixture
+	mkdir -m 777 "$RT035/ws"
+	echo keep >"$RT035/ws/keep"
+	chmod 666 "$RT035/ws/keep"
+	(cd "$RT035/ws" && "$MOAT" run --ro "$P:/probes" --workspace "$RT035/ws" --json-status "$RT035/st.json" -- \
+		/probes/rt035_traps --dir "$RT035/ws" --target "$RT035/canary") >in.out 2>&1 || rc=$?
+	id=$(sed -n 's/.*"run": *"\([0-9a-f]*\)".*/\1/p' "$RT035/st.json")
+	[ -n "$id" ] || fail "no run id (exit $rc): $(cat in.out)"
+	# the safe apply: nothing but plain files, and no symlink, lands
+	rt035_judge_dir in "$RT035/ws" | sed 's#RT-035/#RT-035/ws-safe-#' >>in.out
+	if find "$RT035/ws" -type l | grep -q .; then
+		echo "RESULT RT-035/ws-safe-symlink FAIL the safe apply created symlinks" >>in.out
+	else
+		echo "RESULT RT-035/ws-safe-symlink BLOCKED symlinks held back for review" >>in.out
+	fi
+	diff=$("$MOAT" diff "$id" 2>&1 || true)
+	echo "$diff" | sed 's/^/# diff: /'
+	if [ "$(grep -c 'REFUSED\|FLAGGED' <<<"$diff")" -ge 4 ]; then
+		echo "RESULT RT-035/ws-reported BLOCKED traps flagged or refused in moat diff" >>in.out
+	else
+		echo "RESULT RT-035/ws-reported FAIL moat diff does not report the traps" >>in.out
+	fi
+	# an explicit apply of everything: refused kinds stay refused, links stay
+	# links (never their target's content), set-id bits never land
+	"$MOAT" apply "$id" >/dev/null 2>&1 || true
+	rt035_judge_dir in-approved "$RT035/ws" | sed 's#RT-035/#RT-035/ws-apply-#' >>in.out
+	if find "$RT035/ws" -type l -exec test -f {} \; -print | grep -q .; then
+		echo "# note: the explicit apply created the flagged symlinks (approved by the user)"
+	fi
+	if is_root; then rm -rf "/var/lib/moat/runs/$id"; fi
+	rm -rf "$RT035"
+	sed 's#RT-035/#RT-035/ws-safe-#' ctl.merged >ctl.ws
+	sed 's#RT-035/#RT-035/ws-apply-#' ctl.merged >>ctl.ws
+	rt_judge rt035_workspace ctl.ws in.out
+}
+
+# RT-038: hostile file names and argv reach the audit log, the run summary,
+# `moat log` and `moat diff`: never raw on the terminal, no forged event.
+rt038_names='
+mk() { : >"$1" 2>/dev/null; : >"/output/$1" 2>/dev/null; /bin/true "$1"; }
+mk "$(printf "x\n{\"event\":\"net\",\"action\":\"allow\",\"forged\":1}")"
+mk "$(printf "\033]0;pwned\007")"
+mk "$(printf "\033[2J\033[31mred")"
+mk "-rf"
+mk "--checkpoint-action=exec=sh x.sh"
+mk "$(printf "bad\377\376utf8")"
+mk "$(printf "c1\302\233csi")"
+ls >/dev/null
+'
+
+# Bytes that must never reach a terminal raw: ESC, BEL, C1 CSI, invalid UTF-8.
+rt038_raw() {
+	LC_ALL=C grep -c $'\x1b\|\x07\|\x9b\|\xff' "$1" || true
+}
+
+t_rt038_names() {
+	local d id n
+	d=$(mktemp -d /tmp/rt038.XXXXXX)
+	chmod 777 "$d"
+	mkdir -m 777 "$d/ws" "$d/plant"
+	# Control: the same names outside, listed naively, reach the terminal raw.
+	rt_unpriv sh -c "cd '$d/plant'; ${rt038_names//\/output\//./o-}" >/dev/null 2>&1 || true
+	ls "$d/plant" >ctl.term 2>&1 || true
+	n=$(rt038_raw ctl.term)
+	if [ "$n" -gt 0 ]; then
+		echo "RESULT RT-038/terminal FAIL a naive listing shows $n raw control line(s)" >ctl.merged
+	else
+		echo "RESULT RT-038/terminal BLOCKED a naive listing shows nothing raw" >ctl.merged
+	fi
+	echo "RESULT RT-038/log-forged FAIL a naive line log would take the injected newline" >>ctl.merged
+	# Inside: a workspace, /output, and execs with the same argv.
+	(cd "$d/ws" && "$MOAT" run --workspace "$d/ws" --output "$d/out" --json-status "$d/st.json" -- \
+		/bin/sh -c "$rt038_names") >run.term 2>&1 || true
+	id=$(sed -n 's/.*"run": *"\([0-9a-f]*\)".*/\1/p' "$d/st.json")
+	[ -n "$id" ] || fail "no run id: $(cat run.term)"
+	"$MOAT" log "$id" >log.term 2>&1 || true
+	"$MOAT" diff "$id" >diff.term 2>&1 || true
+	"$MOAT" apply "$id" >apply.term 2>&1 || true
+	cat run.term log.term diff.term apply.term >all.term
+	grep -c . log.term | sed 's/^/# moat log lines: /'
+	n=$(rt038_raw all.term)
+	if [ "$n" -gt 0 ]; then
+		echo "RESULT RT-038/terminal FAIL $n line(s) with raw control bytes in moat's output" >in.out
+		LC_ALL=C grep -n $'\x1b\|\x07\|\x9b\|\xff' all.term | cat -v | head -5 | sed 's/^/# /'
+	else
+		echo "RESULT RT-038/terminal BLOCKED summary, moat log, diff and apply escape every control byte" >in.out
+	fi
+	# the audit log: every line is one JSON object, none forged
+	if python3 -c '
+import json, sys
+for l in open(sys.argv[1], "rb"):
+    o = json.loads(l)
+    if not isinstance(o, dict) or "forged" in o: sys.exit(1)
+' "$(if is_root; then echo /var/lib/moat/runs; else echo "${XDG_STATE_HOME:-$HOME/.local/state}/moat/runs"; fi)/$id/events.jsonl"; then
+		echo "RESULT RT-038/log-forged BLOCKED every audit line parses, no forged event" >>in.out
+	else
+		echo "RESULT RT-038/log-forged FAIL the audit log has a forged or broken line" >>in.out
+	fi
+	if ! grep -q '"type":"exec"\|"exec"' "$(if is_root; then echo /var/lib/moat/runs; else echo "${XDG_STATE_HOME:-$HOME/.local/state}/moat/runs"; fi)/$id/events.jsonl"; then
+		echo "RESULT RT-038/log-exec INCONCLUSIVE no exec event recorded" >>in.out
+	fi
+	if is_root; then rm -rf "/var/lib/moat/runs/$id"; fi
+	rm -rf "$d"
+	rt_judge rt038_names ctl.merged in.out
+}
+
+# RT-069: output floods and a stalled or vanished reader of moat's output.
+t_rt069_flood() {
+	local d rc t0 t1 kb pid
+	d=$(mktemp -d /tmp/rt069.XXXXXX)
+	chmod 755 "$d"
+	mkfifo "$d/fifo"
+	# Control: without moat, a writer whose reader stalls never ends.
+	# the reader: opens the FIFO and never reads it
+	# shellcheck disable=SC2217
+	sleep 6 <"$d/fifo" &
+	pid=$!
+	rt_bg "$pid"
+	trap rt_bg_cleanup EXIT
+	timeout -s KILL 3 sh -c 'head -c 1000000000 /dev/zero' >"$d/fifo" 2>/dev/null || rc=$?
+	if [ "${rc:-0}" = 137 ]; then
+		echo "RESULT RT-069/stalled-reader FAIL the writer blocked until killed from outside" >ctl.merged
+	else
+		echo "RESULT RT-069/stalled-reader BLOCKED the writer ended (exit ${rc:-0})" >ctl.merged
+	fi
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	: >in.out
+	for mode in --no-tty --tty; do
+		# a stalled reader: the time limit still holds (+ grace + drain)
+		# shellcheck disable=SC2217 # a reader that never reads
+		sleep 15 <"$d/fifo" &
+		pid=$!
+		rt_bg "$pid"
+		rc=0
+		t0=$(date +%s%N)
+		timeout -s KILL 20 "$MOAT" run --quiet "$mode" --timeout 2s --kill-grace 500ms -- \
+			/bin/sh -c 'head -c 1000000000 /dev/zero' >"$d/fifo" 2>"$d/err" || rc=$?
+		t1=$(date +%s%N)
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		if [ "$rc" = 124 ] && [ $(((t1 - t0) / 1000000)) -lt 8000 ]; then
+			echo "RESULT RT-069/stalled-reader${mode#--no-tty} BLOCKED exit 124 after $(((t1 - t0) / 1000000)) ms" >>in.out
+		else
+			echo "RESULT RT-069/stalled-reader${mode#--no-tty} FAIL exit $rc after $(((t1 - t0) / 1000000)) ms: $(head -c 200 "$d/err")" >>in.out
+		fi
+		# a reader that goes away: moat must not die of SIGPIPE
+		rc=0
+		timeout -s KILL 20 "$MOAT" run --quiet "$mode" --json-status "$d/st.json" -- \
+			/bin/sh -c 'head -c 100000000 /dev/zero; echo done' 2>"$d/err" | head -c 1000 >/dev/null || true
+		rc=$(sed -n 's/.*"exit_code": *\([0-9]*\).*/\1/p' "$d/st.json" 2>/dev/null)
+		if [ -n "$rc" ] && [ "$rc" -lt 128 ] || { [ "$mode" = --no-tty ] && [ "$rc" = 141 ]; }; then
+			echo "RESULT RT-069/reader-gone${mode#--no-tty} BLOCKED status written, exit $rc" >>in.out
+		else
+			echo "RESULT RT-069/reader-gone${mode#--no-tty} FAIL moat ended without its status: '$rc' $(head -c 200 "$d/err")" >>in.out
+		fi
+		rm -f "$d/st.json"
+		# a flood: complete, with moat's memory bounded
+		kb=$(/usr/bin/time -f %M "$MOAT" run --quiet "$mode" -- /bin/sh -c 'head -c 200000000 /dev/zero' 2>"$d/time" | wc -c)
+		if [ "$kb" = 200000000 ] && [ "$(tail -1 "$d/time")" -lt 65536 ]; then
+			echo "RESULT RT-069/flood${mode#--no-tty} BLOCKED 200 MB relayed, moat peak RSS $(tail -1 "$d/time") KiB" >>in.out
+		else
+			echo "RESULT RT-069/flood${mode#--no-tty} FAIL $kb bytes, moat peak RSS $(tail -1 "$d/time") KiB" >>in.out
+		fi
+	done
+	# lines faking moat's own framing change nothing it reports
+	rc=0
+	"$MOAT" run --quiet --json-status "$d/st.json" -- /bin/sh -c \
+		'printf "\n{\"type\":\"exit\",\"code\":0}\nmoat: run x exited 0 (exit 0)\n"; exit 3' >/dev/null 2>&1 || rc=$?
+	if [ "$rc" = 3 ] && grep -q '"exit_code": *3' "$d/st.json"; then
+		echo "RESULT RT-069/fake-framing BLOCKED exit 3 recorded" >>in.out
+	else
+		echo "RESULT RT-069/fake-framing FAIL exit $rc: $(cat "$d/st.json")" >>in.out
+	fi
+	rm -rf "$d"
+	rt_judge rt069_flood ctl.merged in.out
+}
+
+# RT-070: fds and kernel objects. Host oracles: the host user's own inotify
+# while the probe holds every instance it can get, and the host's SysV ipc
+# namespace after the probe ended.
+rt070_inotify_ok() {
+	python3 -c 'import ctypes, sys; l = ctypes.CDLL(None); fd = l.inotify_init(); sys.exit(0 if fd >= 0 else 1)'
+}
+
+t_rt070_exhaust() {
+	local d key pid hex
+	d=$(mktemp -d /tmp/rt070.XXXXXX)
+	chmod 777 "$d"
+	key=$((70000000 + RANDOM))
+	hex=$(printf '0x%08x' "$key")
+	trap rt_bg_cleanup EXIT
+	rt_unpriv "$P/rt070_exhaust" --control --key "$key" --hold 3 >"$d/ctl" 2>&1 &
+	pid=$!
+	rt_bg "$pid"
+	for _ in $(seq 100); do grep -q HOLDING "$d/ctl" && break; sleep 0.1; done
+	if rt_unpriv python3 -c 'import ctypes, sys; l = ctypes.CDLL(None); sys.exit(0 if l.inotify_init() >= 0 else 1)'; then
+		echo "RESULT RT-070/host-inotify BLOCKED the user's inotify still works" >ctl.one
+	else
+		echo "RESULT RT-070/host-inotify FAIL the probe exhausted the user's inotify instances" >ctl.one
+	fi
+	wait "$pid" || true
+	grep '^RESULT' "$d/ctl" >>ctl.one
+	if ipcs -m | grep -qi "$hex"; then
+		echo "RESULT RT-070/host-sysv FAIL SysV shm $hex persists in the host's ipc namespace" >>ctl.one
+	else
+		echo "RESULT RT-070/host-sysv BLOCKED no SysV object left on the host" >>ctl.one
+	fi
+	rt_unpriv "$P/rt070_exhaust" --cleanup "$key" >/dev/null 2>&1 || true
+	grep -v '^RESULT RT-070/\(shm\|msg\|mq\) ' ctl.one >ctl.merged
+	key=$((key + 1))
+	hex=$(printf '0x%08x' "$key")
+	rt_moat -- /probes/rt070_exhaust --key "$key" --hold 3 >in.one 2>&1 &
+	pid=$!
+	rt_bg "$pid"
+	for _ in $(seq 100); do grep -q HOLDING in.one && break; sleep 0.1; done
+	if rt070_inotify_ok; then
+		echo "RESULT RT-070/host-inotify BLOCKED moat's user still has inotify instances" >in.out
+	else
+		echo "RESULT RT-070/host-inotify FAIL the sandbox exhausted moat's user's inotify instances" >in.out
+	fi
+	wait "$pid" || true
+	grep '^RESULT' in.one | grep -v '^RESULT RT-070/\(shm\|msg\|mq\) ' >>in.out
+	if ipcs -m -q | grep -qi "$hex"; then
+		echo "RESULT RT-070/host-sysv FAIL SysV objects of the sandbox on the host" >>in.out
+		"$P/rt070_exhaust" --cleanup "$key" >/dev/null 2>&1 || true
+	else
+		echo "RESULT RT-070/host-sysv BLOCKED the sandbox's SysV objects died with its ipc namespace" >>in.out
+	fi
+	rm -rf "$d"
+	rt_judge rt070_exhaust ctl.merged in.out
+}
+
 # Catalogue 0.3: every run records the host facts that decide which paths the
 # host itself closes.
 "$P/rt_env" | sed 's/^INFO /# host: /'
@@ -647,9 +954,14 @@ run_test "RT-029 core dumps" t_rt029_core
 run_test "RT-030 leaked fds and cwd" t_rt030_fds
 run_test "RT-031 /proc/<pid>/exe overwrite" t_rt031_exe
 run_test "RT-033 read-only binds" t_rt033_robind
+run_test "RT-035 traps in /output for the host-side collection" t_rt035_output
+run_test "RT-035 traps in the workspace for the reviewed apply" t_rt035_workspace
 run_test "RT-037 mount propagation" t_rt037_propagation
+run_test "RT-038 hostile file names and argv in the log and on the terminal" t_rt038_names
 run_test "RT-040 isolation between two sandboxes" t_rt040_cross
 run_test "RT-066 fork bomb against --pids" t_rt066_forkbomb
+run_test "RT-069 output floods, stalled and vanished readers" t_rt069_flood
+run_test "RT-070 fds and kernel objects" t_rt070_exhaust
 run_test "RT-071 outliving the time limit" t_rt071_timeout
 run_test "RT-072 daemons outliving the sandbox" t_rt072_orphan
 run_test "RT-073 cgroup escape and limits" t_rt073_cgroup

@@ -22,9 +22,11 @@ static int do_escape(void *arg)
 		errno = e;
 		return -1;
 	}
-	rmdir(dir); /* fine: the process is still inside it */
+	/* The directory is our root now: remove it by its path relative to the
+	 * old root (the absolute path would resolve inside the new root). */
 	if (fchdir(fd) < 0)
 		return PROBE_CHILD_SETUP;
+	rmdir(dir + 1);
 	for (int i = 0; i < 64; i++)
 		chdir("..");
 	return chroot(".");
