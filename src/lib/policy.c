@@ -458,6 +458,45 @@ static void secret_clear(struct moat_secret *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* One of a fixed list of words (`names` in enum order) -> its index, or a
+ * message listing the choices. */
+static int keyword(const char *v, const char *const *names, unsigned n, unsigned *ret, char *why,
+		   size_t whylen)
+{
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (streq(v, names[i])) {
+			*ret = i;
+			return 0;
+		}
+	len = (size_t)snprintf(why, whylen, "must be");
+	for (unsigned i = 0; i < n && len < whylen; i++)
+		len += (size_t)snprintf(why + len, whylen - len, "%s %s",
+					i == 0		     ? ""
+						: i + 1 == n ? " or"
+							     : ",",
+					names[i]);
+	return -EINVAL;
+}
+
+static const char *const ws_mode_names[] = {
+	[MOAT_WS_OVERLAY] = "overlay", [MOAT_WS_RW] = "rw", [MOAT_WS_RO] = "ro"};
+static const char *const net_mode_names[] = {
+	[MOAT_NET_NONE] = "none", [MOAT_NET_ALLOW] = "allow", [MOAT_NET_HOST] = "host"};
+static const char *const tty_mode_names[] = {
+	[MOAT_TTY_AUTO] = "auto", [MOAT_TTY_ALWAYS] = "always", [MOAT_TTY_NEVER] = "never"};
+static const char *const apply_mode_names[] = {
+	[MOAT_APPLY_SAFE] = "safe", [MOAT_APPLY_NEVER] = "never", [MOAT_APPLY_ALL] = "all"};
+
+static int set_workspace_mode_only(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	unsigned m;
+	int r = keyword(v, ws_mode_names, ELEMENTSOF(ws_mode_names), &m, why, whylen);
+	if (r >= 0)
+		p->workspace_mode = (enum moat_workspace_mode)m;
+	return r;
+}
+
 /* ---- the option table -------------------------------------------------------
  * Every option is a (name, takes value, setter, help). The same setters serve
  * the policy keys that hold strings, so "--ro X" and {"mounts":[{"ro":"X"}]}
@@ -472,17 +511,9 @@ static int set_workspace(struct moat_policy *p, const char *v, char *why, size_t
 		return -ENOMEM;
 	char *colon = strrchr(path, ':');
 	if (colon) {
-		const char *mode = colon + 1;
-		if (streq(mode, "overlay"))
-			p->workspace_mode = MOAT_WS_OVERLAY;
-		else if (streq(mode, "rw"))
-			p->workspace_mode = MOAT_WS_RW;
-		else if (streq(mode, "ro"))
-			p->workspace_mode = MOAT_WS_RO;
-		else {
-			snprintf(why, whylen, "mode '%s' is not overlay, rw or ro", mode);
-			return -EINVAL;
-		}
+		int r = set_workspace_mode_only(p, colon + 1, why, whylen);
+		if (r < 0)
+			return r;
 		*colon = 0;
 	}
 	int r = moat_path_check(path, why, whylen);
@@ -644,17 +675,11 @@ static int set_no_tty(struct moat_policy *p, const char *v, char *why, size_t wh
 
 static int set_tty_mode(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (streq(v, "auto"))
-		p->tty = MOAT_TTY_AUTO;
-	else if (streq(v, "always"))
-		p->tty = MOAT_TTY_ALWAYS;
-	else if (streq(v, "never"))
-		p->tty = MOAT_TTY_NEVER;
-	else {
-		snprintf(why, whylen, "must be auto, always or never");
-		return -EINVAL;
-	}
-	return 0;
+	unsigned m;
+	int r = keyword(v, tty_mode_names, ELEMENTSOF(tty_mode_names), &m, why, whylen);
+	if (r >= 0)
+		p->tty = (enum moat_tty_mode)m;
+	return r;
 }
 
 static int set_cpus(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -802,17 +827,11 @@ static int set_test_disable(struct moat_policy *p, const char *v, char *why, siz
 
 static int set_net(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (streq(v, "none"))
-		p->net = MOAT_NET_NONE;
-	else if (streq(v, "allow"))
-		p->net = MOAT_NET_ALLOW;
-	else if (streq(v, "host"))
-		p->net = MOAT_NET_HOST;
-	else {
-		snprintf(why, whylen, "must be none, allow or host");
-		return -EINVAL;
-	}
-	return 0;
+	unsigned m;
+	int r = keyword(v, net_mode_names, ELEMENTSOF(net_mode_names), &m, why, whylen);
+	if (r >= 0)
+		p->net = (enum moat_net_mode)m;
+	return r;
 }
 
 static int set_allow_host(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -951,17 +970,11 @@ static int set_no_record_exec(struct moat_policy *p, const char *v, char *why, s
 
 static int set_apply(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (streq(v, "safe"))
-		p->apply = MOAT_APPLY_SAFE;
-	else if (streq(v, "never"))
-		p->apply = MOAT_APPLY_NEVER;
-	else if (streq(v, "all"))
-		p->apply = MOAT_APPLY_ALL;
-	else {
-		snprintf(why, whylen, "must be never, safe or all");
-		return -EINVAL;
-	}
-	return 0;
+	unsigned m;
+	int r = keyword(v, apply_mode_names, ELEMENTSOF(apply_mode_names), &m, why, whylen);
+	if (r >= 0)
+		p->apply = (enum moat_apply_mode)m;
+	return r;
 }
 
 static int set_flag_pattern(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -1298,21 +1311,6 @@ static int jobject(struct jctx *c, json_t *obj, const struct key_handler *hs, si
 		jpop(c);
 		if (r < 0)
 			return r;
-	}
-	return 0;
-}
-
-static int set_workspace_mode_only(struct moat_policy *p, const char *v, char *why, size_t whylen)
-{
-	if (streq(v, "overlay"))
-		p->workspace_mode = MOAT_WS_OVERLAY;
-	else if (streq(v, "rw"))
-		p->workspace_mode = MOAT_WS_RW;
-	else if (streq(v, "ro"))
-		p->workspace_mode = MOAT_WS_RO;
-	else {
-		snprintf(why, whylen, "must be overlay, rw or ro");
-		return -EINVAL;
 	}
 	return 0;
 }
