@@ -1141,7 +1141,12 @@ static int jfail(struct jctx *c, bool at_key, int err, const char *fmt, ...)
 		else
 			snprintf(where + n, sizeof(where) - n, "[%zu]", c->path[i].index);
 	}
-	moat_json_locate(c->text, c->len, c->path, c->depth, at_key, &line, &col);
+	/* a key written with escapes is not found by its decoded name: point at
+	 * the nearest enclosing value that can be found */
+	for (size_t d = c->depth + 1; d-- > 0;)
+		if (moat_json_locate(c->text, c->len, c->path, d, at_key && d == c->depth, &line,
+				     &col) == 0)
+			break;
 	if (c->err) {
 		moat_error_set(c->err, "policy", err, "%s:%u:%u: %s%s%s", c->name, line, col, where,
 			       where[0] ? ": " : "", msg);
@@ -1202,7 +1207,9 @@ static int jset(struct jctx *c, json_t *v, setter_fn set, bool numbers_ok)
 	} else if (numbers_ok && json_is_real(v) && json_real_value(v) > 0) {
 		snprintf(buf, sizeof(buf), "%.3f", json_real_value(v));
 		s = buf;
-	} else
+	} else if (numbers_ok && json_is_number(v))
+		return jfail(c, false, ERANGE, "must not be negative or zero");
+	else
 		return jfail(c, false, EINVAL, "expected a string%s, got %s",
 			     numbers_ok ? " or a number" : "", json_type_name(v));
 	if (strlen(s) > MOAT_MAX_PATH + 256)

@@ -95,6 +95,9 @@ TEST(policy_bad_fixtures)
 	expect_bad("not-object.json", 1, 1, "must be a JSON object");
 	expect_bad("no-version.json", 1, 1, "\"version\": 1 is required");
 	expect_bad("mount-unknown.json", 1, 78, "unknown key \"bogus\"");
+	/* a key spelled with escapes: the enclosing object's position */
+	expect_bad("escaped-key.json", 1, 24, "unknown key \"bogus\"");
+	expect_bad("negative.json", 1, 31, "must not be negative");
 }
 
 TEST(policy_flags)
