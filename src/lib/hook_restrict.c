@@ -63,8 +63,12 @@ int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd)
 	*ret_notify_fd = -1;
 	if (!sb->p->test_no_landlock && apply_landlock(sb) < 0)
 		return -1;
-	if (sb->p->test_no_seccomp || !sb->seccomp_prog)
+	if (sb->p->test_no_seccomp)
 		return 0;
+	if (!sb->seccomp_prog) {
+		errno = EPROTO; /* never run without the filter that was asked for */
+		return -1;
+	}
 	int k = moat_seccomp_install(sb->seccomp_prog, ret_notify_fd);
 	if (k < 0) {
 		errno = -k;
