@@ -479,19 +479,19 @@ static int keyword(const char *v, const char *const *names, unsigned n, unsigned
 	return -EINVAL;
 }
 
-static const char *const ws_mode_names[] = {
+const char *const moat_ws_mode_names[] = {
 	[MOAT_WS_OVERLAY] = "overlay", [MOAT_WS_RW] = "rw", [MOAT_WS_RO] = "ro"};
-static const char *const net_mode_names[] = {
+const char *const moat_net_mode_names[] = {
 	[MOAT_NET_NONE] = "none", [MOAT_NET_ALLOW] = "allow", [MOAT_NET_HOST] = "host"};
-static const char *const tty_mode_names[] = {
+const char *const moat_tty_mode_names[] = {
 	[MOAT_TTY_AUTO] = "auto", [MOAT_TTY_ALWAYS] = "always", [MOAT_TTY_NEVER] = "never"};
-static const char *const apply_mode_names[] = {
+const char *const moat_apply_mode_names[] = {
 	[MOAT_APPLY_SAFE] = "safe", [MOAT_APPLY_NEVER] = "never", [MOAT_APPLY_ALL] = "all"};
 
 static int set_workspace_mode_only(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	unsigned m;
-	int r = keyword(v, ws_mode_names, ELEMENTSOF(ws_mode_names), &m, why, whylen);
+	int r = keyword(v, moat_ws_mode_names, ELEMENTSOF(moat_ws_mode_names), &m, why, whylen);
 	if (r >= 0)
 		p->workspace_mode = (enum moat_workspace_mode)m;
 	return r;
@@ -676,7 +676,7 @@ static int set_no_tty(struct moat_policy *p, const char *v, char *why, size_t wh
 static int set_tty_mode(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	unsigned m;
-	int r = keyword(v, tty_mode_names, ELEMENTSOF(tty_mode_names), &m, why, whylen);
+	int r = keyword(v, moat_tty_mode_names, ELEMENTSOF(moat_tty_mode_names), &m, why, whylen);
 	if (r >= 0)
 		p->tty = (enum moat_tty_mode)m;
 	return r;
@@ -828,7 +828,7 @@ static int set_test_disable(struct moat_policy *p, const char *v, char *why, siz
 static int set_net(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	unsigned m;
-	int r = keyword(v, net_mode_names, ELEMENTSOF(net_mode_names), &m, why, whylen);
+	int r = keyword(v, moat_net_mode_names, ELEMENTSOF(moat_net_mode_names), &m, why, whylen);
 	if (r >= 0)
 		p->net = (enum moat_net_mode)m;
 	return r;
@@ -971,7 +971,8 @@ static int set_no_record_exec(struct moat_policy *p, const char *v, char *why, s
 static int set_apply(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	unsigned m;
-	int r = keyword(v, apply_mode_names, ELEMENTSOF(apply_mode_names), &m, why, whylen);
+	int r = keyword(v, moat_apply_mode_names, ELEMENTSOF(moat_apply_mode_names), &m, why,
+			whylen);
 	if (r >= 0)
 		p->apply = (enum moat_apply_mode)m;
 	return r;

@@ -195,3 +195,9 @@ struct moat_policy {
 	unsigned n_flag_patterns;
 	bool quiet;
 };
+
+/* The words of the enumerated keys, indexed by their enum (policy.c). */
+extern const char *const moat_ws_mode_names[3];
+extern const char *const moat_net_mode_names[3];
+extern const char *const moat_tty_mode_names[3];
+extern const char *const moat_apply_mode_names[3];

@@ -48,10 +48,6 @@ static json_t *size_json(uint64_t v)
 	return json_integer((json_int_t)v);
 }
 
-static const char *const ws_modes[] = {"overlay", "rw", "ro"};
-static const char *const net_modes[] = {"none", "allow", "host"};
-static const char *const tty_modes[] = {"auto", "always", "never"};
-static const char *const apply_modes[] = {"safe", "never", "all"};
 static const char *const mount_types[] = {"ro", "rw", "tmpfs", "hide"};
 static const char *const secret_sources[] = {"from_env", "from_file", "from_command"};
 
@@ -67,7 +63,7 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	if (p->workspace)
 		json_object_set_new(fs, "workspace",
 				    json_pack("{s:s,s:s}", "path", p->workspace, "mode",
-					      ws_modes[p->workspace_mode]));
+					      moat_ws_mode_names[p->workspace_mode]));
 	if (p->input)
 		json_object_set_new(fs, "input", json_string(p->input));
 	if (p->output)
@@ -98,7 +94,7 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 		json_object_set_new(env, p->env[i].name,
 				    p->env[i].value ? json_string(p->env[i].value) : json_null());
 	json_object_set_new(proc, "env", env);
-	json_object_set_new(proc, "tty", json_string(tty_modes[p->tty]));
+	json_object_set_new(proc, "tty", json_string(moat_tty_mode_names[p->tty]));
 	json_object_set_new(root, "process", proc);
 
 	if (p->cpus_milli) {
@@ -138,7 +134,7 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	json_object_set_new(sys, "deny", strv_json(p->deny_syscalls, p->n_deny_syscalls));
 	json_object_set_new(root, "syscalls", sys);
 
-	json_object_set_new(net, "mode", json_string(net_modes[p->net]));
+	json_object_set_new(net, "mode", json_string(moat_net_mode_names[p->net]));
 	json_object_set_new(net, "allow_hosts", rules_json(p->allow_hosts, p->n_allow_hosts));
 	json_object_set_new(net, "deny_hosts", rules_json(p->deny_hosts, p->n_deny_hosts));
 	json_object_set_new(net, "allow_cidrs", rules_json(p->allow_cidrs, p->n_allow_cidrs));
@@ -185,7 +181,7 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	if (p->on_alert)
 		json_object_set_new(audit, "on_alert", json_string(p->on_alert));
 	json_object_set_new(audit, "record_exec", json_boolean(p->record_exec));
-	json_object_set_new(audit, "apply", json_string(apply_modes[p->apply]));
+	json_object_set_new(audit, "apply", json_string(moat_apply_mode_names[p->apply]));
 	json_object_set_new(audit, "flag_patterns",
 			    strv_json(p->flag_patterns, p->n_flag_patterns));
 	json_object_set_new(audit, "quiet", json_boolean(p->quiet));
