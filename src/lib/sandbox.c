@@ -126,103 +126,137 @@ int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd)
 	return 0;
 }
 
-/* ---- path helpers (fixed buffers, no allocation) ---------------------------- */
+/* ---- walking the new root (fixed buffers, no allocation) -------------------- */
 
-static void join(char *out, size_t len, const char *a, const char *b)
+/*
+ * Every path below the new root is reached with *at() calls from O_PATH
+ * directory fds, one component at a time and never through a symlink: a
+ * directory may lie inside a host bind the sandbox wrote to before. The fds of
+ * the directories the last walk went through stay open, as levels (0 is the
+ * root): the plan's steps come in tree order (/etc, /etc/a, /etc/b, /dev,
+ * /dev/null...), so most walks start from a cached parent. A mount at a cached
+ * level hides what the fd refers to: walk_mounted() drops that level and every
+ * deeper one, and the next walk opens them again, on top of the mount.
+ */
+#define WALK_LEVELS 32
+
+static struct {
+	char path[MOAT_MAX_PATH]; /* the deepest cached directory ("" for the root) */
+	size_t end[WALK_LEVELS]; /* level k is path[0, end[k]) */
+	int fd[WALK_LEVELS];
+	unsigned n; /* cached levels, 0 before the root is mounted */
+	int deep; /* a directory below the last level (paths deeper than WALK_LEVELS) */
+} walk = {.deep = -1};
+
+static void walk_drop(unsigned keep)
 {
-	if ((size_t)snprintf(out, len, "%s%s", a, b) >= len)
-		die(MOAT_STAGE_MOUNT, ENAMETOOLONG, -1, "path too long: %s%s", a, b);
+	if (walk.deep >= 0)
+		walk.deep = safe_close(walk.deep);
+	while (walk.n > keep)
+		close(walk.fd[--walk.n]);
 }
 
-static void join3(char *out, size_t len, const char *a, const char *b, const char *c)
+/* A mount was placed at dest: the levels at and below it are stale. */
+static void walk_mounted(const char *dest)
 {
-	size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
-	if (la + lb + lc >= len)
-		die(MOAT_STAGE_MOUNT, ENAMETOOLONG, -1, "path too long: %s%s%s", a, b, c);
-	memcpy(out, a, la);
-	memcpy(out + la, b, lb);
-	memcpy(out + la + lb, c, lc + 1);
-}
-
-/* mkdir -p of `dest` below NEWROOT, refusing symlinks on the way (the
- * directories may be inside a host bind the sandbox wrote to before). */
-static int mkdir_p_in_root(const char *dest, unsigned mode, int step)
-{
-	char path[MOAT_MAX_PATH];
-	int dfd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	snprintf(path, sizeof(path), "%s", dest);
-	char *c = path;
-	while (*c == '/')
-		c++;
-	while (*c) {
-		char *slash = strchr(c, '/');
-		if (slash)
-			*slash = 0;
-		int nfd = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0 && errno == ENOENT) {
-			if (mkdirat(dfd, c, mode) < 0 && errno != EEXIST) {
-				int e = errno;
-				close(dfd);
-				return -e;
-			}
-			nfd = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	size_t len = streq(dest, "/") ? 0 : strlen(dest);
+	for (unsigned k = 0; k < walk.n; k++)
+		if (walk.end[k] >= len && memcmp(walk.path, dest, len) == 0 &&
+		    (walk.end[k] == len || walk.path[len] == '/')) {
+			walk_drop(k);
+			return;
 		}
-		if (nfd < 0) {
-			int e = errno == ELOOP || errno == ENOTDIR ? ELOOP : errno;
-			close(dfd);
-			return -e;
+	walk_drop(walk.n);
+}
+
+/* The directory dir[0, len) ("/a/b"; len 0 is the root) as a borrowed O_PATH
+ * fd, valid until the next walk or mount. Missing components are created with
+ * `mode` when `create` is set. A symlink or a non-directory on the way gives
+ * -ELOOP. */
+static int walk_dir(const char *dir, size_t len, unsigned mode, bool create)
+{
+	if (len >= sizeof(walk.path))
+		return -ENAMETOOLONG;
+	if (walk.n == 0) {
+		int fd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		walk.fd[0] = fd;
+		walk.end[0] = 0;
+		walk.n = 1;
+	}
+	/* the deepest cached level that is dir or one of its parents */
+	unsigned k = 1;
+	while (k < walk.n && walk.end[k] <= len && memcmp(walk.path, dir, walk.end[k]) == 0 &&
+	       (walk.end[k] == len || dir[walk.end[k]] == '/'))
+		k++;
+	walk_drop(k);
+
+	int pfd = walk.fd[walk.n - 1];
+	size_t pos = walk.end[walk.n - 1];
+	while (pos < len) {
+		char name[256];
+		size_t start = pos + 1, stop = start;
+		while (stop < len && dir[stop] != '/')
+			stop++;
+		if (dir[pos] != '/' || stop == start || stop - start >= sizeof(name))
+			return -EINVAL;
+		memcpy(name, dir + start, stop - start);
+		name[stop - start] = 0;
+
+		/* mkdir first: most directories are new. An existing name gives
+		 * EEXIST (before any write-permission or read-only check), and
+		 * the open below refuses it unless it is a real directory. */
+		if (create && mkdirat(pfd, name, mode) < 0 && errno != EEXIST)
+			return -errno;
+		int fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return errno == ELOOP || errno == ENOTDIR ? -ELOOP : -errno;
+		if (walk.n < WALK_LEVELS) {
+			memcpy(walk.path + pos, dir + pos, stop - pos);
+			walk.end[walk.n] = stop;
+			walk.fd[walk.n++] = fd;
+		} else {
+			safe_close(walk.deep);
+			walk.deep = fd;
 		}
-		close(dfd);
-		dfd = nfd;
-		if (!slash)
-			break;
-		*slash = '/';
-		c = slash + 1;
+		pfd = fd;
+		pos = stop;
 	}
-	close(dfd);
-	(void)step;
-	return 0;
+	return pfd;
 }
 
-static void mkparent(const char *dest, int step)
+/* The parent directory of dest, created (0755) if missing, and dest's last
+ * component in *ret_name. Dies on failure. */
+static int walk_parent(const char *dest, int step, const char **ret_name)
 {
-	char parent[MOAT_MAX_PATH];
-	snprintf(parent, sizeof(parent), "%s", dest);
-	char *slash = strrchr(parent, '/');
-	if (!slash || slash == parent)
-		return;
-	*slash = 0;
-	int r = mkdir_p_in_root(parent, 0755, step);
-	if (r < 0)
-		die(MOAT_STAGE_MOUNT, -r, step, "cannot create directory %s%s", parent,
-		    r == -ELOOP ? " (a symlink is in the way)" : "");
-}
-
-/* Opens the mount point for dest (created if missing: a directory, or an
- * empty file when `file` is set) as an O_PATH fd, never through a symlink. */
-static int open_mountpoint(const char *dest, bool file, int step)
-{
-	char full[MOAT_MAX_PATH];
-	join(full, sizeof(full), NEWROOT, dest);
-	if (file) {
-		mkparent(dest, step);
-		int fd = open(full, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0444);
-		if (fd >= 0)
-			close(fd);
-		else if (errno != EEXIST && errno != EISDIR && errno != EROFS && errno != EACCES)
-			die(MOAT_STAGE_MOUNT, errno, step, "cannot create mount point %s", dest);
-	} else {
-		int r = mkdir_p_in_root(dest, 0755, step);
-		if (r < 0)
-			die(MOAT_STAGE_MOUNT, -r, step, "cannot create mount point %s%s", dest,
-			    r == -ELOOP ? " (a symlink is in the way)" : "");
-	}
-	int fd = open(full, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	const char *slash = strrchr(dest, '/');
+	if (!slash || !slash[1])
+		die(MOAT_STAGE_MOUNT, EINVAL, step, "bad destination %s", dest);
+	int fd = walk_dir(dest, (size_t)(slash - dest), 0755, true);
 	if (fd < 0)
-		die(MOAT_STAGE_MOUNT, errno, step, "cannot open mount point %s", dest);
+		die(MOAT_STAGE_MOUNT, -fd, step, "cannot create directory %.*s%s",
+		    (int)(slash - dest), dest, fd == -ELOOP ? " (a symlink is in the way)" : "");
+	*ret_name = slash + 1;
 	return fd;
+}
+
+/* The directory dest itself, created (mode) if missing. Dies on failure. */
+static int walk_mountpoint(const char *dest, unsigned mode, int step)
+{
+	int fd = walk_dir(dest, strlen(dest), mode, true);
+	if (fd < 0)
+		die(MOAT_STAGE_MOUNT, -fd, step, "cannot create mount point %s%s", dest,
+		    fd == -ELOOP ? " (a symlink is in the way)" : "");
+	return fd;
+}
+
+/* mount(2) takes no directory fd: it is given the fd's magic link instead, so
+ * the target is exactly the directory the walk checked. */
+static const char *fd_path(char buf[static 32], int fd)
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+	return buf;
 }
 
 long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
@@ -265,11 +299,43 @@ static uint64_t attr_for(const struct moat_step *s)
 	return a;
 }
 
-static void do_bind(const struct moat_step *s, int idx, int srcfd)
+/* Attaches a detached mount (open_tree) at dest, creating the mount point:
+ * a directory, or an empty file when `file` is set. Never through a symlink:
+ * move_mount() does not follow one at its target unless asked to. */
+static void attach(int tree, const struct moat_step *s, bool file, int step)
 {
+	const char *dest = s->dest, *name;
+	int pfd = walk_parent(dest, step, &name);
+	int r = file ? mknodat(pfd, name, S_IFREG | 0444, 0) : mkdirat(pfd, name, 0755);
+	if (r == 0) {
+		if (move_mount(tree, "", pfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			die(MOAT_STAGE_MOUNT, errno, step, "cannot mount %s at %s", s->src, dest);
+		walk_mounted(dest);
+		return;
+	}
+	/* Something is there already (a mount point in a host bind, or under a
+	 * read-only one): use it if it is of the right kind, never a symlink. */
+	if (errno != EEXIST && (!file || (errno != EROFS && errno != EACCES)))
+		die(MOAT_STAGE_MOUNT, errno, step, "cannot create mount point %s", dest);
+	int mp = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | (file ? 0 : O_DIRECTORY));
 	struct stat st;
-	if (fstat(srcfd, &st) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot stat %s", s->src);
+	if (mp >= 0 && file && fstat(mp, &st) == 0 && S_ISLNK(st.st_mode)) {
+		close(mp);
+		mp = -1;
+		errno = ELOOP;
+	}
+	if (mp < 0)
+		die(MOAT_STAGE_MOUNT, errno == ENOTDIR ? ELOOP : errno, step,
+		    "cannot open mount point %s%s", dest,
+		    errno == ELOOP || errno == ENOTDIR ? " (a symlink is in the way)" : "");
+	if (move_mount(tree, "", mp, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		die(MOAT_STAGE_MOUNT, errno, step, "cannot mount %s at %s", s->src, dest);
+	close(mp);
+	walk_mounted(dest);
+}
+
+static void do_bind(const struct moat_step *s, int idx, int srcfd, const struct stat *st)
+{
 	int tree = g_sb->premounted[idx];
 	if (tree < 0) {
 		tree = (int)open_tree(srcfd, "",
@@ -282,39 +348,41 @@ static void do_bind(const struct moat_step *s, int idx, int srcfd)
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot set %s on %s",
 		    s->flags & MOAT_STEPF_RO ? "read-only,nosuid,nodev" : "nosuid,nodev", s->src);
-	int mp = open_mountpoint(s->dest, !S_ISDIR(st.st_mode), idx);
-	if (move_mount(tree, "", mp, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount %s at %s", s->src, s->dest);
-	close(mp);
+	attach(tree, s, !S_ISDIR(st->st_mode), idx);
 	close(tree);
 }
 
 /* A small regular file that everyone may read is copied into place instead of
  * bound (a bind costs a mount at start and at teardown). Files others may not
  * read stay binds, so the copy never widens who can read them. Returns true
- * if copied. */
-static bool copy_small(const struct moat_step *s, int idx, int srcfd)
+ * if copied. The umask is 0 while the plan is applied: the mode is exact. */
+static int self_fds = -1; /* /proc/self/fd, opened by the first copy */
+
+static bool copy_small(const struct moat_step *s, int idx, int srcfd, const struct stat *st)
 {
 	static char buf[64 << 10];
-	struct stat st;
-	char proc[64], full[MOAT_MAX_PATH];
-	if (fstat(srcfd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IROTH) ||
-	    st.st_size > (off_t)sizeof(buf))
+	char num[16];
+	const char *name;
+	if (!S_ISREG(st->st_mode) || !(st->st_mode & S_IROTH) || st->st_size > (off_t)sizeof(buf))
 		return false;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", srcfd);
-	int in = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	/* Reopened through its magic link: the very file the O_PATH fd holds. */
+	if (self_fds < 0)
+		self_fds = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(num, sizeof(num), "%d", srcfd);
+	int in = self_fds < 0 ? -1
+			      : openat(self_fds, num, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (in < 0)
 		return false;
 	ssize_t n = read(in, buf, sizeof(buf));
 	close(in);
-	if (n < 0 || n != st.st_size)
+	if (n < 0 || n != st->st_size)
 		return false;
-	mkparent(s->dest, idx);
-	join(full, sizeof(full), NEWROOT, s->dest);
-	int out = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int pfd = walk_parent(s->dest, idx, &name);
+	int out = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			 st->st_mode & 0755);
 	if (out < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create %s", s->dest);
-	if (write(out, buf, (size_t)n) != n || fchmod(out, st.st_mode & 0755) < 0)
+	if (write(out, buf, (size_t)n) != n)
 		die(MOAT_STAGE_MOUNT, errno ? errno : EIO, idx, "cannot write %s", s->dest);
 	close(out);
 	return true;
@@ -322,10 +390,8 @@ static bool copy_small(const struct moat_step *s, int idx, int srcfd)
 
 static void do_tmpfs(const struct moat_step *s, int idx)
 {
-	char full[MOAT_MAX_PATH], opts[96];
-	int mp = open_mountpoint(s->dest, false, idx);
-	close(mp);
-	join(full, sizeof(full), NEWROOT, s->dest);
+	char opts[96], target[32];
+	int mp = walk_mountpoint(s->dest, 0755, idx);
 	/* writable areas belong to the sandbox user; the rest to nobody */
 	if (s->flags & MOAT_STEPF_WRITABLE)
 		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu,uid=%u,gid=%u",
@@ -336,16 +402,17 @@ static void do_tmpfs(const struct moat_step *s, int idx)
 		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu", s->mode ? s->mode : 0755,
 			 (unsigned long long)(s->size ? s->size : 64u << 20));
 	unsigned long fl = MS_NOSUID | MS_NODEV | ((s->flags & MOAT_STEPF_NOEXEC) ? MS_NOEXEC : 0);
-	if (mount("tmpfs", full, "tmpfs", fl, opts) < 0)
+	if (mount("tmpfs", fd_path(target, mp), "tmpfs", fl, opts) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount tmpfs at %s", s->dest);
+	walk_mounted(s->dest);
 }
 
 static void do_file(const struct moat_step *s, int idx)
 {
-	char full[MOAT_MAX_PATH];
-	mkparent(s->dest, idx);
-	join(full, sizeof(full), NEWROOT, s->dest);
-	int fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, s->mode);
+	const char *name;
+	int pfd = walk_parent(s->dest, idx, &name);
+	/* the umask is 0 while the plan is applied: the mode is exact */
+	int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, s->mode);
 	if (fd < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create %s", s->dest);
 	size_t off = 0;
@@ -357,17 +424,14 @@ static void do_file(const struct moat_step *s, int idx)
 			die(MOAT_STAGE_MOUNT, n < 0 ? errno : EIO, idx, "cannot write %s", s->dest);
 		off += (size_t)n;
 	}
-	if (fchmod(fd, s->mode) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot chmod %s", s->dest);
 	close(fd);
 }
 
 static void do_symlink(const char *target, const char *dest, int idx)
 {
-	char full[MOAT_MAX_PATH];
-	mkparent(dest, idx);
-	join(full, sizeof(full), NEWROOT, dest);
-	if (symlink(target, full) < 0 && errno != EEXIST)
+	const char *name;
+	int pfd = walk_parent(dest, idx, &name);
+	if (symlinkat(target, pfd, name) < 0 && errno != EEXIST)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create symlink %s", dest);
 }
 
@@ -375,56 +439,54 @@ static void do_symlink(const char *target, const char *dest, int idx)
  * knobs read-only and the kernel-memory files masked. */
 static void do_proc(const struct moat_step *s, int idx)
 {
-	char full[MOAT_MAX_PATH], sub[MOAT_MAX_PATH];
-	int mp = open_mountpoint(s->dest, false, idx);
-	close(mp);
-	join(full, sizeof(full), NEWROOT, s->dest);
-	if (mount("proc", full, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	char target[32];
+	int mp = walk_mountpoint(s->dest, 0755, idx);
+	if (mount("proc", fd_path(target, mp), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount proc at %s", s->dest);
+	walk_mounted(s->dest);
+	int proc = walk_dir(s->dest, strlen(s->dest), 0, false);
+	if (proc < 0)
+		die(MOAT_STAGE_MOUNT, -proc, idx, "cannot open the new %s", s->dest);
 	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
 	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
-		join3(sub, sizeof(sub), full, "/", ro[i]);
-		int fd = open(sub, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
+		int tree = (int)open_tree(proc, ro[i],
+					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+						  AT_SYMLINK_NOFOLLOW);
+		if (tree < 0 && errno == ENOENT)
 			continue;
-		int tree = (int)open_tree(
-			fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 		struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 						MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
 		if (tree < 0 ||
 		    mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
-		    move_mount(tree, "", fd, "",
-			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		    move_mount(tree, "", proc, ro[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			die(MOAT_STAGE_MOUNT, errno, idx, "cannot make /proc/%s read-only", ro[i]);
 		close(tree);
-		close(fd);
 	}
 	/* masked with an empty read-only file: kernel memory, keys, timers */
 	static const char *const masked[] = {"kcore",	 "keys",       "timer_list", "sched_debug",
 					     "kallsyms", "kpagecount", "kpageflags", "sysvipc"};
 	int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
 	for (size_t i = 0; devnull >= 0 && i < ELEMENTSOF(masked); i++) {
-		join3(sub, sizeof(sub), full, "/", masked[i]);
 		struct stat st;
-		if (lstat(sub, &st) < 0)
+		if (fstatat(proc, masked[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			if (mount("tmpfs", sub, "tmpfs",
+			int dfd = openat(proc, masked[i],
+					 O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (dfd < 0 ||
+			    mount("tmpfs", fd_path(target, dfd), "tmpfs",
 				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				  "size=0,mode=0555") < 0)
 				die(MOAT_STAGE_MOUNT, errno, idx, "cannot mask /proc/%s",
 				    masked[i]);
+			close(dfd);
 			continue;
 		}
 		int tree = (int)open_tree(devnull, "",
 					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-		int mpfd = open(sub, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (tree < 0 || mpfd < 0 ||
-		    move_mount(tree, "", mpfd, "",
-			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		if (tree < 0 || move_mount(tree, "", proc, masked[i], MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			die(MOAT_STAGE_MOUNT, errno, idx, "cannot mask /proc/%s", masked[i]);
 		close(tree);
-		close(mpfd);
 	}
 	if (devnull >= 0)
 		close(devnull);
@@ -432,28 +494,52 @@ static void do_proc(const struct moat_step *s, int idx)
 
 static void do_devpts(const struct moat_step *s, int idx)
 {
-	char full[MOAT_MAX_PATH];
-	join(full, sizeof(full), NEWROOT, s->dest);
-	if (mount("devpts", full, "devpts", MS_NOSUID | MS_NOEXEC,
+	char target[32];
+	int mp = walk_dir(s->dest, strlen(s->dest), 0, false);
+	if (mp < 0)
+		die(MOAT_STAGE_MOUNT, -mp, idx, "cannot mount devpts at %s", s->dest);
+	if (mount("devpts", fd_path(target, mp), "devpts", MS_NOSUID | MS_NOEXEC,
 		  "newinstance,ptmxmode=0666,mode=0620") < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount devpts at %s", s->dest);
+	walk_mounted(s->dest);
 }
 
 static void do_hide(const struct moat_step *s, int idx)
 {
-	char full[MOAT_MAX_PATH];
+	char target[32];
 	struct stat st;
-	join(full, sizeof(full), NEWROOT, s->dest);
-	/* What is there now, inside the assembled root: never follow a link. */
-	if (lstat(full, &st) < 0) {
+	const char *slash = strrchr(s->dest, '/');
+	if (!slash || !slash[1])
+		die(MOAT_STAGE_MOUNT, EINVAL, idx, "cannot hide %s", s->dest);
+	const char *name = slash + 1;
+	char parent[MOAT_MAX_PATH];
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - s->dest), s->dest);
+	/* What the sandbox will see at dest: its parent is resolved as the
+	 * sandbox will resolve it, symlinks included but inside the new root;
+	 * the last component is never followed. */
+	int root = walk_dir("", 0, 0, false);
+	if (root < 0)
+		die(MOAT_STAGE_MOUNT, -root, idx, "cannot open the new root");
+	_cleanup_close_ int pfd =
+		(int)moat_openat2(root, *parent ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC,
+				  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	if (pfd < 0 && errno == ENOENT)
+		return; /* nothing to hide */
+	if (pfd < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot inspect %s to hide it", s->dest);
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
-			return; /* nothing to hide */
+			return;
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot inspect %s to hide it", s->dest);
 	}
 	if (S_ISDIR(st.st_mode)) {
-		if (mount("tmpfs", full, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  "size=0,mode=0555") < 0)
+		int mp = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (mp < 0 ||
+		    mount("tmpfs", fd_path(target, mp), "tmpfs",
+			  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555") < 0)
 			die(MOAT_STAGE_MOUNT, errno, idx, "cannot hide %s", s->dest);
+		close(mp);
+		walk_mounted(s->dest);
 		return;
 	}
 	if (S_ISLNK(st.st_mode))
@@ -463,23 +549,23 @@ static void do_hide(const struct moat_step *s, int idx)
 	int tree = devnull < 0
 		? -1
 		: (int)open_tree(devnull, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	int mpfd = open(full, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
 					MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC};
-	if (tree < 0 || mpfd < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
-	    move_mount(tree, "", mpfd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	if (tree < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
+	    move_mount(tree, "", pfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hide %s", s->dest);
 	close(tree);
-	close(mpfd);
 	close(devnull);
+	walk_mounted(s->dest);
 }
 
 static void do_readonly(const struct moat_step *s, int idx)
 {
-	char full[MOAT_MAX_PATH];
-	join(full, sizeof(full), NEWROOT, s->dest);
+	int fd = walk_dir(s->dest, strlen(s->dest), 0, false);
 	struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY};
-	if (mount_setattr(AT_FDCWD, full, 0, &ma, sizeof(ma)) < 0)
+	if (fd < 0)
+		errno = -fd;
+	if (fd < 0 || mount_setattr(fd, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot make %s read-only", s->dest);
 }
 
@@ -489,7 +575,7 @@ static void do_readonly(const struct moat_step *s, int idx)
  * in a staging tmpfs that is detached again once the overlay holds it. */
 static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 {
-	char full[MOAT_MAX_PATH], opts[512];
+	char opts[512], target[32];
 	const char *base = NEWROOT "/.moat-ovl";
 	char sz[96];
 	if (mkdir(base, 0700) < 0 && errno != EEXIST)
@@ -498,6 +584,7 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 		 (unsigned)g_sb->p->uid, (unsigned)g_sb->p->gid);
 	if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, sz) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount the overlay's tmpfs");
+	walk_mounted("/.moat-ovl");
 	if (mkdir(NEWROOT "/.moat-ovl/upper", 0755) < 0 ||
 	    mkdir(NEWROOT "/.moat-ovl/work", 0755) < 0 ||
 	    mkdir(NEWROOT "/.moat-ovl/lower", 0755) < 0)
@@ -515,14 +602,13 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 		    s->src);
 	close(lower);
 	close(tree);
-	int mp = open_mountpoint(s->dest, false, idx);
-	close(mp);
-	join(full, sizeof(full), NEWROOT, s->dest);
+	int mp = walk_mountpoint(s->dest, 0755, idx);
 	snprintf(opts, sizeof(opts),
 		 "lowerdir=" NEWROOT "/.moat-ovl/lower,upperdir=" NEWROOT
 		 "/.moat-ovl/upper,workdir=" NEWROOT "/.moat-ovl/work,userxattr");
-	if (mount("overlay", full, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+	if (mount("overlay", fd_path(target, mp), "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount the overlay over %s", s->dest);
+	walk_mounted(s->dest);
 	int up = open(NEWROOT "/.moat-ovl/upper", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (up < 0 || moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_UPPER, up) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand the overlay's upper layer to moat");
@@ -571,10 +657,38 @@ static void open_sources(void)
 		close(ws_fd);
 }
 
+/* Closes the sources, a range of consecutive fds at a time (they were opened
+ * in step order, so most are consecutive). */
+static void close_sources(void)
+{
+	const struct moat_plan *pl = g_sb->plan;
+	int lo = -1, hi = -1;
+	for (unsigned i = 0; i <= pl->n_steps; i++) {
+		int fd = -1;
+		if (i < pl->n_steps) {
+			fd = srcfd[i];
+			srcfd[i] = -1;
+			if (fd < 0)
+				continue;
+		}
+		if (lo >= 0 && fd == hi + 1) {
+			hi = fd;
+			continue;
+		}
+		if (lo >= 0 && syscall(SYS_close_range, lo, hi, 0) < 0)
+			for (int f = lo; f <= hi; f++)
+				close(f);
+		lo = hi = fd;
+	}
+}
+
 /* Phase 2, as the sandbox user with the namespace's capabilities. */
 static void apply_plan(void)
 {
 	const struct moat_plan *pl = g_sb->plan;
+	/* Every mode the plan asks for is exact: no umask while it is applied
+	 * (the command gets the caller's umask back). */
+	mode_t umask_saved = umask(0);
 
 	/* 2. The new root: a private tmpfs, read-only once assembled. */
 	if (mount("moat", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
@@ -584,41 +698,41 @@ static void apply_plan(void)
 	for (unsigned i = 0; i < pl->n_steps; i++) {
 		const struct moat_step *s = &pl->steps[i];
 		int idx = (int)i;
+		struct stat st;
 		switch (s->op) {
-		case MOAT_STEP_BIND:
-			if (g_sb->premounted[i] >= 0) {
-				do_bind(s, idx, g_sb->premounted[i]);
-				break;
-			}
-			if (srcfd[i] < 0)
+		case MOAT_STEP_BIND: {
+			int fd = g_sb->premounted[i] >= 0 ? g_sb->premounted[i] : srcfd[i];
+			if (fd < 0)
 				break; /* optional and missing */
-			if (s->flags & MOAT_STEPF_MIRROR_LINK) {
-				struct stat st;
-				if (fstat(srcfd[i], &st) == 0 && S_ISLNK(st.st_mode)) {
-					char target[MOAT_MAX_PATH];
-					ssize_t n = readlinkat(srcfd[i], "", target,
-							       sizeof(target) - 1);
-					if (n < 0)
-						die(MOAT_STAGE_MOUNT, errno, idx,
-						    "cannot read link %s", s->src);
-					target[n] = 0;
-					do_symlink(target, s->dest, idx);
-					break;
-				}
-			}
-			if ((s->flags & MOAT_STEPF_COPY_SMALL) && copy_small(s, idx, srcfd[i]))
+			if (fstat(fd, &st) < 0)
+				die(MOAT_STAGE_MOUNT, errno, idx, "cannot stat %s", s->src);
+			if (g_sb->premounted[i] < 0 && (s->flags & MOAT_STEPF_MIRROR_LINK) &&
+			    S_ISLNK(st.st_mode)) {
+				char target[MOAT_MAX_PATH];
+				ssize_t n = readlinkat(fd, "", target, sizeof(target) - 1);
+				if (n < 0)
+					die(MOAT_STAGE_MOUNT, errno, idx, "cannot read link %s",
+					    s->src);
+				target[n] = 0;
+				do_symlink(target, s->dest, idx);
 				break;
-			do_bind(s, idx, srcfd[i]);
+			}
+			if (g_sb->premounted[i] < 0 && (s->flags & MOAT_STEPF_COPY_SMALL) &&
+			    copy_small(s, idx, fd, &st))
+				break;
+			do_bind(s, idx, fd, &st);
 			break;
+		}
 		case MOAT_STEP_OVERLAY:
 			do_overlay(s, idx, srcfd[i]);
 			break;
 		case MOAT_STEP_TMPFS:
 			do_tmpfs(s, idx);
 			if (s->flags & MOAT_STEPF_OUTPUT) {
-				char full[MOAT_MAX_PATH];
-				join(full, sizeof(full), NEWROOT, s->dest);
-				int ofd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				const char *name;
+				int pfd = walk_parent(s->dest, idx, &name);
+				int ofd = openat(pfd, name,
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 				if (ofd < 0 ||
 				    moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_OUTPUT, ofd) < 0)
 					die(MOAT_STAGE_MOUNT, errno, idx,
@@ -638,9 +752,10 @@ static void apply_plan(void)
 			do_symlink(s->src, s->dest, idx);
 			break;
 		case MOAT_STEP_MKDIR: {
-			int r = mkdir_p_in_root(s->dest, s->mode, idx);
+			int r = walk_dir(s->dest, strlen(s->dest), s->mode, true);
 			if (r < 0)
-				die(MOAT_STAGE_MOUNT, -r, idx, "cannot create %s", s->dest);
+				die(MOAT_STAGE_MOUNT, -r, idx, "cannot create %s%s", s->dest,
+				    r == -ELOOP ? " (a symlink is in the way)" : "");
 			break;
 		}
 		case MOAT_STEP_FILE:
@@ -654,9 +769,10 @@ static void apply_plan(void)
 			break;
 		}
 	}
-	for (unsigned i = 0; i < pl->n_steps; i++)
-		if (srcfd[i] >= 0)
-			close(srcfd[i]);
+	walk_drop(0);
+	self_fds = safe_close(self_fds);
+	close_sources();
+	umask(umask_saved);
 }
 
 static void enter_root(void)
@@ -700,10 +816,15 @@ static void drop_privileges(void)
 			  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
 			  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot lock securebits");
+	/* Capabilities are numbered 0..CAP_LAST_CAP without gaps; EINVAL names
+	 * the first number past the last one this kernel knows. */
 	for (int c = 0; c <= 63; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+			if (errno == EINVAL && c > 0)
+				break;
 			die(MOAT_STAGE_CAPS, errno, -1,
 			    "cannot drop capability %d from the bounding set", c);
+		}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot clear ambient capabilities");
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
