@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/hooks.h"
@@ -28,7 +29,8 @@ static int apply_landlock(struct moat_sandbox *sb)
 	unsigned n = 0;
 	int k;
 
-	paths[n++] = (struct moat_landlock_path){.path = "/", .fd = -1, .writable = false};
+	paths[n++] = (struct moat_landlock_path){
+		.path = "/", .fd = -1, .writable = false, .kind = MOAT_LANDLOCK_KIND_DIR};
 	for (unsigned i = 0; i < sb->plan->n_steps && n < MOAT_LANDLOCK_MAX_PATHS; i++) {
 		const struct moat_step *s = &sb->plan->steps[i];
 		bool rw = (s->flags & (MOAT_STEPF_WRITABLE | MOAT_STEPF_DEV)) ||
@@ -37,8 +39,13 @@ static int apply_landlock(struct moat_sandbox *sb)
 			continue;
 		if ((s->flags & MOAT_STEPF_OPTIONAL) && access(s->dest, F_OK) < 0)
 			continue;
-		paths[n++] =
-			(struct moat_landlock_path){.path = s->dest, .fd = -1, .writable = true};
+		/* what the step mounted there; a later mount at the same place is
+		 * of the same kind (the kernel refuses a file over a directory) */
+		enum moat_landlock_kind kind = sb->step_type[i] == S_IFDIR ? MOAT_LANDLOCK_KIND_DIR
+			: sb->step_type[i]				   ? MOAT_LANDLOCK_KIND_FILE
+					   : MOAT_LANDLOCK_KIND_UNKNOWN;
+		paths[n++] = (struct moat_landlock_path){
+			.path = s->dest, .fd = -1, .writable = true, .kind = kind};
 	}
 	struct moat_landlock_opts o = {
 		.paths = paths,
@@ -49,6 +56,8 @@ static int apply_landlock(struct moat_sandbox *sb)
 		.scope = true,
 		/* Checked by the supervisor already; this keeps the init honest. */
 		.min_abi = (p->allow_degraded & MOAT_DEGRADE_LANDLOCK) ? 0 : 1,
+		/* drop_privileges() set it */
+		.no_new_privs_set = true,
 	};
 	k = moat_landlock_apply(&o, NULL);
 	if (k < 0) {

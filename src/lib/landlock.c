@@ -85,7 +85,8 @@ static int validate(const struct moat_landlock_opts *o)
 	return 0;
 }
 
-static void fill_report(const struct moat_landlock_opts *o, int abi, struct moat_landlock_report *r)
+static void fill_report(const struct moat_landlock_opts *o, int abi, bool errata,
+			struct moat_landlock_report *r)
 {
 	*r = (struct moat_landlock_report){.abi = abi > 0 ? abi : 0};
 	if (abi <= 0)
@@ -95,7 +96,7 @@ static void fill_report(const struct moat_landlock_opts *o, int abi, struct moat
 		r->handled_net = moat_landlock_net_rights(abi);
 	if (!o || o->scope)
 		r->scoped = moat_landlock_scope_rights(abi);
-	if (abi >= 7) {
+	if (abi >= 7 && errata) {
 		long e = ll_create(NULL, 0, LANDLOCK_CREATE_RULESET_ERRATA);
 		r->errata = e > 0 ? (int)e : 0;
 	}
@@ -105,7 +106,7 @@ int moat_landlock_probe(const struct moat_landlock_opts *o, struct moat_landlock
 {
 	if (!ret)
 		return -EINVAL;
-	fill_report(o, moat_landlock_abi(), ret);
+	fill_report(o, moat_landlock_abi(), true, ret);
 	return 0;
 }
 
@@ -113,7 +114,7 @@ static int add_path_rule(int ruleset, const struct moat_landlock_path *p, uint64
 {
 	_cleanup_close_ int own = -1;
 	int fd = p->fd;
-	struct stat st;
+	bool dir = p->kind == MOAT_LANDLOCK_KIND_DIR;
 
 	if (fd < 0) {
 		own = open(p->path, O_PATH | O_CLOEXEC);
@@ -121,11 +122,15 @@ static int add_path_rule(int ruleset, const struct moat_landlock_path *p, uint64
 			return negerrno();
 		fd = own;
 	}
-	if (fstat(fd, &st) < 0)
-		return negerrno();
+	if (p->kind == MOAT_LANDLOCK_KIND_UNKNOWN) {
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return negerrno();
+		dir = S_ISDIR(st.st_mode);
+	}
 
 	uint64_t allowed = p->writable ? handled : (handled & FS_READ_RIGHTS);
-	if (!S_ISDIR(st.st_mode))
+	if (!dir)
 		allowed &= FS_FILE_RIGHTS;
 	if (!allowed)
 		return 0;
@@ -153,7 +158,8 @@ int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock
 	int abi = moat_landlock_abi();
 	if (abi < 0 && abi != -EOPNOTSUPP)
 		return abi;
-	fill_report(o, abi, &rep);
+	/* the errata are only reported: not asked for without a report */
+	fill_report(o, abi, ret != NULL, &rep);
 	if (abi < o->min_abi || (abi < 0 && o->min_abi > 0)) {
 		if (ret)
 			*ret = rep;
@@ -202,7 +208,7 @@ int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock
 	}
 
 	/* Landlock needs no_new_privs (or CAP_SYS_ADMIN); the sandbox wants it anyway. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (!o->no_new_privs_set && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return negerrno();
 	/* No ABI 7 logging flags: denials are logged by the kernel's audit (if
 	 * enabled) for moat's own init only, not after exec, which is the default. */

@@ -21,10 +21,20 @@
 #define MOAT_LANDLOCK_MAX_PORTS 64
 #define MOAT_LANDLOCK_ABI_KNOWN 7 /* highest ABI whose rights this file knows */
 
+/* What a rule's path is, when the caller knows it already (saves an fstat).
+ * A wrong kind fails safe: a directory given as a file gets file rights only,
+ * and the kernel refuses a file given as a directory (-EINVAL). */
+enum moat_landlock_kind {
+	MOAT_LANDLOCK_KIND_UNKNOWN = 0, /* fstat decides */
+	MOAT_LANDLOCK_KIND_DIR,
+	MOAT_LANDLOCK_KIND_FILE, /* anything but a directory */
+};
+
 struct moat_landlock_path {
 	const char *path; /* used only when fd < 0 */
 	int fd; /* an O_PATH (or any) fd of the path, e.g. opened before pivot_root */
 	bool writable;
+	enum moat_landlock_kind kind;
 };
 
 struct moat_landlock_opts {
@@ -41,6 +51,9 @@ struct moat_landlock_opts {
 	/* Fail with -EOPNOTSUPP when the running ABI is below this (0 = best effort,
 	 * which also accepts "no Landlock at all": report.enforced says so). */
 	int min_abi;
+	/* The caller has set no_new_privs already: not set again. (If it has not,
+	 * landlock_restrict_self() fails with EPERM unless it has CAP_SYS_ADMIN.) */
+	bool no_new_privs_set;
 };
 
 /* What was (or, for the probe, would be) enforced. */
@@ -69,7 +82,8 @@ uint64_t moat_landlock_scope_rights(int abi);
  * For `moat doctor`. Returns 0, even when Landlock is absent (abi = 0). */
 int moat_landlock_probe(const struct moat_landlock_opts *o, struct moat_landlock_report *ret);
 
-/* Build the ruleset and restrict the calling process. Sets no_new_privs.
+/* Build the ruleset and restrict the calling process. Sets no_new_privs
+ * (unless o->no_new_privs_set).
  * Does not take ownership of the fds in o->paths. Returns 0, -EOPNOTSUPP when
  * the ABI is below o->min_abi, -EINVAL for bad options, or the -errno of the
  * failing step (a missing path gives -ENOENT). ret (optional) is filled on

@@ -695,6 +695,7 @@ static void apply_plan(void)
 		die(MOAT_STAGE_MOUNT, errno, -1, "cannot mount the root tmpfs");
 
 	/* 3. The steps, in order. */
+	memset(g_sb->step_type, 0, sizeof(g_sb->step_type));
 	for (unsigned i = 0; i < pl->n_steps; i++) {
 		const struct moat_step *s = &pl->steps[i];
 		int idx = (int)i;
@@ -706,6 +707,7 @@ static void apply_plan(void)
 				break; /* optional and missing */
 			if (fstat(fd, &st) < 0)
 				die(MOAT_STAGE_MOUNT, errno, idx, "cannot stat %s", s->src);
+			g_sb->step_type[i] = st.st_mode & S_IFMT;
 			if (g_sb->premounted[i] < 0 && (s->flags & MOAT_STEPF_MIRROR_LINK) &&
 			    S_ISLNK(st.st_mode)) {
 				char target[MOAT_MAX_PATH];
@@ -760,6 +762,7 @@ static void apply_plan(void)
 		}
 		case MOAT_STEP_FILE:
 			do_file(s, idx);
+			g_sb->step_type[i] = S_IFREG;
 			break;
 		case MOAT_STEP_HIDE:
 			do_hide(s, idx);
@@ -768,6 +771,10 @@ static void apply_plan(void)
 			do_readonly(s, idx);
 			break;
 		}
+		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_OVERLAY ||
+		    s->op == MOAT_STEP_PROC || s->op == MOAT_STEP_DEVPTS ||
+		    s->op == MOAT_STEP_MKDIR)
+			g_sb->step_type[i] = S_IFDIR;
 	}
 	walk_drop(0);
 	self_fds = safe_close(self_fds);

@@ -84,6 +84,11 @@ struct moat_sandbox {
 	 * who owns the sandbox's user namespace; the init caps the sandbox's
 	 * share at these values (half of the host's limits, 0 = leave alone) */
 	long ucount_inotify_instances, ucount_inotify_watches;
+
+	/* Written by the init as it applies the plan (its own copy): the S_IFMT
+	 * type of what each step put at its destination, 0 for nothing. The
+	 * Landlock rules use it instead of an fstat per path. */
+	uint16_t step_type[MOAT_PLAN_MAX_STEPS];
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

@@ -222,6 +222,45 @@ TEST(landlock_fails_closed)
 	run_child(min_abi_child);
 }
 
+/* A caller-given kind replaces the fstat; a wrong one never widens rights. */
+static void kind_child(void)
+{
+	char p[256], f[256];
+	struct moat_landlock_report rep;
+	path(p, sizeof(p), "rw");
+	path(f, sizeof(f), "ro/f");
+	/* a file given as a directory: refused by the kernel, nothing applied */
+	struct moat_landlock_path bad = {
+		.path = f, .fd = -1, .writable = true, .kind = MOAT_LANDLOCK_KIND_DIR};
+	struct moat_landlock_opts o = {.paths = &bad, .n_paths = 1, .min_abi = 1};
+	ASSERT_EQ(moat_landlock_apply(&o, &rep), -EINVAL);
+	int fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	/* a directory given as a file: file rights only (no create, no listing) */
+	struct moat_landlock_path paths[] = {
+		{.path = p, .fd = -1, .writable = true, .kind = MOAT_LANDLOCK_KIND_FILE},
+		{.path = f, .fd = -1, .writable = false, .kind = MOAT_LANDLOCK_KIND_FILE},
+	};
+	o = (struct moat_landlock_opts){.paths = paths, .n_paths = 2, .min_abi = 1};
+	ASSERT_EQ(moat_landlock_apply(&o, &rep), 0);
+	ASSERT_EQ(rep.n_rules, 2);
+	ASSERT_TRUE((fd = open_rel("rw/f", O_RDWR)) >= 0);
+	close(fd);
+	ASSERT_ERRNO(open_rel("rw/new", O_WRONLY | O_CREAT), EACCES);
+	ASSERT_ERRNO(open_rel("rw", O_RDONLY | O_DIRECTORY), EACCES);
+	ASSERT_TRUE((fd = open_rel("ro/f", O_RDONLY)) >= 0);
+	close(fd);
+	ASSERT_ERRNO(open_rel("ro/f", O_WRONLY), EACCES);
+}
+
+TEST(landlock_known_kind)
+{
+	need_abi(1);
+	fixtures();
+	run_child(kind_child);
+}
+
 static int tcp_listener(uint16_t *ret_port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
