@@ -22,7 +22,7 @@
  *   --rw/--tmpfs, /dev/shm), the device nodes and /dev/pts: every right.
  * Anything written elsewhere is denied by Landlock even if a mount went wrong.
  */
-static int apply_landlock(struct moat_sandbox *sb)
+static int prepare_landlock(struct moat_sandbox *sb)
 {
 	static struct moat_landlock_path paths[MOAT_PLAN_MAX_STEPS + 1];
 	const struct moat_policy *p = sb->p;
@@ -56,10 +56,8 @@ static int apply_landlock(struct moat_sandbox *sb)
 		.scope = true,
 		/* Checked by the supervisor already; this keeps the init honest. */
 		.min_abi = (p->allow_degraded & MOAT_DEGRADE_LANDLOCK) ? 0 : 1,
-		/* drop_privileges() set it */
-		.no_new_privs_set = true,
 	};
-	k = moat_landlock_apply(&o, NULL);
+	k = moat_landlock_prepare(&o, &sb->landlock_ruleset, NULL);
 	if (k < 0) {
 		errno = -k;
 		return -1;
@@ -67,11 +65,36 @@ static int apply_landlock(struct moat_sandbox *sb)
 	return 0;
 }
 
+int moat_hook_restrict_prepare(struct moat_sandbox *sb)
+{
+	sb->landlock_ruleset = -1;
+	sb->landlock_ready = false;
+	if (sb->p->test_no_landlock)
+		return 0;
+	if (prepare_landlock(sb) < 0)
+		return -1;
+	sb->landlock_ready = true;
+	return 0;
+}
+
 int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd)
 {
 	*ret_notify_fd = -1;
-	if (!sb->p->test_no_landlock && apply_landlock(sb) < 0)
-		return -1;
+	if (!sb->p->test_no_landlock) {
+		if (!sb->landlock_ready) {
+			errno = EPROTO; /* never run without the rules that were asked for */
+			return -1;
+		}
+		/* the init's drop_privileges() set no_new_privs */
+		int k = moat_landlock_enforce(sb->landlock_ruleset, true);
+		if (sb->landlock_ruleset >= 0)
+			close(sb->landlock_ruleset);
+		sb->landlock_ruleset = -1;
+		if (k < 0) {
+			errno = -k;
+			return -1;
+		}
+	}
 	if (sb->p->test_no_seccomp)
 		return 0;
 	if (!sb->seccomp_prog) {

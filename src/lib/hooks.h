@@ -14,6 +14,9 @@ struct moat_sandbox;
 int moat_hook_network(struct moat_sandbox *sb);
 /* After pivot_root, before capabilities are dropped. */
 int moat_hook_before_caps(struct moat_sandbox *sb);
-/* After capabilities are dropped, last before fork+exec: Landlock, then
- * seccomp. *ret_notify_fd receives the seccomp listener, or -1. */
+/* After pivot_root, while the supervisor still works: builds the Landlock
+ * ruleset (not enforced yet). */
+int moat_hook_restrict_prepare(struct moat_sandbox *sb);
+/* After capabilities are dropped, last before fork+exec: Landlock (as
+ * prepared), then seccomp. *ret_notify_fd receives the seccomp listener, or -1. */
 int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd);

@@ -148,9 +148,13 @@ static int add_port_rule(int ruleset, uint64_t access, uint16_t port)
 	return 1;
 }
 
-int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock_report *ret)
+/* The ruleset for o with every rule added, in *ret_ruleset (-1 when best
+ * effort found no Landlock). *rep is filled once the ABI is known, so also
+ * on -EOPNOTSUPP. */
+static int build(const struct moat_landlock_opts *o, bool errata, int *ret_ruleset,
+		 struct moat_landlock_report *rep)
 {
-	struct moat_landlock_report rep;
+	*ret_ruleset = -1;
 	int r = validate(o);
 	if (r < 0)
 		return r;
@@ -158,23 +162,16 @@ int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock
 	int abi = moat_landlock_abi();
 	if (abi < 0 && abi != -EOPNOTSUPP)
 		return abi;
-	/* the errata are only reported: not asked for without a report */
-	fill_report(o, abi, ret != NULL, &rep);
-	if (abi < o->min_abi || (abi < 0 && o->min_abi > 0)) {
-		if (ret)
-			*ret = rep;
+	fill_report(o, abi, errata, rep);
+	if (abi < o->min_abi || (abi < 0 && o->min_abi > 0))
 		return -EOPNOTSUPP;
-	}
-	if (abi < 0) { /* best effort and no Landlock: nothing to do, report says so */
-		if (ret)
-			*ret = rep;
+	if (abi < 0) /* best effort and no Landlock: nothing to do, report says so */
 		return 0;
-	}
 
 	struct moat_compat_ruleset_attr attr = {
-		.handled_access_fs = rep.handled_fs,
-		.handled_access_net = rep.handled_net,
-		.scoped = rep.scoped,
+		.handled_access_fs = rep->handled_fs,
+		.handled_access_net = rep->handled_net,
+		.scoped = rep->scoped,
 	};
 	/* An older kernel rejects a larger struct with non-zero unknown fields
 	 * (E2BIG); pass exactly the fields its ABI knows. */
@@ -186,36 +183,69 @@ int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock
 		return negerrno();
 
 	for (unsigned i = 0; i < o->n_paths; i++) {
-		r = add_path_rule(ruleset, &o->paths[i], rep.handled_fs);
+		r = add_path_rule(ruleset, &o->paths[i], rep->handled_fs);
 		if (r < 0)
 			return r;
-		rep.n_rules += (unsigned)r;
+		rep->n_rules += (unsigned)r;
 	}
-	if (rep.handled_net) {
+	if (rep->handled_net) {
 		for (unsigned i = 0; i < o->n_connect_ports; i++) {
 			r = add_port_rule(ruleset, LANDLOCK_ACCESS_NET_CONNECT_TCP,
 					  o->connect_ports[i]);
 			if (r < 0)
 				return r;
-			rep.n_rules++;
+			rep->n_rules++;
 		}
 		for (unsigned i = 0; i < o->n_bind_ports; i++) {
 			r = add_port_rule(ruleset, LANDLOCK_ACCESS_NET_BIND_TCP, o->bind_ports[i]);
 			if (r < 0)
 				return r;
-			rep.n_rules++;
+			rep->n_rules++;
 		}
 	}
+	*ret_ruleset = TAKE_FD(ruleset);
+	return 0;
+}
 
+int moat_landlock_prepare(const struct moat_landlock_opts *o, int *ret_ruleset,
+			  struct moat_landlock_report *ret)
+{
+	struct moat_landlock_report rep = {0};
+	int r = build(o, ret != NULL, ret_ruleset, &rep);
+	if (ret && (r >= 0 || r == -EOPNOTSUPP))
+		*ret = rep;
+	return r;
+}
+
+int moat_landlock_enforce(int ruleset, bool no_new_privs_set)
+{
+	if (ruleset < 0)
+		return 0; /* prepared best effort without Landlock */
 	/* Landlock needs no_new_privs (or CAP_SYS_ADMIN); the sandbox wants it anyway. */
-	if (!o->no_new_privs_set && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (!no_new_privs_set && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return negerrno();
 	/* No ABI 7 logging flags: denials are logged by the kernel's audit (if
 	 * enabled) for moat's own init only, not after exec, which is the default. */
-	rep.restrict_flags = 0;
-	if (ll_restrict(ruleset, rep.restrict_flags) < 0)
+	if (ll_restrict(ruleset, 0) < 0)
 		return negerrno();
-	rep.enforced = true;
+	return 0;
+}
+
+int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock_report *ret)
+{
+	struct moat_landlock_report rep = {0};
+	_cleanup_close_ int ruleset = -1;
+	/* the errata are only reported: not asked for without a report */
+	int r = build(o, ret != NULL, &ruleset, &rep);
+	if (r == -EOPNOTSUPP && ret)
+		*ret = rep;
+	if (r < 0)
+		return r;
+	r = moat_landlock_enforce(ruleset, o->no_new_privs_set);
+	if (r < 0)
+		return r;
+	rep.restrict_flags = 0;
+	rep.enforced = ruleset >= 0;
 	if (ret)
 		*ret = rep;
 	return 0;

@@ -90,6 +90,17 @@ int moat_landlock_probe(const struct moat_landlock_opts *o, struct moat_landlock
  * success and on -EOPNOTSUPP (with the ABI found). */
 int moat_landlock_apply(const struct moat_landlock_opts *o, struct moat_landlock_report *ret);
 
+/* moat_landlock_apply() in two steps, for a caller that builds the ruleset
+ * while it may still wait for something else and restricts itself later.
+ * prepare: *ret_ruleset gets the ruleset fd with every rule added (the caller
+ * owns and closes it), or -1 when best effort found no Landlock; returns and
+ * reports like moat_landlock_apply() (report.enforced stays false).
+ * enforce: restricts the calling process with it (nothing for -1), setting
+ * no_new_privs first unless no_new_privs_set. */
+int moat_landlock_prepare(const struct moat_landlock_opts *o, int *ret_ruleset,
+			  struct moat_landlock_report *ret);
+int moat_landlock_enforce(int ruleset, bool no_new_privs_set);
+
 /* "execute,read_file,…" for a right mask of the given kind into buf (always
  * NUL-terminated, truncated to len). kind: 'f' filesystem, 'n' net, 's' scope. */
 const char *moat_landlock_rights_str(char kind, uint64_t mask, char *buf, unsigned len);

@@ -815,8 +815,11 @@ static void loopback_up(void)
 }
 
 /* No capability in any set, the bounding set emptied, securebits locked so
- * nothing can regain them, no_new_privs. */
-static void drop_privileges(void)
+ * nothing can regain them, no_new_privs. In two parts: what only matters at
+ * the next execve or uid change (securebits, bounding and ambient sets) is
+ * done while the supervisor still works on the cgroup and the seccomp filter;
+ * the effective capabilities stay until the cgroup namespace is made. */
+static void limit_privileges(void)
 {
 	if (prctl(PR_SET_SECUREBITS,
 		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
@@ -834,6 +837,10 @@ static void drop_privileges(void)
 		}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot clear ambient capabilities");
+}
+
+static void drop_privileges(void)
+{
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
 	struct __user_cap_data_struct d[2] = {0};
 	if (syscall(SYS_capset, &h, d) < 0)
@@ -1058,6 +1065,9 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	set_rlimits();
 	if (moat_hook_before_caps(sb) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "setup hook failed");
+	limit_privileges();
+	if (moat_hook_restrict_prepare(sb) < 0)
+		die(MOAT_STAGE_LANDLOCK, errno, -1, "cannot build the Landlock rules");
 	/* The supervisor placed us in our cgroup and compiled the seccomp filter
 	 * while we built the root: its second byte on the go pipe says both are
 	 * done (the program is in the shared mapping). */

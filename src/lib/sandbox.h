@@ -89,6 +89,10 @@ struct moat_sandbox {
 	 * type of what each step put at its destination, 0 for nothing. The
 	 * Landlock rules use it instead of an fstat per path. */
 	uint16_t step_type[MOAT_PLAN_MAX_STEPS];
+	/* The init's Landlock ruleset, built before the capability drop and
+	 * enforced after it (hook_restrict.c); -1 without Landlock. */
+	int landlock_ruleset;
+	bool landlock_ready;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

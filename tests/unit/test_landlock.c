@@ -261,6 +261,38 @@ TEST(landlock_known_kind)
 	run_child(kind_child);
 }
 
+/* prepare builds without restricting; enforce restricts with what was built. */
+static void prepare_child(void)
+{
+	char p[256];
+	struct moat_landlock_report rep;
+	int ruleset = -1, fd;
+	path(p, sizeof(p), "rw");
+	struct moat_landlock_path rw = {.path = p, .fd = -1, .writable = true};
+	struct moat_landlock_opts o = {.paths = &rw, .n_paths = 1, .min_abi = 1};
+	ASSERT_EQ(moat_landlock_prepare(&o, &ruleset, &rep), 0);
+	ASSERT_TRUE(ruleset >= 0);
+	ASSERT_TRUE(!rep.enforced);
+	ASSERT_EQ(rep.n_rules, 1);
+	/* not restricted yet */
+	ASSERT_TRUE((fd = open_rel("other/f", O_RDONLY)) >= 0);
+	close(fd);
+	ASSERT_EQ(moat_landlock_enforce(ruleset, false), 0);
+	close(ruleset);
+	ASSERT_ERRNO(open_rel("other/f", O_RDONLY), EACCES);
+	ASSERT_TRUE((fd = open_rel("rw/f", O_RDWR)) >= 0);
+	close(fd);
+	/* -1 (best effort without Landlock) enforces nothing and succeeds */
+	ASSERT_EQ(moat_landlock_enforce(-1, true), 0);
+}
+
+TEST(landlock_prepare_then_enforce)
+{
+	need_abi(1);
+	fixtures();
+	run_child(prepare_child);
+}
+
 static int tcp_listener(uint16_t *ret_port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
