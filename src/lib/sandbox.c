@@ -352,11 +352,12 @@ static void do_bind(const struct moat_step *s, int idx, int srcfd, const struct 
 	close(tree);
 }
 
+static int self_fds = -1; /* /proc/self/fd, opened by the first copy */
+
 /* A small regular file that everyone may read is copied into place instead of
  * bound (a bind costs a mount at start and at teardown). Files others may not
  * read stay binds, so the copy never widens who can read them. Returns true
  * if copied. The umask is 0 while the plan is applied: the mode is exact. */
-static int self_fds = -1; /* /proc/self/fd, opened by the first copy */
 
 static bool copy_small(const struct moat_step *s, int idx, int srcfd, const struct stat *st)
 {
