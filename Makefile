@@ -10,7 +10,11 @@ O ?= build
 endif
 
 CC ?= cc
-PKGS := jansson libseccomp libnftables openssl
+# The executable links only the core libraries; OpenSSL and libnftables are
+# linked into the network plugin moat-net.so, loaded for --net allow only
+# (src/cli/net_loader.c). The library, unit tests and fuzz targets link all.
+PKGS_CORE := jansson libseccomp nettle
+PKGS_NET := libnftables openssl
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wimplicit-fallthrough -Wvla -Wundef -Wno-unused-parameter \
@@ -26,7 +30,9 @@ LDFLAGS += -fsanitize=address,undefined
 else
 CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp -lnftables -lssl -lcrypto)
+LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansson -lseccomp -lnettle)
+LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lnftables -lssl -lcrypto)
+LIBS := $(LIBS_CORE) $(LIBS_NET)
 
 LIB_SRCS := $(wildcard src/shared/*.c src/lib/*.c src/proxy/*.c)
 CLI_SRCS := $(wildcard src/cli/*.c)
@@ -35,6 +41,12 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 PROBE_SRCS := $(wildcard tests/redteam/probes/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+# What only --net allow uses; addr.c and hostmatch.c stay in the core (the
+# policy validates rules with them).
+NET_SRCS := src/lib/net_plugin.c src/lib/supervise_net.c src/lib/netns.c src/lib/hook_net.c \
+	$(filter-out src/proxy/addr.c src/proxy/hostmatch.c,$(wildcard src/proxy/*.c))
+NET_PIC_OBJS := $(NET_SRCS:%.c=$(O)/pic/%.o)
+CORE_OBJS := $(filter-out $(NET_SRCS:%.c=$(O)/%.o),$(LIB_OBJS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(O)/%.o)
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
@@ -45,10 +57,12 @@ PROBE_NAMES := $(PROBE_SRCS:tests/redteam/probes/%.c=%)
 PROBE_OBJS := $(PROBE_NAMES:%=$(O)/probeobj/%.o) $(O)/gen/probes_table.o
 
 MOAT := $(O)/moat
+MOAT_NET := $(O)/moat-net.so
 LIBMOAT := $(O)/libmoat.a
+LIBMOAT_CORE := $(O)/libmoat-core.a
 
 .PHONY: all deps check demo bench fuzz lint format clean install
-all: $(MOAT) $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS)
+all: $(MOAT) $(MOAT_NET) $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -58,8 +72,22 @@ $(LIBMOAT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT) $(LIBS)
+$(O)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+
+$(LIBMOAT_CORE): $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# The executable exports its symbols (-rdynamic) for the plugin, which binds
+# its own calls to itself (-Bsymbolic) and takes the rest from moat.
+$(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) | $(MOAT_NET)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) $(LIBS_CORE)
+
+$(MOAT_NET): $(NET_PIC_OBJS)
+	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) \
+		$(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
@@ -115,4 +143,4 @@ format:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(NET_PIC_OBJS:.o=.d)
