@@ -2,17 +2,13 @@
 /* The network plugin's entry table (see net_plugin.h and src/cli/net_loader.c). */
 #include "lib/net_plugin.h"
 
-#include "lib/hooks.h"
 #include "lib/policy.h"
 #include "lib/run.h"
 #include "lib/sandbox.h"
 #include "lib/supervise_net.h"
 
 __attribute__((visibility("default"))) const struct moat_net_plugin moat_net_plugin = {
-	.abi = MOAT_NET_PLUGIN_ABI,
-	.run_size = sizeof(struct moat_run),
-	.policy_size = sizeof(struct moat_policy),
-	.sandbox_size = sizeof(struct moat_sandbox),
+	.head = MOAT_PLUGIN_HEAD,
 	.prepare = moat_net_prepare,
 	.env = moat_net_env,
 	.take_fd = moat_net_take_fd,
@@ -21,5 +17,4 @@ __attribute__((visibility("default"))) const struct moat_net_plugin moat_net_plu
 	.dispatch = moat_net_dispatch,
 	.finish = moat_net_finish,
 	.teardown = moat_net_teardown,
-	.hook_network = moat_hook_network,
 };

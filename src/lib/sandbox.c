@@ -927,6 +927,9 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		close(pty_master);
 	}
 
+	/* the capture rules and listeners, set up by a child meanwhile */
+	if (moat_hook_network_join(sb) < 0)
+		die(MOAT_STAGE_NETWORK, errno, -1, "network setup failed");
 	set_rlimits();
 	if (moat_hook_before_caps(sb) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "setup hook failed");

@@ -232,10 +232,10 @@ t_state_ro() {
 	fi
 }
 
-# The network plugin (moat-net.so, loaded for --net allow only): missing, or
-# writable by others, and --net allow fails closed naming it, while runs
-# without network access do not need it. The positive control: the same
-# copy with the plugin in place runs --net allow.
+# The network plugins (moat-net.so, moat-nft.so, loaded for --net allow
+# only): missing, or writable by others, and --net allow fails closed naming
+# the file, while runs without network access do not need them. The positive
+# control: the same copy with the plugins in place runs --net allow.
 t_net_plugin() {
 	local d=$T_OUT/plugin rc out
 	mkdir -p "$d"
@@ -248,6 +248,11 @@ t_net_plugin() {
 	"$d/moat" run -- /bin/true 2>/dev/null || rc=$?
 	assert_eq 0 "$rc" "--net none without the plugin"
 	cp "$(dirname "$MOAT")/moat-net.so" "$d/moat-net.so"
+	rc=0
+	out=$("$d/moat" run --net allow -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "exit status without the nftables plugin"
+	assert_contains "$out" "network plugin moat-nft.so is not installed"
+	cp "$(dirname "$MOAT")/moat-nft.so" "$d/moat-nft.so"
 	chmod 0664 "$d/moat-net.so"
 	rc=0
 	out=$("$d/moat" run --net allow -- /bin/true 2>&1) || rc=$?
