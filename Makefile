@@ -10,7 +10,12 @@ O ?= build
 endif
 
 CC ?= cc
-PKGS := jansson libseccomp libnftables openssl
+# The executable links only the core libraries; OpenSSL and libnftables are
+# linked into the network plugin moat-net.so, loaded for --net allow only
+# (src/cli/net_loader.c). The library, unit tests and fuzz targets link all.
+PKGS_CORE := jansson libseccomp nettle
+PKGS_NET := openssl
+PKGS_NFT := libnftables
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wimplicit-fallthrough -Wvla -Wundef -Wno-unused-parameter \
@@ -26,7 +31,10 @@ LDFLAGS += -fsanitize=address,undefined
 else
 CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -ljansson -lseccomp -lnftables -lssl -lcrypto)
+LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansson -lseccomp -lnettle)
+LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcrypto)
+LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
+LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
 
 LIB_SRCS := $(wildcard src/shared/*.c src/lib/*.c src/proxy/*.c)
 CLI_SRCS := $(wildcard src/cli/*.c)
@@ -35,6 +43,16 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 PROBE_SRCS := $(wildcard tests/redteam/probes/*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+# What only --net allow uses; the rule parsers and the decision engine
+# (addr.c, hostmatch.c, decide.c) stay in the core: rules are checked before
+# clone, the plugin is loaded after it.
+NET_SRCS := src/lib/net_plugin.c src/lib/supervise_net.c \
+	$(filter-out src/proxy/addr.c src/proxy/hostmatch.c src/proxy/decide.c,$(wildcard src/proxy/*.c))
+NET_PIC_OBJS := $(NET_SRCS:%.c=$(O)/pic/%.o)
+# The nftables part, loaded by the sandbox init's network child.
+NFT_SRCS := src/lib/nft_plugin.c src/lib/netns.c src/lib/netns_send.c
+NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(O)/pic/%.o)
+CORE_OBJS := $(filter-out $(NET_SRCS:%.c=$(O)/%.o) $(NFT_SRCS:%.c=$(O)/%.o),$(LIB_OBJS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(O)/%.o)
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
@@ -45,10 +63,13 @@ PROBE_NAMES := $(PROBE_SRCS:tests/redteam/probes/%.c=%)
 PROBE_OBJS := $(PROBE_NAMES:%=$(O)/probeobj/%.o) $(O)/gen/probes_table.o
 
 MOAT := $(O)/moat
+MOAT_NET := $(O)/moat-net.so
+MOAT_NFT := $(O)/moat-nft.so
 LIBMOAT := $(O)/libmoat.a
+LIBMOAT_CORE := $(O)/libmoat-core.a
 
 .PHONY: all deps check demo bench fuzz lint format clean install
-all: $(MOAT) $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS)
+all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -58,8 +79,31 @@ $(LIBMOAT): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT)
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT) $(LIBS)
+$(O)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+
+$(LIBMOAT_CORE): $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# The executable exports its symbols (-rdynamic) for the plugins, which bind
+# their own calls to themselves (-Bsymbolic) and take the rest from moat: the
+# whole core goes in, also what only a plugin calls.
+$(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) | $(MOAT_NET) $(MOAT_NFT)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(CLI_OBJS) $(PROBE_OBJS) \
+		-Wl,--whole-archive $(LIBMOAT_CORE) -Wl,--no-whole-archive $(LIBS_CORE)
+
+$(MOAT_NET): $(NET_PIC_OBJS)
+	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) \
+		$(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
+
+$(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.sh
+	scripts/check-plugin-syms.sh $(MOAT) $(MOAT_NET) $(MOAT_NFT)
+	@touch $@
+
+$(MOAT_NFT): $(NFT_PIC_OBJS)
+	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NFT)
 
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
@@ -115,4 +159,4 @@ format:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(NET_PIC_OBJS:.o=.d) $(NFT_PIC_OBJS:.o=.d)

@@ -57,7 +57,7 @@ bench_setup() {
 	fi
 	chmod 755 "$BENCH_STAGE"
 	mkdir -p "$BENCH_STAGE/bin"
-	cp "$BENCH_TOP/$O/moat" "$BENCH_OUT/timer" "$BENCH_OUT/sysload" "$BENCH_STAGE/bin/"
+	cp "$BENCH_TOP/$O/moat" "$BENCH_TOP/$O/moat-net.so" "$BENCH_TOP/$O/moat-nft.so" "$BENCH_OUT/timer" "$BENCH_OUT/sysload" "$BENCH_STAGE/bin/"
 	chmod -R a+rX "$BENCH_STAGE/bin"
 	MOAT=$BENCH_STAGE/bin/moat
 	TIMER=$BENCH_STAGE/bin/timer

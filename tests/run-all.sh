@@ -57,7 +57,7 @@ run_suite fuzz-replay fuzz_replay
 stage=$(mktemp -d /tmp/moat-check.XXXXXX)
 chmod 755 "$stage"
 mkdir -p "$stage/bin"
-cp "$O/moat" "$stage/bin/moat"
+cp "$O/moat" "$O/moat-net.so" "$O/moat-nft.so" "$stage/bin/"
 [ -d "$O/probes" ] && cp -r "$O/probes" "$stage/probes"
 cp -r tests "$stage/tests"
 cp -r examples "$stage/examples" 2>/dev/null || true

@@ -1510,8 +1510,10 @@ static void print_json(FILE *f, const struct st *s, const struct st_result *res,
 {
 	fprintf(f, "{\"version\":");
 	json_str(f, MOAT_VERSION);
-	fprintf(f, ",\"as_root\":%s,\"control_uid\":%u,\"summary\":{", s->root ? "true" : "false",
+	fprintf(f, ",\"as_root\":%s,\"control_uid\":%u,\"workdir\":", s->root ? "true" : "false",
 		(unsigned)s->ctl_uid);
+	json_str(f, s->tmp);
+	fprintf(f, ",\"summary\":{");
 	for (int v = 0; v <= V_ESCAPED; v++)
 		fprintf(f, "%s\"%s\":%u", v ? "," : "", verdict_name[v], count[v]);
 	fprintf(f, "},\"probes\":[");

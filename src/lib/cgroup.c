@@ -786,13 +786,53 @@ int moat_cgroup_fd(const struct moat_cgroup *cg)
 	return -EOPNOTSUPP;
 }
 
-int moat_cgroup_attach(const struct moat_cgroup *cg, pid_t pid)
+int moat_cgroup_attach_some(const struct moat_cgroup *cg, pid_t pid, unsigned which)
 {
 	for (unsigned i = 0; i < cg->n; i++) {
+		unsigned bit =
+			cg->d[i].version == 2 ? MOAT_CGROUP_ATTACH_V2 : MOAT_CGROUP_ATTACH_V1;
+		if (!(which & bit))
+			continue;
 		int r = write_u64_at(cg->d[i].fd, "cgroup.procs", (uint64_t)pid, cg->fake);
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+int moat_cgroup_attach(const struct moat_cgroup *cg, pid_t pid)
+{
+	return moat_cgroup_attach_some(cg, pid, MOAT_CGROUP_ATTACH_V1 | MOAT_CGROUP_ATTACH_V2);
+}
+
+int moat_cgroup_open_self_attach(const struct moat_cgroup *cg, int *fds, unsigned max,
+				 unsigned *ret_n)
+{
+	unsigned n = 0;
+
+	*ret_n = 0;
+	if (!cg)
+		return 0;
+	if (cg->fake)
+		return -EOPNOTSUPP; /* a test tree: the supervisor writes cgroup.procs */
+	for (unsigned i = 0; i < cg->n; i++) {
+		if (cg->d[i].version == 2)
+			continue;
+		if (n >= max) {
+			for (unsigned j = 0; j < n; j++)
+				close(fds[j]);
+			return -E2BIG;
+		}
+		int fd = openat(cg->d[i].fd, "tasks", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			int e = errno;
+			for (unsigned j = 0; j < n; j++)
+				close(fds[j]);
+			return -e;
+		}
+		fds[n++] = fd;
+	}
+	*ret_n = n;
 	return 0;
 }
 

@@ -102,6 +102,21 @@ int moat_cgroup_open(char *const *dirs, unsigned n, struct moat_cgroup **ret);
 int moat_cgroup_fd(const struct moat_cgroup *cg);
 /* Move pid into every group (cgroup.procs of each hierarchy). */
 int moat_cgroup_attach(const struct moat_cgroup *cg, pid_t pid);
+/* Which groups moat_cgroup_attach_some moves pid into. */
+enum {
+	MOAT_CGROUP_ATTACH_V1 = 1 << 0,
+	MOAT_CGROUP_ATTACH_V2 = 1 << 1,
+};
+int moat_cgroup_attach_some(const struct moat_cgroup *cg, pid_t pid, unsigned which);
+/* A self-attach for the sandbox's init: the `tasks` file of every v1 group,
+ * opened for writing by the caller (the supervisor) into fds[] (at most max;
+ * *ret_n of them, 0 when there is no v1 group; -EOPNOTSUPP for a test tree). A task
+ * that writes "0" there moves itself; unlike a write of a pid to
+ * cgroup.procs, which takes the global threadgroup lock and waits for an RCU
+ * grace period (6-15 ms on the machines we measure), that needs no lock. The
+ * permission is checked against the opener's credentials. */
+int moat_cgroup_open_self_attach(const struct moat_cgroup *cg, int *fds, unsigned max,
+				 unsigned *ret_n);
 /* Number of directories and each one's path (owned by cg), for run.json. */
 unsigned moat_cgroup_n_dirs(const struct moat_cgroup *cg);
 const char *moat_cgroup_dir(const struct moat_cgroup *cg, unsigned i);

@@ -3,7 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <sys/stat.h>
 
 #include "shared/macro.h"
@@ -28,7 +28,8 @@ void moat_copy_report_done(struct moat_copy_report *r)
 	*r = (struct moat_copy_report){0};
 }
 
-int moat_copytree_copy_data(int in_fd, int out_fd, uint64_t max, void *sha, uint64_t *ret_bytes)
+int moat_copytree_copy_data(int in_fd, int out_fd, uint64_t max, struct sha256_ctx *sha,
+			    uint64_t *ret_bytes)
 {
 	char buf[65536];
 	uint64_t total = 0;
@@ -47,8 +48,8 @@ int moat_copytree_copy_data(int in_fd, int out_fd, uint64_t max, void *sha, uint
 				*ret_bytes = total;
 			return -EFBIG;
 		}
-		if (sha && EVP_DigestUpdate(sha, buf, (size_t)n) != 1)
-			return -EIO;
+		if (sha)
+			sha256_update(sha, (size_t)n, (const uint8_t *)buf);
 		for (ssize_t off = 0; off < n;) {
 			ssize_t w = write(out_fd, buf + off, (size_t)(n - off));
 			if (w < 0) {

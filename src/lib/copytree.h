@@ -46,5 +46,7 @@ int moat_copytree_safe(int src_dirfd, int dst_dirfd, uint64_t max_bytes, unsigne
 void moat_copy_report_done(struct moat_copy_report *r);
 
 /* Copy bytes from in_fd to out_fd, at most max (0 = no cap; -EFBIG past it),
- * feeding the data to sha (an EVP_MD_CTX *, may be NULL). */
-int moat_copytree_copy_data(int in_fd, int out_fd, uint64_t max, void *sha, uint64_t *ret_bytes);
+ * feeding the data to sha (nettle's SHA-256 context, may be NULL). */
+struct sha256_ctx;
+int moat_copytree_copy_data(int in_fd, int out_fd, uint64_t max, struct sha256_ctx *sha,
+			    uint64_t *ret_bytes);

@@ -8,7 +8,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <linux/openat2.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -266,14 +266,11 @@ static int open_parent(int root, const char *path, const char **ret_name)
 
 static int sha256_fd(int fd, uint8_t out[32])
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	struct sha256_ctx ctx;
 	char buf[65536];
 	int r = 0;
 
-	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(ctx);
-		return -ENOMEM;
-	}
+	sha256_init(&ctx);
 	for (;;) {
 		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
@@ -284,14 +281,10 @@ static int sha256_fd(int fd, uint8_t out[32])
 		}
 		if (n == 0)
 			break;
-		if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
-			r = -EIO;
-			break;
-		}
+		sha256_update(&ctx, (size_t)n, (const uint8_t *)buf);
 	}
-	if (r == 0 && EVP_DigestFinal_ex(ctx, out, NULL) != 1)
-		r = -EIO;
-	EVP_MD_CTX_free(ctx);
+	if (r == 0)
+		sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
 	return r;
 }
 
@@ -955,15 +948,11 @@ static int write_file_tmp(const struct moat_manifest *m, const struct moat_fs_en
 	out = openat(parent, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0)
 		return negerrno();
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(ctx);
-		return -ENOMEM;
-	}
-	r = moat_copytree_copy_data(in, out, e->size + 1, ctx, &n);
-	if (r >= 0 && EVP_DigestFinal_ex(ctx, sha, NULL) != 1)
-		r = -EIO;
-	EVP_MD_CTX_free(ctx);
+	struct sha256_ctx ctx;
+	sha256_init(&ctx);
+	r = moat_copytree_copy_data(in, out, e->size + 1, &ctx, &n);
+	if (r >= 0)
+		sha256_digest(&ctx, SHA256_DIGEST_SIZE, sha);
 	if (r >= 0 && (n != e->size || memcmp(sha, e->sha256, 32) != 0))
 		r = -EBADMSG;
 	if (r >= 0 && fchmod(out, e->mode & 0777) < 0)

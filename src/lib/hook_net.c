@@ -1,38 +1,92 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Network namespace setup beyond loopback: the egress proxy's capture rules. */
+/*
+ * Network namespace setup beyond loopback: the egress proxy's capture rules
+ * and listeners (--net allow).
+ *
+ * It runs in a child of the sandbox's init, at the same time as the init
+ * builds the root: libnftables parses the ruleset and talks to the kernel for
+ * 1.5-5 ms, which would otherwise add to the start-up (issue 9). The child
+ * is cloned while the init still holds the namespace capabilities, into its
+ * own copy of the mount table (what it loads and reads from /etc stays the
+ * host's view while the init replaces the root underneath), hands
+ * the listeners to the supervisor over the init's socket
+ * (moat_net_sandbox_setup, netns_send.c), and reports success or an errno on
+ * a pipe. The init waits for that report before it drops its capabilities
+ * (moat_hook_network_join), so the command never starts without the capture
+ * rules, and the supervisor has every listener before the init's "done".
+ */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <linux/sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "lib/hooks.h"
 #include "lib/netns.h"
 #include "lib/sandbox.h"
 
+static int net_status_fd = -1;
+
 int moat_hook_network(struct moat_sandbox *sb)
 {
-	struct moat_netns_fds f;
-	int arr[MOAT_NETNS_N_FDS];
-	unsigned n;
-	int k;
+	int p[2];
+	pid_t pid;
 
 	if (sb->p->net != MOAT_NET_ALLOW)
 		return 0;
-	/* Still holding the namespace capabilities: routes, nftables (this
-	 * allocates inside libnftables; the init is its own process, no other
-	 * thread exists), listeners. Their fds go to the supervisor, which
-	 * hands them to the proxy worker; the init keeps none. */
-	k = moat_netns_setup(NULL, &f);
-	if (k < 0) {
-		errno = -k;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	/* the child's own copy of the mount table from its first instruction:
+	 * after this the init may replace the root at any time */
+	struct clone_args ca = {.flags = CLONE_NEWNS, .exit_signal = SIGCHLD};
+	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		errno = e;
 		return -1;
 	}
-	n = moat_netns_fds_to_array(&f, arr);
-	for (unsigned i = 0; i < n; i++) {
-		k = moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NET + (int)i, arr[i]);
-		if (k < 0) {
-			moat_netns_fds_close(&f);
-			errno = -k;
-			return -1;
-		}
+	if (pid == 0) {
+		int32_t e;
+		close(p[0]);
+		/* dies with the init (and with its pid namespace anyway) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+			e = errno;
+		else
+			e = -moat_net_sandbox_setup(sb);
+		(void)!write(p[1], &e, sizeof(e));
+		_exit(0);
 	}
-	moat_netns_fds_close(&f);
+	close(p[1]);
+	net_status_fd = p[0];
+	return 0;
+}
+
+int moat_hook_network_join(struct moat_sandbox *sb)
+{
+	int32_t e = 0;
+	ssize_t n;
+
+	if (sb->p->net != MOAT_NET_ALLOW)
+		return 0;
+	if (net_status_fd < 0) {
+		errno = EPROTO;
+		return -1;
+	}
+	while ((n = read(net_status_fd, &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(net_status_fd);
+	net_status_fd = -1;
+	if (n != (ssize_t)sizeof(e))
+		e = EPROTO; /* the child died before it reported */
+	if (e != 0) {
+		errno = e > 0 ? e : EPROTO;
+		return -1;
+	}
 	return 0;
 }

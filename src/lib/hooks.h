@@ -10,8 +10,11 @@
 
 struct moat_sandbox;
 
-/* Inside the new network namespace, with capabilities (lo is already up). */
+/* Inside the new network namespace, with capabilities (lo is already up):
+ * starts the setup in a child; moat_hook_network_join waits for its result
+ * (before capabilities are dropped). */
 int moat_hook_network(struct moat_sandbox *sb);
+int moat_hook_network_join(struct moat_sandbox *sb);
 /* After pivot_root, before capabilities are dropped. */
 int moat_hook_before_caps(struct moat_sandbox *sb);
 /* After capabilities are dropped, last before fork+exec: Landlock, then

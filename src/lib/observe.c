@@ -4,7 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -148,13 +148,13 @@ int moat_observe_start(struct moat_run *r);
 
 static void sha256_hex(const char *s, char out[65])
 {
-	unsigned char md[32];
-	unsigned int n = 0;
+	uint8_t md[SHA256_DIGEST_SIZE];
 	static const char h[] = "0123456789abcdef";
-	if (EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) != 1 || n != 32) {
-		out[0] = '\0';
-		return;
-	}
+	struct sha256_ctx ctx;
+
+	sha256_init(&ctx);
+	sha256_update(&ctx, strlen(s), (const uint8_t *)s);
+	sha256_digest(&ctx, sizeof(md), md);
 	for (int i = 0; i < 32; i++) {
 		out[2 * i] = h[md[i] >> 4];
 		out[2 * i + 1] = h[md[i] & 15];

@@ -37,6 +37,9 @@ struct moat_run {
 	struct moat_shared_filter *shared_filter;
 
 	pid_t init_pid;
+	/* supervise_limits.c: how the init reaches its cgroups */
+	bool self_attached; /* the init writes "0" to the v1 groups' tasks files */
+	bool into_cgroup; /* clone3(CLONE_INTO_CGROUP) into the v2 group */
 	int pidfd;
 	int epfd, sigfd, timerfd;
 	bool timed_out, grace_armed, init_exited, interrupted;

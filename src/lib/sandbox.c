@@ -54,7 +54,7 @@ const char *moat_setup_stage_name(enum moat_setup_stage s)
 		[MOAT_STAGE_CAPS] = "capabilities", [MOAT_STAGE_RLIMIT] = "rlimits",
 		[MOAT_STAGE_LANDLOCK] = "landlock", [MOAT_STAGE_SECCOMP] = "seccomp",
 		[MOAT_STAGE_PTY] = "pty",	    [MOAT_STAGE_FORK] = "fork",
-		[MOAT_STAGE_EXEC] = "exec",
+		[MOAT_STAGE_EXEC] = "exec",	    [MOAT_STAGE_CGROUP] = "cgroup",
 	};
 	return (size_t)s < ELEMENTSOF(names) && names[s] ? names[s] : "setup";
 }
@@ -885,6 +885,12 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	if (n != 1)
 		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
 	moat_test_stall("init-go");
+	/* Into the run's cgroup v1 groups before anything is forked (sandbox.h) */
+	for (unsigned i = 0; i < sb->n_cgroup_self; i++) {
+		if (write(sb->cgroup_self[i], "0", 1) != 1)
+			die(MOAT_STAGE_CGROUP, errno, -1, "cannot join the run's cgroup");
+		close(sb->cgroup_self[i]);
+	}
 	wipe_args_and_env();
 
 	if (sethostname(sb->p->hostname, strlen(sb->p->hostname)) < 0)
@@ -927,6 +933,9 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		close(pty_master);
 	}
 
+	/* the capture rules and listeners, set up by a child meanwhile */
+	if (moat_hook_network_join(sb) < 0)
+		die(MOAT_STAGE_NETWORK, errno, -1, "network setup failed");
 	set_rlimits();
 	if (moat_hook_before_caps(sb) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "setup hook failed");

@@ -33,6 +33,7 @@ enum moat_setup_stage {
 	MOAT_STAGE_PTY,
 	MOAT_STAGE_FORK,
 	MOAT_STAGE_EXEC,
+	MOAT_STAGE_CGROUP,
 };
 
 /* Written by the sandbox on the setup pipe when a step fails. */
@@ -84,6 +85,13 @@ struct moat_sandbox {
 	 * who owns the sandbox's user namespace; the init caps the sandbox's
 	 * share at these values (half of the host's limits, 0 = leave alone) */
 	long ucount_inotify_instances, ucount_inotify_watches;
+
+	/* The `tasks` files of the run's cgroup v1 groups, opened by the
+	 * supervisor: the init writes "0" to each as its first step, moving
+	 * itself without the RCU grace period of a cgroup.procs write by the
+	 * supervisor (cgroup.h). n_cgroup_self = 0: the supervisor attaches. */
+	int cgroup_self[8];
+	unsigned n_cgroup_self;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

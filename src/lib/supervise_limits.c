@@ -3,7 +3,9 @@
 #include "lib/supervise_limits.h"
 
 #include <time.h>
+#include <unistd.h>
 
+#include "lib/cgroup.h"
 #include "lib/errors.h"
 #include "lib/state.h"
 #include "shared/macro.h"
@@ -69,20 +71,47 @@ int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *path)
 	return r->state ? moat_state_update(r->state, rec) : 0;
 }
 
+static void close_self_attach(struct moat_run *r)
+{
+	for (unsigned i = 0; i < r->sb.n_cgroup_self; i++)
+		safe_close(r->sb.cgroup_self[i]);
+	r->sb.n_cgroup_self = 0;
+}
+
 void moat_supervise_limits_clone_args(struct moat_run *r, struct clone_args *ca)
 {
 	int fd = moat_limits_cgroup_fd(&r->limits);
+
+	/* The v1 groups: the init moves itself by writing "0" to their
+	 * `tasks` files, opened here (cgroup.h); if they cannot be opened the
+	 * supervisor writes the init's pid to cgroup.procs after clone. */
+	close_self_attach(r);
+	r->self_attached = false;
+	if (r->limits.cg &&
+	    moat_cgroup_open_self_attach(r->limits.cg, r->sb.cgroup_self,
+					 ELEMENTSOF(r->sb.cgroup_self), &r->sb.n_cgroup_self) == 0)
+		r->self_attached = true;
+	r->into_cgroup = false;
 	if (fd < 0)
 		return;
-	/* Born inside the group (5.7+): not one instruction outside. The v1
-	 * groups get the pid right after clone, before the sandbox proceeds. */
+	/* Born inside the group (5.7+): not one instruction outside. */
 	ca->flags |= CLONE_INTO_CGROUP;
 	ca->cgroup = (uint64_t)fd;
+	r->into_cgroup = true;
 }
 
 int moat_supervise_limits_child(struct moat_run *r)
 {
-	int k = moat_limits_attach(&r->limits, r->init_pid);
+	unsigned which = 0;
+	int k = 0;
+
+	close_self_attach(r);
+	if (!r->self_attached)
+		which |= MOAT_CGROUP_ATTACH_V1;
+	if (!r->into_cgroup)
+		which |= MOAT_CGROUP_ATTACH_V2;
+	if (r->limits.cg && which)
+		k = moat_cgroup_attach_some(r->limits.cg, r->init_pid, which);
 	if (k < 0)
 		return moat_error_set(r->err, "cgroup", -k,
 				      "cannot move the sandbox into its cgroup: %s", strerror(-k));
@@ -101,6 +130,7 @@ void moat_supervise_limits_finish(struct moat_run *r)
 
 void moat_supervise_limits_teardown(struct moat_run *r)
 {
+	close_self_attach(r);
 	int k = moat_limits_teardown(&r->limits);
 	/* Something could not be removed: keep the record (lock released), so
 	 * the next run or `moat gc` retries. */

@@ -18,6 +18,7 @@
 
 #include "lib/audit.h"
 #include "lib/errors.h"
+#include "lib/net_env.h"
 #include "lib/netns.h"
 #include "lib/observe.h"
 #include "proxy/event.h"
@@ -78,6 +79,8 @@ int moat_net_prepare(struct moat_run *r)
 	n = net_get(r);
 	if (!n)
 		return -ENOMEM;
+	if (n->cfg)
+		return 0;
 	k = moat_proxy_config_from_policy(r->p, &n->cfg);
 	if (k < 0)
 		return moat_error_set(r->err, "network", -k, "invalid network rule");
@@ -145,24 +148,13 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 
 int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *, const char *))
 {
-	static const char *const vars[][2] = {
-		{"HTTP_PROXY", "http://127.0.0.1:3128"},
-		{"http_proxy", "http://127.0.0.1:3128"},
-		{"HTTPS_PROXY", "http://127.0.0.1:3128"},
-		{"https_proxy", "http://127.0.0.1:3128"},
-		{"ALL_PROXY", "socks5h://127.0.0.1:1080"},
-		{"all_proxy", "socks5h://127.0.0.1:1080"},
-		{"NO_PROXY", "localhost,127.0.0.1,::1"},
-		{"no_proxy", "localhost,127.0.0.1,::1"},
-	};
 	struct moat_net_run *n;
 	int k;
 
 	if (r->p->net != MOAT_NET_ALLOW)
 		return 0;
-	for (size_t i = 0; i < ELEMENTSOF(vars); i++)
-		if ((k = push(r, vars[i][0], vars[i][1])) < 0)
-			return k;
+	if ((k = moat_net_proxy_env(r, push)) < 0)
+		return k;
 	n = net_get(r);
 	if (!n)
 		return -ENOMEM;
@@ -229,20 +221,27 @@ static void drop_credentials(struct moat_net_run *n)
 
 int moat_net_started(struct moat_run *r)
 {
-	struct moat_net_run *n = r->net;
+	struct moat_net_run *n;
+	int k;
+
+	/* The moat executable loads this code only after clone for a run
+	 * without credentials: the configuration is made here then. */
+	if ((k = moat_net_prepare(r)) < 0)
+		return k;
+	n = r->net;
 	if (!n)
 		return 0;
 	if (n->secrets) {
 		/* The values are loaded only now, while the sandbox sets itself up
 		 * and before its command can run: the sandbox's init (a fork of this
 		 * process) never held them, the proxy worker (forked later) does. */
-		int k = moat_secrets_load(n->secrets, r->err);
+		k = moat_secrets_load(n->secrets, r->err);
 		if (k < 0)
 			return k;
 		n->cfg->secrets = n->secrets;
 	}
 	if (n->ca) {
-		int k = moat_tls_client_ctx(r->p->upstream_ca, &n->upstream_tls);
+		k = moat_tls_client_ctx(r->p->upstream_ca, &n->upstream_tls);
 		if (k < 0)
 			return moat_error_set(
 				r->err, "credentials", -k,

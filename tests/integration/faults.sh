@@ -232,6 +232,39 @@ t_state_ro() {
 	fi
 }
 
+# The network plugins (moat-net.so, moat-nft.so, loaded for --net allow
+# only): missing, or writable by others, and --net allow fails closed naming
+# the file, while runs without network access do not need them. The positive
+# control: the same copy with the plugins in place runs --net allow.
+t_net_plugin() {
+	local d=$T_OUT/plugin rc out
+	mkdir -p "$d"
+	cp "$MOAT" "$d/moat"
+	rc=0
+	out=$("$d/moat" run --net allow -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "exit status without the plugin"
+	assert_contains "$out" "network plugin moat-net.so is not installed"
+	rc=0
+	"$d/moat" run -- /bin/true 2>/dev/null || rc=$?
+	assert_eq 0 "$rc" "--net none without the plugin"
+	cp "$(dirname "$MOAT")/moat-net.so" "$d/moat-net.so"
+	rc=0
+	out=$("$d/moat" run --net allow -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "exit status without the nftables plugin"
+	assert_contains "$out" "network plugin moat-nft.so is not installed"
+	cp "$(dirname "$MOAT")/moat-nft.so" "$d/moat-nft.so"
+	chmod 0664 "$d/moat-net.so"
+	rc=0
+	out=$("$d/moat" run --net allow -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "exit status with a group-writable plugin"
+	assert_contains "$out" "others can write it"
+	chmod 0644 "$d/moat-net.so"
+	rc=0
+	out=$("$d/moat" run --net allow -- sh -c 'echo "$HTTP_PROXY"' 2>&1) || rc=$?
+	assert_eq 0 "$rc" "--net allow with the plugin"
+	assert_contains "$out" "http://127.0.0.1:3128"
+}
+
 # Only the live-run record cannot be written: by design (state.h) the record
 # is bookkeeping for gc/ps, not a restriction, so the run goes ahead; it must
 # still run completely and leave nothing.
@@ -582,6 +615,7 @@ run_test "the stall hook needs MOAT_TEST_LAYERS=1" t_stall_gated
 run_test "state directory on a full filesystem: clean exit 125" t_state_full
 run_test "read-only state directory: clean exit 125" t_state_ro
 run_test "live-run record on a full filesystem" t_state_live_full
+run_test "network plugin missing or writable by others: --net allow fails closed" t_net_plugin
 run_test "EMFILE at every stage: clean exit 125, never a crash" t_emfile
 run_test "isolation check, positive control without moat" t_parallel_control
 run_test "50 sandboxes in parallel: isolated, nothing left" t_parallel_50

@@ -2,6 +2,8 @@
 #include "harness/tap.h"
 
 #include <fcntl.h>
+#include <nettle/sha2.h>
+#include <string.h>
 #include <ftw.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -186,4 +188,45 @@ TEST(copytree_depth_cap)
 	ASSERT_EQ(moat_copytree_safe(src, dst, 0, 0, &rep), -ELOOP);
 	ASSERT_TRUE(rep.stopped_at != NULL);
 	moat_copy_report_done(&rep);
+}
+
+/* The data copy feeds SHA-256 (the change manifest's digests): FIPS 180-4's
+ * "abc" and two-block vectors, read through a pipe in one and in several
+ * writes, and the copy itself byte-exact. */
+TEST(copytree_copy_data_sha256)
+{
+	static const struct {
+		const char *in;
+		const char *hex;
+	} v[] = {
+		{"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		 "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+		{"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(v); i++) {
+		int in[2], out[2];
+		struct sha256_ctx ctx;
+		uint8_t md[SHA256_DIGEST_SIZE];
+		char hex[2 * SHA256_DIGEST_SIZE + 1], back[128] = {0};
+		uint64_t n = 0;
+		size_t len = strlen(v[i].in);
+
+		ASSERT_EQ(0, pipe(in));
+		ASSERT_EQ(0, pipe(out));
+		ASSERT_EQ((ssize_t)len, write(in[1], v[i].in, len));
+		close(in[1]);
+		sha256_init(&ctx);
+		ASSERT_EQ(0, moat_copytree_copy_data(in[0], out[1], 0, &ctx, &n));
+		sha256_digest(&ctx, sizeof(md), md);
+		for (size_t j = 0; j < sizeof(md); j++)
+			snprintf(hex + 2 * j, 3, "%02x", md[j]);
+		ASSERT_STREQ(v[i].hex, hex);
+		ASSERT_EQ(len, (size_t)n);
+		close(out[1]);
+		ASSERT_EQ((ssize_t)len, read(out[0], back, sizeof(back)));
+		ASSERT_TRUE(memcmp(back, v[i].in, len) == 0);
+		close(in[0]);
+		close(out[0]);
+	}
 }
