@@ -42,7 +42,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c) tests/harness/tap.c
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 PROBE_SRCS := $(wildcard tests/redteam/probes/*.c)
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o) $(O)/gen/seccomp_baked.o
 # What only --net allow uses; the rule parsers and the decision engine
 # (addr.c, hostmatch.c, decide.c) stay in the core: rules are checked before
 # clone, the plugin is loaded after it.
@@ -127,6 +127,19 @@ $(O)/probeobj/%.o: tests/redteam/probes/%.c tests/redteam/probes/probe.h
 $(O)/gen/probes_table.c: $(PROBE_SRCS) scripts/gen-probes-table.sh
 	@mkdir -p $(dir $@)
 	scripts/gen-probes-table.sh $(PROBE_NAMES) >$@.tmp && mv $@.tmp $@
+
+# The default seccomp programs, compiled by libseccomp at build time
+# (scripts/gen-seccomp.c; checked against fresh compilations in the unit tests).
+$(O)/gen/gen-seccomp: scripts/gen-seccomp.c src/lib/seccomp.c src/lib/seccomp.h src/shared/macro.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) $(LDFLAGS) -o $@ scripts/gen-seccomp.c \
+		src/lib/seccomp.c $(LIBS_CORE)
+
+$(O)/gen/seccomp_baked.c: $(O)/gen/gen-seccomp
+	$(O)/gen/gen-seccomp >$@.tmp && mv $@.tmp $@
+
+$(O)/gen/seccomp_baked.o: $(O)/gen/seccomp_baked.c src/lib/seccomp.h
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) -c $< -o $@
 
 $(O)/gen/probes_table.o: $(O)/gen/probes_table.c src/cli/probes.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@

@@ -115,6 +115,13 @@ int moat_restrict_compile(struct moat_run *r)
 		.notify = notify,
 		.record_exec = notify && p->record_exec,
 	};
+	/* The default filter was compiled when moat was built (seccomp.h). */
+	const struct moat_seccomp_baked *b = moat_seccomp_baked_find(&o);
+	if (b && b->len <= ELEMENTSOF(sh->insns)) {
+		memcpy(sh->insns, b->insns, b->len * sizeof(sh->insns[0]));
+		sh->prog.len = b->len;
+		return 0;
+	}
 	k = moat_seccomp_build(&o, &ctx);
 	if (k < 0)
 		return moat_error_set(r->err, "seccomp", -k, "cannot build the seccomp filter: %s",

@@ -503,6 +503,18 @@ int moat_seccomp_export(scmp_filter_ctx ctx, bool notify, struct moat_seccomp_pr
 	return 0;
 }
 
+const struct moat_seccomp_baked *moat_seccomp_baked_find(const struct moat_seccomp_opts *o)
+{
+	if (!o || o->n_allow || o->n_deny)
+		return NULL;
+	for (unsigned i = 0; i < moat_seccomp_n_baked; i++)
+		if (moat_seccomp_baked[i].notify == o->notify &&
+		    moat_seccomp_baked[i].record_exec == o->record_exec &&
+		    moat_seccomp_baked[i].len)
+			return &moat_seccomp_baked[i];
+	return NULL;
+}
+
 void moat_seccomp_prog_done(struct moat_seccomp_prog *p)
 {
 	if (!p)

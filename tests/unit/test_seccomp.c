@@ -12,6 +12,7 @@
 #include "shared/macro.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/keyctl.h>
 #include <linux/netlink.h>
 #include <poll.h>
@@ -895,4 +896,30 @@ TEST(seccomp_notify_caller_gone)
 	int r = moat_seccomp_notify_handle(fd, &ev);
 	ASSERT_TRUE(r == -ENOENT || r == -ENOTCONN || r == -EAGAIN);
 	close(fd);
+}
+
+/* Every program compiled at build time (seccomp_baked.c) is exactly what
+ * libseccomp compiles now for the same options; policies with lists get none. */
+TEST(seccomp_baked_equal_fresh)
+{
+	ASSERT_EQ(3u, moat_seccomp_n_baked);
+	for (unsigned i = 0; i < moat_seccomp_n_baked; i++) {
+		const struct moat_seccomp_baked *b = &moat_seccomp_baked[i];
+		struct moat_seccomp_opts o = {.notify = b->notify, .record_exec = b->record_exec};
+		struct moat_seccomp_prog p = {0};
+		scmp_filter_ctx ctx = NULL;
+
+		ASSERT_TRUE(moat_seccomp_baked_find(&o) == b);
+		ASSERT_EQ(0, moat_seccomp_build(&o, &ctx));
+		ASSERT_EQ(0, moat_seccomp_export(ctx, o.notify, &p));
+		seccomp_release(ctx);
+		ASSERT_EQ(p.len, b->len);
+		ASSERT_TRUE(memcmp(p.insns, b->insns, p.len * sizeof(p.insns[0])) == 0);
+		moat_seccomp_prog_done(&p);
+	}
+	static const char *const one[] = {"ptrace"};
+	struct moat_seccomp_opts with_allow = {.allow = one, .n_allow = 1, .notify = true};
+	struct moat_seccomp_opts with_deny = {.deny = one, .n_deny = 1};
+	ASSERT_TRUE(moat_seccomp_baked_find(&with_allow) == NULL);
+	ASSERT_TRUE(moat_seccomp_baked_find(&with_deny) == NULL);
 }
