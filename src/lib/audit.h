@@ -127,10 +127,17 @@ int moat_audit_open(const char *path, const char *run_id, uint64_t max_bytes,
 		    struct moat_audit **ret);
 /* Same on an fd the caller opened (ownership of fd passes to the writer). */
 int moat_audit_open_fd(int fd, const char *run_id, uint64_t max_bytes, struct moat_audit **ret);
-/* Flushes (fdatasync), closes, frees. Accepts NULL; returns NULL. */
+/* Closes and frees; accepts NULL, returns NULL. Starts the write-back of the
+ * stream (sync_file_range) without waiting for it, or, after
+ * moat_audit_set_sync(a, true), waits until it is on stable storage
+ * (fdatasync). Either way every event was write()n before: what a crash of
+ * moat or the sandbox cannot lose; only a host crash or power loss in the
+ * seconds after could (docs/AUDIT.md, "Durability"). */
 struct moat_audit *moat_audit_free(struct moat_audit *a);
 
 void moat_audit_set_limits(struct moat_audit *a, const struct moat_audit_limits *l);
+/* true: moat_audit_free() waits for the disk (fdatasync). */
+void moat_audit_set_sync(struct moat_audit *a, bool sync);
 void moat_audit_get_limits(const struct moat_audit *a, struct moat_audit_limits *ret);
 void moat_audit_set_alert_hook(struct moat_audit *a, moat_audit_alert_fn fn, void *userdata);
 

@@ -260,6 +260,7 @@ int moat_observe_prepare(struct moat_run *r)
 	if (k < 0)
 		return moat_error_set(r->err, "audit", -k, "cannot open the audit log %s: %s",
 				      o->log_path, strerror(-k));
+	moat_audit_set_sync(o->audit, p->log_sync);
 	if (p->on_alert)
 		moat_audit_set_alert_hook(o->audit, alert_hook, o);
 	snprintf(r->st->log_path, sizeof(r->st->log_path), "%s", o->log_path);

@@ -993,6 +993,12 @@ static int set_quiet(struct moat_policy *p, const char *v, char *why, size_t why
 	return 0;
 }
 
+static int set_log_sync(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	p->log_sync = true;
+	return 0;
+}
+
 struct option_def {
 	const char *flag;
 	const char *arg; /* NULL: takes no value */
@@ -1059,6 +1065,8 @@ static const struct option_def options[] = {
 	 "how overlay workspace changes are applied (default safe)"},
 	{"--flag-pattern", "GLOB", set_flag_pattern, "hold back changes to paths matching GLOB"},
 	{"--quiet", NULL, set_quiet, "no summary on stderr"},
+	{"--log-sync", NULL, set_log_sync,
+	 "wait until the audit stream is on disk before exiting (fdatasync)"},
 };
 
 static const struct option_def *option_find(const char *flag)
@@ -1735,6 +1743,11 @@ static int h_quiet(struct jctx *c, json_t *v, const struct key_handler *h)
 	return jbool(c, v, &c->p->quiet);
 }
 
+static int h_log_sync(struct jctx *c, json_t *v, const struct key_handler *h)
+{
+	return jbool(c, v, &c->p->log_sync);
+}
+
 static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
@@ -1745,6 +1758,7 @@ static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 		{"apply", h_set, set_apply, false},
 		{"flag_patterns", h_set_array, set_flag_pattern, false},
 		{"quiet", h_quiet, NULL, false},
+		{"log_sync", h_log_sync, NULL, false},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }

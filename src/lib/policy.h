@@ -194,6 +194,7 @@ struct moat_policy {
 	char **flag_patterns; /* extra flagged path patterns */
 	unsigned n_flag_patterns;
 	bool quiet;
+	bool log_sync; /* wait until the audit stream is on disk before exiting */
 };
 
 /* The words of the enumerated keys, indexed by their enum (policy.c). */

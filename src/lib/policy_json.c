@@ -185,6 +185,7 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	json_object_set_new(audit, "flag_patterns",
 			    strv_json(p->flag_patterns, p->n_flag_patterns));
 	json_object_set_new(audit, "quiet", json_boolean(p->quiet));
+	json_object_set_new(audit, "log_sync", json_boolean(p->log_sync));
 	json_object_set_new(root, "audit", audit);
 
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

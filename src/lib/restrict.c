@@ -157,19 +157,40 @@ static void record(struct moat_run *r, const struct moat_seccomp_event *ev)
 	moat_observe_seccomp(r, ev);
 }
 
+/* Whether every process under the filter shares the sandbox's root: they
+ * have no capabilities, so only a new user namespace (unshare, clone with
+ * namespace flags, clone3, setns) would let one chroot, pivot_root or mount
+ * elsewhere, and the filter denies those unless the policy re-allows them. */
+static bool root_shared(const struct moat_policy *p)
+{
+	static const char *const escapes[] = {"unshare", "clone",  "clone3",
+					      "setns",	 "chroot", "pivot_root"};
+	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
+		for (size_t j = 0; j < ELEMENTSOF(escapes); j++)
+			if (streq(p->allow_syscalls[i], escapes[j]))
+				return false;
+	return true;
+}
+
 void moat_restrict_notify(struct moat_run *r)
 {
 	if (r->notify_fd < 0)
 		return;
-	_cleanup_free_ struct moat_seccomp_event *ev = malloc(sizeof(*ev));
-	if (!ev)
+	/* One event buffer for the run (~45 KiB, too large for each call). */
+	if (!r->notify_ev && !(r->notify_ev = malloc(sizeof(*r->notify_ev))))
 		return;
-	/* Bounded: a flood cannot starve the rest of the loop; epoll comes back. */
+	struct moat_seccomp_event *ev = r->notify_ev;
+	int *root = root_shared(r->p) ? &r->notify_root_fd : NULL;
+	/* One answered notification per call: the caller's poll or level-triggered
+	 * epoll comes back for the next, so a flood cannot starve the rest of the
+	 * loop, and a single exec costs no extra empty poll. Calls whose task died
+	 * meanwhile (-ENOENT) are skipped, at most 64 at once. */
 	for (int i = 0; i < 64; i++) {
-		int k = moat_seccomp_notify_handle(r->notify_fd, ev);
-		if (k == 0)
+		int k = moat_seccomp_notify_handle_root(r->notify_fd, root, ev);
+		if (k == 0) {
 			record(r, ev);
-		else if (k == -ENOTCONN) {
+			break;
+		} else if (k == -ENOTCONN) {
 			/* Nobody uses the filter any more: a hung-up fd would keep
 			 * waking a level-triggered epoll. */
 			if (r->epfd >= 0)
@@ -182,6 +203,10 @@ void moat_restrict_notify(struct moat_run *r)
 
 void moat_restrict_teardown(struct moat_run *r)
 {
+	free(r->notify_ev);
+	r->notify_ev = NULL;
+	safe_close(r->notify_root_fd);
+	r->notify_root_fd = -1;
 	if (r->shared_filter) {
 		munmap(r->shared_filter, sizeof(*r->shared_filter));
 		r->shared_filter = NULL;

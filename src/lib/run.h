@@ -52,6 +52,10 @@ struct moat_run {
 
 	/* fds handed over by the sandbox */
 	int output_fd, upper_fd, pty_fd, notify_fd;
+	/* exec records (restrict.c): the sandbox root exec paths are checked in
+	 * (-1 until the first exec), and the event buffer */
+	int notify_root_fd;
+	struct moat_seccomp_event *notify_ev;
 
 	/* pty relay (host side) */
 	int tty_in, tty_out; /* host fds relayed to/from the pty master, -1 if none */

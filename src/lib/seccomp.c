@@ -556,27 +556,30 @@ const char *moat_seccomp_event_arg(const struct moat_seccomp_event *ev, unsigned
 	return ev->argv_buf + ev->argv_off[i];
 }
 
-/* Read up to len bytes of the target's memory at addr without crossing a page
- * boundary (process_vm_readv fails on the first unmapped page). */
-static ssize_t read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+static size_t page_room(uint64_t addr)
 {
 	static size_t page;
 	if (!page)
 		page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t room = page - (size_t)(addr % page);
-	struct iovec local = {.iov_base = buf, .iov_len = MIN(len, room)};
+	return page - (size_t)(addr % page);
+}
+
+/* Read up to len bytes of the target's memory at addr without crossing a page
+ * boundary (process_vm_readv fails on the first unmapped page). */
+static ssize_t read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = MIN(len, page_room(addr))};
 	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = local.iov_len};
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	return n < 0 ? negerrno() : n;
 }
 
-/* A NUL-terminated string of at most cap-1 bytes. Returns its length, sets
- * *trunc when it was cut or could not be read to its end. */
-static size_t read_str(pid_t pid, uint64_t addr, char *buf, size_t cap, bool *trunc)
+/* A NUL-terminated string of at most cap-1 bytes, of which the first off
+ * (no NUL among them) are already in buf. Returns its length, sets *trunc
+ * when it was cut or could not be read to its end. */
+static size_t read_str_from(pid_t pid, uint64_t addr, char *buf, size_t cap, size_t off,
+			    bool *trunc)
 {
-	size_t off = 0;
-
-	buf[0] = 0;
 	while (off + 1 < cap) {
 		ssize_t n = read_mem(pid, addr + off, buf + off, cap - 1 - off);
 		if (n <= 0) {
@@ -594,29 +597,97 @@ static size_t read_str(pid_t pid, uint64_t addr, char *buf, size_t cap, bool *tr
 	return cap - 1;
 }
 
-static void read_argv(pid_t pid, uint64_t argv, struct moat_seccomp_event *ev)
+static size_t read_str(pid_t pid, uint64_t addr, char *buf, size_t cap, bool *trunc)
 {
-	size_t used = 0;
+	buf[0] = 0;
+	return read_str_from(pid, addr, buf, cap, 0, trunc);
+}
 
-	for (unsigned i = 0; i <= MOAT_SECCOMP_EV_ARGC; i++) {
-		uint64_t p = 0;
-		if (read_mem(pid, argv + (uint64_t)i * sizeof(void *), &p, sizeof(void *)) !=
-		    sizeof(void *)) {
-			ev->truncated = true;
-			return;
+/*
+ * The exec's path and argv, in as few process_vm_readv calls as the common case
+ * allows: one for the path and the argv array together, one for all argument
+ * strings. Every element is capped at its page, so it is read whole or not at
+ * all (a failure ends the transfer at that element); whatever the batch did
+ * not complete (a string running past its page, an unreadable element and
+ * those after it, a longer argv array) is read on one page at a time exactly
+ * as a reader without the batch would, so the result is the same.
+ */
+static void read_exec_args(pid_t pid, uint64_t path, uint64_t argv, struct moat_seccomp_event *ev)
+{
+	uint64_t ptrs[MOAT_SECCOMP_EV_ARGC + 1];
+	struct iovec lv[MOAT_SECCOMP_EV_ARGC], rv[MOAT_SECCOMP_EV_ARGC];
+	size_t plen = MIN(sizeof(ev->path) - 1, page_room(path));
+	size_t alen = MIN(sizeof(ptrs), page_room(argv) / sizeof(uint64_t) * sizeof(uint64_t));
+	bool ptr_trunc = false;
+
+	/* path and argv array */
+	lv[0] = (struct iovec){ev->path, plen};
+	rv[0] = (struct iovec){(void *)(uintptr_t)path, plen};
+	lv[1] = (struct iovec){ptrs, alen};
+	rv[1] = (struct iovec){(void *)(uintptr_t)argv, alen};
+	ssize_t n = process_vm_readv(pid, lv, alen ? 2 : 1, rv, alen ? 2 : 1, 0);
+	size_t got_path = n > 0 ? MIN((size_t)n, plen) : 0;
+	unsigned have = n > (ssize_t)plen ? (unsigned)(((size_t)n - plen) / sizeof(uint64_t)) : 0;
+	if (!got_path || !memchr(ev->path, 0, got_path))
+		read_str_from(pid, path, ev->path, sizeof(ev->path), got_path, &ev->truncated);
+
+	/* the pointers up to the NULL, one past the cap to see whether argv was cut */
+	unsigned cnt = 0;
+	for (; cnt <= MOAT_SECCOMP_EV_ARGC; cnt++) {
+		if (cnt >= have &&
+		    read_mem(pid, argv + (uint64_t)cnt * sizeof(uint64_t), &ptrs[cnt],
+			     sizeof(uint64_t)) != sizeof(uint64_t)) {
+			ptr_trunc = true;
+			break;
 		}
-		if (!p)
-			return;
-		if (i == MOAT_SECCOMP_EV_ARGC || used + 1 >= sizeof(ev->argv_buf)) {
+		if (!ptrs[cnt])
+			break;
+	}
+	if (cnt > MOAT_SECCOMP_EV_ARGC) {
+		cnt = MOAT_SECCOMP_EV_ARGC;
+		ptr_trunc = true;
+	}
+
+	/* the strings: each element gets its page's rest of the buffer's room */
+	size_t pos = 0;
+	unsigned k = 0;
+	for (; k < cnt && pos + 1 < sizeof(ev->argv_buf); k++) {
+		size_t len = MIN(page_room(ptrs[k]), sizeof(ev->argv_buf) - 1 - pos);
+		lv[k] = (struct iovec){ev->argv_buf + pos, len};
+		rv[k] = (struct iovec){(void *)(uintptr_t)ptrs[k], len};
+		pos += len;
+	}
+	ssize_t got = k ? process_vm_readv(pid, lv, k, rv, k, 0) : 0;
+	/* Keep the strings read whole, packed in order (each only moves left). */
+	size_t used = 0;
+	unsigned i = 0;
+	pos = 0;
+	for (; i < k && got > 0; i++) {
+		size_t len = lv[i].iov_len;
+		char *nul = pos + len <= (size_t)got ? memchr(ev->argv_buf + pos, 0, len) : NULL;
+		if (!nul)
+			break;
+		size_t sl = (size_t)(nul - (ev->argv_buf + pos)) + 1;
+		memmove(ev->argv_buf + used, ev->argv_buf + pos, sl);
+		ev->argv_off[i] = (uint32_t)used;
+		used += sl;
+		ev->argc = i + 1;
+		pos += len;
+	}
+	/* the rest one at a time */
+	for (; i < cnt; i++) {
+		if (used + 1 >= sizeof(ev->argv_buf)) {
 			ev->truncated = true;
 			return;
 		}
 		ev->argv_off[i] = (uint32_t)used;
-		used += read_str(pid, p, ev->argv_buf + used, sizeof(ev->argv_buf) - used,
+		used += read_str(pid, ptrs[i], ev->argv_buf + used, sizeof(ev->argv_buf) - used,
 				 &ev->truncated) +
 			1;
 		ev->argc = i + 1;
 	}
+	if (ptr_trunc)
+		ev->truncated = true;
 }
 
 static void read_link(pid_t pid, const char *what, char *buf, size_t cap)
@@ -647,32 +718,44 @@ static pid_t read_ppid(pid_t pid)
 }
 
 /* Does the exec path resolve in the caller's view of the filesystem? Resolved
- * below the caller's root (/proc/PID/root) with RESOLVE_IN_ROOT, never
- * following magic links, so a sandbox path cannot point the supervisor at its
- * own files. Only ENOENT/ENOTDIR count as missing. */
-static bool exec_path_missing(pid_t pid, int dirfd, const char *path)
+ * below the caller's root (/proc/PID/root, or *root_fd when the caller passed
+ * the root all its processes share) with RESOLVE_IN_ROOT, never following
+ * magic links, so a sandbox path cannot point the supervisor at its own files.
+ * Only ENOENT/ENOTDIR count as missing. An absolute path checked without a
+ * shared root leaves the root it opened in *ret_root (the caller keeps it
+ * once the notification proved still valid, see below). */
+static bool exec_path_missing(pid_t pid, const int *root_fd, int dirfd, const char *path,
+			      int *ret_root)
 {
 	char p[64];
-	_cleanup_close_ int base = -1, fd = -1;
+	_cleanup_close_ int opened = -1, fd = -1;
+	int base;
 
 	if (!path[0])
 		return false; /* AT_EMPTY_PATH: the fd is the program */
-	if (path[0] == '/')
-		snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
-	else if (dirfd == AT_FDCWD)
-		snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
-	else
-		snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)pid, dirfd);
-	base = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (base < 0)
-		return false;
+	if (path[0] == '/' && root_fd && *root_fd >= 0)
+		base = *root_fd;
+	else {
+		if (path[0] == '/')
+			snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+		else if (dirfd == AT_FDCWD)
+			snprintf(p, sizeof(p), "/proc/%d/cwd", (int)pid);
+		else
+			snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)pid, dirfd);
+		base = opened = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (base < 0)
+			return false;
+	}
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	fd = (int)syscall(SYS_openat2, base, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
-	return fd < 0 && (errno == ENOENT || errno == ENOTDIR);
+	bool missing = fd < 0 && (errno == ENOENT || errno == ENOTDIR);
+	if (path[0] == '/' && root_fd && opened >= 0)
+		*ret_root = TAKE_FD(opened);
+	return missing;
 }
 
-int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
+int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_seccomp_event *ret_ev)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
@@ -695,34 +778,46 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
 		return errno == ENOENT ? -ENOENT : negerrno();
 
 	struct moat_seccomp_event *ev = ret_ev;
-	memset(ev, 0, offsetof(struct moat_seccomp_event, argv_off));
+	memset(ev, 0, offsetof(struct moat_seccomp_event, exe));
+	ev->exe[0] = ev->cwd[0] = ev->path[0] = 0;
+	ev->dirfd = 0;
+	ev->exec_flags = 0;
+	ev->argc = 0;
+	ev->truncated = ev->missing = false;
 	ev->argv_buf[0] = 0;
 	ev->pid = (pid_t)req.pid;
 	ev->nr = req.data.nr;
 	memcpy(ev->args, req.data.args, sizeof(ev->args));
-	char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, req.data.nr);
-	snprintf(ev->syscall, sizeof(ev->syscall), "%s", name ? name : "?");
-	free(name);
-	ev->ppid = read_ppid(ev->pid);
-	read_link(ev->pid, "exe", ev->exe, sizeof(ev->exe));
-	read_link(ev->pid, "cwd", ev->cwd, sizeof(ev->cwd));
 
 	resp = (struct seccomp_notif_resp){.id = req.id};
 	if (req.data.nr == __NR_execve || req.data.nr == __NR_execveat) {
 		bool at = req.data.nr == __NR_execveat;
+		_cleanup_close_ int new_root = -1;
 		ev->type = MOAT_SECCOMP_EVENT_EXEC;
+		snprintf(ev->syscall, sizeof(ev->syscall), "%s", at ? "execveat" : "execve");
 		ev->dirfd = at ? (int)req.data.args[0] : AT_FDCWD;
 		ev->exec_flags = at ? (int)req.data.args[4] : 0;
-		read_str(ev->pid, req.data.args[at ? 1 : 0], ev->path, sizeof(ev->path),
-			 &ev->truncated);
-		read_argv(ev->pid, req.data.args[at ? 2 : 1], ev);
-		ev->missing = exec_path_missing(ev->pid, ev->dirfd, ev->path);
+		read_exec_args(ev->pid, req.data.args[at ? 1 : 0], req.data.args[at ? 2 : 1], ev);
+		ev->missing = exec_path_missing(ev->pid, root_fd, ev->dirfd, ev->path, &new_root);
+		/* A step of a PATH search is not recorded: nothing more to read. */
+		if (!ev->missing) {
+			ev->ppid = read_ppid(ev->pid);
+			read_link(ev->pid, "cwd", ev->cwd, sizeof(ev->cwd));
+		}
 		/* What we read belongs to the task still blocked in this call, not to
-		 * a process that reused its pid. */
+		 * a process that reused its pid (also the root we opened for it). */
 		if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) < 0)
 			return -ENOENT;
+		if (new_root >= 0 && root_fd && *root_fd < 0)
+			*root_fd = TAKE_FD(new_root);
 		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 	} else {
+		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, req.data.nr);
+		snprintf(ev->syscall, sizeof(ev->syscall), "%s", name ? name : "?");
+		free(name);
+		ev->ppid = read_ppid(ev->pid);
+		read_link(ev->pid, "exe", ev->exe, sizeof(ev->exe));
+		read_link(ev->pid, "cwd", ev->cwd, sizeof(ev->cwd));
 		/* Every notifying denial is EPERM (ENOSYS rules never notify; a unit
 		 * test checks the table). */
 		ev->type = MOAT_SECCOMP_EVENT_DENIED;
@@ -734,6 +829,11 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
 	/* ENOENT: the caller died or was interrupted meanwhile; the attempt happened
 	 * and stays recorded. */
 	return 0;
+}
+
+int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
+{
+	return moat_seccomp_notify_handle_root(notify_fd, NULL, ret_ev);
 }
 
 /* ---- doctor ---------------------------------------------------------------- */

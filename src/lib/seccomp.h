@@ -135,8 +135,9 @@ struct moat_seccomp_event {
 	char syscall[32];
 	int err; /* DENIED: the positive errno the caller got */
 	uint64_t args[6];
-	char exe[MOAT_SECCOMP_EV_PATH]; /* /proc/pid/exe (the image that made the call) */
-	char cwd[MOAT_SECCOMP_EV_PATH]; /* /proc/pid/cwd */
+	/* DENIED only: /proc/pid/exe (the image that made the call) */
+	char exe[MOAT_SECCOMP_EV_PATH];
+	char cwd[MOAT_SECCOMP_EV_PATH]; /* /proc/pid/cwd ("" for a missing exec) */
 	/* EXEC only */
 	char path[MOAT_SECCOMP_EV_PATH]; /* the path argument as given */
 	int dirfd; /* execveat's dirfd; AT_FDCWD for execve */
@@ -145,7 +146,8 @@ struct moat_seccomp_event {
 	bool truncated; /* argv or path cut at a cap, or unreadable */
 	/* The path did not resolve (ENOENT/ENOTDIR) inside the sandbox when the call
 	 * was made: the exec is bound to fail, e.g. one step of a PATH search. A
-	 * hint, checked before the kernel runs the exec. */
+	 * hint, checked before the kernel runs the exec. Such an event carries no
+	 * ppid or cwd (it is not recorded). */
 	bool missing;
 	uint32_t argv_off[MOAT_SECCOMP_EV_ARGC];
 	char argv_buf[MOAT_SECCOMP_EV_ARGV_BYTES];
@@ -163,6 +165,12 @@ const char *moat_seccomp_event_arg(const struct moat_seccomp_event *ev, unsigned
  * it could be answered (no event), -ENOTCONN when no process uses the filter
  * any more (POLLHUP), or another -errno. */
 int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev);
+/* Same, for a listener whose processes all share one root directory (in the
+ * sandbox: none can chroot, pivot_root or enter another mount namespace).
+ * *root_fd (-1 at first) is an O_PATH fd of that root, below which absolute
+ * exec paths are checked without opening /proc/PID/root each time; the first
+ * exec event fills it (owned by the caller, who closes it). */
+int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_seccomp_event *ret_ev);
 
 /* ---- doctor ---------------------------------------------------------------- */
 

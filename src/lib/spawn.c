@@ -710,6 +710,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 			       .upper_fd = -1,
 			       .pty_fd = -1,
 			       .notify_fd = -1,
+			       .notify_root_fd = -1,
 			       .tty_in = -1,
 			       .tty_out = -1,
 			       .uid_slot_fd = -1,

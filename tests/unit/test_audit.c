@@ -382,3 +382,32 @@ TEST(audit_run_id)
 	ASSERT_CONTAINS(dir, "/moat/runs");
 	free(dir);
 }
+
+/* Both ways of closing (write-back started, or fdatasync with log_sync) leave
+ * every event in the file. */
+TEST(audit_close_sync_modes)
+{
+	_cleanup_(rmrfp) char *d = tmpdir();
+	for (int sync = 0; sync < 2; sync++) {
+		char path[256], buf[4096];
+		struct moat_audit *a = NULL;
+		snprintf(path, sizeof(path), "%s/events-%d.jsonl", d, sync);
+		ASSERT_EQ(moat_audit_open(path, "sy", 0, &a), 0);
+		moat_audit_set_sync(a, sync);
+		for (int i = 0; i < 5; i++)
+			ASSERT_EQ(MOAT_AUDIT(a, MOAT_EV_EXEC, MOAT_F_INT("pid", i)), 0);
+		ASSERT_EQ(MOAT_AUDIT(a, MOAT_EV_EXIT, MOAT_F_INT("exit_code", 0)), 0);
+		a = moat_audit_free(a);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ASSERT_TRUE(fd >= 0);
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		ASSERT_TRUE(n > 0);
+		buf[n] = '\0';
+		int lines = 0;
+		for (ssize_t i = 0; i < n; i++)
+			lines += buf[i] == '\n';
+		ASSERT_EQ(lines, 6);
+		ASSERT_CONTAINS(buf, "\"type\":\"exit\"");
+	}
+}

@@ -140,6 +140,27 @@ TEST(policy_flags)
 	moat_policy_free(p);
 }
 
+/* audit.log_sync: off by default, --log-sync and the JSON key turn it on. */
+TEST(policy_log_sync)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	ASSERT_TRUE(!p->log_sync);
+	ASSERT_EQ(moat_policy_set_option(p, "--log-sync", NULL, &e), 0);
+	ASSERT_TRUE(p->log_sync);
+	moat_policy_free(p);
+	p = moat_policy_new();
+	const char js[] = "{\"version\": 1, \"audit\": {\"log_sync\": true}}";
+	if (moat_policy_load_string(p, js, strlen(js), "t", &e) < 0)
+		moat_tap_fail(__FILE__, __LINE__, "log_sync rejected: %s", e.message);
+	ASSERT_TRUE(p->log_sync);
+	char *json = NULL;
+	ASSERT_EQ(moat_policy_to_json(p, &json), 0);
+	ASSERT_CONTAINS(json, "\"log_sync\": true");
+	free(json);
+	moat_policy_free(p);
+}
+
 TEST(policy_validate_cross_keys)
 {
 	struct moat_policy *p = moat_policy_new();

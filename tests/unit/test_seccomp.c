@@ -20,12 +20,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -681,6 +683,100 @@ TEST(seccomp_notify_exec_caps_argv)
 	}
 	ASSERT_EQ(wait_status(pid), 0);
 	close(fd);
+}
+
+/* Exec arguments laid across page boundaries and up to an unreadable page:
+ * pages 0-2 readable, 3 PROT_NONE, 4-5 readable. */
+static void paged_argv(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, 6 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mprotect(m + 3 * pg, pg, PROT_NONE) < 0)
+		_exit(30);
+	char *p4 = m + 4 * pg;
+	/* 1: a string cut by the unreadable page (the exec then fails: EFAULT) */
+	memcpy(m + 3 * pg - 3, "abc", 3);
+	strcpy(p4, "/bin/true");
+	strcpy(p4 + 64, "tail");
+	char *a1[] = {p4, m + 3 * pg - 3, p4 + 64, NULL};
+	if (execve(p4, a1, environ) != -1)
+		_exit(31);
+	/* 2: the path, a string and the argv array itself each crossing from one
+	 * readable page to the next (the exec succeeds) */
+	char *path = m + pg - 4;
+	strcpy(path, "/bin/true");
+	char *xs = m + 2 * pg - 30;
+	memcpy(xs, "long-arg-", 9);
+	memset(xs + 9, 'y', 21);
+	strcpy(m + 2 * pg, "-end");
+	strcpy(m + pg + 100, "crossing-string");
+	char **av = (char **)(void *)(m + 5 * pg - 2 * sizeof(char *));
+	av[0] = path;
+	av[1] = xs;
+	av[2] = m + pg + 100;
+	av[3] = p4 + 64;
+	av[4] = NULL;
+	execve(path, av, environ);
+	_exit(32);
+}
+
+static void check_paged_argv(int *root)
+{
+	static struct moat_seccomp_event ev;
+	int fd = -1;
+	pid_t pid = start_notified(true, paged_argv, &fd);
+	int r;
+	for (int i = 0; i < 100; i++) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		ASSERT_TRUE(poll(&pf, 1, 100) >= 0);
+		if ((r = moat_seccomp_notify_handle_root(fd, root, &ev)) != -EAGAIN)
+			break;
+	}
+	ASSERT_EQ(r, 0);
+	ASSERT_STREQ(ev.path, "/bin/true");
+	ASSERT_TRUE(ev.truncated);
+	ASSERT_EQ(ev.argc, 3);
+	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 1), "abc");
+	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 2), "tail");
+	ASSERT_EQ(ev.ppid, getpid());
+	ASSERT_TRUE(ev.cwd[0] == '/');
+	for (int i = 0; i < 100; i++) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		ASSERT_TRUE(poll(&pf, 1, 100) >= 0);
+		if ((r = moat_seccomp_notify_handle_root(fd, root, &ev)) != -EAGAIN)
+			break;
+	}
+	ASSERT_EQ(r, 0);
+	ASSERT_STREQ(ev.path, "/bin/true");
+	ASSERT_TRUE(!ev.truncated);
+	ASSERT_TRUE(!ev.missing);
+	ASSERT_EQ(ev.argc, 4);
+	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 0), "/bin/true");
+	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 1), "long-arg-yyyyyyyyyyyyyyyyyyyyy-end");
+	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 2), "crossing-string");
+	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 3), "tail");
+	ASSERT_EQ(wait_status(pid), 0);
+	close(fd);
+}
+
+TEST(seccomp_notify_exec_args_across_pages)
+{
+	check_paged_argv(NULL);
+}
+
+/* The shared-root variant: the first exec leaves the root it checked in, the
+ * next absolute path is checked below it. */
+TEST(seccomp_notify_exec_shared_root)
+{
+	int root = -1;
+	check_paged_argv(&root);
+	ASSERT_TRUE(root >= 0);
+	struct stat a, b;
+	ASSERT_EQ(fstat(root, &a), 0);
+	ASSERT_EQ(stat("/", &b), 0);
+	ASSERT_TRUE(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	check_paged_argv(&root);
+	close(root);
 }
 
 /* Every recorded rule, probed with harmless arguments, produces its event:
