@@ -4,13 +4,19 @@
 #   bulk transfer: direct loopback vs CONNECT tunnel vs HTTP proxy vs transparent
 #   request rate:  small requests on one keep-alive connection, direct vs proxy
 #   start-up:      `moat run --net none -- true` vs `--net allow`
-# Usage: bench/proxy.sh [MOAT]   (env SIZE_MB=4096 REQS=2000 RUNS=20)
+#   the same transfer, request rate and CONCURRENT connections held open at
+#   once through srt's proxy (Anthropic's sandbox-runtime, when installed by
+#   bench/peers.sh) next to moat's and direct
+# Usage: bench/proxy.sh [MOAT]   (env SIZE_MB=4096 REQS=2000 RUNS=20 CONC=1000
+#                                 SRT=path/to/srt)
 set -euo pipefail
 
 MOAT=${1:-${MOAT:-build/moat}}
 SIZE_MB=${SIZE_MB:-4096}
 REQS=${REQS:-2000}
 RUNS=${RUNS:-20}
+CONC=${CONC:-1000}
+SRT=${SRT:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/.peers/node_modules/.bin/srt}
 PY=/usr/bin/python3
 ADDR=127.0.0.3
 dir=$(mktemp -d /tmp/moat-bench.XXXXXX)
@@ -99,6 +105,110 @@ rd=$(awk -v n="$REQS" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", n / (ns / 1e9) 
 rp=$(awk -v n="$REQS" -v ns=$((t2 - t1 - (t3 - t2))) 'BEGIN { printf "%.0f", n / (ns / 1e9) }')
 printf '%-34s %8s req/s\n' "requests direct (keep-alive)" "$rd"
 printf '%-34s %8s req/s  %sx direct\n' "requests via HTTP proxy" "$rp" "$(ratio "$rp" "$rd")"
+
+# Concurrent connections: CONC connections opened and held at once, then one
+# small request on each (HTTP proxy absolute-form, or direct), every response
+# read; connections per second and how many succeeded.
+cat >"$dir/conc.py" <<'PY'
+import base64, os, socket, sys, time, urllib.parse
+n, host, port = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+proxy = os.environ.get("BENCH_PROXY", "")
+hdr = b""
+if proxy:
+    u = urllib.parse.urlsplit(proxy)
+    peer = (u.hostname, u.port)
+    if u.username:
+        cred = urllib.parse.unquote(u.username) + ":" + urllib.parse.unquote(u.password or "")
+        hdr = b"Proxy-Authorization: Basic " + base64.b64encode(cred.encode()) + b"\r\n"
+    target = ("http://%s:%d/small" % (host, port)).encode()
+else:
+    peer = (host, port)
+    target = b"/small"
+req = b"GET " + target + b" HTTP/1.1\r\nHost: %s:%d\r\n" % (host.encode(), port) + hdr + b"Connection: close\r\n\r\n"
+t0 = time.monotonic()
+deadline = t0 + 30  # for everything: a stuck peer cannot stall the run
+socks = []
+for _ in range(n):
+    try:
+        socks.append(socket.create_connection(peer, timeout=max(0.01, deadline - time.monotonic())))
+    except OSError:
+        pass
+for s in socks:
+    try:
+        s.sendall(req)
+    except OSError:
+        pass
+def response(s):
+    # headers, then Content-Length bytes of body (the server keeps the
+    # connection open)
+    s.settimeout(max(0.01, deadline - time.monotonic()))
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = s.recv(65536)
+        if not d:
+            return data
+        data += d
+    head, body = data.split(b"\r\n\r\n", 1)
+    n = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            n = int(v)
+    while len(body) < n:
+        d = s.recv(65536)
+        if not d:
+            break
+        body += d
+    return head if len(body) >= n else b""
+ok = 0
+for s in socks:
+    try:
+        r = response(s)
+    except (OSError, ValueError):
+        r = b""
+    ok += r.startswith(b"HTTP/1.1 200") or r.startswith(b"HTTP/1.0 200")
+    s.close()
+dt = time.monotonic() - t0
+print("%d %d %.0f" % (ok, len(socks), n / dt))
+PY
+chmod 644 "$dir/conc.py"
+conc_line() { # LABEL "OK OPENED RATE"
+	local label=$1
+	# shellcheck disable=SC2086 # three numbers
+	set -- $2
+	printf '%-34s %8s conn/s  %s of %s answered, %s held at once\n' "$label" "${3:-0}" "${1:-0}" "$CONC" "${2:-0}"
+}
+conc_line "concurrent: direct" "$("$PY" "$dir/conc.py" "$CONC" "$ADDR" "$port")"
+# (the script goes in on stdin: the sandbox has its own /tmp)
+conc_line "concurrent: moat HTTP proxy" "$("$MOAT" run --quiet "${allow[@]}" -- env \
+	BENCH_PROXY=http://127.0.0.1:3128 "$PY" - "$CONC" bench.test "$port" <"$dir/conc.py")"
+
+# srt's proxy (a Node.js HTTP proxy on the host, bridged into its sandbox),
+# allowed to the server's address, measured the same way.
+if [ -x "$SRT" ] && command -v node >/dev/null; then
+	mkdir -p "$dir/srt-home"
+	printf '{ "network": { "allowedDomains": [ "%s" ], "deniedDomains": [] },\n  "filesystem": { "denyRead": [], "allowWrite": [ "/tmp" ], "denyWrite": [] } }\n' \
+		"$ADDR" >"$dir/srt.json"
+	srt_run() { HOME="$dir/srt-home" "$SRT" -s "$dir/srt.json" "$@"; }
+	# srt takes one command line: each measurement is a script it runs with sh
+	printf 'exec curl -s -o /dev/null -w "%%{speed_download}\\n" "http://%s:%s/big"\n' "$ADDR" "$port" >"$dir/srt-dl.sh"
+	# the request loop times itself inside srt: its ~300 ms start-up, which
+	# varies by tens of ms, would swamp the difference
+	printf 't0=$(date +%%s%%N); curl -s -o /dev/null "http://%s:%s/small?[1-%s]"; t1=$(date +%%s%%N); echo $((t1 - t0))\n' \
+		"$ADDR" "$port" "$REQS" >"$dir/srt-req.sh"
+	printf 'BENCH_PROXY=$HTTP_PROXY exec %s %s %s %s %s\n' "$PY" "$dir/conc.py" "$CONC" "$ADDR" "$port" >"$dir/srt-conc.sh"
+	chmod 644 "$dir"/srt-*.sh
+	srt_dl() { srt_run sh "$dir/srt-dl.sh"; }
+	srtp=$(best srt_dl)
+	printf '%-34s %8s MiB/s  %sx direct\n' "srt's HTTP proxy" "$srtp" "$(ratio "$srtp" "$direct")"
+	ns=$(srt_run sh "$dir/srt-req.sh" | tail -n 1)
+	rs=$(awk -v n="$REQS" -v ns="${ns:-0}" 'BEGIN { printf "%.0f", (ns > 0 ? n / (ns / 1e9) : 0) }')
+	printf '%-34s %8s req/s  %sx direct, moat %sx srt\n' "requests via srt's proxy" "$rs" \
+		"$(ratio "$rs" "$rd")" "$(ratio "$rp" "$rs")"
+	conc_line "concurrent: srt's proxy" "$(srt_run sh "$dir/srt-conc.sh")"
+else
+	echo "srt's proxy: missing ($SRT not installed: bench/peers.sh --install)"
+fi
 
 # Start-up: mean wall time of RUNS runs of `true`.
 startup() {
