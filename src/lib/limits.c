@@ -53,9 +53,9 @@ int moat_limits_cgroup_fd(const struct moat_limits *l)
 	return l->cg ? moat_cgroup_fd(l->cg) : -EOPNOTSUPP;
 }
 
-int moat_limits_attach(const struct moat_limits *l, pid_t pid)
+int moat_limits_attach(const struct moat_limits *l, pid_t pid, unsigned which)
 {
-	return l->cg ? moat_cgroup_attach(l->cg, pid) : 0;
+	return l->cg && which ? moat_cgroup_attach_some(l->cg, pid, which) : 0;
 }
 
 int moat_limits_kill(struct moat_limits *l)

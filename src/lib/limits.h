@@ -31,8 +31,9 @@ int moat_limits_setup(const struct moat_policy *p, const char *run_id, struct mo
 
 /* The v2 fd for CLONE_INTO_CGROUP, or < 0. */
 int moat_limits_cgroup_fd(const struct moat_limits *l);
-/* Put pid into the groups (no-op when degraded). */
-int moat_limits_attach(const struct moat_limits *l, pid_t pid);
+/* Put pid into the groups of the kinds in which (MOAT_CGROUP_ATTACH_V1/V2;
+ * no-op when degraded). */
+int moat_limits_attach(const struct moat_limits *l, pid_t pid, unsigned which);
 /* Kill everything in the groups (timeout, Ctrl-C, end of run). */
 int moat_limits_kill(struct moat_limits *l);
 

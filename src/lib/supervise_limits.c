@@ -103,15 +103,14 @@ void moat_supervise_limits_clone_args(struct moat_run *r, struct clone_args *ca)
 int moat_supervise_limits_child(struct moat_run *r)
 {
 	unsigned which = 0;
-	int k = 0;
+	int k;
 
 	close_self_attach(r);
 	if (!r->self_attached)
 		which |= MOAT_CGROUP_ATTACH_V1;
 	if (!r->into_cgroup)
 		which |= MOAT_CGROUP_ATTACH_V2;
-	if (r->limits.cg && which)
-		k = moat_cgroup_attach_some(r->limits.cg, r->init_pid, which);
+	k = moat_limits_attach(&r->limits, r->init_pid, which);
 	if (k < 0)
 		return moat_error_set(r->err, "cgroup", -k,
 				      "cannot move the sandbox into its cgroup: %s", strerror(-k));

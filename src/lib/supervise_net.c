@@ -96,7 +96,7 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 	const struct moat_policy *p = r->p;
 	int k;
 
-	if (!p->n_secrets && !p->n_http_rules)
+	if (!moat_net_needs_credentials(p))
 		return 0;
 	if (p->n_secrets) {
 		k = moat_secrets_new_placeholders(p->secrets, p->n_secrets, &n->secrets, r->err);

@@ -68,7 +68,8 @@ static void unpriv_rules(void)
 	ASSERT_EQ(l.rl.nproc, 32);
 	ASSERT_EQ(l.rl.nofile, 256);
 	ASSERT_EQ(moat_limits_cgroup_fd(&l), -EOPNOTSUPP);
-	ASSERT_EQ(moat_limits_attach(&l, getpid()), 0);
+	ASSERT_EQ(moat_limits_attach(&l, getpid(), MOAT_CGROUP_ATTACH_V1 | MOAT_CGROUP_ATTACH_V2),
+		  0);
 	struct moat_status st = {.reason = MOAT_REASON_EXITED};
 	moat_limits_finish(&l, &st);
 	ASSERT_STREQ(st.degraded, "cgroup");
