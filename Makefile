@@ -13,7 +13,7 @@ CC ?= cc
 # The executable links only the core libraries; OpenSSL and libnftables are
 # linked into the network plugin moat-net.so, loaded for --net allow only
 # (src/cli/net_loader.c). The library, unit tests and fuzz targets link all.
-PKGS_CORE := jansson libseccomp nettle
+PKGS_CORE := jansson libseccomp nettle libpsl
 PKGS_NET := openssl
 PKGS_NFT := libnftables
 
@@ -31,19 +31,20 @@ LDFLAGS += -fsanitize=address,undefined
 else
 CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansson -lseccomp -lnettle)
+LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansson -lseccomp -lnettle -lpsl)
 LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcrypto)
 LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
 LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
-# The executable takes jansson, libseccomp and nettle from their static
+# The executable takes jansson, libseccomp, nettle and libpsl (with libidn2
+# and libunistring, which it needs) from their static
 # archives (Debian's -dev packages): three fewer libraries for the dynamic
 # loader on every start (~0.15-0.4 ms, issue 9), kept out of moat's exported
 # symbols so the plugins keep their own. A security update of one of them
 # then needs a rebuild of moat; STATIC_LIBS=0 links them dynamically.
 STATIC_LIBS ?= 1
 ifeq ($(STATIC_LIBS),1)
-MOAT_LIBS := -Wl,-Bstatic $(LIBS_CORE) -Wl,-Bdynamic \
-	-Wl,--exclude-libs,libjansson.a:libseccomp.a:libnettle.a
+MOAT_LIBS := -Wl,-Bstatic $(LIBS_CORE) -lidn2 -lunistring -Wl,-Bdynamic \
+	-Wl,--exclude-libs,libjansson.a:libseccomp.a:libnettle.a:libpsl.a:libidn2.a:libunistring.a
 else
 MOAT_LIBS := $(LIBS_CORE)
 endif

@@ -4,7 +4,8 @@
 # Run as root on Debian 12; elsewhere it only reports what is missing.
 set -euo pipefail
 
-build_pkgs=(gcc make pkg-config libjansson-dev libseccomp-dev nettle-dev libnftables-dev libssl-dev)
+build_pkgs=(gcc make pkg-config libjansson-dev libseccomp-dev nettle-dev libnftables-dev libssl-dev
+	libpsl-dev libidn2-dev libunistring-dev)
 test_pkgs=(clang python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
 	shellcheck cppcheck clang-format busybox-static make gcc)
 want=("${build_pkgs[@]}")

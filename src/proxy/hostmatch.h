@@ -94,7 +94,10 @@ int moat_host_pattern_normalize(const char *pattern, char *out, size_t outlen);
  */
 bool moat_host_pattern_match(const char *pattern, const char *host);
 
-/* True if @suffix (normalized, no "*.") is one of the built-in public suffixes
- * under which anyone can register a name (co.uk, com.au, github.io, ...), or a
- * single label (a TLD). Used by pattern validation; exposed for tests/docs. */
+/* True if @suffix (normalized, no "*.") is a public suffix under which anyone
+ * can register a name: a single label (a TLD), an entry or wildcard rule of the
+ * Public Suffix List (Debian's libpsl: the newer of its built-in copy and the
+ * publicsuffix package's file; co.uk, github.io, *.ck), or one of a few
+ * tunnel and wildcard-DNS services the list lacks (nip.io, ngrok.app). True
+ * also when the list cannot be loaded. Used by pattern validation. */
 bool moat_host_is_public_suffix(const char *suffix);

@@ -144,6 +144,8 @@ TEST(host_pattern_validate)
 	ASSERT_EQ(moat_host_pattern_validate("*.Example.COM.", why, sizeof(why)), 0);
 	ASSERT_EQ(moat_host_pattern_validate("*.amazonaws.com", why, sizeof(why)), 0);
 	ASSERT_EQ(moat_host_pattern_validate("*.bbc.co.uk", why, sizeof(why)), 0);
+	ASSERT_EQ(moat_host_pattern_validate("*.pip.readthedocs.io", why, sizeof(why)), 0);
+	ASSERT_EQ(moat_host_pattern_validate("*.www.ck", why, sizeof(why)), 0);
 	ASSERT_EQ(moat_host_pattern_validate("localhost", why, sizeof(why)), 0);
 	ASSERT_EQ(moat_host_pattern_normalize("*.Example.COM.", out, sizeof(out)), 0);
 	ASSERT_STREQ(out, "*.example.com");
@@ -159,6 +161,12 @@ TEST(host_pattern_validate)
 	pat_bad("*.com.au", "public suffix");
 	pat_bad("*.github.io", "public suffix");
 	pat_bad("*.s3.amazonaws.com", "public suffix");
+	/* from Debian's Public Suffix List (libpsl), not from a list of moat's */
+	pat_bad("*.readthedocs.io", "public suffix");
+	pat_bad("*.myshopify.com", "public suffix");
+	pat_bad("*.gov.br", "public suffix");
+	pat_bad("*.anything.ck", "public suffix"); /* the list's "*.ck" rule */
+	pat_bad("*.nip.io", "public suffix");	   /* wildcard DNS, moat's extra list */
 	pat_bad("https://example.com", "scheme");
 	pat_bad("example.com/path", "path");
 	pat_bad("example.com:443", "port");
@@ -238,4 +246,11 @@ TEST(host_public_suffix)
 	ASSERT_TRUE(moat_host_is_public_suffix(""));
 	ASSERT_TRUE(!moat_host_is_public_suffix("example.com"));
 	ASSERT_TRUE(!moat_host_is_public_suffix("amazonaws.com"));
+	/* the Public Suffix List's own entries and rules */
+	ASSERT_TRUE(moat_host_is_public_suffix("pythonanywhere.com"));
+	ASSERT_TRUE(moat_host_is_public_suffix("foo.ck")); /* "*.ck" */
+	ASSERT_TRUE(!moat_host_is_public_suffix("www.ck"));  /* "!www.ck" */
+	ASSERT_TRUE(!moat_host_is_public_suffix("bbc.co.uk"));
+	ASSERT_TRUE(!moat_host_is_public_suffix("pypi.org"));
+	ASSERT_TRUE(moat_host_is_public_suffix("sslip.io"));
 }
