@@ -166,7 +166,7 @@ TEST(host_pattern_validate)
 	pat_bad("*.myshopify.com", "public suffix");
 	pat_bad("*.gov.br", "public suffix");
 	pat_bad("*.anything.ck", "public suffix"); /* the list's "*.ck" rule */
-	pat_bad("*.nip.io", "public suffix");	   /* wildcard DNS, moat's extra list */
+	pat_bad("*.nip.io", "public suffix"); /* wildcard DNS, moat's extra list */
 	pat_bad("https://example.com", "scheme");
 	pat_bad("example.com/path", "path");
 	pat_bad("example.com:443", "port");
@@ -249,7 +249,7 @@ TEST(host_public_suffix)
 	/* the Public Suffix List's own entries and rules */
 	ASSERT_TRUE(moat_host_is_public_suffix("pythonanywhere.com"));
 	ASSERT_TRUE(moat_host_is_public_suffix("foo.ck")); /* "*.ck" */
-	ASSERT_TRUE(!moat_host_is_public_suffix("www.ck"));  /* "!www.ck" */
+	ASSERT_TRUE(!moat_host_is_public_suffix("www.ck")); /* "!www.ck" */
 	ASSERT_TRUE(!moat_host_is_public_suffix("bbc.co.uk"));
 	ASSERT_TRUE(!moat_host_is_public_suffix("pypi.org"));
 	ASSERT_TRUE(moat_host_is_public_suffix("sslip.io"));
