@@ -285,7 +285,8 @@ TEST(policy_inspect_tls)
 	ASSERT_CONTAINS(json, "\"pinned.test\"");
 	free(json);
 	/* overlapping a secret's host, in any spelling or through a wildcard */
-	static const char *const bad[] = {"API.github.test.", "*.github.test", "*.test.github.test"};
+	static const char *const bad[] = {"API.github.test.", "*.github.test",
+					  "*.test.github.test"};
 	static const char *const secret_hosts[] = {"api.github.test", "api.github.test",
 						   "*.github.test"};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {

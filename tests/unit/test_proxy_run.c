@@ -1048,3 +1048,55 @@ TEST(proxy_netns_transparent_sni_rule)
 	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"no-sni\"");
 	ASSERT_CONTAINS(ev, "\"sni\":\"b.test\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
 }
+
+TEST(proxy_tunnel_pipelined_hello_and_plain_http_requests)
+{
+	char req[600], buf[8192], ev[16384];
+	uint8_t h[600];
+	size_t n, k;
+	setup(0);
+	/* CONNECT and a ClientHello in one segment: still judged before dialling */
+	snprintf(req, sizeof(req), "CONNECT a.test:%u HTTP/1.1\r\nHost: a.test:%u\r\n\r\n", up_port,
+		 up_port);
+	k = strlen(req);
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", http_port);
+		memcpy(req + k, h, n = client_hello("evil.example", h));
+		send_all(fd, req, k + n);
+		while (recv(fd, buf, sizeof(buf), 0) > 0)
+			;
+		usleep(100 * 1000);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), 0);
+	}
+	{
+		/* positive control: the right name in the same shape */
+		_cleanup_close_ int fd = dial("127.0.0.1", http_port);
+		memcpy(req + k, h, n = client_hello("a.test", h));
+		memcpy(req + k + n, "\r\n\r\n", 4);
+		send_all(fd, req, k + n + 4);
+		ASSERT_TRUE(recv(fd, buf, sizeof(buf), 0) > 0);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), 1);
+	}
+	/* plain HTTP in a tunnel: every request is parsed; one for another
+	 * host after an allowed one is refused, never sent */
+	{
+		_cleanup_close_ int fd = tunnel(false, "a.test", up_port);
+		size_t len = 0;
+		ssize_t r;
+		sends(fd,
+		      "GET /one HTTP/1.1\r\nHost: a.test\r\n\r\n"
+		      "GET /two HTTP/1.1\r\nHost: b.test\r\n\r\n");
+		while (len + 1 < sizeof(buf) &&
+		       (r = recv(fd, buf + len, sizeof(buf) - 1 - len, 0)) > 0)
+			len += (size_t)r;
+		buf[len] = 0;
+		ASSERT_CONTAINS(buf, "path=/one");
+		ASSERT_CONTAINS(buf, "host-switch");
+		ASSERT_TRUE(!strstr(buf, "path=/two"));
+	}
+	events(ev, sizeof(ev));
+	ASSERT_CONTAINS(
+		ev, "\"sni\":\"evil.example\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+	ASSERT_CONTAINS(ev, "\"reason\":\"http-in-tunnel\"");
+	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"host-switch\"");
+}
