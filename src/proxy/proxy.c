@@ -1292,7 +1292,6 @@ more:
 		conn_update(c);
 }
 
-/* After connecting: check the client's first bytes against the decision. */
 /* ---- credential proxy: TLS interception --------------------------------------- */
 
 /* One event per request inside an intercepted connection; refusals that
