@@ -32,7 +32,7 @@ int moat_net_proxy_env(struct moat_run *r,
 
 bool moat_net_needs_credentials(const struct moat_policy *p)
 {
-	return p->n_secrets || p->n_http_rules;
+	return p->n_secrets || p->n_http_rules || p->inspect_tls_all;
 }
 
 int moat_net_check_rules(struct moat_run *r)

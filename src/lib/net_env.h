@@ -15,7 +15,8 @@ struct moat_policy;
 int moat_net_proxy_env(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *));
 /* Whether the run needs the credential proxy (TLS interception) before
- * clone: secrets or http rules make a per-run CA and placeholders. */
+ * clone: secrets, http rules or --inspect-tls all make a per-run CA (and
+ * secrets placeholders). */
 bool moat_net_needs_credentials(const struct moat_policy *p);
 /* The rules turned into a proxy configuration once, and thrown away:
  * -EINVAL with r->err set for a bad rule. */

@@ -104,6 +104,7 @@ struct moat_policy *moat_policy_free(struct moat_policy *p)
 	}
 	free(p->http_rules);
 	free(p->upstream_ca);
+	strv_free(p->no_inspect, p->n_no_inspect);
 	for (unsigned i = 0; i < p->n_secrets; i++) {
 		struct moat_secret *s = &p->secrets[i];
 		free(s->name);
@@ -896,6 +897,26 @@ static int set_upstream_ca(struct moat_policy *p, const char *v, char *why, size
 	return set_abs_path(&p->upstream_ca, v, why, whylen);
 }
 
+static int set_inspect_tls(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	if (streq(v, "all"))
+		p->inspect_tls_all = true;
+	else if (streq(v, "auto"))
+		p->inspect_tls_all = false;
+	else {
+		snprintf(why, whylen, "must be auto or all");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_no_inspect(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	if (moat_host_pattern_validate(v, why, whylen) < 0)
+		return -EINVAL;
+	return strv_add(&p->no_inspect, &p->n_no_inspect, MOAT_MAX_RULES, v);
+}
+
 /* --secret NAME@HOST[,HOST...]: the value comes from moat's environment variable NAME. */
 static int set_secret(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
@@ -1054,6 +1075,10 @@ static const struct option_def options[] = {
 	{"--resolve", "NAME=ADDR", set_resolve, "map NAME to ADDR (also allows that address)"},
 	{"--upstream-ca", "FILE", set_upstream_ca,
 	 "verify TLS upstreams with this CA instead of the system store"},
+	{"--inspect-tls", "auto|all", set_inspect_tls,
+	 "all: intercept every allowed TLS host (placeholder and http rules everywhere)"},
+	{"--no-inspect", "HOST", set_no_inspect,
+	 "with --inspect-tls all: pass TLS to HOST through (pinned clients)"},
 	{"--secret", "NAME@HOST[,HOST]", set_secret,
 	 "inject moat's $NAME for HOST; the sandbox sees a placeholder"},
 	{"--log", "FILE", set_log, "write the audit stream (JSON lines) to FILE"},
@@ -1627,6 +1652,8 @@ static int h_network(struct jctx *c, json_t *v, const struct key_handler *h)
 		{"resolve", h_resolve, NULL, false},
 		{"http_rules", h_http_rules, NULL, false},
 		{"upstream_ca", h_set, set_upstream_ca, false},
+		{"inspect_tls", h_set, set_inspect_tls, false},
+		{"no_inspect", h_set_array, set_no_inspect, false},
 	};
 	enum moat_net_mode before = c->p->net;
 	int r = jobject(c, v, hs, ELEMENTSOF(hs));
@@ -1844,6 +1871,58 @@ int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_e
 
 /* ---- validation --------------------------------------------------------------- */
 
+/* Could some name match both host patterns? (normalized: "a.b" or "*.a.b") */
+static bool patterns_overlap(const char *a, const char *b)
+{
+	char na[256], nb[256];
+	bool wa, wb;
+	size_t la, lb;
+
+	if (moat_host_pattern_normalize(a, na, sizeof(na)) < 0 ||
+	    moat_host_pattern_normalize(b, nb, sizeof(nb)) < 0)
+		return true; /* in doubt: overlap (refused below) */
+	wa = na[0] == '*';
+	wb = nb[0] == '*';
+	if (!wa && !wb)
+		return streq(na, nb);
+	if (wa && !wb)
+		return moat_host_pattern_match(na, nb);
+	if (!wa && wb)
+		return moat_host_pattern_match(nb, na);
+	/* "*.x" and "*.y" overlap when one suffix is the other or under it */
+	la = strlen(na + 1);
+	lb = strlen(nb + 1);
+	return la >= lb ? streq(na + 1 + la - lb, nb + 1) : streq(nb + 1 + lb - la, na + 1);
+}
+
+/* --no-inspect only narrows --inspect-tls all, and never a host whose
+ * secret or http rules need interception: pass-through there would make
+ * placeholders and method/path rules invisible, so the run is refused. */
+static int validate_inspect(const struct moat_policy *p, struct moat_error *ret_err)
+{
+	if (p->n_no_inspect && !p->inspect_tls_all)
+		return moat_error_set(ret_err, "policy", EINVAL,
+				      "--no-inspect %s needs --inspect-tls all", p->no_inspect[0]);
+	for (unsigned i = 0; i < p->n_no_inspect; i++) {
+		const char *ni = p->no_inspect[i];
+		for (unsigned j = 0; j < p->n_secrets; j++)
+			for (unsigned k = 0; k < p->secrets[j].n_hosts; k++)
+				if (patterns_overlap(ni, p->secrets[j].hosts[k]))
+					return moat_error_set(
+						ret_err, "policy", EINVAL,
+						"--no-inspect %s covers %s, a host of secret %s: "
+						"its placeholder would travel unchecked",
+						ni, p->secrets[j].hosts[k], p->secrets[j].name);
+		for (unsigned j = 0; j < p->n_http_rules; j++)
+			if (patterns_overlap(ni, p->http_rules[j].host))
+				return moat_error_set(
+					ret_err, "policy", EINVAL,
+					"--no-inspect %s covers %s, which has http rules", ni,
+					p->http_rules[j].host);
+	}
+	return 0;
+}
+
 int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err)
 {
 	for (unsigned i = 0; i < p->n_mounts; i++)
@@ -1890,5 +1969,5 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 			if (streq(p->secrets[i].name, p->secrets[j].name))
 				return moat_error_set(ret_err, "policy", EINVAL,
 						      "secret %s given twice", p->secrets[i].name);
-	return 0;
+	return validate_inspect(p, ret_err);
 }

@@ -180,6 +180,9 @@ struct moat_policy {
 	struct moat_http_rule *http_rules;
 	unsigned n_http_rules;
 	char *upstream_ca; /* CA file to verify upstreams with (tests); NULL = system store */
+	bool inspect_tls_all; /* --inspect-tls all: terminate every allowed TLS host */
+	char **no_inspect; /* --no-inspect HOST: host patterns passed through untouched */
+	unsigned n_no_inspect;
 
 	/* credentials */
 	struct moat_secret *secrets;

@@ -156,6 +156,8 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	}
 	if (p->upstream_ca)
 		json_object_set_new(net, "upstream_ca", json_string(p->upstream_ca));
+	json_object_set_new(net, "inspect_tls", json_string(p->inspect_tls_all ? "all" : "auto"));
+	json_object_set_new(net, "no_inspect", strv_json(p->no_inspect, p->n_no_inspect));
 	json_object_set_new(root, "network", net);
 
 	for (unsigned i = 0; i < p->n_secrets; i++) {

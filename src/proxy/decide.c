@@ -244,6 +244,7 @@ struct moat_proxy_config *moat_proxy_config_free(struct moat_proxy_config *c)
 	free(c->deny);
 	free(c->cidrs);
 	free(c->resolve);
+	free(c->no_inspect);
 	free(c);
 	return NULL;
 }
@@ -326,6 +327,22 @@ int moat_proxy_config_from_policy(const struct moat_policy *p, struct moat_proxy
 			c->n_resolve++;
 		}
 	}
+	if (r >= 0 && p->n_no_inspect) {
+		if (p->n_no_inspect > MOAT_MAX_RULES)
+			r = -E2BIG;
+		else if (!(c->no_inspect = calloc(p->n_no_inspect, sizeof(*c->no_inspect))))
+			r = -ENOMEM;
+		for (unsigned i = 0; r >= 0 && i < p->n_no_inspect; i++) {
+			if (!p->no_inspect[i] ||
+			    moat_host_pattern_normalize(p->no_inspect[i], c->no_inspect[i].pattern,
+							sizeof(c->no_inspect[i].pattern)) < 0) {
+				r = -EINVAL;
+				break;
+			}
+			c->n_no_inspect++;
+		}
+	}
+	c->inspect_all = p->inspect_tls_all;
 	if (r < 0) {
 		moat_proxy_config_free(c);
 		return r;

@@ -12,15 +12,23 @@
  * truth.
  *
  *   HTTP:   HEAD -> (decide) -> RESOLVE -> CONNECT -> RELAY (absolute-form)
- *                                                  -> INSPECT -> RELAY (CONNECT)
- *   SOCKS:  SOCKS_GREET -> SOCKS_REQ -> (decide) -> RESOLVE -> CONNECT -> INSPECT -> RELAY
- *   transparent: (original dst) synthetic/CIDR -> RESOLVE -> CONNECT -> INSPECT -> RELAY
- *                otherwise PEEK (SNI/Host) -> RESOLVE -> CONNECT -> RELAY
+ *           CONNECT by name:    -> RESOLVE -> (200) FIRST -> CONNECT -> RELAY | TLS
+ *           CONNECT by address: -> CONNECT -> (200) INSPECT -> RELAY
+ *   SOCKS:  SOCKS_GREET -> SOCKS_REQ -> (decide) -> the same as CONNECT
+ *   transparent: synthetic address (a name) -> RESOLVE -> FIRST -> CONNECT -> RELAY | TLS
+ *                CIDR rule (an address) -> CONNECT -> INSPECT -> RELAY
+ *                otherwise PEEK (SNI/Host, the same check as FIRST) -> RESOLVE
+ *                -> CONNECT -> RELAY | TLS
  *   refusals:  FLUSH_CLOSE (reply) -> LINGER (drain until EOF) -> closed;
  *              transparent connections are reset instead.
- * INSPECT waits for the client's first bytes: a TLS ClientHello must name the
- * host that was decided on (SNI), port 443 must carry TLS; if the upstream
- * speaks first (SSH, SMTP) the tunnel starts at once.
+ * A connection allowed by NAME is dialled only after its first bytes proved
+ * the name (moat_proxy_check_first: SNI equal to the name, or plain HTTP
+ * whose Host is the name, which then runs through the HTTP request checks);
+ * an intercepted name goes to TLS (proxy/intercept.c). A refusal therefore
+ * never contacts the upstream. A connection allowed by an ADDRESS rule is
+ * dialled first and INSPECT only refuses what names a host that must not be
+ * reached that way (port 443 without TLS, an intercepted or denied SNI); a
+ * server that speaks first (SSH, SMTP) needs such an address rule.
  */
 #include "proxy/proxy.h"
 
@@ -79,6 +87,7 @@ enum state {
 	S_PEEK,
 	S_RESOLVE,
 	S_CONNECT,
+	S_FIRST, /* by name, replied, not dialled: waiting for the first bytes */
 	S_INSPECT,
 	S_RELAY,
 	S_TLS, /* TLS-intercepted (credential proxy): proxy/intercept.c drives it */
@@ -121,6 +130,10 @@ struct conn {
 	char sni[MOAT_HOST_BUFSZ];
 	struct sockaddr_storage odst;
 	bool have_odst, peeked;
+	bool by_name; /* allowed by a name rule: the first bytes decide before dialling */
+	bool replied; /* CONNECT 200 / SOCKS success already sent (before dialling) */
+	int first; /* enum moat_proxy_first once checked, else 0 */
+	bool tunnel_http; /* plain HTTP in a tunnel: origin-form requests, Host checked */
 	struct moat_proxy_decision d;
 	unsigned addr_i;
 	char dialed[MOAT_ADDR_STRLEN];
@@ -164,7 +177,6 @@ static void enter_relay(struct conn *c);
 static void http_process(struct conn *c);
 static void dial(struct conn *c);
 static void inspect_step(struct conn *c);
-static bool needs_intercept(const struct proxy *p, const char *name);
 static void enter_tls(struct conn *c);
 static void tls_step(struct conn *c);
 
@@ -399,13 +411,13 @@ static void refuse(struct conn *c, int status, const char *reason, const char *r
 	conn_event(c, false, reason, rule);
 	switch (c->kind) {
 	case K_HTTP:
-		if (c->state == S_INSPECT || c->state == S_RELAY)
+		if (c->replied || c->state == S_INSPECT || c->state == S_RELAY)
 			conn_close(c); /* the 200 already went out */
 		else
 			http_refuse(c, status, reason, rule);
 		break;
 	case K_SOCKS:
-		if (c->state == S_INSPECT || c->state == S_RELAY)
+		if (c->replied || c->state == S_INSPECT || c->state == S_RELAY)
 			conn_close(c);
 		else
 			socks_refuse(c,
@@ -422,6 +434,10 @@ static void refuse(struct conn *c, int status, const char *reason, const char *r
 static void fail(struct conn *c, int status, const char *reason)
 {
 	conn_event(c, true, reason, c->d.rule);
+	if (c->replied) {
+		conn_close(c); /* the tunnel was promised: it just ends */
+		return;
+	}
 	switch (c->kind) {
 	case K_HTTP:
 		http_refuse(c, status, reason, NULL);
@@ -448,6 +464,7 @@ static void conn_update(struct conn *c)
 	case S_SOCKS_GREET:
 	case S_SOCKS_REQ:
 	case S_PEEK:
+	case S_FIRST:
 	case S_DNS:
 		ce = room ? EPOLLIN : 0;
 		break;
@@ -525,6 +542,19 @@ static void connected(struct conn *c)
 	(void)setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	moat_addr_format((struct sockaddr *)&c->d.addrs[c->addr_i], false, c->dialed,
 			 sizeof(c->dialed));
+	if (c->first) {
+		/* By name: the first bytes were checked before dialling. */
+		if (c->first == MOAT_PROXY_FIRST_INTERCEPT) {
+			enter_tls(c);
+			return;
+		}
+		if (c->first == MOAT_PROXY_FIRST_HTTP) {
+			c->http = true;
+			c->tunnel_http = true;
+		}
+		enter_relay(c);
+		return;
+	}
 	switch (c->kind) {
 	case K_HTTP:
 		if (!c->http) {
@@ -555,10 +585,6 @@ static void connected(struct conn *c)
 		break;
 	}
 	default:
-		if (c->peeked) {
-			enter_relay(c);
-			return;
-		}
 		c->state = S_INSPECT;
 		set_deadline(c, c->p->head_ms);
 		break;
@@ -601,6 +627,74 @@ static void dial(struct conn *c)
 	fail(c, 502, "connect-failed");
 }
 
+/* The first bytes of a connection allowed by name, before anything is
+ * dialled: refuse, or dial and then relay/intercept as moat_proxy_check_first
+ * said. */
+static void first_step(struct conn *c)
+{
+	struct proxy *p = c->p;
+	struct moat_proxy_first_info fi;
+	bool final = c->client_eof || c->in_len >= p->in_cap;
+	int r = moat_proxy_check_first(p->cfg, c->name, c->port, c->in, c->in_len, final, &fi);
+
+	if (fi.sni[0])
+		snprintf(c->sni, sizeof(c->sni), "%s", fi.sni);
+	if (r == MOAT_PROXY_FIRST_MORE) {
+		conn_update(c);
+		return;
+	}
+	if (r == MOAT_PROXY_FIRST_DENY) {
+		refuse(c, 403, fi.reason, NULL);
+		return;
+	}
+	c->first = r;
+	c->addr_i = 0;
+	c->deadline_ms = 0;
+	dial(c);
+}
+
+/* The decision (and the addresses) are final: a connection allowed by name
+ * first tells the client to go ahead and reads what it sends; everything
+ * else dials now. */
+static void ready(struct conn *c)
+{
+	struct proxy *p = c->p;
+
+	if (!c->by_name || c->first) {
+		c->addr_i = 0;
+		c->deadline_ms = 0;
+		dial(c);
+		return;
+	}
+	if (c->kind == K_HTTP) {
+		if (buf_add(&c->down, MOAT_HTTP1_CONNECT_OK, strlen(MOAT_HTTP1_CONNECT_OK)) < 0) {
+			conn_close(c);
+			return;
+		}
+		c->replied = true;
+	} else if (c->kind == K_SOCKS) {
+		/* Not connected yet: BND.ADDR is 0.0.0.0:0 (RFC 1928 allows it). */
+		uint8_t rep[MOAT_SOCKS5_REPLY_MAX];
+		int n = moat_socks5_build_reply(rep, sizeof(rep), MOAT_SOCKS5_REP_SUCCEEDED, NULL);
+		if (n < 0 || buf_add(&c->down, rep, (size_t)n) < 0) {
+			conn_close(c);
+			return;
+		}
+		c->replied = true;
+	}
+	c->state = S_FIRST;
+	set_deadline(c, p->head_ms);
+	if (c->in_len > 0) {
+		/* Bytes the client sent together with its request. */
+		unsigned slot = c->slot;
+		uint16_t gen = c->gen;
+		first_step(c);
+		if (!alive(p, slot, gen) || c->state != S_FIRST)
+			return;
+	}
+	conn_update(c);
+}
+
 /* An allowed decision: dial the pinned addresses or resolve the name first. */
 static void go(struct conn *c)
 {
@@ -608,8 +702,7 @@ static void go(struct conn *c)
 	uint32_t id = ((uint32_t)c->gen << 16) | c->slot;
 
 	if (c->d.n_addrs > 0) {
-		c->deadline_ms = 0;
-		dial(c);
+		ready(c);
 		return;
 	}
 	if (p->res_fd < 0 || moat_resolver_send(p->res_fd, id, c->name) < 0) {
@@ -645,9 +738,7 @@ static void on_resolved(struct conn *c, const struct moat_resolver_reply *rep)
 		moat_addr_unmap((struct sockaddr *)&c->odst, &c->d.addrs[0]);
 		c->d.n_addrs = 1;
 	}
-	c->addr_i = 0;
-	c->deadline_ms = 0;
-	dial(c);
+	ready(c);
 }
 
 static void on_resolver(struct moat_loop *l, int fd, uint32_t events, void *data)
@@ -902,8 +993,15 @@ static void http_process(struct conn *c)
 			http_stop(c, moat_http1_err_status(n), moat_http1_strerror(n), NULL);
 			return;
 		}
-		if (r.is_connect || r.form != MOAT_HTTP1_FORM_ABSOLUTE || !streq(r.host, c->name) ||
-		    r.port != c->port) {
+		/* On the proxy port: absolute-form for this connection's
+		 * authority. In a tunnel (CONNECT, SOCKS, transparent): origin-form
+		 * whose Host names the tunnel's host (and port, if it has one). */
+		bool other = c->tunnel_http
+			? r.form != MOAT_HTTP1_FORM_ORIGIN || !r.has_host ||
+				r.host_kind != MOAT_HOST_NAME ||
+				(r.port_explicit && r.port != c->port)
+			: r.form != MOAT_HTTP1_FORM_ABSOLUTE || r.port != c->port;
+		if (r.is_connect || other || !streq(r.host, c->name)) {
 			char rule[MOAT_PROXY_RULE_MAX];
 			snprintf(rule, sizeof(rule), "a new connection for %s:%u", r.host, r.port);
 			req_event(c, false, "host-switch");
@@ -917,7 +1015,7 @@ static void http_process(struct conn *c)
 			http_stop(c, 403, why, NULL);
 			return;
 		}
-		req_event(c, true, "keep-alive");
+		req_event(c, true, c->tunnel_http ? "http-in-tunnel" : "keep-alive");
 		if (http_rewrite(c, &r) < 0) {
 			conn_close(c);
 			return;
@@ -959,6 +1057,7 @@ static void http_head(struct conn *c)
 		refuse(c, 403, c->d.reason, c->d.rule);
 		return;
 	}
+	c->by_name = r.is_connect && c->hkind == MOAT_HOST_NAME;
 	if (!r.is_connect) {
 		char why_buf[400];
 		const char *why = http_cred_check(c, &r, (size_t)n, why_buf, sizeof(why_buf));
@@ -1031,6 +1130,7 @@ static void socks_step(struct conn *c)
 			refuse(c, 403, c->d.reason, c->d.rule);
 			return;
 		}
+		c->by_name = c->hkind == MOAT_HOST_NAME;
 		go(c);
 		return;
 	}
@@ -1102,6 +1202,7 @@ static void trans_start(struct conn *c, bool v6)
 			refuse(c, 403, c->d.reason, c->d.rule);
 			return;
 		}
+		c->by_name = true;
 		go(c);
 		return;
 	}
@@ -1145,7 +1246,8 @@ static void peek_step(struct conn *c)
 		moat_http1_slice_copy(r.method, c->method, sizeof(c->method));
 		snprintf(c->name, sizeof(c->name), "%s", r.host);
 	} else if (s == MOAT_SNI_NO_SNI) {
-		refuse(c, 403, c->d.reason, c->d.rule);
+		/* Only an address rule allows TLS without a name. */
+		refuse(c, 403, "no-sni", c->d.rule);
 		return;
 	} else {
 		refuse(c, 403, "tls-malformed", NULL);
@@ -1157,6 +1259,20 @@ static void peek_step(struct conn *c)
 	if (!c->d.allow) {
 		refuse(c, 403, c->d.reason, c->d.rule);
 		return;
+	}
+	/* The same rule as for every connection allowed by name. */
+	{
+		struct moat_proxy_first_info fi;
+		int f = moat_proxy_check_first(p->cfg, c->name, c->port, c->in, c->in_len,
+					       c->client_eof || c->in_len >= p->in_cap, &fi);
+		if (f == MOAT_PROXY_FIRST_MORE)
+			goto more;
+		if (f == MOAT_PROXY_FIRST_DENY) {
+			refuse(c, 403, fi.reason, NULL);
+			return;
+		}
+		c->by_name = true;
+		c->first = f;
 	}
 	if (c->d.n_addrs > 0) {
 		/* --resolve pins the name: the original address must be it. */
@@ -1176,22 +1292,7 @@ more:
 		conn_update(c);
 }
 
-/* After connecting: check the client's first bytes against the decision. */
 /* ---- credential proxy: TLS interception --------------------------------------- */
-
-static bool needs_intercept(const struct proxy *p, const char *name)
-{
-	const struct moat_proxy_config *cfg = p->cfg;
-
-	if (!cfg->ca || !cfg->upstream_tls)
-		return false;
-	if (cfg->secrets && moat_secrets_host_bound(cfg->secrets, name))
-		return true;
-	for (unsigned i = 0; i < cfg->n_http_rules; i++)
-		if (moat_secrets_host_match(cfg->http_rules[i].host, name))
-			return true;
-	return false;
-}
 
 /* One event per request inside an intercepted connection; refusals that
  * involve a secret carry "alert" in the reason's prefix. */
@@ -1261,6 +1362,11 @@ static void enter_tls(struct conn *c)
 	tls_step(c);
 }
 
+/* After connecting on an ADDRESS rule (CONNECT/SOCKS to an IP, a transparent
+ * connection a CIDR rule allows): raw bytes and TLS without SNI may go, but a
+ * ClientHello that names a host is held to that name's rules: a denied host
+ * or an intercepted one (reaching it by address would skip interception) is
+ * refused. */
 static void inspect_step(struct conn *c)
 {
 	struct moat_sni_info si;
@@ -1277,13 +1383,24 @@ static void inspect_step(struct conn *c)
 		if (c->client_eof || c->in_len >= INSPECT_MAX)
 			refuse(c, 403, "tls-malformed", NULL);
 		return;
-	case MOAT_SNI_FOUND:
+	case MOAT_SNI_FOUND: {
+		struct moat_proxy_decision nd;
 		snprintf(c->sni, sizeof(c->sni), "%s", si.host);
 		if (c->hkind == MOAT_HOST_NAME && !streq(si.host, c->name)) {
 			refuse(c, 403, "sni-mismatch", NULL);
 			return;
 		}
+		if (moat_proxy_intercepts(c->p->cfg, si.host)) {
+			refuse(c, 403, "sni-intercepted-host", NULL);
+			return;
+		}
+		moat_proxy_decide(c->p->cfg, MOAT_HOST_NAME, si.host, c->port, &nd);
+		if (!nd.allow && streq(nd.reason, "deny-host")) {
+			refuse(c, 403, "deny-host", NULL);
+			return;
+		}
 		break;
+	}
 	case MOAT_SNI_NOT_TLS:
 		if (c->port == 443) {
 			refuse(c, 403, "not-tls", NULL);
@@ -1294,10 +1411,6 @@ static void inspect_step(struct conn *c)
 		break;
 	default:
 		refuse(c, 403, "tls-malformed", NULL);
-		return;
-	}
-	if (s == MOAT_SNI_FOUND && c->hkind == MOAT_HOST_NAME && needs_intercept(c->p, c->name)) {
-		enter_tls(c);
 		return;
 	}
 	enter_relay(c);
@@ -1611,6 +1724,9 @@ static void on_client(struct moat_loop *l, int fd, uint32_t events, void *data)
 	case S_PEEK:
 		peek_step(c);
 		break;
+	case S_FIRST:
+		first_step(c);
+		break;
 	case S_INSPECT: {
 		struct proxy *p = c->p;
 		unsigned slot = c->slot;
@@ -1771,6 +1887,11 @@ static void on_tick(struct moat_loop *l, uint64_t now, void *data)
 		case S_PEEK:
 		case S_INSPECT:
 			refuse(c, 408, "timeout", NULL);
+			break;
+		case S_FIRST:
+			/* A client that waits for the server (SSH, SMTP) never
+			 * proves the name: such protocols need an address rule. */
+			refuse(c, 408, c->in_len ? "timeout" : "no-first-bytes", NULL);
 			break;
 		case S_RESOLVE:
 		case S_CONNECT:

@@ -94,6 +94,17 @@ struct moat_proxy_config {
 	const struct moat_secrets *secrets;
 	const struct moat_http_rule *http_rules;
 	unsigned n_http_rules;
+
+	/* --inspect-tls all / --no-inspect (docs/NETWORK.md "One set of TLS
+	 * rules"): with inspect_all, every TLS connection allowed by name is
+	 * terminated (needs ca and upstream_tls) except for hosts matching a
+	 * no_inspect pattern (normalized; ports ignored). A host that has a
+	 * secret or an http rule is intercepted whatever no_inspect says (the
+	 * policy refuses such a combination before a run starts). Plain
+	 * values: serialize as a bool and a list of patterns. */
+	bool inspect_all;
+	struct moat_proxy_host_rule *no_inspect;
+	unsigned n_no_inspect;
 };
 
 /* Build the proxy's rules from a validated policy. Patterns, CIDRs and
@@ -131,6 +142,48 @@ void moat_proxy_check_addrs(const struct moat_proxy_config *c, const char *host,
 /* For the DNS stub: may @name (normalized) be answered at all, i.e. is it not
  * denied and allowed by some rule on some port? NULL if yes, else the reason. */
 const char *moat_proxy_name_refused(const struct moat_proxy_config *c, const char *name);
+
+/* Is TLS to @name (normalized) terminated by the proxy? A secret's host or an
+ * http rule's host always (when cfg->ca and cfg->upstream_tls are set); with
+ * cfg->inspect_all every other name too, unless a no_inspect pattern
+ * matches it. */
+bool moat_proxy_intercepts(const struct moat_proxy_config *c, const char *name);
+
+/*
+ * The first bytes of a connection allowed by NAME (CONNECT, SOCKS5 or a
+ * transparent connection whose name is known), read before the upstream is
+ * dialled. One rule for every path (docs/NETWORK.md):
+ *   - a TLS ClientHello must carry exactly one host_name SNI equal to @name
+ *     after normalisation ("no-sni", "sni-mismatch"); a malformed or
+ *     over-long hello is "tls-malformed"; an ECH/ESNI extension on a host
+ *     that is not intercepted is "tls-ech" (the outer SNI would not be the
+ *     name served). An intercepted host gives INTERCEPT, others TLS;
+ *   - anything else on port 443 is "not-tls";
+ *   - elsewhere, plain bytes must be an HTTP/1 request whose Host names
+ *     @name (and the port, if it has one): HTTP (every later request on the
+ *     connection is parsed and checked the same way); no Host is "no-host",
+ *     another one "host-mismatch", other bytes "not-tls-or-http".
+ * Raw protocols and server-speaks-first protocols need an address rule
+ * (--allow-cidr). @final: no more bytes will come (EOF or buffer full).
+ * Returns an enum moat_proxy_first; ret->reason is set for DENY, ret->sni
+ * whenever a ClientHello named a host.
+ */
+enum moat_proxy_first {
+	MOAT_PROXY_FIRST_MORE = 0,
+	MOAT_PROXY_FIRST_TLS,
+	MOAT_PROXY_FIRST_INTERCEPT,
+	MOAT_PROXY_FIRST_HTTP,
+	MOAT_PROXY_FIRST_DENY,
+};
+
+struct moat_proxy_first_info {
+	const char *reason; /* static token for DENY */
+	char sni[MOAT_HOST_BUFSZ]; /* "" if none */
+};
+
+int moat_proxy_check_first(const struct moat_proxy_config *c, const char *name, uint16_t port,
+			   const void *buf, size_t len, bool final,
+			   struct moat_proxy_first_info *ret);
 
 /* True if @sa (port ignored) is one of d->addrs. */
 bool moat_proxy_decision_has_addr(const struct moat_proxy_decision *d, const struct sockaddr *sa);

@@ -12,6 +12,8 @@
 #define TLS_RECORD_MAX 16384
 #define EXT_SERVER_NAME 0
 #define EXT_ALPN 16
+#define EXT_ECH 0xfe0d /* RFC 9849 encrypted_client_hello */
+#define EXT_ESNI 0xffce /* draft-ietf-tls-esni-00..02 encrypted_server_name */
 
 /* A bounds-checked reader over a byte range. */
 struct cur {
@@ -156,6 +158,10 @@ static int parse_hello(struct cur c, struct moat_sni_info *r)
 			e = parse_alpn(ext, r);
 			if (e != 0)
 				return e;
+		} else if (type == EXT_ECH || type == EXT_ESNI) {
+			/* The outer SNI is then a front's public name; the name
+			 * the server serves is in the encrypted part. */
+			r->ech = true;
 		}
 	}
 	return seen_sni ? MOAT_SNI_FOUND : MOAT_SNI_NO_SNI;

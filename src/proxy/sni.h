@@ -15,6 +15,8 @@
  * lengths, duplicate server_name or ALPN extensions, a server_name list with
  * more or fewer than one entry, a name type other than host_name, a host name
  * that moat_host_normalize() refuses or that is an IP literal (RFC 6066 3).
+ * An encrypted_client_hello (ECH) or encrypted_server_name (ESNI) extension
+ * is reported in ret->ech: the SNI is then not the name the server serves.
  */
 #pragma once
 
@@ -42,6 +44,7 @@ struct moat_sni_info {
 	char alpn[MOAT_SNI_ALPN_MAX];
 	uint16_t legacy_version; /* ClientHello.legacy_version, e.g. 0x0303 */
 	size_t hello_len; /* handshake message length incl. 4-byte header */
+	bool ech; /* an ECH (0xfe0d) or ESNI (0xffce) extension is present */
 	const char *malformed_why; /* static reason for MALFORMED, else NULL */
 };
 

@@ -169,9 +169,48 @@ t_source_failures() {
 	assert_not_contains "$err" "partial" "the command's output in the error"
 }
 
+# --inspect-tls all: placeholder detection on a host without a secret. The
+# positive control is the default run, where TLS to other.test is a tunnel and
+# the placeholder reaches it unseen. --no-inspect passes a host through (its
+# own certificate), and may not cover a secret's host.
+t_inspect_tls_all() {
+	setup
+	local out seen
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --ro "$PKI" -- sh -c '
+		curl -sS -o /dev/null -w "tunnel=%{http_code}\n" --cacert "'"$PKI"'/ca.pem" \
+			"https://other.test:'"$PORT"'/tunnel" -H "Authorization: Bearer $GH_TOKEN"')
+	assert_contains "$out" "tunnel=200"
+	assert_contains "$(cat "$PKI/seen")" "GET /tunnel	Bearer moat-ph-GH_TOKEN-" "control: unseen by default"
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --inspect-tls all \
+		--log "$T_OUT/log3.jsonl" -- sh -c '
+		curl -sS -o /dev/null -w "inspected=%{http_code}\n" \
+			"https://other.test:'"$PORT"'/inspected" -H "Authorization: Bearer $GH_TOKEN"
+		curl -sS -o /dev/null -w "clean=%{http_code}\n" "https://other.test:'"$PORT"'/clean"')
+	assert_contains "$out" "inspected=403"
+	assert_contains "$out" "clean=200"
+	seen=$(cat "$PKI/seen")
+	assert_not_contains "$seen" "/inspected"
+	assert_contains "$seen" "GET /clean"
+	assert_contains "$(grep '"type":"alert"' "$T_OUT/log3.jsonl")" "placeholder sent to a host it is not approved for"
+	# --no-inspect: the upstream's own certificate, i.e. not intercepted
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --inspect-tls all \
+		--no-inspect other.test --ro "$PKI" -- sh -c '
+		curl -sS -o /dev/null -w "pinned=%{http_code}\n" --cacert "'"$PKI"'/ca.pem" \
+			"https://other.test:'"$PORT"'/pinned"')
+	assert_contains "$out" "pinned=200"
+	assert_contains "$(cat "$PKI/seen")" "GET /pinned"
+	# ... but never for a secret's host
+	local rc=0
+	GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --inspect-tls all --no-inspect API.test. \
+		-- true 2>"$T_OUT/err" || rc=$?
+	assert_eq 2 "$rc" "--no-inspect over a secret's host (a policy error)"
+	assert_contains "$(cat "$T_OUT/err")" "a host of secret GH_TOKEN"
+}
+
 run_test "curl, python and git get the real token to the upstream; the sandbox holds a placeholder" t_injected_for_curl_python_git
 run_test "the real value is nowhere inside (environment, files)" t_value_never_inside
 run_test "the placeholder to another host, in a URL, a body or DNS is refused and alerted" t_refused_elsewhere
 run_test "an upstream certificate from another CA: the request fails, nothing sent" t_bad_upstream_cert
 run_test "a secret source that fails stops the run (125)" t_source_failures
+run_test "--inspect-tls all sees placeholders on every host; --no-inspect passes through" t_inspect_tls_all
 t_done

@@ -153,10 +153,11 @@ t_net_none_has_no_route() {
 	assert_not_contains "$out" "package-bytes"
 }
 
-t_https_through_connect_and_transparent() {
-	need
+# start_tls_mirror: an HTTPS server for mirror.test on $MIRROR_ADDR (its own
+# self-signed certificate in $tls); sets tls, port, pid.
+start_tls_mirror() {
 	command -v openssl >/dev/null || skip "openssl not installed"
-	local tls="$T_OUT/tls"
+	tls="$T_OUT/tls"
 	mkdir -p "$tls"
 	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=mirror.test \
 		-addext subjectAltName=DNS:mirror.test -keyout "$tls/key.pem" \
@@ -170,20 +171,26 @@ c.load_cert_chain('$tls/cert.pem', '$tls/key.pem')
 h.socket = c.wrap_socket(h.socket, server_side=True)
 print(h.server_address[1], flush=True)
 h.serve_forever()" >"$tls/port" 2>/dev/null &
-	local pid=$! port=
+	pid=$!
+	port=
 	for _ in $(seq 50); do
 		port=$(head -1 "$tls/port" 2>/dev/null || true)
 		[ -n "$port" ] && break
 		sleep 0.1
 	done
-	[ -n "$port" ] || { kill $pid; fail "https server did not start"; }
-	local out
+	[ -n "$port" ] || { kill "$pid"; fail "https server did not start"; }
+}
+
+t_https_through_connect_and_transparent() {
+	need
+	local tls port pid out
+	start_tls_mirror
 	rm -f "$T_OUT/log.json"
 	out=$(cd "$MIRROR_DIR" && "$MOAT" run --quiet --log "$T_OUT/log.json" --ro "$tls" \
 		--allow-host "mirror.test:$port" --resolve "mirror.test=$MIRROR_ADDR" -- sh -c "
 		curl -sS -m5 --cacert $tls/cert.pem https://mirror.test:$port/ >/dev/null && echo CONNECT-OK
 		curl -sS -m5 --noproxy '*' --cacert $tls/cert.pem https://mirror.test:$port/ >/dev/null && echo TRANSPARENT-OK")
-	kill $pid 2>/dev/null || true
+	kill "$pid" 2>/dev/null || true
 	assert_contains "$out" CONNECT-OK
 	assert_contains "$out" TRANSPARENT-OK
 	local log
@@ -192,8 +199,75 @@ h.serve_forever()" >"$tls/port" 2>/dev/null &
 	assert_contains "$log" '"sni":"mirror.test","action":"allow"'
 }
 
+# A connection allowed by name must present that name in its SNI, on every
+# path (CONNECT, SOCKS5, transparent); refused before the upstream is dialled,
+# logged and alerted. The same client with the right SNI is the positive
+# control.
+t_tls_name_rules_need_their_sni() {
+	need
+	local tls port pid out
+	start_tls_mirror
+	rm -f "$T_OUT/log.json"
+	out=$(cd "$MIRROR_DIR" && "$MOAT" run --quiet --log "$T_OUT/log.json" --ro "$tls" \
+		--allow-host "mirror.test:$port" --resolve "mirror.test=$MIRROR_ADDR" -- "$PY" -c "
+import socket, ssl
+port = $port
+def connect():
+    s = socket.create_connection(('127.0.0.1', 3128), 5)
+    s.sendall(b'CONNECT mirror.test:%d HTTP/1.1\r\nHost: mirror.test:%d\r\n\r\n' % (port, port))
+    r = b''
+    while not r.endswith(b'\r\n\r\n'):
+        b = s.recv(1)
+        if not b: raise OSError('closed')
+        r += b
+    return s
+def socks():
+    s = socket.create_connection(('127.0.0.1', 1080), 5)
+    s.sendall(b'\x05\x01\x00'); s.recv(2)
+    s.sendall(b'\x05\x01\x00\x03\x0bmirror.test' + port.to_bytes(2, 'big'))
+    s.recv(10)
+    return s
+def transparent():
+    return socket.create_connection(('mirror.test', port), 5)
+for name, dial in (('connect', connect), ('socks', socks), ('transparent', transparent)):
+    for sni in (None, 'other.test', 'mirror.test'):
+        c = ssl.create_default_context(cafile='$tls/cert.pem')
+        c.check_hostname = False
+        try:
+            t = c.wrap_socket(dial(), server_hostname=sni)
+            t.sendall(b'GET /pkg.txt HTTP/1.0\r\nHost: mirror.test\r\n\r\n')
+            d = b''
+            while True:
+                b = t.recv(4096)
+                if not b: break
+                d += b
+            print(name, sni, 'OK' if d.startswith(b'HTTP/1.') else 'EMPTY')
+        except (OSError, ssl.SSLError):
+            print(name, sni, 'REFUSED')
+" 2>&1)
+	kill "$pid" 2>/dev/null || true
+	local p
+	for p in connect socks transparent; do
+		assert_contains "$out" "$p None REFUSED"
+		assert_contains "$out" "$p other.test REFUSED"
+		assert_contains "$out" "$p mirror.test OK"
+	done
+	"$PY" - "$T_OUT/log.json" <<'EOF' || fail "log: $(cat "$T_OUT/log.json")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+net = [e for e in ev if e.get("type") == "net"]
+for proto in ("connect", "socks", "transparent"):
+    for reason in ("no-sni", "sni-mismatch"):
+        assert any(e.get("proto") == proto and e.get("action") == "deny" and e.get("reason") == reason
+                   for e in net), (proto, reason)
+alerts = [e for e in ev if e.get("type") == "alert" and e.get("cause") == "net_denied"]
+assert len(alerts) >= 6, len(alerts)
+EOF
+}
+
 run_test http_proxy t_http_proxy
 run_test https_through_connect_and_transparent t_https_through_connect_and_transparent
+run_test tls_name_rules_need_their_sni t_tls_name_rules_need_their_sni
 run_test socks_and_transparent t_socks_and_transparent
 run_test python_socket_to_allowed_name t_python_socket_to_allowed_name
 run_test other_hosts_refused_and_logged t_other_hosts_refused_and_logged

@@ -5,6 +5,7 @@
 #include "harness/tap.h"
 #include "lib/plan.h"
 #include "lib/policy.h"
+#include "shared/macro.h"
 
 static struct moat_policy *load(const char *name, struct moat_error *err)
 {
@@ -258,5 +259,61 @@ TEST(plan_rootfs_sources)
 			ASSERT_STREQ(s->src, "/srv/rootfs/etc/ld.so.cache");
 	}
 	free(pl);
+	moat_policy_free(p);
+}
+
+/* network.inspect_tls / no_inspect: flags and keys, shown, and refused where
+ * they would hide a secret's host from placeholder detection. */
+TEST(policy_inspect_tls)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	char *json = NULL;
+
+	ASSERT_TRUE(!p->inspect_tls_all);
+	ASSERT_TRUE(moat_policy_set_option(p, "--inspect-tls", "some", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--no-inspect", "https://x.test", &e) < 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--allow-host", "pinned.test", &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--no-inspect", "pinned.test", &e), 0);
+	/* --no-inspect alone has no meaning: refused */
+	ASSERT_TRUE(moat_policy_validate(p, &e) < 0);
+	ASSERT_CONTAINS(e.message, "needs --inspect-tls all");
+	ASSERT_EQ(moat_policy_set_option(p, "--inspect-tls", "all", &e), 0);
+	ASSERT_EQ(moat_policy_validate(p, &e), 0);
+	ASSERT_EQ(moat_policy_to_json(p, &json), 0);
+	ASSERT_CONTAINS(json, "\"inspect_tls\": \"all\"");
+	ASSERT_CONTAINS(json, "\"pinned.test\"");
+	free(json);
+	/* overlapping a secret's host, in any spelling or through a wildcard */
+	static const char *const bad[] = {"API.github.test.", "*.github.test",
+					  "*.test.github.test"};
+	static const char *const secret_hosts[] = {"api.github.test", "api.github.test",
+						   "*.github.test"};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct moat_policy *q = moat_policy_new();
+		char sec[128];
+		snprintf(sec, sizeof(sec), "GH@%s", secret_hosts[i]);
+		ASSERT_EQ(moat_policy_set_option(q, "--secret", sec, &e), 0);
+		ASSERT_EQ(moat_policy_set_option(q, "--net", "allow", &e), 0);
+		ASSERT_EQ(moat_policy_set_option(q, "--inspect-tls", "all", &e), 0);
+		ASSERT_EQ(moat_policy_set_option(q, "--no-inspect", bad[i], &e), 0);
+		if (moat_policy_validate(q, &e) >= 0)
+			moat_tap_fail(__FILE__, __LINE__, "--no-inspect %s with secret %s accepted",
+				      bad[i], secret_hosts[i]);
+		ASSERT_CONTAINS(e.message, "a host of secret GH");
+		moat_policy_free(q);
+	}
+	/* positive control: another host is fine */
+	ASSERT_EQ(moat_policy_set_option(p, "--secret", "GH@api.github.test", &e), 0);
+	ASSERT_EQ(moat_policy_validate(p, &e), 0);
+	moat_policy_free(p);
+	/* the JSON keys */
+	p = moat_policy_new();
+	const char js[] = "{\"version\": 1, \"network\": {\"mode\": \"allow\", \"inspect_tls\": "
+			  "\"all\", \"no_inspect\": [\"a.test\"]}}";
+	if (moat_policy_load_string(p, js, strlen(js), "t", &e) < 0)
+		moat_tap_fail(__FILE__, __LINE__, "inspect keys rejected: %s", e.message);
+	ASSERT_TRUE(p->inspect_tls_all);
+	ASSERT_EQ(p->n_no_inspect, 1);
 	moat_policy_free(p);
 }

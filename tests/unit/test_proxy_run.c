@@ -8,9 +8,11 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -30,6 +32,8 @@ static uint16_t up_port;
 static int ev_rd = -1;
 static struct moat_netns_fds lfds;
 static uint16_t http_port, socks_port;
+/* Connections the upstream accepted (shared with its process). */
+static unsigned *up_accepts;
 
 /* ---- a tiny keep-alive HTTP upstream: answers "host=H path=P" ---------- */
 
@@ -97,6 +101,7 @@ _noreturn_ static void upstream_main(int lfd, pid_t parent)
 			int fd = accept4(lfd, NULL, NULL, 0);
 			if (fd < 0)
 				break;
+			__atomic_add_fetch(up_accepts, 1, __ATOMIC_SEQ_CST);
 			uc[n] = calloc(1, sizeof(struct upc));
 			uc[n]->fd = fd;
 			pf[n] = (struct pollfd){.fd = fd, .events = POLLIN};
@@ -127,6 +132,12 @@ static void start_upstream(uint16_t port)
 {
 	int lfd = listen_tcp(UP_ADDR, port, &up_port);
 	pid_t pid, parent = getpid();
+	if (!up_accepts) {
+		up_accepts = mmap(NULL, sizeof(*up_accepts), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		ASSERT_TRUE(up_accepts != MAP_FAILED);
+	}
+	*up_accepts = 0;
 	fcntl(lfd, F_SETFL, O_NONBLOCK);
 	pid = fork();
 	ASSERT_TRUE(pid >= 0);
@@ -135,8 +146,9 @@ static void start_upstream(uint16_t port)
 	close(lfd);
 }
 
-/* Rules: a.test and b.test on the upstream port, both mapped to 127.0.0.2. */
-static bool no_events;
+/* Rules: a.test and b.test on the upstream port, both mapped to 127.0.0.2;
+ * with_cidr adds --allow-cidr 127.0.0.2/32:<upstream port>. */
+static bool no_events, with_cidr;
 
 static void start_proxy(unsigned max_conns, bool netns)
 {
@@ -144,12 +156,19 @@ static void start_proxy(unsigned max_conns, bool netns)
 	static struct moat_host_rule allow[2];
 	static struct moat_resolve res[] = {{.name = allow_a, .addr = up},
 					    {.name = allow_b, .addr = up}};
+	static char cidr_text[] = UP_ADDR "/32";
+	static struct moat_host_rule cidr[1];
 	struct moat_policy pol = {
 		.allow_hosts = allow, .n_allow_hosts = 2, .resolve = res, .n_resolve = 2};
 	struct moat_proxy_config *cfg = NULL;
 	int ev[2];
 	pid_t pid;
 
+	cidr[0] = (struct moat_host_rule){.pattern = cidr_text, .ports = {up_port}, .n_ports = 1};
+	if (with_cidr) {
+		pol.allow_cidrs = cidr;
+		pol.n_allow_cidrs = 1;
+	}
 	allow[0] = (struct moat_host_rule){.pattern = allow_a, .ports = {up_port}, .n_ports = 1};
 	allow[1] = (struct moat_host_rule){.pattern = allow_b, .ports = {up_port}, .n_ports = 1};
 	ASSERT_EQ(moat_proxy_config_from_policy(&pol, &cfg), 0);
@@ -688,10 +707,11 @@ TEST(proxy_http_chunked_body_then_host_switch)
 	ASSERT_CONTAINS(ev, "\"method\":\"GET\",\"decision\":\"deny\"");
 }
 
-/* A minimal TLS ClientHello naming @host. Returns its length. */
-static size_t client_hello(const char *host, uint8_t *out)
+/* A minimal TLS ClientHello naming @host (NULL: no server_name at all; with
+ * @ech an encrypted_client_hello extension too). Returns its length. */
+static size_t client_hello_x(const char *host, bool ech, uint8_t *out)
 {
-	size_t hl = strlen(host), n = 0, body, ext;
+	size_t hl = host ? strlen(host) : 0, n = 0, body, ext;
 	uint8_t b[512];
 
 	b[n++] = 3, b[n++] = 3;
@@ -700,21 +720,35 @@ static size_t client_hello(const char *host, uint8_t *out)
 	b[n++] = 0; /* session id */
 	b[n++] = 0, b[n++] = 2, b[n++] = 0x13, b[n++] = 0x01; /* cipher suites */
 	b[n++] = 1, b[n++] = 0; /* compression */
-	ext = 2 + 2 + 2 + 1 + 2 + hl;
+	ext = (host ? 2 + 2 + 2 + 1 + 2 + hl : 0) + 8 + (ech ? 8 : 0);
 	b[n++] = (uint8_t)(ext >> 8), b[n++] = (uint8_t)ext;
-	b[n++] = 0, b[n++] = 0; /* server_name */
-	b[n++] = (uint8_t)((hl + 5) >> 8), b[n++] = (uint8_t)(hl + 5);
-	b[n++] = (uint8_t)((hl + 3) >> 8), b[n++] = (uint8_t)(hl + 3);
-	b[n++] = 0;
-	b[n++] = (uint8_t)(hl >> 8), b[n++] = (uint8_t)hl;
-	memcpy(b + n, host, hl);
-	n += hl;
+	if (host) {
+		b[n++] = 0, b[n++] = 0; /* server_name */
+		b[n++] = (uint8_t)((hl + 5) >> 8), b[n++] = (uint8_t)(hl + 5);
+		b[n++] = (uint8_t)((hl + 3) >> 8), b[n++] = (uint8_t)(hl + 3);
+		b[n++] = 0;
+		b[n++] = (uint8_t)(hl >> 8), b[n++] = (uint8_t)hl;
+		memcpy(b + n, host, hl);
+		n += hl;
+	}
+	/* supported_groups: x25519 */
+	memcpy(b + n, "\x00\x0a\x00\x04\x00\x02\x00\x1d", 8);
+	n += 8;
+	if (ech) {
+		memcpy(b + n, "\xfe\x0d\x00\x04\x00\x01\x02\x03", 8);
+		n += 8;
+	}
 	body = n;
 	out[0] = 0x16, out[1] = 3, out[2] = 1;
 	out[3] = (uint8_t)((body + 4) >> 8), out[4] = (uint8_t)(body + 4);
 	out[5] = 1, out[6] = 0, out[7] = (uint8_t)(body >> 8), out[8] = (uint8_t)body;
 	memcpy(out + 9, b, body);
 	return body + 9;
+}
+
+static size_t client_hello(const char *host, uint8_t *out)
+{
+	return client_hello_x(host, false, out);
 }
 
 TEST(proxy_connect_sni_must_match)
@@ -781,4 +815,288 @@ TEST(proxy_connect_sni_must_match)
 	ASSERT_CONTAINS(
 		ev, "\"sni\":\"evil.example\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
 	ASSERT_CONTAINS(ev, "\"sni\":\"a.test\",\"decision\":\"allow\"");
+}
+
+/* ---- a connection allowed by name proves the name before it is dialled ------ */
+
+/* The same ClientHello in records of at most @frag bytes. */
+static size_t rerecord(const uint8_t *in, size_t n, size_t frag, uint8_t *out)
+{
+	size_t o = 0;
+	for (size_t off = 5; off < n; off += frag) {
+		size_t k = MIN(frag, n - off);
+		out[o++] = 0x16, out[o++] = 3, out[o++] = 1;
+		out[o++] = (uint8_t)(k >> 8), out[o++] = (uint8_t)k;
+		memcpy(out + o, in + off, k);
+		o += k;
+	}
+	return o;
+}
+
+/* A tunnel to @host:@port by CONNECT or SOCKS5, once the proxy said yes. */
+static int tunnel(bool socks, const char *host, uint16_t port)
+{
+	char buf[512];
+	int fd = dial("127.0.0.1", socks ? socks_port : http_port);
+
+	if (!socks) {
+		size_t ok = strlen(MOAT_HTTP1_CONNECT_OK);
+		snprintf(buf, sizeof(buf), "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", host,
+			 port, host, port);
+		sends(fd, buf);
+		if (recv(fd, buf, ok, MSG_WAITALL) != (ssize_t)ok ||
+		    memcmp(buf, "HTTP/1.1 200", 12))
+			moat_tap_fail(__FILE__, __LINE__, "CONNECT %s refused", host);
+	} else {
+		uint8_t req[300], rep[16];
+		struct in_addr a;
+		size_t n = 0;
+		send_all(fd, "\x05\x01\x00", 3);
+		ASSERT_EQ(recv(fd, rep, 2, MSG_WAITALL), 2);
+		req[n++] = 5, req[n++] = 1, req[n++] = 0;
+		if (inet_pton(AF_INET, host, &a) == 1) {
+			req[n++] = 1;
+			memcpy(req + n, &a, 4);
+			n += 4;
+		} else {
+			req[n++] = 3, req[n++] = (uint8_t)strlen(host);
+			memcpy(req + n, host, strlen(host));
+			n += strlen(host);
+		}
+		req[n++] = (uint8_t)(port >> 8), req[n++] = (uint8_t)port;
+		send_all(fd, (char *)req, n);
+		ASSERT_EQ(recv(fd, rep, 10, MSG_WAITALL), 10);
+		if (rep[1] != 0)
+			moat_tap_fail(__FILE__, __LINE__, "SOCKS %s refused: %u", host, rep[1]);
+	}
+	return fd;
+}
+
+/* Send @b (and an empty line: the HTTP upstream then answers something) in
+ * pieces of @step bytes; true if anything came back through the tunnel. */
+static bool through(int fd, const void *b, size_t n, size_t step)
+{
+	static uint8_t all[20000];
+	char buf[512];
+	int one = 1;
+
+	memcpy(all, b, n);
+	memcpy(all + n, "\r\n\r\n", 4);
+	n += 4;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	for (size_t off = 0; off < n; off += step) {
+		if (send(fd, all + off, MIN(step, n - off), MSG_NOSIGNAL) < 0)
+			return false;
+		if (step < n)
+			usleep(1000);
+	}
+	return recv(fd, buf, sizeof(buf), 0) > 0;
+}
+
+static char *wait_events(char *ev, size_t cap, const char *want)
+{
+	size_t len = 0;
+	ev[0] = 0;
+	for (int i = 0; i < 30 && !strstr(ev, want); i++) {
+		ssize_t k;
+		usleep(100 * 1000);
+		while (len + 1 < cap && (k = read(ev_rd, ev + len, cap - 1 - len)) > 0)
+			len += (size_t)k;
+		ev[len] = 0;
+	}
+	return ev;
+}
+
+TEST(proxy_name_rule_needs_its_sni_before_dialling)
+{
+	static char ev[65536];
+	uint8_t h[600], f[2000];
+	size_t n;
+	unsigned want = 0;
+
+	setup(0);
+	for (int socks = 0; socks <= 1; socks++) {
+		int fd;
+		/* no SNI */
+		fd = tunnel(socks, "a.test", up_port);
+		n = client_hello(NULL, h);
+		ASSERT_TRUE(!through(fd, h, n, n + 4));
+		close(fd);
+		/* another name: also one allowed at the same address */
+		static const char *const other[] = {"b.test", "evil.example",
+						    "a.test.evil.example"};
+		for (size_t i = 0; i < ELEMENTSOF(other); i++) {
+			fd = tunnel(socks, "a.test", up_port);
+			n = client_hello(other[i], h);
+			ASSERT_TRUE(!through(fd, h, n, n + 4));
+			close(fd);
+		}
+		/* the same, in 7-byte records, one byte per TCP segment */
+		fd = tunnel(socks, "a.test", up_port);
+		n = rerecord(h, client_hello("evil.example", h), 7, f);
+		ASSERT_TRUE(!through(fd, f, n, 1));
+		close(fd);
+		/* an ECH extension behind the right outer name */
+		fd = tunnel(socks, "a.test", up_port);
+		n = client_hello_x("a.test", true, h);
+		ASSERT_TRUE(!through(fd, h, n, n + 4));
+		close(fd);
+		/* not TLS and not HTTP: an SSH client, an SSLv2-style hello */
+		fd = tunnel(socks, "a.test", up_port);
+		ASSERT_TRUE(!through(fd, "SSH-2.0-OpenSSH_9.2", 19, 100));
+		close(fd);
+		fd = tunnel(socks, "a.test", up_port);
+		ASSERT_TRUE(!through(fd, "\x80\x2e\x01\x03\x01\x00\x15\x00\x00\x00\x10", 11, 100));
+		close(fd);
+		/* plain HTTP for another host */
+		fd = tunnel(socks, "a.test", up_port);
+		ASSERT_TRUE(!through(fd, "GET / HTTP/1.1\r\nHost: b.test", 28, 100));
+		close(fd);
+		/* none of these reached the upstream at all */
+		usleep(100 * 1000);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), want);
+		/* positive controls: the right name, also in tiny records and in
+		 * another spelling, reaches it */
+		fd = tunnel(socks, "a.test", up_port);
+		n = rerecord(h, client_hello("a.test", h), 7, f);
+		ASSERT_TRUE(through(fd, f, n, 1));
+		close(fd);
+		fd = tunnel(socks, "a.test", up_port);
+		n = client_hello("A.Test.", h);
+		ASSERT_TRUE(through(fd, h, n, n + 4));
+		close(fd);
+		want += 2;
+		usleep(100 * 1000);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), want);
+	}
+	wait_events(ev, sizeof(ev), "\"proto\":\"socks\",\"name\":\"a.test\",\"raw\":\"a.test\"");
+	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"no-sni\"");
+	ASSERT_CONTAINS(ev, "\"sni\":\"b.test\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+	ASSERT_CONTAINS(
+		ev, "\"sni\":\"evil.example\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+	ASSERT_CONTAINS(ev, "\"reason\":\"tls-ech\"");
+	ASSERT_CONTAINS(ev, "\"reason\":\"not-tls-or-http\"");
+	ASSERT_CONTAINS(ev, "\"reason\":\"host-mismatch\"");
+	ASSERT_CONTAINS(ev, "\"proto\":\"connect\"");
+}
+
+TEST(proxy_address_rule_allows_tls_without_sni)
+{
+	uint8_t h[600];
+	size_t n;
+	int fd;
+
+	with_cidr = true;
+	setup(0);
+	for (int socks = 0; socks <= 1; socks++) {
+		unsigned before = __atomic_load_n(up_accepts, __ATOMIC_SEQ_CST);
+		/* by name, without SNI: refused, never dialled */
+		fd = tunnel(socks, "a.test", up_port);
+		n = client_hello(NULL, h);
+		ASSERT_TRUE(!through(fd, h, n, n + 4));
+		close(fd);
+		usleep(100 * 1000);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), before);
+		/* by the address a CIDR rule allows: goes through */
+		fd = tunnel(socks, UP_ADDR, up_port);
+		ASSERT_TRUE(through(fd, h, n, n + 4));
+		close(fd);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), before + 1);
+	}
+}
+
+TEST(proxy_netns_transparent_sni_rule)
+{
+	static char ev[65536];
+	uint8_t h[600];
+	uint32_t a = 0;
+	size_t n;
+	int fd, r;
+
+	enter_netns();
+	r = moat_netns_setup(NULL, &lfds);
+	if (r < 0)
+		moat_tap_fail(__FILE__, __LINE__, "moat_netns_setup: %s", strerror(-r));
+	start_upstream(8080);
+	start_proxy(0, true);
+	ASSERT_EQ(dns_query("a.test", 1, &a), 0); /* 198.18.128.1 = a.test */
+
+	/* the synthetic address of a.test: no SNI, another (allowed) name */
+	fd = dial_any(AF_INET, "198.18.128.1", 8080);
+	n = client_hello(NULL, h);
+	ASSERT_TRUE(!through(fd, h, n, n + 4));
+	close(fd);
+	fd = dial_any(AF_INET, "198.18.128.1", 8080);
+	n = client_hello("b.test", h);
+	ASSERT_TRUE(!through(fd, h, n, n + 4));
+	close(fd);
+	/* a hard-coded address, no SNI: no name, no address rule */
+	fd = dial_any(AF_INET, "203.0.113.9", 8080);
+	n = client_hello(NULL, h);
+	ASSERT_TRUE(!through(fd, h, n, n + 4));
+	close(fd);
+	usleep(100 * 1000);
+	ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), 0);
+	/* positive control: the right SNI reaches the upstream */
+	fd = dial_any(AF_INET, "198.18.128.1", 8080);
+	n = client_hello("a.test", h);
+	ASSERT_TRUE(through(fd, h, n, n + 4));
+	close(fd);
+	ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), 1);
+	wait_events(ev, sizeof(ev), "\"sni\":\"a.test\",\"decision\":\"allow\"");
+	ASSERT_CONTAINS(ev, "\"proto\":\"transparent\",\"name\":\"a.test\"");
+	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"no-sni\"");
+	ASSERT_CONTAINS(ev, "\"sni\":\"b.test\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+}
+
+TEST(proxy_tunnel_pipelined_hello_and_plain_http_requests)
+{
+	char req[600], buf[8192], ev[16384];
+	uint8_t h[600];
+	size_t n, k;
+	setup(0);
+	/* CONNECT and a ClientHello in one segment: still judged before dialling */
+	snprintf(req, sizeof(req), "CONNECT a.test:%u HTTP/1.1\r\nHost: a.test:%u\r\n\r\n", up_port,
+		 up_port);
+	k = strlen(req);
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", http_port);
+		memcpy(req + k, h, n = client_hello("evil.example", h));
+		send_all(fd, req, k + n);
+		while (recv(fd, buf, sizeof(buf), 0) > 0)
+			;
+		usleep(100 * 1000);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), 0);
+	}
+	{
+		/* positive control: the right name in the same shape */
+		_cleanup_close_ int fd = dial("127.0.0.1", http_port);
+		memcpy(req + k, h, n = client_hello("a.test", h));
+		memcpy(req + k + n, "\r\n\r\n", 4);
+		send_all(fd, req, k + n + 4);
+		ASSERT_TRUE(recv(fd, buf, sizeof(buf), 0) > 0);
+		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), 1);
+	}
+	/* plain HTTP in a tunnel: every request is parsed; one for another
+	 * host after an allowed one is refused, never sent */
+	{
+		_cleanup_close_ int fd = tunnel(false, "a.test", up_port);
+		size_t len = 0;
+		ssize_t r;
+		sends(fd,
+		      "GET /one HTTP/1.1\r\nHost: a.test\r\n\r\n"
+		      "GET /two HTTP/1.1\r\nHost: b.test\r\n\r\n");
+		while (len + 1 < sizeof(buf) &&
+		       (r = recv(fd, buf + len, sizeof(buf) - 1 - len, 0)) > 0)
+			len += (size_t)r;
+		buf[len] = 0;
+		ASSERT_CONTAINS(buf, "path=/one");
+		ASSERT_CONTAINS(buf, "host-switch");
+		ASSERT_TRUE(!strstr(buf, "path=/two"));
+	}
+	events(ev, sizeof(ev));
+	ASSERT_CONTAINS(
+		ev, "\"sni\":\"evil.example\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+	ASSERT_CONTAINS(ev, "\"reason\":\"http-in-tunnel\"");
+	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"host-switch\"");
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -21,7 +22,9 @@
 #include "lib/netns.h"
 #include "lib/policy.h"
 #include "proxy/proxy.h"
+#include "proxy/http1.h"
 #include "proxy/secrets.h"
+#include "proxy/sni.h"
 #include "proxy/tls.h"
 #include "shared/macro.h"
 
@@ -32,6 +35,12 @@ static char heads_path[64], runca_path[64], upca_path[64];
 static uint16_t up_port, http_port, dns_port;
 static int ev_rd = -1;
 static struct moat_secrets *secrets;
+/* Connections the upstream accepted (shared with its process). */
+static unsigned *up_accepts;
+/* plain.test: allowed, same upstream, no secret. --inspect-tls all and
+ * --no-inspect for the next setup(). */
+static bool inspect_all;
+static char *no_inspect_host;
 
 static char *gh_hosts[] = {(char[]){"api.github.test"}};
 static struct moat_secret gh = {.name = (char[]){"GH_TOKEN"},
@@ -76,6 +85,7 @@ _noreturn_ static void upstream_main(struct moat_tls_ca *ca, int lfd)
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
+		__atomic_add_fetch(up_accepts, 1, __ATOMIC_SEQ_CST);
 		if (fork() != 0) {
 			close(fd);
 			continue;
@@ -83,7 +93,19 @@ _noreturn_ static void upstream_main(struct moat_tls_ca *ca, int lfd)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		SSL_CTX *ctx = NULL;
 		SSL *ssl = NULL;
-		if (moat_tls_leaf_ctx(ca, "api.github.test", &ctx) < 0 ||
+		/* A certificate for the name the client asks for (like a
+		 * front serving several names). */
+		struct moat_sni_info si = {0};
+		uint8_t peek[4096];
+		for (int i = 0; i < 100; i++) {
+			ssize_t k = recv(fd, peek, sizeof(peek), MSG_PEEK);
+			if (k <= 0 || moat_sni_parse(peek, (size_t)k, &si) != MOAT_SNI_NEED_MORE)
+				break;
+			usleep(10000);
+		}
+		if (!si.host[0])
+			snprintf(si.host, sizeof(si.host), "api.github.test");
+		if (moat_tls_leaf_ctx(ca, si.host, &ctx) < 0 ||
 		    moat_tls_server_new(ctx, fd, &ssl) < 0 || SSL_accept(ssl) != 1)
 			_exit(0);
 		for (;;) {
@@ -132,9 +154,10 @@ _noreturn_ static void upstream_main(struct moat_tls_ca *ca, int lfd)
 
 static void setup(bool trust_upstream)
 {
-	static char name[] = "api.github.test", up[] = UP_ADDR;
-	static struct moat_host_rule allow[1];
-	static struct moat_resolve res[] = {{.name = name, .addr = up}};
+	static char name[] = "api.github.test", plain[] = "plain.test", up[] = UP_ADDR;
+	static struct moat_host_rule allow[2];
+	static struct moat_resolve res[] = {{.name = name, .addr = up},
+					    {.name = plain, .addr = up}};
 	struct moat_tls_ca *run_ca = NULL, *up_ca = NULL;
 	struct moat_proxy_config *cfg = NULL;
 	struct moat_netns_fds lfds;
@@ -153,6 +176,9 @@ static void setup(bool trust_upstream)
 	close(mkstemp(heads_path));
 
 	ulfd = listen_tcp(UP_ADDR, &up_port);
+	up_accepts = mmap(NULL, sizeof(*up_accepts), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_TRUE(up_accepts != MAP_FAILED);
 	pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
@@ -162,8 +188,14 @@ static void setup(bool trust_upstream)
 	close(ulfd);
 
 	allow[0] = (struct moat_host_rule){.pattern = name, .ports = {up_port}, .n_ports = 1};
-	struct moat_policy pol = {
-		.allow_hosts = allow, .n_allow_hosts = 1, .resolve = res, .n_resolve = 1};
+	allow[1] = (struct moat_host_rule){.pattern = plain, .ports = {up_port}, .n_ports = 1};
+	struct moat_policy pol = {.allow_hosts = allow,
+				  .n_allow_hosts = 2,
+				  .resolve = res,
+				  .n_resolve = 2,
+				  .inspect_tls_all = inspect_all,
+				  .no_inspect = no_inspect_host ? &no_inspect_host : NULL,
+				  .n_no_inspect = no_inspect_host ? 1 : 0};
 	ASSERT_EQ(moat_proxy_config_from_policy(&pol, &cfg), 0);
 	cfg->no_resolver = true;
 #if defined(__SANITIZE_ADDRESS__)
@@ -239,9 +271,9 @@ static char *sh(const char *script, int *ret_status)
 	static char out[1 << 16];
 	char env[1024];
 	snprintf(env, sizeof(env),
-		 "PH='%s' PROXY=http://127.0.0.1:%u CA='%s' PORT=%u HOME=/nonexistent "
+		 "PH='%s' PROXY=http://127.0.0.1:%u CA='%s' UPCA='%s' PORT=%u HOME=/nonexistent "
 		 "GIT_CONFIG_NOSYSTEM=1 ",
-		 moat_secrets_placeholder(secrets, 0), http_port, runca_path, up_port);
+		 moat_secrets_placeholder(secrets, 0), http_port, runca_path, upca_path, up_port);
 	size_t cap = strlen(env) + strlen(script) + 64;
 	char *cmd = malloc(cap);
 	snprintf(cmd, cap, "%s bash -c '%s' 2>&1", env, script);
@@ -406,4 +438,121 @@ TEST(proxy_tls_dns_placeholder_alert)
 	ASSERT_EQ(dns_rcode("api.github.test"), 0);
 	char *ev = events();
 	ASSERT_CONTAINS(ev, "alert: secret GH_TOKEN: placeholder in a DNS query");
+}
+
+/* ---- one set of TLS rules whatever the ClientHello says ------------------- */
+
+/* CONNECT @host through the proxy, then a real OpenSSL handshake sending
+ * @sni (NULL: none) and trusting @cafile. 1 if it completed, else 0. */
+static int connect_tls(const char *host, const char *sni, const char *cafile)
+{
+	char req[300], buf[64];
+	size_t ok = strlen(MOAT_HTTP1_CONNECT_OK);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(http_port)};
+	struct timeval tv = {.tv_sec = 5};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), done;
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(req, sizeof(req), "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", host, up_port,
+		 host, up_port);
+	ASSERT_EQ(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	ASSERT_EQ(recv(fd, buf, ok, MSG_WAITALL), (ssize_t)ok);
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	SSL_CTX_load_verify_locations(ctx, cafile, NULL);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL *ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, fd);
+	if (sni)
+		SSL_set_tlsext_host_name(ssl, sni);
+	SSL_set1_host(ssl, sni ? sni : host);
+	done = SSL_connect(ssl) == 1;
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	return done;
+}
+
+TEST(proxy_tls_intercepted_host_only_through_interception)
+{
+	setup(true);
+	/* positive control: the intercepted host with its SNI (the proxy's
+	 * leaf, trusted through the run CA) */
+	ASSERT_EQ(connect_tls("api.github.test", "api.github.test", runca_path), 1);
+	unsigned base = __atomic_load_n(up_accepts, __ATOMIC_SEQ_CST);
+	ASSERT_EQ(base, 1);
+	/* no SNI; another allowed host's SNI at the same address; and the
+	 * other way round: none reaches the upstream raw, or at all */
+	ASSERT_EQ(connect_tls("api.github.test", NULL, upca_path), 0);
+	ASSERT_EQ(connect_tls("api.github.test", "plain.test", upca_path), 0);
+	ASSERT_EQ(connect_tls("plain.test", "api.github.test", upca_path), 0);
+	ASSERT_EQ(connect_tls("plain.test", NULL, upca_path), 0);
+	usleep(100 * 1000);
+	ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), base);
+	/* positive control: plain.test with its SNI passes through untouched
+	 * (the upstream's own certificate) */
+	ASSERT_EQ(connect_tls("plain.test", "plain.test", upca_path), 1);
+	char *ev = events();
+	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"no-sni\"");
+	ASSERT_CONTAINS(ev,
+			"\"sni\":\"plain.test\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+	ASSERT_CONTAINS(
+		ev,
+		"\"sni\":\"api.github.test\",\"decision\":\"deny\",\"reason\":\"sni-mismatch\"");
+}
+
+TEST(proxy_tls_inspect_all_sees_placeholders_everywhere)
+{
+	int st;
+	if (access("/usr/bin/curl", X_OK) < 0)
+		SKIP("curl is not installed");
+	/* positive control: by default plain.test is a tunnel and the
+	 * placeholder reaches it unseen */
+	setup(true);
+	char *out = sh("curl -sS --max-time 10 --proxy $PROXY --cacert $UPCA "
+		       "-H \"Authorization: Bearer $PH\" https://plain.test:$PORT/leak",
+		       &st);
+	ASSERT_CONTAINS(out, "ok /leak");
+	ASSERT_CONTAINS(slurp(heads_path), "moat-ph-");
+	/* --inspect-tls all: intercepted, refused, alerted */
+	inspect_all = true;
+	setup(true);
+	out = sh("curl -sS --max-time 10 --proxy $PROXY --cacert $CA "
+		 "-H \"Authorization: Bearer $PH\" https://plain.test:$PORT/leak",
+		 &st);
+	ASSERT_CONTAINS(out, "placeholder sent to a host it is not approved for");
+	ASSERT_TRUE(!strstr(slurp(heads_path), "moat-ph-"));
+	/* and a request without a placeholder goes through the interception */
+	out = sh("curl -sS --max-time 10 --proxy $PROXY --cacert $CA https://plain.test:$PORT/fine",
+		 &st);
+	ASSERT_CONTAINS(out, "ok /fine");
+	char *ev = events();
+	ASSERT_CONTAINS(ev,
+			"alert: secret GH_TOKEN: placeholder sent to a host it is not approved");
+	ASSERT_CONTAINS(ev, "\"reason\":\"intercepted\"");
+}
+
+TEST(proxy_tls_no_inspect_passes_through)
+{
+	int st;
+	if (access("/usr/bin/curl", X_OK) < 0)
+		SKIP("curl is not installed");
+	inspect_all = true;
+	no_inspect_host = (char[]){"plain.test"};
+	setup(true);
+	/* the upstream's own certificate: not intercepted */
+	char *out = sh("curl -sS --max-time 10 --proxy $PROXY --cacert $UPCA "
+		       "https://plain.test:$PORT/pinned",
+		       &st);
+	ASSERT_CONTAINS(out, "ok /pinned");
+	/* positive control: the secret's host is still intercepted (the run
+	 * CA's leaf, the real token injected) */
+	out = sh("curl -sS --max-time 10 --proxy $PROXY --cacert $CA "
+		 "-H \"Authorization: Bearer $PH\" https://api.github.test:$PORT/user",
+		 &st);
+	ASSERT_CONTAINS(out, "ok /user");
+	ASSERT_CONTAINS(slurp(heads_path), "Authorization: Bearer " REAL "\r\n");
+	/* and pass-through still needs the SNI */
+	ASSERT_EQ(connect_tls("plain.test", NULL, upca_path), 0);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "harness/tap.h"
+#include "proxy/proxy.h"
 #include "proxy/sni.h"
+#include "shared/macro.h"
 
 #include "sni_openssl_hello.h"
 
@@ -282,4 +284,171 @@ TEST(sni_big_hello_across_records)
 	hello(&msg, &exts, true);
 	records(&wire, &msg, 16384);
 	ASSERT_EQ(moat_sni_parse(wire.b, wire.n, &info), MOAT_SNI_MALFORMED);
+}
+
+/* ---- ECH and the first-bytes rule of connections allowed by name ---------- */
+
+TEST(sni_ech_and_esni_flagged)
+{
+	struct moat_sni_info info;
+	uint8_t d[600];
+	static const unsigned types[] = {0xfe0d, 0xffce};
+
+	for (size_t i = 0; i < ELEMENTSOF(types); i++) {
+		exts.n = 0;
+		ext(&exts, 0, d, sni_data(d, "public.front.test"));
+		ext(&exts, types[i], "\x00\x01\x02\x03", 4);
+		hello(&msg, &exts, true);
+		records(&wire, &msg, 16384);
+		ASSERT_EQ(moat_sni_parse(wire.b, wire.n, &info), MOAT_SNI_FOUND);
+		ASSERT_TRUE(info.ech);
+	}
+	/* positive control: the same hello without it */
+	ASSERT_EQ(run_sni("public.front.test", &info), MOAT_SNI_FOUND);
+	ASSERT_TRUE(!info.ech);
+}
+
+static int first(const struct moat_proxy_config *c, const char *name, uint16_t port, const void *b,
+		 size_t n, const char **ret_reason)
+{
+	struct moat_proxy_first_info fi;
+	int r = moat_proxy_check_first(c, name, port, b, n, false, &fi);
+	*ret_reason = r == MOAT_PROXY_FIRST_DENY ? fi.reason : "";
+	return r;
+}
+
+TEST(first_bytes_tls_must_name_the_host)
+{
+	struct moat_proxy_config c = {0};
+	const char *why;
+	uint8_t d[600];
+
+	/* positive control: the right name passes, whatever its spelling */
+	ASSERT_EQ(run_sni("a.test", NULL), MOAT_SNI_FOUND);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_TLS);
+	run_sni("A.Test.", NULL);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_TLS);
+	/* another name, a longer or shorter one */
+	static const char *const others[] = {"b.test", "a.test.evil.example", "x.a.test", "test",
+					     "xn--a-test.example"};
+	for (size_t i = 0; i < ELEMENTSOF(others); i++) {
+		run_sni(others[i], NULL);
+		ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+		ASSERT_STREQ(why, "sni-mismatch");
+	}
+	/* no SNI, with and without extensions */
+	exts.n = 0;
+	ext(&exts, 10, "\x00\x02\x00\x1d", 4);
+	hello(&msg, &exts, true);
+	records(&wire, &msg, 16384);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "no-sni");
+	hello(&msg, &exts, false);
+	records(&wire, &msg, 16384);
+	ASSERT_EQ(first(&c, "a.test", 8443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "no-sni");
+	/* two server_name entries (a.test first), or another name type */
+	{
+		uint8_t two[64] = {0,	18, 0, 0, 6,   'a', '.', 't', 'e', 's',
+				   't', 0,  0, 6, 'b', '.', 't', 'e', 's', 't'};
+		exts.n = 0;
+		ext(&exts, 0, two, 20);
+		hello(&msg, &exts, true);
+		records(&wire, &msg, 16384);
+		ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+		ASSERT_STREQ(why, "tls-malformed");
+		size_t k = sni_data(d, "a.test");
+		d[2] = 1; /* name_type 1 */
+		exts.n = 0;
+		ext(&exts, 0, d, k);
+		hello(&msg, &exts, true);
+		records(&wire, &msg, 16384);
+		ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+		ASSERT_STREQ(why, "tls-malformed");
+	}
+	/* fragmented into one-byte records: the same answers */
+	exts.n = 0;
+	ext(&exts, 0, d, sni_data(d, "b.test"));
+	hello(&msg, &exts, true);
+	records(&wire, &msg, 1);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "sni-mismatch");
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n / 2, &why), MOAT_PROXY_FIRST_MORE);
+	{
+		struct moat_proxy_first_info fi;
+		ASSERT_EQ(moat_proxy_check_first(&c, "a.test", 443, wire.b, wire.n / 2, true, &fi),
+			  MOAT_PROXY_FIRST_DENY);
+		ASSERT_STREQ(fi.reason, "tls-malformed");
+		ASSERT_EQ(moat_proxy_check_first(&c, "a.test", 443, "", 0, true, &fi),
+			  MOAT_PROXY_FIRST_DENY);
+		ASSERT_STREQ(fi.reason, "no-first-bytes");
+	}
+	/* ECH: refused on pass-through, harmless when the proxy terminates */
+	exts.n = 0;
+	ext(&exts, 0, d, sni_data(d, "a.test"));
+	ext(&exts, 0xfe0d, "\x00\x01\x02\x03", 4);
+	hello(&msg, &exts, true);
+	records(&wire, &msg, 16384);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "tls-ech");
+	c.ca = (struct moat_tls_ca *)&c; /* only tested for NULL here */
+	c.upstream_tls = (struct ssl_ctx_st *)&c;
+	c.inspect_all = true;
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_INTERCEPT);
+}
+
+TEST(first_bytes_plain_needs_http_with_the_host)
+{
+	struct moat_proxy_config c = {0};
+	const char *why;
+
+	/* positive control */
+	static const char ok[] = "GET / HTTP/1.1\r\nHost: A.test\r\n\r\n";
+	ASSERT_EQ(first(&c, "a.test", 80, ok, strlen(ok), &why), MOAT_PROXY_FIRST_HTTP);
+	static const char okp[] = "GET / HTTP/1.1\r\nHost: a.test:8080\r\n\r\n";
+	ASSERT_EQ(first(&c, "a.test", 8080, okp, strlen(okp), &why), MOAT_PROXY_FIRST_HTTP);
+	/* the same on 443 */
+	ASSERT_EQ(first(&c, "a.test", 443, ok, strlen(ok), &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "not-tls");
+	static const struct {
+		const char *bytes, *why;
+	} bad[] = {
+		{"GET / HTTP/1.1\r\nHost: b.test\r\n\r\n", "host-mismatch"},
+		{"GET / HTTP/1.1\r\nHost: a.test:81\r\n\r\n", "host-mismatch"},
+		{"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "host-mismatch"},
+		{"GET / HTTP/1.0\r\n\r\n", "no-host"},
+		{"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n", "not-tls-or-http"},
+		{"CONNECT a.test:80 HTTP/1.1\r\nHost: a.test:80\r\n\r\n", "not-tls-or-http"},
+		{"SSH-2.0-OpenSSH_9.2\r\n", "not-tls-or-http"},
+		{"\x80\x2e\x01\x03\x01\x00\x15\x00\x00\x00\x10", "not-tls-or-http"}, /* SSLv2 */
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		int r = first(&c, "a.test", 80, bad[i].bytes, strlen(bad[i].bytes), &why);
+		if (r != MOAT_PROXY_FIRST_DENY || !streq(why, bad[i].why))
+			moat_tap_fail(__FILE__, __LINE__, "case %zu: %d %s", i, r, why);
+	}
+	/* an SSLv2-style hello on 443 */
+	ASSERT_EQ(first(&c, "a.test", 443, bad[7].bytes, 11, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "not-tls");
+	/* incomplete: wait, then refuse */
+	ASSERT_EQ(first(&c, "a.test", 80, ok, 10, &why), MOAT_PROXY_FIRST_MORE);
+}
+
+TEST(first_bytes_which_hosts_are_intercepted)
+{
+	struct moat_proxy_config c = {0};
+	struct moat_proxy_host_rule ni[1] = {{.pattern = "*.pinned.test"}};
+
+	c.inspect_all = true;
+	c.no_inspect = ni;
+	c.n_no_inspect = 1;
+	/* no CA: nothing can be intercepted */
+	ASSERT_TRUE(!moat_proxy_intercepts(&c, "a.test"));
+	c.ca = (struct moat_tls_ca *)&c;
+	c.upstream_tls = (struct ssl_ctx_st *)&c;
+	ASSERT_TRUE(moat_proxy_intercepts(&c, "a.test"));
+	ASSERT_TRUE(!moat_proxy_intercepts(&c, "app.pinned.test"));
+	ASSERT_TRUE(moat_proxy_intercepts(&c, "pinned.test"));
+	c.inspect_all = false;
+	ASSERT_TRUE(!moat_proxy_intercepts(&c, "a.test"));
 }
