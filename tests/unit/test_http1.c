@@ -211,10 +211,17 @@ TEST(http1_smuggling)
 	/* Content-Length */
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
-	ASSERT_GE(
-		parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"),
-		1);
-	ASSERT_EQ(req.content_length, 5);
+	/* One Content-Length field, even with identical values; no leading zero. */
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+		   MOAT_HTTP1_E_CONTENT_LENGTH);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 05\r\n\r\n",
+		   MOAT_HTTP1_E_CONTENT_LENGTH);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 00\r\n\r\n",
+		   MOAT_HTTP1_E_CONTENT_LENGTH);
+	ASSERT_GE(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"), 1);
+	ASSERT_EQ(req.content_length, 0);
+	ASSERT_GE(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 50\r\n\r\n"), 1);
+	ASSERT_EQ(req.content_length, 50);
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n",
