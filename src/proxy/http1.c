@@ -409,7 +409,7 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 	struct head_state st = {0};
 	size_t pos = 0, scan_end, head_end = 0;
 	bool complete = false;
-	int e;
+	int e, bad_err = 0;
 
 	if (!buf || !ret)
 		return -MOAT_HTTP1_E_REQUEST_LINE;
@@ -432,28 +432,36 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 		return -MOAT_HTTP1_E_LINE_ENDING;
 	}
 
-	/* byte scan: line endings and control bytes, end of head */
+	/* byte scan: line endings and control bytes, end of head. The first
+	 * bad byte is remembered, not returned at once: only lines that end
+	 * before it are parsed, and an error in one of them wins. So the error
+	 * reported is always the one at the earliest position (a bad byte's,
+	 * or a line's CRLF), the same whatever prefix of the stream has
+	 * arrived: every consumer, however its reads are cut, names the same
+	 * reason for the same bytes. */
 	scan_end = MIN(len, max_head);
-	for (size_t i = pos; i < scan_end; i++) {
+	for (size_t i = pos; i < scan_end && !bad_err; i++) {
 		unsigned char c = (unsigned char)buf[i];
 		if (c == '\n') {
-			if (i == 0 || buf[i - 1] != '\r')
-				return -MOAT_HTTP1_E_LINE_ENDING;
-			if (i >= pos + 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
+			if (i == 0 || buf[i - 1] != '\r') {
+				bad_err = -MOAT_HTTP1_E_LINE_ENDING;
+				head_end = i;
+			} else if (i >= pos + 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
 				head_end = i + 1;
 				complete = true;
 				break;
 			}
 		} else if (c == '\r') {
-			if (i + 1 < len && buf[i + 1] != '\n')
-				return -MOAT_HTTP1_E_LINE_ENDING;
-		} else if (c == '\0') {
-			return -MOAT_HTTP1_E_NUL;
+			if (i + 1 < len && buf[i + 1] != '\n') {
+				bad_err = -MOAT_HTTP1_E_LINE_ENDING;
+				head_end = i;
+			}
 		} else if (is_ctl(c) && c != '\t') {
-			return -MOAT_HTTP1_E_NUL;
+			bad_err = -MOAT_HTTP1_E_NUL; /* NUL and every other CTL */
+			head_end = i;
 		}
 	}
-	if (!complete)
+	if (!complete && !bad_err)
 		head_end = scan_end;
 
 	/* lines: every complete "...\r\n" up to head_end */
@@ -480,6 +488,8 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 		line_start = i + 2;
 		i++;
 	}
+	if (bad_err)
+		return bad_err;
 	if (!complete) {
 		if (len >= max_head)
 			return -MOAT_HTTP1_E_HEAD_TOO_LARGE;

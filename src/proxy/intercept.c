@@ -285,6 +285,14 @@ static int next_body(struct moat_intercept_requests *q, const char *in, size_t l
 	return 0;
 }
 
+static bool any_ctl(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return true;
+	return false;
+}
+
 int moat_intercept_requests_next(struct moat_intercept_requests *q, const char *in, size_t len,
 				 struct moat_intercept_piece *ret)
 {
@@ -296,11 +304,14 @@ int moat_intercept_requests_next(struct moat_intercept_requests *q, const char *
 		return 0;
 	if (q->body.active)
 		return next_body(q, in, len, ret);
-	/* Re-parse only when a line may have ended (or at the cap): O(lines *
-	 * head) in all, whatever the client's write sizes. */
+	/* Re-parse only when the new bytes could change the answer: a line
+	 * end, a control byte (NUL, bare CR: refused early) or the cap. Bytes
+	 * without any cannot complete or refuse a head, so the verdict is the
+	 * one a parse after every read gives (the plain path's), at O(lines *
+	 * head) cost whatever the client's write sizes. */
 	if (q->scanned > len)
 		q->scanned = 0;
-	if (len < q->max_head && !memchr(in + q->scanned, '\n', len - q->scanned)) {
+	if (len < q->max_head && !any_ctl(in + q->scanned, len - q->scanned)) {
 		q->scanned = len;
 		return 0;
 	}
@@ -309,7 +320,8 @@ int moat_intercept_requests_next(struct moat_intercept_requests *q, const char *
 		return -ENOMEM;
 	n = moat_http1_parse_request(in, len, &q->cfg->limits, r);
 	if (n == 0) {
-		q->scanned = len;
+		/* A final CR is looked at again with the byte after it. */
+		q->scanned = in[len - 1] == '\r' ? len - 1 : len;
 		free(r);
 		return 0;
 	}

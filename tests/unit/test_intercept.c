@@ -17,7 +17,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "../../fuzz/http_paths.h"
 #include "harness/tap.h"
+#include "http_cases.h"
 #include "proxy/intercept.h"
 #include "shared/macro.h"
 
@@ -543,5 +545,98 @@ TEST(intercept_client_wrong_sni)
 	SSL_free(ssl);
 	SSL_CTX_free(ctx);
 	close(fd);
+	world_down(&w);
+}
+
+/* The request side on its own (what moat_intercept_step() runs, without
+ * TLS): each smuggling case and positive control gets the plain path's
+ * verdict and reason, fed whole or in pieces as TLS records would cut it,
+ * with and without a secret rebuilding every head. */
+TEST(intercept_same_verdict_as_plain)
+{
+	char *h[] = {(char[]){"h.test"}};
+	struct moat_secret d = {.name = (char[]){"HK"},
+				.source = MOAT_SECRET_ENV,
+				.from = (char[]){"MOAT_T_ICPT_HK"},
+				.hosts = h,
+				.n_hosts = 1,
+				.header = (char[]){"X-Key"}};
+	static const size_t pieces[] = {0, 1, 3, 17, 512};
+	struct moat_secrets *s = NULL;
+	struct moat_error e;
+
+	setenv("MOAT_T_ICPT_HK", "REALhk0123456789", 1);
+	ASSERT_EQ(moat_secrets_new(&d, 1, &s, &e), 0);
+	for (int with = 0; with < 2; with++) {
+		const struct moat_intercept_config cfg = {.secrets = with ? s : NULL};
+		for (size_t i = 0; i < ELEMENTSOF(http_cases); i++) {
+			const struct http_case *c = &http_cases[i];
+			struct path_run plain = {0};
+			path_plain(c->in, http_case_len(c), &plain);
+			for (size_t k = 0; k < ELEMENTSOF(pieces); k++) {
+				struct path_run ic = {0};
+				path_intercept(&cfg, c->in, http_case_len(c), "h.test", pieces[k],
+					       &ic);
+				if (ic.n != c->accepted || ic.refused != (c->reason != NULL) ||
+				    (c->reason &&
+				     (strcmp(ic.reason, c->reason) != 0 || ic.status != c->status)))
+					moat_tap_fail(
+						__FILE__, __LINE__,
+						"%s (pieces %zu): %u accepted, refused=%d %d (%s)",
+						c->name, pieces[k], ic.n, ic.refused, ic.status,
+						ic.reason);
+				if (!path_agree(&plain, &ic) || !path_agree(&ic, &plain) ||
+				    !path_fwd_reframes(&ic))
+					moat_tap_fail(__FILE__, __LINE__,
+						      "%s: disagrees with plain", c->name);
+				if (!with && c->fwd &&
+				    (ic.fwd_len != strlen(c->fwd) ||
+				     memcmp(ic.fwd, c->fwd, ic.fwd_len) != 0))
+					moat_tap_fail(__FILE__, __LINE__, "%s: forwarded %.*s",
+						      c->name, (int)ic.fwd_len,
+						      ic.fwd ? ic.fwd : "");
+				path_run_free(&ic);
+			}
+			path_run_free(&plain);
+		}
+	}
+	moat_secrets_free(s);
+}
+
+/* End to end over TLS: a request smuggled behind a CL/TE disagreement, and
+ * a chunk extension, are refused with their reason in X-Moat-Denied, the
+ * body and the report; the smuggled request never reaches the upstream. */
+TEST(intercept_refusal_names_reason)
+{
+	struct world w;
+	world_up(&w, true, false);
+	SSL *c = client(&w);
+	ASSERT_TRUE(c != NULL);
+	char *r = roundtrip(&w, c,
+			    "POST /a HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: 4\r\n"
+			    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+			    "GET /smuggled HTTP/1.1\r\nHost: api.github.test\r\n\r\n");
+	ASSERT_TRUE(r != NULL);
+	ASSERT_CONTAINS(r, "HTTP/1.1 400 Bad Request");
+	ASSERT_CONTAINS(r, "X-Moat-Denied: cl-and-te\r\n");
+	ASSERT_CONTAINS(r, "(cl-and-te)");
+	client_free(c);
+
+	c = client(&w);
+	ASSERT_TRUE(c != NULL);
+	r = roundtrip(&w, c,
+		      "POST /b HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\n"
+		      "\r\n5;x=y\r\nhello\r\n0\r\n\r\n");
+	ASSERT_TRUE(r != NULL);
+	ASSERT_CONTAINS(r, "X-Moat-Denied: bad-chunked-body\r\n");
+	client_free(c);
+	usleep(100000);
+
+	char *heads = slurp(w.heads);
+	ASSERT_TRUE(!strstr(heads, "/smuggled"));
+	ASSERT_TRUE(!strstr(heads, "POST /a"));
+	char *rep = slurp(w.reports);
+	ASSERT_CONTAINS(rep, "allowed=0 status=400 alert=0 secret=- reason=cl-and-te");
+	ASSERT_CONTAINS(rep, "allowed=0 status=400 alert=0 secret=- reason=bad-chunked-body");
 	world_down(&w);
 }

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../../fuzz/http_paths.h"
 #include "harness/tap.h"
+#include "http_cases.h"
 #include "proxy/secrets.h"
 #include "shared/macro.h"
 
@@ -895,6 +897,101 @@ TEST(secrets_placeholders_first_values_later)
 		  0);
 	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
 	ASSERT_CONTAINS(r.head, GH_REAL);
+	moat_secrets_result_clear(&r);
+	moat_secrets_free(s);
+}
+
+/* The rewriter has no grammar of its own: with a secret injected into every
+ * request of the host (so every head is rebuilt), each smuggling case gets
+ * the verdict the plain path gives, and what it forwards frames exactly as
+ * what it was given. */
+TEST(secrets_rewrite_same_verdict_as_plain)
+{
+	char *h[] = {(char[]){"h.test"}};
+	struct moat_secret d = {.name = (char[]){"HK"},
+				.source = MOAT_SECRET_ENV,
+				.from = (char[]){"MOAT_T_HK"},
+				.hosts = h,
+				.n_hosts = 1,
+				.header = (char[]){"X-Key"}};
+	struct moat_secrets *s = NULL;
+	struct moat_error e;
+
+	setenv("MOAT_T_HK", "REALhk0123456789", 1);
+	ASSERT_EQ(moat_secrets_new(&d, 1, &s, &e), 0);
+	for (size_t i = 0; i < ELEMENTSOF(http_cases); i++) {
+		const struct http_case *c = &http_cases[i];
+		struct path_run plain = {0}, rw = {0};
+		path_plain(c->in, http_case_len(c), &plain);
+		path_rewriter(s, c->in, http_case_len(c), "h.test", &rw);
+		if (rw.n != c->accepted || rw.refused != (c->reason != NULL) ||
+		    (c->reason && strcmp(rw.reason, c->reason) != 0))
+			moat_tap_fail(__FILE__, __LINE__, "%s: %u accepted, refused=%d (%s)",
+				      c->name, rw.n, rw.refused, rw.reason);
+		if (!path_agree(&plain, &rw) || !path_agree(&rw, &plain) || !path_fwd_reframes(&rw))
+			moat_tap_fail(__FILE__, __LINE__, "%s: rewriter and plain path disagree",
+				      c->name);
+		/* Every accepted head went on with the value, in origin-form. */
+		if (rw.n &&
+		    (!rw.fwd || !memmem(rw.fwd, rw.fwd_len, "X-Key: REALhk0123456789\r\n", 25) ||
+		     memmem(rw.fwd, rw.fwd_len, "http://", 7)))
+			moat_tap_fail(__FILE__, __LINE__, "%s: not rewritten: %.*s", c->name,
+				      (int)rw.fwd_len, rw.fwd ? rw.fwd : "");
+		path_run_free(&plain);
+		path_run_free(&rw);
+	}
+	moat_secrets_free(s);
+}
+
+/* http_rules and placeholder paths read the parsed path: "http://h?/v1/x"
+ * has path "/" (the "/v1/x" is in the query), not "/v1/x". */
+TEST(secrets_rules_read_the_parsed_path)
+{
+	char *m[] = {(char[]){"GET"}};
+	char *p[] = {(char[]){"/v1/"}};
+	struct moat_http_rule rules[] = {
+		{.host = (char[]){"h.test"},
+		 .methods = m,
+		 .n_methods = 1,
+		 .paths = p,
+		 .n_paths = 1},
+	};
+	static struct moat_http1_request q;
+	const char *a = "GET http://h.test?/v1/x HTTP/1.1\r\n\r\n";
+	ASSERT_GE(moat_http1_parse_request(a, strlen(a), NULL, &q), 1);
+	ASSERT_EQ(moat_secrets_http_allowed_request(rules, 1, "h.test", &q), 0);
+	const char *b = "GET http://h.test/v1/x?y HTTP/1.1\r\n\r\n";
+	ASSERT_GE(moat_http1_parse_request(b, strlen(b), NULL, &q), 1);
+	ASSERT_EQ(moat_secrets_http_allowed_request(rules, 1, "h.test", &q), 1);
+	const char *c = "GET /v1/x HTTP/1.1\r\nHost: h.test\r\n\r\n";
+	ASSERT_GE(moat_http1_parse_request(c, strlen(c), NULL, &q), 1);
+	ASSERT_EQ(moat_secrets_http_allowed_request(rules, 1, "h.test", &q), 1);
+	ASSERT_EQ(moat_secrets_http_allowed_request(rules, 1, "other.test", &q), 1);
+}
+
+/* The destination is the parsed one, Host or absolute-form authority: an
+ * absolute-form target naming another host is refused even without Host. */
+TEST(secrets_rewrite_checks_the_authority)
+{
+	struct moat_secrets *s = setup();
+	struct moat_secrets_result r;
+
+	ASSERT_EQ(run(s, "api.github.test", true, "GET http://evil.test/x HTTP/1.1\r\n\r\n", NULL,
+		      &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "another host");
+	ASSERT_EQ(run(s, "api.github.test", true, "CONNECT api.github.test:443 HTTP/1.1\r\n\r\n",
+		      NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REFUSED);
+	ASSERT_CONTAINS(r.reason, "CONNECT");
+	/* Absolute-form to the right host goes on in origin-form, Host added. */
+	ASSERT_EQ(run(s, "api.github.test", true,
+		      "GET http://api.github.test?q=1 HTTP/1.1\r\nAccept: */*\r\n\r\n", NULL, &r),
+		  0);
+	ASSERT_EQ(r.verdict, MOAT_SECRETS_REWRITTEN);
+	ASSERT_STREQ(r.head, "GET /?q=1 HTTP/1.1\r\nAccept: */*\r\nHost: api.github.test\r\n\r\n");
 	moat_secrets_result_clear(&r);
 	moat_secrets_free(s);
 }
