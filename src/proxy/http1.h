@@ -9,9 +9,14 @@
  * head (> 0; the body, if any, starts there), or a negative enum moat_http1_err.
  * Errors that can be seen early (NUL, bare LF, bad request line, over-size)
  * are reported before the head is complete, so a slow or endless head fails
- * fast. Each call costs O(bytes so far): re-call only after a read that added
- * a '\n' (or reached the cap), which bounds the total work to O(lines * head)
- * even for a client that sends one byte at a time.
+ * fast. The error reported is the one at the earliest position (a bad byte,
+ * or the CRLF ending a bad line), so any prefix that already holds an error
+ * gets the answer the whole stream gets: the reason does not depend on how
+ * the reads were cut. Each call costs O(bytes so far): a caller may skip the
+ * call after a read that added no control byte ('\n', '\r', NUL...) and did
+ * not reach the cap (such bytes can neither complete nor refuse a head; keep
+ * a trailing '\r' in the next look), which bounds the total work to
+ * O(lines * head) even for a client that sends one byte at a time.
  *
  * This is moat's one HTTP/1 request grammar: the plain proxy path, the
  * credential rewriter (secrets.c) and the TLS interceptor (intercept.c) all
