@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Fuzz the HTTP/1 request-head parser: whole input, every prefix answer is
- * consistent with the whole, slices stay inside the buffer. */
+ * consistent with the whole (an error or a complete head in a prefix is the
+ * answer for the whole), slices stay inside the buffer. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		lim = (struct moat_http1_limits){.max_head = 512, .max_headers = 8};
 
 	r = moat_http1_parse_request(buf, size, &lim, &req);
+	/* An error seen in a prefix is the error of the whole: every consumer
+	 * names the same reason however its reads were cut. */
+	for (size_t cut = size / 3; cut < size; cut += size / 3 + 1) {
+		int p = moat_http1_parse_request(buf, cut, &lim, &req2);
+		if (p < 0 && p != r)
+			abort();
+		if (p > 0 && p != r)
+			abort(); /* a complete head stays complete and the same */
+	}
 	if (r > 0) {
 		if ((size_t)r > size)
 			abort();

@@ -2,12 +2,16 @@
 /*
  * Fuzz the request-head rewriting of the credential proxy with hostile heads.
  * Input: one byte of flags (bit 0: upstream is TLS; bits 1-2: destination),
- * then the head; everything after the first "\r\n\r\n" is the body window.
+ * then the head, parsed by moat_http1_parse_request() as every proxy path
+ * does (the rewriter has no grammar of its own); what follows the head is
+ * the body window.
  * "@0@", "@1@", "@2@" in the input become the secrets' placeholders, so the
  * corpus can exercise the substitution paths.
  * Invariants checked (abort on violation): a real value leaves only toward a
  * host its secret is bound to, over TLS, in a rewritten head that is
- * well-terminated and within the output cap; reasons never hold a value.
+ * well-terminated and within the output cap, and that re-parses with the
+ * same framing (Content-Length / chunked) as the original; reasons never
+ * hold a value.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -89,14 +93,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else
 			buf[o++] = (char)data[i++];
 	}
-	const char *end = memmem(buf, o, "\r\n\r\n", 4);
-	size_t head_len = end ? (size_t)(end - buf) + 4 : o;
+	static struct moat_http1_request hr, again;
+	const struct moat_http1_limits big = {.max_head = MOAT_HTTP1_HARD_MAX_HEAD,
+					      .max_headers = MOAT_HTTP1_HARD_MAX_HEADERS};
+	int n = moat_http1_parse_request(buf, o, NULL, &hr);
+	if (n <= 0) {
+		free(buf);
+		return 0;
+	}
+	size_t head_len = (size_t)n;
 	unsigned h = (flags >> 1) & 3;
 	struct moat_secrets_request rq = {
 		.host = hosts[h],
 		.tls = flags & 1,
-		.head = buf,
-		.head_len = head_len,
+		.http = &hr,
 		.body = buf + head_len,
 		.body_len = o - head_len,
 	};
@@ -110,6 +120,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (res.verdict == MOAT_SECRETS_REWRITTEN) {
 		if (!res.head || res.head_len > MOAT_SECRETS_MAX_OUT || res.head_len < 4 ||
 		    memcmp(res.head + res.head_len - 4, "\r\n\r\n", 4) != 0)
+			abort();
+		/* The rewrite never changes the framing the proxy relies on. */
+		if (moat_http1_parse_request(res.head, res.head_len, &big, &again) !=
+			    (int)res.head_len ||
+		    again.content_length != hr.content_length || again.chunked != hr.chunked ||
+		    again.form != MOAT_HTTP1_FORM_ORIGIN)
 			abort();
 		for (unsigned i = 0; i < 3; i++)
 			/* (unless the input itself carried the value literally) */

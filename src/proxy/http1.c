@@ -219,6 +219,8 @@ static int parse_request_line(const char *line, size_t len, struct moat_http1_re
 	r->form = MOAT_HTTP1_FORM_ABSOLUTE;
 	r->authority = (struct moat_http1_slice){auth, (size_t)(p - auth)};
 	r->path = (struct moat_http1_slice){p, (size_t)(end - p)};
+	if (p == end || *p == '?')
+		r->origin_prefix = "/";
 	e = moat_http1_parse_authority(auth, (size_t)(p - auth), false, 80, r->host, &r->host_kind,
 				       &r->port, &r->host_loose_ipv4, &r->port_explicit);
 	if (e < 0)
@@ -227,11 +229,13 @@ static int parse_request_line(const char *line, size_t len, struct moat_http1_re
 	return 0;
 }
 
-/* Content-Length: 1*DIGIT, at most 18 digits (fits int64). */
+/* Content-Length: 1*DIGIT, at most 18 digits (fits int64), no leading zero
+ * ("0" itself is the only value starting with '0': "05" is read as 5 by
+ * some and refused or read as octal by others). */
 static int parse_content_length(const char *s, size_t len, int64_t *ret)
 {
 	int64_t v = 0;
-	if (len == 0 || len > 18)
+	if (len == 0 || len > 18 || (len > 1 && s[0] == '0'))
 		return -MOAT_HTTP1_E_CONTENT_LENGTH;
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] < '0' || s[i] > '9')
@@ -317,6 +321,7 @@ static int parse_header_line(const char *line, size_t len, struct moat_http1_req
 		return -MOAT_HTTP1_E_TOO_MANY_HEADERS;
 
 	struct moat_http1_header *h = &r->headers[r->n_headers++];
+	h->line = (struct moat_http1_slice){line, len};
 	h->name = (struct moat_http1_slice){line, nlen};
 	h->value = (struct moat_http1_slice){v, (size_t)(end - v)};
 
@@ -329,7 +334,10 @@ static int parse_header_line(const char *line, size_t len, struct moat_http1_req
 		int e = parse_content_length(h->value.p, h->value.len, &cl);
 		if (e < 0)
 			return e;
-		if (st->n_cl++ > 0 && cl != r->content_length)
+		/* One Content-Length field, period: RFC 9110 8.6 lets a
+		 * recipient merge identical ones, but not every upstream does,
+		 * and the merge is one more rule two parsers can disagree on. */
+		if (st->n_cl++ > 0)
 			return -MOAT_HTTP1_E_CONTENT_LENGTH;
 		r->content_length = cl;
 	} else if (moat_http1_slice_eq(h->name, "transfer-encoding")) {
@@ -401,7 +409,7 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 	struct head_state st = {0};
 	size_t pos = 0, scan_end, head_end = 0;
 	bool complete = false;
-	int e;
+	int e, bad_err = 0;
 
 	if (!buf || !ret)
 		return -MOAT_HTTP1_E_REQUEST_LINE;
@@ -411,6 +419,7 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 		max_headers = MIN(lim->max_headers, MOAT_HTTP1_HARD_MAX_HEADERS);
 	memset(ret, 0, sizeof(*ret));
 	ret->content_length = -1;
+	ret->origin_prefix = "";
 
 	/* one optional empty line before the request line */
 	if (len >= 1 && buf[0] == '\r') {
@@ -423,28 +432,36 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 		return -MOAT_HTTP1_E_LINE_ENDING;
 	}
 
-	/* byte scan: line endings and control bytes, end of head */
+	/* byte scan: line endings and control bytes, end of head. The first
+	 * bad byte is remembered, not returned at once: only lines that end
+	 * before it are parsed, and an error in one of them wins. So the error
+	 * reported is always the one at the earliest position (a bad byte's,
+	 * or a line's CRLF), the same whatever prefix of the stream has
+	 * arrived: every consumer, however its reads are cut, names the same
+	 * reason for the same bytes. */
 	scan_end = MIN(len, max_head);
-	for (size_t i = pos; i < scan_end; i++) {
+	for (size_t i = pos; i < scan_end && !bad_err; i++) {
 		unsigned char c = (unsigned char)buf[i];
 		if (c == '\n') {
-			if (i == 0 || buf[i - 1] != '\r')
-				return -MOAT_HTTP1_E_LINE_ENDING;
-			if (i >= pos + 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
+			if (i == 0 || buf[i - 1] != '\r') {
+				bad_err = -MOAT_HTTP1_E_LINE_ENDING;
+				head_end = i;
+			} else if (i >= pos + 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
 				head_end = i + 1;
 				complete = true;
 				break;
 			}
 		} else if (c == '\r') {
-			if (i + 1 < len && buf[i + 1] != '\n')
-				return -MOAT_HTTP1_E_LINE_ENDING;
-		} else if (c == '\0') {
-			return -MOAT_HTTP1_E_NUL;
+			if (i + 1 < len && buf[i + 1] != '\n') {
+				bad_err = -MOAT_HTTP1_E_LINE_ENDING;
+				head_end = i;
+			}
 		} else if (is_ctl(c) && c != '\t') {
-			return -MOAT_HTTP1_E_NUL;
+			bad_err = -MOAT_HTTP1_E_NUL; /* NUL and every other CTL */
+			head_end = i;
 		}
 	}
-	if (!complete)
+	if (!complete && !bad_err)
 		head_end = scan_end;
 
 	/* lines: every complete "...\r\n" up to head_end */
@@ -458,6 +475,7 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 		if (lineno == 0) {
 			if (llen == 0)
 				return -MOAT_HTTP1_E_REQUEST_LINE;
+			ret->request_line = (struct moat_http1_slice){line, llen};
 			e = parse_request_line(line, llen, ret);
 		} else if (llen == 0) {
 			break; /* end of head */
@@ -470,6 +488,8 @@ int moat_http1_parse_request(const char *buf, size_t len, const struct moat_http
 		line_start = i + 2;
 		i++;
 	}
+	if (bad_err)
+		return bad_err;
 	if (!complete) {
 		if (len >= max_head)
 			return -MOAT_HTTP1_E_HEAD_TOO_LARGE;
@@ -675,6 +695,7 @@ int moat_http1_chunked_feed(struct moat_http1_chunked *c, const char *buf, size_
 			if (ch != '\n')
 				return -MOAT_HTTP1_E_CHUNK;
 			if (c->size == 0) {
+				c->chunks++;
 				c->state = CH_END_CR;
 				break;
 			}
@@ -700,6 +721,7 @@ int moat_http1_chunked_feed(struct moat_http1_chunked *c, const char *buf, size_
 		case CH_DATA_LF:
 			if (ch != '\n')
 				return -MOAT_HTTP1_E_CHUNK;
+			c->chunks++;
 			c->state = CH_SIZE;
 			c->size = 0;
 			c->digits = 0;
@@ -721,4 +743,91 @@ int moat_http1_chunked_feed(struct moat_http1_chunked *c, const char *buf, size_
 		i++;
 	}
 	return (int)i;
+}
+
+static int put(char *buf, size_t cap, size_t *pos, const void *p, size_t n)
+{
+	if (n > cap - *pos)
+		return -ENOBUFS;
+	if (n)
+		memcpy(buf + *pos, p, n);
+	*pos += n;
+	return 0;
+}
+
+int moat_http1_write_origin_head(const struct moat_http1_request *r, char *buf, size_t cap)
+{
+	char ver[16];
+	size_t pos = 0;
+	bool host = false;
+	int k = 0;
+
+	if (!r || !buf)
+		return -ENOBUFS;
+	snprintf(ver, sizeof(ver), " HTTP/1.%u\r\n", r->version_minor);
+	k |= put(buf, cap, &pos, r->method.p, r->method.len);
+	k |= put(buf, cap, &pos, " ", 1);
+	k |= put(buf, cap, &pos, r->origin_prefix, strlen(r->origin_prefix));
+	k |= put(buf, cap, &pos, r->path.p, r->path.len);
+	k |= put(buf, cap, &pos, ver, strlen(ver));
+	for (unsigned i = 0; i < r->n_headers && i < MOAT_HTTP1_HARD_MAX_HEADERS; i++) {
+		const struct moat_http1_header *h = &r->headers[i];
+		if (moat_http1_slice_eq(h->name, "proxy-connection") ||
+		    moat_http1_slice_eq(h->name, "proxy-authorization"))
+			continue;
+		if (moat_http1_slice_eq(h->name, "host"))
+			host = true;
+		k |= put(buf, cap, &pos, h->name.p, h->name.len);
+		k |= put(buf, cap, &pos, ": ", 2);
+		k |= put(buf, cap, &pos, h->value.p, h->value.len);
+		k |= put(buf, cap, &pos, "\r\n", 2);
+	}
+	if (!host) {
+		k |= put(buf, cap, &pos, "Host: ", 6);
+		k |= put(buf, cap, &pos, r->authority.p, r->authority.len);
+		k |= put(buf, cap, &pos, "\r\n", 2);
+	}
+	k |= put(buf, cap, &pos, "\r\n", 2);
+	if (k || pos > INT_MAX)
+		return -ENOBUFS;
+	return (int)pos;
+}
+
+void moat_http1_body_start(struct moat_http1_body *b, const struct moat_http1_request *r,
+			   uint64_t max_body)
+{
+	memset(b, 0, sizeof(*b));
+	if (r->chunked) {
+		b->active = b->chunked = true;
+		moat_http1_chunked_init(&b->ch, max_body);
+	} else if (r->content_length > 0) {
+		b->active = true;
+		b->left = (uint64_t)r->content_length;
+	}
+}
+
+int moat_http1_body_feed(struct moat_http1_body *b, const char *buf, size_t len)
+{
+	int k;
+
+	if (!b || !b->active)
+		return 0;
+	if (len > INT_MAX)
+		len = INT_MAX;
+	if (b->chunked) {
+		k = moat_http1_chunked_feed(&b->ch, buf, len);
+		if (k < 0) {
+			b->active = false;
+			return k;
+		}
+		if (b->ch.done)
+			b->active = false;
+	} else {
+		k = (int)MIN((uint64_t)len, b->left);
+		b->left -= (uint64_t)k;
+		if (b->left == 0)
+			b->active = false;
+	}
+	b->length += (uint64_t)k;
+	return k;
 }

@@ -9,19 +9,33 @@
  * head (> 0; the body, if any, starts there), or a negative enum moat_http1_err.
  * Errors that can be seen early (NUL, bare LF, bad request line, over-size)
  * are reported before the head is complete, so a slow or endless head fails
- * fast. Each call costs O(bytes so far): re-call only after a read that added
- * a '\n' (or reached the cap), which bounds the total work to O(lines * head)
- * even for a client that sends one byte at a time. Anything ambiguous between two HTTP implementations (request
- * smuggling material) is refused rather than interpreted (also names like
- * "Content_Length"/"Transfer_Encoding" that CGI-style servers map onto the
- * framing headers):
+ * fast. The error reported is the one at the earliest position (a bad byte,
+ * or the CRLF ending a bad line), so any prefix that already holds an error
+ * gets the answer the whole stream gets: the reason does not depend on how
+ * the reads were cut. Each call costs O(bytes so far): a caller may skip the
+ * call after a read that added no control byte ('\n', '\r', NUL...) and did
+ * not reach the cap (such bytes can neither complete nor refuse a head; keep
+ * a trailing '\r' in the next look), which bounds the total work to
+ * O(lines * head) even for a client that sends one byte at a time.
+ *
+ * This is moat's one HTTP/1 request grammar: the plain proxy path, the
+ * credential rewriter (secrets.c) and the TLS interceptor (intercept.c) all
+ * consume this parser's output and frame bodies with moat_http1_body_*()
+ * below, so no two paths can disagree on where a request ends (the table of
+ * what is refused is in docs/NETWORK.md). Anything ambiguous between two HTTP
+ * implementations (request smuggling material) is refused, never interpreted:
  *   obs-fold, bare CR or bare LF, NUL and other CTLs (except HTAB in values),
  *   whitespace before the colon or in names, non-token bytes in method or
- *   name, duplicate Content-Length with differing values or list values,
- *   Content-Length with Transfer-Encoding, any Transfer-Encoding other than
- *   exactly "chunked", several Host headers, Host different from the
- *   absolute-form/authority-form target, userinfo ("user@host"), fragments,
- *   a CONNECT target without port, HTTP versions other than 1.0 and 1.1.
+ *   name, names like "Content_Length"/"Transfer_Encoding" that CGI-style
+ *   servers map onto the framing headers, a Content-Length that is not
+ *   1*DIGIT (at most 18) or has a leading zero ("0" itself is fine), more
+ *   than one Content-Length field (even with identical values) or a list
+ *   value, Content-Length with Transfer-Encoding, any Transfer-Encoding other
+ *   than exactly one "chunked" (no lists, no "identity"), chunked in HTTP/1.0,
+ *   several Host headers, Host different from the absolute-form/authority-form
+ *   target, userinfo ("user@host"), fragments, a CONNECT target without port,
+ *   HTTP versions other than 1.0 and 1.1, a head over max_head bytes or with
+ *   more than max_headers fields.
  * At most one empty line (CRLF) before the request line is skipped (RFC 9112
  * 2.2); it is counted in the returned head length.
  */
@@ -84,6 +98,7 @@ struct moat_http1_slice {
 };
 
 struct moat_http1_header {
+	struct moat_http1_slice line; /* the whole field line as sent, without CRLF */
 	struct moat_http1_slice name; /* token, case as sent */
 	struct moat_http1_slice value; /* leading/trailing SP/HTAB trimmed */
 };
@@ -94,6 +109,7 @@ struct moat_http1_limits {
 };
 
 struct moat_http1_request {
+	struct moat_http1_slice request_line; /* as sent, without CRLF */
 	struct moat_http1_slice method; /* e.g. "GET", "CONNECT" */
 	struct moat_http1_slice target; /* request-target as sent */
 	unsigned version_minor; /* 0 or 1 (HTTP/1.x) */
@@ -114,6 +130,10 @@ struct moat_http1_request {
 	 * what follows the authority, "" or starting with '/' or '?' (send "/"
 	 * in front when it does not start with '/'); CONNECT = "" */
 	struct moat_http1_slice path;
+	/* The path to forward in origin-form is origin_prefix + path: "/" when
+	 * path is empty or starts with '?' ("http://h?x" goes on as "/?x"),
+	 * else "". */
+	const char *origin_prefix;
 
 	struct moat_http1_header headers[MOAT_HTTP1_HARD_MAX_HEADERS];
 	unsigned n_headers;
@@ -182,6 +202,20 @@ int moat_http1_build_error(char *buf, size_t buflen, int status, const char *rea
 			   const char *what, const char *allow_rule);
 
 /*
+ * Write the head to forward for @r in origin-form into @buf (@cap bytes):
+ *   METHOD SP origin_prefix path SP HTTP/1.x CRLF
+ *   every header but Proxy-Connection and Proxy-Authorization, "name: value"
+ *   Host: authority (only if the client sent no Host)
+ *   CRLF
+ * Returns the length, or -ENOBUFS. MOAT_HTTP1_ORIGIN_HEAD_MAX(r, head_len)
+ * bytes always suffice, head_len being what moat_http1_parse_request()
+ * returned for @r.
+ */
+#define MOAT_HTTP1_ORIGIN_HEAD_MAX(r, head_len) \
+	((size_t)(head_len) + (size_t)(r)->n_headers + (r)->authority.len + 32u)
+int moat_http1_write_origin_head(const struct moat_http1_request *r, char *buf, size_t cap);
+
+/*
  * Strict incremental decoder of a chunked request body (RFC 9112 7.1), so the
  * proxy knows where the body ends and the next request on a keep-alive
  * connection begins. It only frames: the bytes are forwarded unchanged.
@@ -198,6 +232,7 @@ struct moat_http1_chunked {
 	uint64_t size; /* private: the chunk size being read */
 	uint64_t remaining; /* private: chunk data bytes still to come */
 	uint64_t total; /* sum of chunk sizes so far */
+	uint64_t chunks; /* chunks whose data was complete (the last, 0, included) */
 	uint64_t max_body; /* 0 = unlimited */
 	bool done; /* the final CRLF was consumed */
 };
@@ -212,3 +247,31 @@ void moat_http1_chunked_init(struct moat_http1_chunked *c, uint64_t max_body);
  * connection must be closed). Feeding a finished decoder returns 0.
  */
 int moat_http1_chunked_feed(struct moat_http1_chunked *c, const char *buf, size_t len);
+
+/*
+ * The body framing of one request, whatever its kind: every consumer of a
+ * parsed head (plain proxy path, TLS interceptor) frames the body that
+ * follows with this, so all of them find the next request at the same byte.
+ * Content-Length bodies are counted, chunked ones go through
+ * moat_http1_chunked_feed(); a request without either has no body (RFC 9112
+ * 6.3: a request without framing headers has length 0).
+ */
+struct moat_http1_body {
+	bool active; /* body bytes are still expected */
+	bool chunked;
+	uint64_t left; /* Content-Length: bytes still to come */
+	uint64_t length; /* bytes framed so far (chunk framing included) */
+	struct moat_http1_chunked ch;
+};
+
+/* Start framing the body of @r (@max_body as for moat_http1_chunked_init,
+ * 0 = unlimited). b->active is false afterwards when @r has no body. */
+void moat_http1_body_start(struct moat_http1_body *b, const struct moat_http1_request *r,
+			   uint64_t max_body);
+/*
+ * Feed the next @len bytes received after the head (or after what earlier
+ * calls consumed). Returns how many belong to the body (the caller forwards
+ * exactly those; when b->active turned false the rest is the next request),
+ * 0 when no body is active, or -MOAT_HTTP1_E_CHUNK / -MOAT_HTTP1_E_BODY_TOO_LARGE.
+ */
+int moat_http1_body_feed(struct moat_http1_body *b, const char *buf, size_t len);

@@ -3,45 +3,17 @@
  * intercept.h. */
 #include "proxy/intercept.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <openssl/crypto.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 
 #include "shared/macro.h"
 
-/* Head plus the body window must fit: the window is scanned with the head. */
-#define IN_CAP (MOAT_SECRETS_MAX_HEAD + MOAT_SECRETS_BODY_WINDOW)
-#define CHUNK_LINE_MAX 1024
 #define REPORT_TARGET_MAX 512
 #define ANSWER_DRAIN_MAX (1u << 20)
-
-enum chunk_st {
-	CH_SIZE,
-	CH_EXT,
-	CH_SIZE_LF,
-	CH_DATA,
-	CH_DATA_CR,
-	CH_DATA_LF,
-	CH_TRAILER_START,
-	CH_TRAILER,
-	CH_TRAILER_LF,
-	CH_FINAL_LF,
-};
-
-struct chunk {
-	enum chunk_st st;
-	uint64_t left;
-	unsigned digits, line;
-};
-
-enum rq_state {
-	RQ_HEAD,
-	RQ_BODY_LENGTH,
-	RQ_BODY_CHUNKED,
-};
 
 struct moat_intercept {
 	struct moat_intercept_config cfg;
@@ -50,12 +22,9 @@ struct moat_intercept {
 	bool chs_done, uhs_done, uhs_failed;
 
 	/* client -> upstream */
+	struct moat_intercept_requests rq;
 	char *in;
-	size_t in_len;
-	enum rq_state rq;
-	uint64_t body_left;
-	struct chunk ch;
-	size_t body_seen;
+	size_t in_len, in_cap; /* in_cap: the head limit plus the body window */
 	char *out; /* what goes upstream next; may hold real values: wiped */
 	size_t out_len, out_off;
 	bool client_eof, up_shut;
@@ -73,102 +42,6 @@ struct moat_intercept {
 
 	char error[512];
 };
-
-/* ---- chunked request bodies ---------------------------------------------------- */
-
-/* Consume bytes of a chunked body: returns how many of p[0..n) belong to it
- * (all of them unless it ends inside), sets *done at its end; -EBADMSG for
- * malformed framing. Chunk data itself is not inspected here. */
-static ssize_t chunk_feed(struct chunk *c, const char *p, size_t n, bool *done)
-{
-	size_t i = 0;
-
-	*done = false;
-	while (i < n) {
-		char b = p[i];
-		switch (c->st) {
-		case CH_SIZE:
-			if (isxdigit((unsigned char)b)) {
-				if (++c->digits > 15)
-					return -EBADMSG;
-				c->left = c->left * 16 +
-					(uint64_t)(isdigit((unsigned char)b)
-							   ? b - '0'
-							   : tolower((unsigned char)b) - 'a' + 10);
-			} else if (c->digits == 0)
-				return -EBADMSG;
-			else if (b == ';')
-				c->st = CH_EXT;
-			else if (b == '\r')
-				c->st = CH_SIZE_LF;
-			else
-				return -EBADMSG;
-			i++;
-			break;
-		case CH_EXT:
-			if (b == '\n' || ++c->line > CHUNK_LINE_MAX)
-				return -EBADMSG;
-			if (b == '\r')
-				c->st = CH_SIZE_LF;
-			i++;
-			break;
-		case CH_SIZE_LF:
-			if (b != '\n')
-				return -EBADMSG;
-			c->st = c->left == 0 ? CH_TRAILER_START : CH_DATA;
-			c->line = 0;
-			i++;
-			break;
-		case CH_DATA: {
-			size_t k = (size_t)MIN((uint64_t)(n - i), c->left);
-			c->left -= k;
-			i += k;
-			if (c->left == 0)
-				c->st = CH_DATA_CR;
-			break;
-		}
-		case CH_DATA_CR:
-			if (b != '\r')
-				return -EBADMSG;
-			c->st = CH_DATA_LF;
-			i++;
-			break;
-		case CH_DATA_LF:
-			if (b != '\n')
-				return -EBADMSG;
-			*c = (struct chunk){.st = CH_SIZE};
-			i++;
-			break;
-		case CH_TRAILER_START:
-			c->line = 0;
-			c->st = b == '\r' ? CH_FINAL_LF : CH_TRAILER;
-			if (b == '\n')
-				return -EBADMSG;
-			i++;
-			break;
-		case CH_TRAILER:
-			if (b == '\n' || ++c->line > CHUNK_LINE_MAX)
-				return -EBADMSG;
-			if (b == '\r')
-				c->st = CH_TRAILER_LF;
-			i++;
-			break;
-		case CH_TRAILER_LF:
-			if (b != '\n')
-				return -EBADMSG;
-			c->st = CH_TRAILER_START;
-			i++;
-			break;
-		case CH_FINAL_LF:
-			if (b != '\n')
-				return -EBADMSG;
-			*c = (struct chunk){.st = CH_SIZE};
-			*done = true;
-			return (ssize_t)(i + 1);
-		}
-	}
-	return (ssize_t)i;
-}
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -205,59 +78,40 @@ static void consume_in(struct moat_intercept *x, size_t n)
 	x->in_len -= n;
 }
 
-static const char *status_text(int status)
+/* Queue moat's own answer (moat_http1_build_error: X-Moat-Denied and the
+ * body name the reason); the connection ends once it is written. */
+static void answer(struct moat_intercept *x, int status, const char *reason, const char *what)
 {
-	switch (status) {
-	case 400:
-		return "Bad Request";
-	case 403:
-		return "Forbidden";
-	case 431:
-		return "Request Header Fields Too Large";
-	case 502:
-		return "Bad Gateway";
-	default:
-		return "Error";
-	}
-}
-
-/* Queue moat's own answer; the connection ends once it is written. */
-static void answer(struct moat_intercept *x, int status, const char *reason)
-{
-	char body[512], *a = NULL;
-	int blen, alen;
+	char buf[2048];
+	int n;
 
 	if (x->answering)
 		return;
 	x->answering = true;
 	out_clear(x);
-	blen = snprintf(body, sizeof(body), "moat: %s\n", reason);
-	if (blen < 0)
+	n = moat_http1_build_error(buf, sizeof(buf), status, reason, what, NULL);
+	if (n < 0)
 		return;
-	blen = MIN(blen, (int)sizeof(body) - 1);
-	alen = asprintf(&a,
-			"HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-			"X-Moat-Denied: %d\r\nContent-Length: %d\r\n\r\n%.*s",
-			status, status_text(status), status, blen, blen, body);
-	if (alen < 0)
+	x->answer = malloc((size_t)n);
+	if (!x->answer)
 		return;
-	x->answer = a;
-	x->answer_len = (size_t)alen;
+	memcpy(x->answer, buf, (size_t)n);
+	x->answer_len = (size_t)n;
 	x->answer_off = 0;
 }
 
-static void report(struct moat_intercept *x, const char *method, size_t mlen, const char *target,
-		   size_t tlen, bool allowed, int status, bool alert, const char *secret,
-		   const char *reason, const char *warning)
+static void report(const struct moat_intercept_config *cfg, const char *host, const char *method,
+		   size_t mlen, const char *target, size_t tlen, bool allowed, int status,
+		   bool alert, const char *secret, const char *reason, const char *warning)
 {
 	char m[33], t[REPORT_TARGET_MAX + 1];
 
-	if (!x->cfg.report)
+	if (!cfg->report)
 		return;
 	snprintf(m, sizeof(m), "%.*s", (int)MIN(mlen, sizeof(m) - 1), method ? method : "");
 	snprintf(t, sizeof(t), "%.*s", (int)MIN(tlen, sizeof(t) - 1), target ? target : "");
 	struct moat_intercept_report r = {
-		.host = x->host,
+		.host = host,
 		.method = m,
 		.target = t,
 		.allowed = allowed,
@@ -267,147 +121,224 @@ static void report(struct moat_intercept *x, const char *method, size_t mlen, co
 		.reason = reason && *reason ? reason : NULL,
 		.warning = warning && *warning ? warning : NULL,
 	};
-	x->cfg.report(x->cfg.userdata, &r);
+	cfg->report(cfg->userdata, &r);
 }
 
-/* A complete head is at the start of in: decide and queue it. */
-static int process_head(struct moat_intercept *x, size_t head_len)
+/* ---- the request side ------------------------------------------------------------- */
+
+int moat_intercept_requests_init(struct moat_intercept_requests *q,
+				 const struct moat_intercept_config *cfg, const char *host)
 {
+	bool ip;
+
+	memset(q, 0, sizeof(*q));
+	if (!cfg || !host || moat_tls_normalize_host(host, q->host, &ip) < 0)
+		return -EINVAL;
+	q->cfg = cfg;
+	q->max_head = cfg->limits.max_head ? cfg->limits.max_head : MOAT_HTTP1_DEFAULT_MAX_HEAD;
+	q->max_head = MIN(q->max_head, (size_t)MOAT_HTTP1_HARD_MAX_HEAD);
+	return 0;
+}
+
+void moat_intercept_piece_clear(struct moat_intercept_piece *p)
+{
+	if (!p)
+		return;
+	wipe_free(p->data, p->len);
+	*p = (struct moat_intercept_piece){0};
+}
+
+_printf_(6, 7) static int refuse_piece(struct moat_intercept_requests *q,
+				       const struct moat_http1_request *r, int status, bool alert,
+				       struct moat_intercept_piece *ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ret->reason, sizeof(ret->reason), fmt, ap);
+	va_end(ap);
+	ret->kind = MOAT_INTERCEPT_REFUSE;
+	ret->status = status;
+	ret->alert = alert;
+	if (r && r->method.p)
+		snprintf(ret->what, sizeof(ret->what), "%.*s %.*s", (int)MIN(r->method.len, 32u),
+			 r->method.p, (int)MIN(r->target.len, 100u), r->target.p);
+	q->refused = true;
+	return 0;
+}
+
+/* A complete head of head_len bytes is at the start of in. */
+static int next_head(struct moat_intercept_requests *q, const struct moat_http1_request *r,
+		     const char *in, size_t len, size_t head_len, struct moat_intercept_piece *ret)
+{
+	const struct moat_intercept_config *cfg = q->cfg;
 	struct moat_secrets_result res;
 	struct moat_secrets_request rq = {
-		.host = x->host,
-		.tls = true, /* the upstream handshake verified x->host */
-		.head = x->in,
-		.head_len = head_len,
-		.body = x->in + head_len,
-		.body_len = MIN(x->in_len - head_len, (size_t)MOAT_SECRETS_BODY_WINDOW),
+		.host = q->host,
+		.tls = true, /* the upstream handshake verified the host */
+		.http = r,
+		.body = in + head_len,
+		.body_len = MIN(len - head_len, (size_t)MOAT_SECRETS_BODY_WINDOW),
 	};
-	int r;
+	const char *m = r->method.p, *t = r->target.p;
+	size_t ml = r->method.len, tl = r->target.len;
+	int e;
 
-	r = moat_secrets_rewrite(x->cfg.secrets, &rq, &res);
-	if (r < 0) {
-		const char *why = r == -E2BIG ? "request head too large"
-			: r == -EBADMSG	      ? "malformed or ambiguous request head"
-					      : "request refused";
-		size_t mlen = 0;
-		while (mlen < head_len && mlen < 32 && x->in[mlen] != ' ' && x->in[mlen] != '\r')
-			mlen++;
-		report(x, x->in, mlen, NULL, 0, false, r == -E2BIG ? 431 : 400, false, NULL, why,
+	e = moat_secrets_rewrite(cfg->secrets, &rq, &res);
+	if (e == -ENOMEM)
+		return e;
+	if (e < 0) {
+		const char *why =
+			e == -E2BIG ? "rewritten-head-too-large" : "credential-check-failed";
+		report(cfg, q->host, m, ml, t, tl, false, e == -E2BIG ? 431 : 400, false, NULL, why,
 		       NULL);
-		answer(x, r == -E2BIG ? 431 : 400, why);
-		return 0;
+		return refuse_piece(q, r, e == -E2BIG ? 431 : 400, false, ret, "%s", why);
 	}
-
-	const char *method = x->in, *target = x->in + res.target_off;
-	const char *secret = res.secret >= 0 && x->cfg.secrets
-		? moat_secrets_name(x->cfg.secrets, (unsigned)res.secret)
+	const char *secret = res.secret >= 0 && cfg->secrets
+		? moat_secrets_name(cfg->secrets, (unsigned)res.secret)
 		: NULL;
-
 	if (res.verdict == MOAT_SECRETS_REFUSED) {
-		report(x, method, res.method_len, target, res.target_len, false, 403,
-		       res.secret >= 0, secret, res.reason, NULL);
-		answer(x, 403, res.reason);
+		report(cfg, q->host, m, ml, t, tl, false, 403, res.secret >= 0, secret, res.reason,
+		       NULL);
+		refuse_piece(q, r, 403, res.secret >= 0, ret, "%s", res.reason);
 		moat_secrets_result_clear(&res);
 		return 0;
 	}
-
 	/* Method/path rules of the policy for this host. */
-	if (x->cfg.n_rules) {
-		char m[33];
-		_cleanup_free_ char *t = strndup(target, res.target_len);
-		snprintf(m, sizeof(m), "%.*s", (int)MIN(res.method_len, sizeof(m) - 1), method);
-		if (!t) {
+	e = moat_secrets_http_allowed_request(cfg->rules, cfg->n_rules, q->host, r);
+	if (e != 1) {
+		moat_secrets_result_clear(&res);
+		if (e < 0)
+			return e;
+		char why[128];
+		snprintf(why, sizeof(why), "method %.*s or path not allowed by the http rules",
+			 (int)MIN(ml, 32u), m);
+		report(cfg, q->host, m, ml, t, tl, false, 403, false, NULL, why, NULL);
+		return refuse_piece(q, r, 403, false, ret, "%s", why);
+	}
+
+	report(cfg, q->host, m, ml, t, tl, true, 0, false, secret, NULL, res.warning);
+	ret->kind = MOAT_INTERCEPT_HEAD;
+	ret->consumed = head_len;
+	ret->content_length = r->content_length;
+	ret->chunked = r->chunked;
+	if (res.verdict == MOAT_SECRETS_REWRITTEN) {
+		ret->data = TAKE_PTR(res.head);
+		ret->len = res.head_len;
+	} else {
+		/* As sent, from the request line (an empty line before it, RFC
+		 * 9112 2.2, is not passed on). */
+		size_t skip = (size_t)(r->request_line.p - in);
+		ret->len = head_len - skip;
+		ret->data = malloc(ret->len);
+		if (!ret->data) {
 			moat_secrets_result_clear(&res);
+			*ret = (struct moat_intercept_piece){0};
 			return -ENOMEM;
 		}
-		/* Absolute-form targets carry the path after the authority. */
-		const char *path = t;
-		if (*t != '/' && strstr(t, "://")) {
-			path = strchr(strstr(t, "://") + 3, '/');
-			if (!path)
-				path = "/";
-		}
-		if (moat_secrets_http_allowed(x->cfg.rules, x->cfg.n_rules, x->host, m, path) !=
-		    1) {
-			char why[128];
-			snprintf(why, sizeof(why),
-				 "method %s or path not allowed by the http rules", m);
-			report(x, method, res.method_len, target, res.target_len, false, 403, false,
-			       NULL, why, NULL);
-			answer(x, 403, why);
-			moat_secrets_result_clear(&res);
-			return 0;
-		}
+		memcpy(ret->data, in + skip, ret->len);
 	}
-
-	report(x, method, res.method_len, target, res.target_len, true, 0, false, secret, NULL,
-	       res.warning);
-
-	if (res.verdict == MOAT_SECRETS_REWRITTEN) {
-		out_clear(x);
-		x->out = TAKE_PTR(res.head);
-		x->out_len = res.head_len;
-		r = 0;
-	} else
-		r = out_set_copy(x, x->in, head_len);
-	if (res.chunked) {
-		x->rq = RQ_BODY_CHUNKED;
-		x->ch = (struct chunk){.st = CH_SIZE};
-	} else if (res.content_length > 0) {
-		x->rq = RQ_BODY_LENGTH;
-		x->body_left = (uint64_t)res.content_length;
-	} else
-		x->rq = RQ_HEAD;
-	/* The window right after the head was scanned with it. */
-	x->body_seen = rq.body_len;
 	moat_secrets_result_clear(&res);
-	consume_in(x, head_len);
-	return r;
+	moat_http1_body_start(&q->body, r, 0);
+	/* The window right after the head was scanned with it. */
+	q->body_seen = q->body.active ? rq.body_len : 0;
+	q->scanned = 0;
+	return 0;
 }
 
-/* Move body bytes from in to out. */
-static int process_body(struct moat_intercept *x)
+/* Body bytes at the start of in. */
+static int next_body(struct moat_intercept_requests *q, const char *in, size_t len,
+		     struct moat_intercept_piece *ret)
 {
-	size_t k;
-	bool done = false;
+	const struct moat_intercept_config *cfg = q->cfg;
+	uint64_t before = q->body.length;
+	int k = moat_http1_body_feed(&q->body, in, len);
 
-	if (x->rq == RQ_BODY_LENGTH) {
-		k = (size_t)MIN((uint64_t)x->in_len, x->body_left);
-		x->body_left -= k;
-		done = x->body_left == 0;
-	} else {
-		ssize_t n = chunk_feed(&x->ch, x->in, x->in_len, &done);
-		if (n < 0) {
-			snprintf(x->error, sizeof(x->error), "malformed chunked request body");
-			return -EBADMSG;
-		}
-		k = (size_t)n;
+	if (k < 0) {
+		const char *why = moat_http1_strerror(k);
+		report(cfg, q->host, "", 0, "", 0, false, moat_http1_err_status(k), false, NULL,
+		       why, NULL);
+		return refuse_piece(q, NULL, moat_http1_err_status(k), false, ret, "%s", why);
 	}
 	/* The tripwire keeps looking through the first bytes of every body. */
-	if (x->cfg.secrets && x->body_seen < MOAT_SECRETS_BODY_WINDOW) {
-		size_t w = MIN(k, MOAT_SECRETS_BODY_WINDOW - x->body_seen);
-		int i = moat_secrets_scan(x->cfg.secrets, x->in, w);
-		if (i >= 0) {
-			char why[400];
-			snprintf(why, sizeof(why),
-				 "secret %s: placeholder in the request body (destination %s)",
-				 moat_secrets_name(x->cfg.secrets, (unsigned)i), x->host);
-			report(x, "", 0, "", 0, false, 403, true,
-			       moat_secrets_name(x->cfg.secrets, (unsigned)i), why, NULL);
-			snprintf(x->error, sizeof(x->error), "%s", why);
-			return -EACCES;
+	if (cfg->secrets && q->body_seen < MOAT_SECRETS_BODY_WINDOW) {
+		size_t off = q->body_seen > before ? (size_t)(q->body_seen - before) : 0;
+		if (off < (size_t)k) {
+			size_t w = MIN((size_t)k - off, MOAT_SECRETS_BODY_WINDOW - q->body_seen);
+			int i = moat_secrets_scan(cfg->secrets, in + off, w);
+			if (i >= 0) {
+				const char *name = moat_secrets_name(cfg->secrets, (unsigned)i);
+				char why[400];
+				snprintf(why, sizeof(why),
+					 "secret %s: placeholder in the request body (destination "
+					 "%s)",
+					 name, q->host);
+				report(cfg, q->host, "", 0, "", 0, false, 403, true, name, why,
+				       NULL);
+				return refuse_piece(q, NULL, 403, true, ret, "%s", why);
+			}
+			q->body_seen += w;
 		}
-		x->body_seen += w;
 	}
-	int r = out_set_copy(x, x->in, k);
-	if (r < 0)
-		return r;
-	consume_in(x, k);
-	if (done) {
-		x->rq = RQ_HEAD;
-		x->body_seen = 0;
-	}
+	ret->kind = MOAT_INTERCEPT_BODY;
+	ret->consumed = (size_t)k;
 	return 0;
+}
+
+static bool any_ctl(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return true;
+	return false;
+}
+
+int moat_intercept_requests_next(struct moat_intercept_requests *q, const char *in, size_t len,
+				 struct moat_intercept_piece *ret)
+{
+	struct moat_http1_request *r;
+	int n;
+
+	*ret = (struct moat_intercept_piece){0};
+	if (q->refused || len == 0)
+		return 0;
+	if (q->body.active)
+		return next_body(q, in, len, ret);
+	/* Re-parse only when the new bytes could change the answer: a line
+	 * end, a control byte (NUL, bare CR: refused early) or the cap. Bytes
+	 * without any cannot complete or refuse a head, so the verdict is the
+	 * one a parse after every read gives (the plain path's), at O(lines *
+	 * head) cost whatever the client's write sizes. */
+	if (q->scanned > len)
+		q->scanned = 0;
+	if (len < q->max_head && !any_ctl(in + q->scanned, len - q->scanned)) {
+		q->scanned = len;
+		return 0;
+	}
+	r = malloc(sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	n = moat_http1_parse_request(in, len, &q->cfg->limits, r);
+	if (n == 0) {
+		/* A final CR is looked at again with the byte after it. */
+		q->scanned = in[len - 1] == '\r' ? len - 1 : len;
+		free(r);
+		return 0;
+	}
+	if (n < 0) {
+		const char *why = moat_http1_strerror(n);
+		size_t ml = 0;
+		while (ml < len && ml < 32 && in[ml] != ' ' && in[ml] != '\r')
+			ml++;
+		report(q->cfg, q->host, in, ml, NULL, 0, false, moat_http1_err_status(n), false,
+		       NULL, why, NULL);
+		refuse_piece(q, NULL, moat_http1_err_status(n), false, ret, "%s", why);
+		free(r);
+		return 0;
+	}
+	n = next_head(q, r, in, len, (size_t)n, ret);
+	free(r);
+	return n;
 }
 
 static int fail_tls(struct moat_intercept *x, SSL *ssl, const char *side, int r)
@@ -443,7 +374,12 @@ int moat_intercept_new_prefixed(const struct moat_intercept_config *cfg, const c
 	r = moat_tls_normalize_host(host, x->host, &ip);
 	if (r < 0)
 		goto fail;
-	x->in = malloc(IN_CAP);
+	r = moat_intercept_requests_init(&x->rq, &x->cfg, x->host);
+	if (r < 0)
+		goto fail;
+	/* Head plus the body window must fit: the window is scanned with the head. */
+	x->in_cap = x->rq.max_head + MOAT_SECRETS_BODY_WINDOW;
+	x->in = malloc(x->in_cap);
 	r = -ENOMEM;
 	if (!x->in)
 		goto fail;
@@ -470,7 +406,7 @@ struct moat_intercept *moat_intercept_free(struct moat_intercept *x)
 		return NULL;
 	SSL_free(x->cs);
 	SSL_free(x->us);
-	wipe_free(x->in, IN_CAP);
+	wipe_free(x->in, x->in_cap);
 	out_clear(x);
 	free(x->answer);
 	OPENSSL_cleanse(x->down, sizeof(x->down));
@@ -526,8 +462,9 @@ int moat_intercept_step(struct moat_intercept *x, uint32_t *ret_client_events,
 		if (!x->chs_done)
 			break;
 		if (x->uhs_failed && !x->answering) {
-			report(x, "", 0, "", 0, false, 502, false, NULL, x->error, NULL);
-			answer(x, 502, x->error);
+			report(&x->cfg, x->host, "", 0, "", 0, false, 502, false, NULL, x->error,
+			       NULL);
+			answer(x, 502, x->error, NULL);
 			progress = true;
 		}
 
@@ -581,8 +518,8 @@ int moat_intercept_step(struct moat_intercept *x, uint32_t *ret_client_events,
 			break;
 
 		/* client -> in */
-		if (!x->client_eof && x->in_len < IN_CAP) {
-			n = moat_tls_read(x->cs, x->in + x->in_len, IN_CAP - x->in_len, &w);
+		if (!x->client_eof && x->in_len < x->in_cap) {
+			n = moat_tls_read(x->cs, x->in + x->in_len, x->in_cap - x->in_len, &w);
 			if (n > 0) {
 				x->in_len += (size_t)n;
 				progress = true;
@@ -596,28 +533,36 @@ int moat_intercept_step(struct moat_intercept *x, uint32_t *ret_client_events,
 
 		/* in -> out, one piece at a time */
 		if (x->out_off == x->out_len && x->in_len > 0) {
-			if (x->rq == RQ_HEAD) {
-				const char *end = memmem(x->in, x->in_len, "\r\n\r\n", 4);
-				if (end) {
-					r = process_head(x, (size_t)(end - x->in) + 4);
-					if (r < 0)
-						return r;
-					progress = true;
-					continue;
-				}
-				if (x->in_len >= MOAT_SECRETS_MAX_HEAD) {
-					report(x, "", 0, "", 0, false, 431, false, NULL,
-					       "request head too large", NULL);
-					answer(x, 431, "request head too large");
-					progress = true;
-					continue;
-				}
-			} else {
-				r = process_body(x);
+			struct moat_intercept_piece pc;
+			r = moat_intercept_requests_next(&x->rq, x->in, x->in_len, &pc);
+			if (r < 0)
+				return r;
+			switch (pc.kind) {
+			case MOAT_INTERCEPT_HEAD:
+				out_clear(x);
+				x->out = TAKE_PTR(pc.data);
+				x->out_len = pc.len;
+				consume_in(x, pc.consumed);
+				progress = true;
+				break;
+			case MOAT_INTERCEPT_BODY:
+				r = out_set_copy(x, x->in, pc.consumed);
 				if (r < 0)
 					return r;
+				consume_in(x, pc.consumed);
 				progress = true;
+				break;
+			case MOAT_INTERCEPT_REFUSE:
+				snprintf(x->error, sizeof(x->error), "%s", pc.reason);
+				answer(x, pc.status, pc.reason, pc.what[0] ? pc.what : NULL);
+				progress = true;
+				break;
+			case MOAT_INTERCEPT_MORE:
+				break;
 			}
+			moat_intercept_piece_clear(&pc);
+			if (x->answering)
+				continue;
 		}
 
 		/* out -> upstream */
@@ -638,8 +583,7 @@ int moat_intercept_step(struct moat_intercept *x, uint32_t *ret_client_events,
 				uwant |= w;
 			else
 				x->up_shut = progress = true;
-		} else if (x->client_eof && x->in_len > 0 && x->rq == RQ_HEAD &&
-			   !memmem(x->in, x->in_len, "\r\n\r\n", 4)) {
+		} else if (x->client_eof && x->in_len > 0 && !x->rq.body.active) {
 			/* A truncated head at EOF: nothing to forward. */
 			x->in_len = 0;
 			progress = true;

@@ -25,6 +25,16 @@
  *
  * Both fds must be non-blocking; they stay owned by the caller. Every request
  * decision is reported through cfg.report (for the event log / alerts).
+ *
+ * The request side has no HTTP grammar of its own: heads are parsed by
+ * moat_http1_parse_request() (with cfg.limits, the same limits as the plain
+ * proxy path), rewritten by moat_secrets_rewrite() from that parse, and
+ * bodies are framed by moat_http1_body_*(). That half is pure code
+ * (moat_intercept_requests_*() below), so tests and the differential fuzz
+ * target drive exactly what the TLS connection runs. A refusal is answered
+ * with moat_http1_build_error(): X-Moat-Denied and the body name the reason
+ * (the same reason token the plain path logs for the same bytes), and the
+ * connection ends.
  */
 #pragma once
 
@@ -32,6 +42,7 @@
 #include <stdint.h>
 
 #include "lib/policy.h"
+#include "proxy/http1.h"
 #include "proxy/secrets.h"
 #include "proxy/tls.h"
 
@@ -55,6 +66,7 @@ struct moat_intercept_config {
 	const struct moat_secrets *secrets; /* may be NULL */
 	const struct moat_http_rule *rules; /* policy http_rules, may be NULL */
 	unsigned n_rules;
+	struct moat_http1_limits limits; /* request heads; zero = the parser's defaults */
 	void (*report)(void *userdata, const struct moat_intercept_report *r);
 	void *userdata;
 };
@@ -80,3 +92,51 @@ struct moat_intercept *moat_intercept_free(struct moat_intercept *x);
 int moat_intercept_step(struct moat_intercept *x, uint32_t *ret_client_events,
 			uint32_t *ret_upstream_events);
 const char *moat_intercept_error(const struct moat_intercept *x);
+
+/* ---- the request side, pure ---------------------------------------------------- */
+
+enum moat_intercept_piece_kind {
+	MOAT_INTERCEPT_MORE = 0, /* nothing can be decided yet: read more */
+	MOAT_INTERCEPT_HEAD, /* a request head: forward data[0..len) */
+	MOAT_INTERCEPT_BODY, /* body bytes: forward in[0..consumed) unchanged */
+	MOAT_INTERCEPT_REFUSE, /* answer status/reason, forward nothing more */
+};
+
+struct moat_intercept_piece {
+	enum moat_intercept_piece_kind kind;
+	size_t consumed; /* HEAD, BODY: bytes of in this piece covers */
+	char *data; /* HEAD: the head to send (may hold real values) */
+	size_t len;
+	int status; /* REFUSE: 400, 403, 413, 431, 501, 505 */
+	char reason[400]; /* REFUSE: the reason (event, X-Moat-Denied, body) */
+	char what[160]; /* REFUSE: "METHOD target" of the refused request, or "" */
+	bool alert; /* REFUSE: a secret was involved */
+	/* HEAD: the framing the parser found (for tests and the fuzz target) */
+	int64_t content_length;
+	bool chunked;
+};
+
+struct moat_intercept_requests {
+	const struct moat_intercept_config *cfg; /* private */
+	char host[MOAT_TLS_MAX_NAME + 1]; /* private */
+	struct moat_http1_body body; /* the body being framed */
+	size_t body_seen; /* private: body bytes the tripwire has scanned */
+	size_t scanned; /* private: head bytes known to hold no '\n' */
+	size_t max_head; /* the effective head limit */
+	bool refused; /* a REFUSE was returned: nothing more is decided */
+};
+
+/* host is normalised like moat_intercept_new()'s; cfg must outlive q.
+ * Returns 0 or -EINVAL. */
+int moat_intercept_requests_init(struct moat_intercept_requests *q,
+				 const struct moat_intercept_config *cfg, const char *host);
+/*
+ * Decide the next piece of the client bytes in[0..len) (what earlier pieces
+ * consumed is no longer in it). A head needs at most max_head bytes plus the
+ * body window after it in @in to be decided. Returns 0 with *ret filled
+ * (release with moat_intercept_piece_clear()), or -ENOMEM. Every HEAD and
+ * REFUSE is reported through cfg->report.
+ */
+int moat_intercept_requests_next(struct moat_intercept_requests *q, const char *in, size_t len,
+				 struct moat_intercept_piece *ret);
+void moat_intercept_piece_clear(struct moat_intercept_piece *p);

@@ -142,10 +142,8 @@ struct conn {
 
 	/* HTTP forwarding after the first request */
 	bool http; /* up half is fed by the HTTP request parser */
-	bool chunked; /* inside a chunked request body, framed by `ch` */
-	struct moat_http1_chunked ch;
+	struct moat_http1_body body; /* framing of the request body being relayed */
 	bool http_stop; /* no more requests: a refusal waits in `final` */
-	int64_t body_left;
 	char *final; /* reply to send once the upstream response ended */
 	size_t final_len;
 	bool logged;
@@ -837,43 +835,21 @@ static void relay_pump(struct conn *c)
 
 /* ---- HTTP ------------------------------------------------------------------- */
 
-/* Append the request head in origin-form: the proxy headers go, Host stays
- * (the parser checked it equals the target) or is added. */
-static int http_rewrite(struct conn *c, const struct moat_http1_request *r)
+/* Append the request head in origin-form (moat_http1_write_origin_head: the
+ * proxy headers go, Host stays - the parser checked it equals the target - or
+ * is added) and start framing its body. */
+static int http_rewrite(struct conn *c, const struct moat_http1_request *r, size_t head_len)
 {
-	struct half *h = &c->up;
-	char line[64];
-	bool host = false;
-	int k;
+	size_t cap = MOAT_HTTP1_ORIGIN_HEAD_MAX(r, head_len);
+	_cleanup_free_ char *head = malloc(cap);
+	int n;
 
-	if (buf_add(h, r->method.p, r->method.len) < 0 || buf_add(h, " ", 1) < 0)
+	if (!head)
 		return -ENOMEM;
-	if (r->path.len == 0 ? buf_add(h, "/", 1) : buf_add(h, r->path.p, r->path.len))
+	n = moat_http1_write_origin_head(r, head, cap);
+	if (n < 0 || buf_add(&c->up, head, (size_t)n) < 0)
 		return -ENOMEM;
-	k = snprintf(line, sizeof(line), " HTTP/1.%u\r\n", r->version_minor);
-	if (buf_add(h, line, (size_t)k) < 0)
-		return -ENOMEM;
-	for (unsigned i = 0; i < r->n_headers; i++) {
-		const struct moat_http1_header *hd = &r->headers[i];
-		if (moat_http1_slice_eq(hd->name, "proxy-connection") ||
-		    moat_http1_slice_eq(hd->name, "proxy-authorization"))
-			continue;
-		if (moat_http1_slice_eq(hd->name, "host"))
-			host = true;
-		if (buf_add(h, hd->name.p, hd->name.len) < 0 || buf_add(h, ": ", 2) < 0 ||
-		    buf_add(h, hd->value.p, hd->value.len) < 0 || buf_add(h, "\r\n", 2) < 0)
-			return -ENOMEM;
-	}
-	if (!host &&
-	    (buf_add(h, "Host: ", 6) < 0 || buf_add(h, r->authority.p, r->authority.len) < 0 ||
-	     buf_add(h, "\r\n", 2) < 0))
-		return -ENOMEM;
-	if (buf_add(h, "\r\n", 2) < 0)
-		return -ENOMEM;
-	c->body_left = r->content_length > 0 ? r->content_length : 0;
-	c->chunked = r->chunked;
-	if (r->chunked)
-		moat_http1_chunked_init(&c->ch, 0);
+	moat_http1_body_start(&c->body, r, 0);
 	return 0;
 }
 
@@ -884,20 +860,15 @@ static const char *http_cred_check(struct conn *c, const struct moat_http1_reque
 				   size_t head_len, char *buf, size_t len)
 {
 	const struct moat_proxy_config *cfg = c->p->cfg;
-	char method[24], *path;
+	char method[24];
 	int ok;
 
 	if (cfg->secrets && moat_secrets_count(cfg->secrets) > 0) {
 		struct moat_secrets_result res;
-		size_t skip = 0;
-		/* One empty line before the request line is legal (RFC 9112 2.2). */
-		while (skip < 2 && skip < head_len && (c->in[skip] == '\r' || c->in[skip] == '\n'))
-			skip++;
 		struct moat_secrets_request rq = {
 			.host = c->name,
 			.tls = false,
-			.head = c->in + skip,
-			.head_len = head_len - skip,
+			.http = r,
 			.body = c->in + head_len,
 			.body_len = MIN(c->in_len - head_len, (size_t)MOAT_SECRETS_BODY_WINDOW),
 		};
@@ -914,11 +885,7 @@ static const char *http_cred_check(struct conn *c, const struct moat_http1_reque
 	if (cfg->n_http_rules == 0)
 		return NULL;
 	moat_http1_slice_copy(r->method, method, sizeof(method));
-	path = strndup(r->path.len ? r->path.p : "/", r->path.len ? r->path.len : 1);
-	if (!path)
-		return "out-of-memory";
-	ok = moat_secrets_http_allowed(cfg->http_rules, cfg->n_http_rules, c->name, method, path);
-	free(path);
+	ok = moat_secrets_http_allowed_request(cfg->http_rules, cfg->n_http_rules, c->name, r);
 	if (ok == 1)
 		return NULL;
 	snprintf(buf, len, "method %s or path not allowed by the http rules", method);
@@ -955,10 +922,10 @@ static void http_process(struct conn *c)
 		struct moat_http1_request r;
 		int n;
 
-		if (c->chunked) {
-			/* Frame the chunked body so the next request is found;
-			 * the bytes go on unchanged. */
-			int k = moat_http1_chunked_feed(&c->ch, c->in, c->in_len);
+		if (c->body.active) {
+			/* Frame the body so the next request is found; the
+			 * bytes go on unchanged. */
+			int k = moat_http1_body_feed(&c->body, c->in, c->in_len);
 			if (k < 0) {
 				req_event(c, false, moat_http1_strerror(k));
 				http_stop(c, moat_http1_err_status(k), moat_http1_strerror(k),
@@ -970,18 +937,6 @@ static void http_process(struct conn *c)
 				return;
 			}
 			consume(c, (size_t)k);
-			if (c->ch.done)
-				c->chunked = false;
-			continue;
-		}
-		if (c->body_left > 0) {
-			size_t k = (size_t)MIN((uint64_t)c->body_left, c->in_len);
-			if (buf_add(&c->up, c->in, k) < 0) {
-				conn_close(c);
-				return;
-			}
-			consume(c, k);
-			c->body_left -= (int64_t)k;
 			continue;
 		}
 		n = moat_http1_parse_request(c->in, c->in_len, &p->hlim, &r);
@@ -1016,7 +971,7 @@ static void http_process(struct conn *c)
 			return;
 		}
 		req_event(c, true, c->tunnel_http ? "http-in-tunnel" : "keep-alive");
-		if (http_rewrite(c, &r) < 0) {
+		if (http_rewrite(c, &r, (size_t)n) < 0) {
 			conn_close(c);
 			return;
 		}
@@ -1066,7 +1021,7 @@ static void http_head(struct conn *c)
 			return;
 		}
 		c->http = true;
-		if (http_rewrite(c, &r) < 0) {
+		if (http_rewrite(c, &r, (size_t)n) < 0) {
 			conn_close(c);
 			return;
 		}
@@ -1342,6 +1297,7 @@ static void enter_tls(struct conn *c)
 		.secrets = cfg->secrets,
 		.rules = cfg->http_rules,
 		.n_rules = cfg->n_http_rules,
+		.limits = c->p->hlim, /* one grammar, one set of limits */
 		.report = tls_report,
 		.userdata = c,
 	};

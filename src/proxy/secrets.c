@@ -939,200 +939,40 @@ static int b64_encode(struct obuf *b, const unsigned char *in, size_t len)
 
 /* ---- rewriting ------------------------------------------------------------- */
 
-struct hdr {
-	const char *name, *value;
-	size_t nlen, vlen;
-	const char *line; /* the whole line, without CRLF */
-	size_t llen;
-};
+typedef struct moat_http1_header hdr_t;
 
-struct req {
-	const char *method, *target, *version;
-	size_t mlen, tlen, vlen;
-	const char *path; /* inside target */
-	size_t plen;
-	struct hdr h[MOAT_SECRETS_MAX_HEADERS];
-	unsigned n;
-	const struct hdr *host; /* the Host header, if any */
-	int64_t content_length; /* -1: none */
-	bool chunked;
-};
-
-static bool is_ws(char c)
+static bool name_is(const hdr_t *h, const char *name)
 {
-	return c == ' ' || c == '\t';
+	return moat_http1_slice_eq(h->name, name);
 }
 
-/* Strict split of an HTTP/1.x head into the request line and header lines. */
-static int parse_head(const char *head, size_t len, struct req *q)
+/* The destination the head names (Host or the absolute-form authority, which
+ * the parser checked agree) against the one the proxy resolved/verified. */
+static bool same_host(const char *parsed, const char *host)
 {
-	const char *p = head, *end = head + len, *eol;
-
-	if (len < 4 || memcmp(end - 4, "\r\n\r\n", 4) != 0)
-		return -EBADMSG;
-	if (memchr(head, '\0', len))
-		return -EBADMSG;
-	/* Request line: METHOD SP TARGET SP HTTP/1.x */
-	eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-	const char *sp1 = memchr(p, ' ', (size_t)(eol - p));
-	if (!sp1)
-		return -EBADMSG;
-	const char *sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
-	if (!sp2 || memchr(sp2 + 1, ' ', (size_t)(eol - sp2 - 1)))
-		return -EBADMSG;
-	q->method = p;
-	q->mlen = (size_t)(sp1 - p);
-	q->target = sp1 + 1;
-	q->tlen = (size_t)(sp2 - sp1 - 1);
-	q->version = sp2 + 1;
-	q->vlen = (size_t)(eol - sp2 - 1);
-	if (!valid_token(q->method, q->mlen) || q->tlen == 0 ||
-	    !(q->vlen == 8 &&
-	      (memcmp(q->version, "HTTP/1.1", 8) == 0 || memcmp(q->version, "HTTP/1.0", 8) == 0)))
-		return -EBADMSG;
-	for (size_t i = 0; i < q->tlen; i++) {
-		unsigned char c = (unsigned char)q->target[i];
-		if (c <= 0x20 || c >= 0x7f)
-			return -EBADMSG;
-	}
-	/* The path: origin-form, absolute-form (after the authority), or "*". */
-	q->path = q->target;
-	q->plen = q->tlen;
-	if (q->target[0] != '/') {
-		const char *sch = memmem(q->target, q->tlen, "://", 3);
-		if (sch) {
-			const char *auth = sch + 3, *tend = q->target + q->tlen;
-			const char *slash = memchr(auth, '/', (size_t)(tend - auth));
-			q->path = slash ? slash : "/";
-			q->plen = slash ? (size_t)(tend - slash) : 1;
-		} else if (!(q->tlen == 1 && q->target[0] == '*')) {
-			/* authority-form belongs to CONNECT, handled by the proxy */
-			q->path = "";
-			q->plen = 0;
-		}
-	}
-	for (size_t i = 0; i < q->plen; i++)
-		if (q->path[i] == '?' || q->path[i] == '#') {
-			q->plen = i;
-			break;
-		}
-
-	p = eol + 2;
-	q->n = 0;
-	while (p < end - 2) {
-		eol = memmem(p, (size_t)(end - p), "\r\n", 2);
-		if (!eol)
-			return -EBADMSG;
-		if (memchr(p, '\r', (size_t)(eol - p)) || memchr(p, '\n', (size_t)(eol - p)))
-			return -EBADMSG;
-		if (is_ws(*p)) /* obsolete line folding */
-			return -EBADMSG;
-		const char *colon = memchr(p, ':', (size_t)(eol - p));
-		if (!colon || !valid_token(p, (size_t)(colon - p)))
-			return -EBADMSG;
-		if (q->n >= MOAT_SECRETS_MAX_HEADERS)
-			return -E2BIG;
-		struct hdr *h = &q->h[q->n++];
-		h->line = p;
-		h->llen = (size_t)(eol - p);
-		h->name = p;
-		h->nlen = (size_t)(colon - p);
-		const char *v = colon + 1, *ve = eol;
-		while (v < ve && is_ws(*v))
-			v++;
-		while (ve > v && is_ws(ve[-1]))
-			ve--;
-		for (const char *c = v; c < ve; c++)
-			if ((unsigned char)*c < 0x20 && *c != '\t')
-				return -EBADMSG;
-		h->value = v;
-		h->vlen = (size_t)(ve - v);
-		p = eol + 2;
-	}
-	return 0;
-}
-
-static bool name_is(const struct hdr *h, const char *name)
-{
-	return h->nlen == strlen(name) && strncasecmp(h->name, name, h->nlen) == 0;
-}
-
-/* Body framing and Host, refusing what two HTTP implementations could read
- * differently (request smuggling): several or conflicting Content-Length,
- * Transfer-Encoding other than exactly "chunked", both at once, two Hosts. */
-static int parse_framing(struct req *q)
-{
-	bool te = false;
-
-	q->host = NULL;
-	q->content_length = -1;
-	q->chunked = false;
-	for (unsigned i = 0; i < q->n; i++) {
-		const struct hdr *h = &q->h[i];
-		if (name_is(h, "Host")) {
-			if (q->host)
-				return -EBADMSG;
-			q->host = h;
-		} else if (name_is(h, "Content-Length")) {
-			int64_t v = 0;
-			if (h->vlen == 0 || h->vlen > 18)
-				return -EBADMSG;
-			for (size_t k = 0; k < h->vlen; k++) {
-				if (!isdigit((unsigned char)h->value[k]))
-					return -EBADMSG;
-				v = v * 10 + (h->value[k] - '0');
-			}
-			if (q->content_length >= 0 && q->content_length != v)
-				return -EBADMSG;
-			q->content_length = v;
-		} else if (name_is(h, "Transfer-Encoding")) {
-			if (te || h->vlen != 7 || strncasecmp(h->value, "chunked", 7) != 0)
-				return -EBADMSG;
-			te = true;
-		}
-	}
-	if (te && q->content_length >= 0)
-		return -EBADMSG;
-	q->chunked = te;
-	return 0;
-}
-
-/* Does the Host header (host[:port], [v6][:port]) name host? */
-static bool host_header_matches(const struct hdr *h, const char *host)
-{
-	char name[MOAT_TLS_MAX_NAME + 2], a[MOAT_TLS_MAX_NAME + 1], b[MOAT_TLS_MAX_NAME + 1];
-	const char *v = h->value, *end = h->value + h->vlen, *port;
+	char a[MOAT_TLS_MAX_NAME + 1], b[MOAT_TLS_MAX_NAME + 1];
 	bool ip;
 
-	if (h->vlen == 0 || h->vlen > MOAT_TLS_MAX_NAME + 8)
-		return false;
-	if (*v == '[') {
-		const char *close = memchr(v, ']', h->vlen);
-		if (!close)
-			return false;
-		port = close + 1;
-		v++;
-		end = close;
-	} else {
-		port = memchr(v, ':', h->vlen);
-		if (port)
-			end = port;
-		else
-			port = end;
-	}
-	if (port < h->value + h->vlen) {
-		if (*port != ':' || port + 1 == h->value + h->vlen)
-			return false;
-		for (const char *c = port + 1; c < h->value + h->vlen; c++)
-			if (!isdigit((unsigned char)*c))
-				return false;
-	}
-	if ((size_t)(end - v) > MOAT_TLS_MAX_NAME + 1)
-		return false;
-	memcpy(name, v, (size_t)(end - v));
-	name[end - v] = '\0';
-	return moat_tls_normalize_host(name, a, &ip) == 0 &&
+	return moat_tls_normalize_host(parsed, a, &ip) == 0 &&
 		moat_tls_normalize_host(host, b, &ip) == 0 && streq(a, b);
+}
+
+/* The origin-form path without query: origin_prefix + path up to '?'. */
+static void request_path(const struct moat_http1_request *r, const char **ret_p, size_t *ret_len)
+{
+	const char *q = r->path.p ? memchr(r->path.p, '?', r->path.len) : NULL;
+	size_t n = !r->path.p ? 0 : q ? (size_t)(q - r->path.p) : r->path.len;
+
+	if (r->is_connect) {
+		*ret_p = "";
+		*ret_len = 0;
+	} else if (n == 0) {
+		*ret_p = "/";
+		*ret_len = 1;
+	} else {
+		*ret_p = r->path.p;
+		*ret_len = n;
+	}
 }
 
 enum why {
@@ -1145,7 +985,9 @@ enum why {
 struct ctx {
 	const struct moat_secrets *s;
 	const struct moat_secrets_request *rq;
-	struct req *q;
+	const struct moat_http1_request *q;
+	const char *path; /* request_path() */
+	size_t plen;
 	bool *bound, *approved;
 	enum why *why;
 	struct moat_secrets_result *res;
@@ -1236,16 +1078,18 @@ static int substitute(struct ctx *c, const char *text, size_t len, struct obuf *
 /* One header's value: Basic credentials are decoded, substituted and
  * re-encoded; everything else is substituted as text. Writes the value into
  * out. */
-static int rewrite_value(struct ctx *c, const struct hdr *h, struct obuf *out, bool *ret_changed,
+static int rewrite_value(struct ctx *c, const hdr_t *hd, struct obuf *out, bool *ret_changed,
 			 bool *ret_found)
 {
 	static const char basic[] = "Basic ";
+	const char *value = hd->value.p;
+	size_t vlen = hd->value.len;
 	int r;
 
-	if ((name_is(h, "Authorization") || name_is(h, "Proxy-Authorization")) &&
-	    h->vlen > sizeof(basic) - 1 && strncasecmp(h->value, basic, sizeof(basic) - 1) == 0) {
-		const char *enc = h->value + sizeof(basic) - 1;
-		size_t elen = h->vlen - (sizeof(basic) - 1), dlen = 0;
+	if ((name_is(hd, "Authorization") || name_is(hd, "Proxy-Authorization")) &&
+	    vlen > sizeof(basic) - 1 && strncasecmp(value, basic, sizeof(basic) - 1) == 0) {
+		const char *enc = value + sizeof(basic) - 1;
+		size_t elen = vlen - (sizeof(basic) - 1), dlen = 0;
 		unsigned char *dec = malloc(elen / 4 * 3 + 1);
 		struct obuf plain = {0};
 		bool changed = false;
@@ -1255,19 +1099,19 @@ static int rewrite_value(struct ctx *c, const struct hdr *h, struct obuf *out, b
 		if (b64_decode(enc, elen, dec, &dlen) == 0) {
 			r = substitute(c, (const char *)dec, dlen, &plain, &changed, ret_found);
 			if (r == 0 && changed) {
-				r = obuf_add(out, h->value, sizeof(basic) - 1);
+				r = obuf_add(out, value, sizeof(basic) - 1);
 				if (r == 0)
 					r = b64_encode(out, (unsigned char *)plain.p, plain.len);
 				*ret_changed = true;
 			} else if (r == 0)
-				r = obuf_add(out, h->value, h->vlen);
+				r = obuf_add(out, value, vlen);
 			OPENSSL_cleanse(dec, elen / 4 * 3 + 1);
 			free(dec);
 			obuf_wipe(&plain);
 			if (r != 0 || changed)
 				return r;
 			/* Nothing inside: the encoded text itself must be clean too. */
-			int i = detect(c->s, h->value, h->vlen, true);
+			int i = detect(c->s, value, vlen, true);
 			if (i >= 0)
 				return refuse(c, i, "a mangled or partial placeholder in a header"),
 				       1;
@@ -1275,14 +1119,16 @@ static int rewrite_value(struct ctx *c, const struct hdr *h, struct obuf *out, b
 		}
 		free(dec);
 	}
-	return substitute(c, h->value, h->vlen, out, ret_changed, ret_found);
+	return substitute(c, value, vlen, out, ret_changed, ret_found);
 }
 
 static int do_rewrite(struct ctx *c, struct obuf *out)
 {
 	const struct moat_secrets *s = c->s;
-	struct req *q = c->q;
-	bool any_bound = false, any_mp_ok = false, changed = false;
+	const struct moat_http1_request *q = c->q;
+	const char *method = q->method.p;
+	size_t mlen = q->method.len;
+	bool any_bound = false, any_mp_ok = false, changed = false, host_seen = false;
 	int first_bound = -1, i, r;
 
 	/* Where a secret may go for this request. */
@@ -1292,8 +1138,8 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 		c->bound[k] = false;
 		for (unsigned j = 0; j < d->n_hosts && !c->bound[k]; j++)
 			c->bound[k] = moat_secrets_host_match(d->hosts[j], c->rq->host);
-		m = method_ok(d->methods, d->n_methods, q->method, q->mlen);
-		p = q->plen > 0 && path_ok(d->paths, d->n_paths, q->path, q->plen);
+		m = method_ok(d->methods, d->n_methods, method, mlen);
+		p = c->plen > 0 && path_ok(d->paths, d->n_paths, c->path, c->plen);
 		c->why[k] = !c->bound[k] ? WHY_HOST
 			: !c->rq->tls	 ? WHY_PLAIN
 			: !m		 ? WHY_METHOD
@@ -1309,13 +1155,18 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 		}
 	}
 
+	/* A CONNECT inside a request stream would turn the rest of it into a
+	 * tunnel the proxy no longer frames. */
+	if (q->is_connect)
+		return refuse(c, -1, "CONNECT inside a proxied request stream");
 	/* One authority per request: the one the proxy resolved and verified
-	 * (RT-062 b, c). */
-	if (q->host && !host_header_matches(q->host, c->rq->host))
+	 * (RT-062 b, c). The parser already refused a Host that differs from
+	 * an absolute-form target. */
+	if (q->has_host && !same_host(q->host, c->rq->host))
 		return refuse(c, -1, "the Host header names another host");
 
 	/* Never in the URL, never in the body, whatever the host. */
-	i = detect(s, q->target, q->tlen, true);
+	i = detect(s, q->target.p, q->target.len, true);
 	if (i >= 0)
 		return refuse(c, i, "placeholder in the request URL");
 	if (i != -ENOENT)
@@ -1328,33 +1179,52 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 		if (i != -ENOENT)
 			return i;
 	}
-	for (unsigned k = 0; k < q->n; k++) {
-		i = detect(s, q->h[k].name, q->h[k].nlen, false);
+	for (unsigned k = 0; k < q->n_headers; k++) {
+		i = detect(s, q->headers[k].name.p, q->headers[k].name.len, false);
 		if (i >= 0)
 			return refuse(c, i, "placeholder in a header name");
 	}
 
 	if (any_bound) {
-		if ((q->mlen == 5 && memcmp(q->method, "TRACE", 5) == 0) ||
-		    (q->mlen == 5 && memcmp(q->method, "TRACK", 5) == 0))
+		if ((mlen == 5 && memcmp(method, "TRACE", 5) == 0) ||
+		    (mlen == 5 && memcmp(method, "TRACK", 5) == 0))
 			return refuse(c, first_bound, "TRACE/TRACK to a credential host");
 		if (!any_mp_ok)
 			return refuse(c, first_bound,
 				      "method %.*s or path not allowed on the credential host",
-				      (int)MIN(q->mlen, (size_t)16), q->method);
+				      (int)MIN(mlen, (size_t)16), method);
 	}
 
-	r = obuf_add(out, q->method, (size_t)(q->version + q->vlen - q->method));
+	/* The request line: as sent in origin-form; an absolute-form target
+	 * goes on in origin-form (the upstream is the origin server). */
+	if (q->form == MOAT_HTTP1_FORM_ORIGIN) {
+		r = obuf_add(out, q->request_line.p, q->request_line.len);
+	} else {
+		char ver[16];
+		snprintf(ver, sizeof(ver), " HTTP/1.%u", q->version_minor);
+		r = obuf_add(out, method, mlen);
+		if (r == 0)
+			r = obuf_adds(out, " ");
+		if (r == 0)
+			r = obuf_adds(out, q->origin_prefix);
+		if (r == 0)
+			r = obuf_add(out, q->path.p, q->path.len);
+		if (r == 0)
+			r = obuf_adds(out, ver);
+		changed = true;
+	}
 	if (r == 0)
 		r = obuf_adds(out, "\r\n");
 	if (r < 0)
 		return r;
 
-	for (unsigned k = 0; k < q->n; k++) {
-		const struct hdr *h = &q->h[k];
+	for (unsigned k = 0; k < q->n_headers; k++) {
+		const hdr_t *h = &q->headers[k];
 		bool hchanged = false, found = false, dropped = false;
 		size_t mark;
 
+		if (name_is(h, "Host"))
+			host_seen = true;
 		/* A header moat adds itself replaces the client's. */
 		for (unsigned x = 0; x < s->n; x++) {
 			const struct moat_secret *d = s->v[x].def;
@@ -1362,7 +1232,7 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 				dropped = true;
 				if (!c->approved[x])
 					return refuse(c, (int)x, "%s", why_text(c->why[x]));
-				if (detect(s, h->value, h->vlen, true) >= 0)
+				if (detect(s, h->value.p, h->value.len, true) >= 0)
 					break;
 				snprintf(c->res->warning, sizeof(c->res->warning),
 					 "secret %s: the client's own %s header was replaced "
@@ -1377,7 +1247,7 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 		}
 
 		mark = out->len;
-		r = obuf_add(out, h->name, h->nlen);
+		r = obuf_add(out, h->name.p, h->name.len);
 		if (r == 0)
 			r = obuf_adds(out, ": ");
 		if (r < 0)
@@ -1406,10 +1276,20 @@ static int do_rewrite(struct ctx *c, struct obuf *out)
 		} else {
 			/* Unchanged: the original line, byte for byte. */
 			out->len = mark;
-			r = obuf_add(out, h->line, h->llen);
+			r = obuf_add(out, h->line.p, h->line.len);
 			if (r == 0)
 				r = obuf_adds(out, "\r\n");
 		}
+		if (r < 0)
+			return r;
+	}
+	/* An absolute-form request without Host keeps its authority. */
+	if (q->form != MOAT_HTTP1_FORM_ORIGIN && !host_seen) {
+		r = obuf_adds(out, "Host: ");
+		if (r == 0)
+			r = obuf_add(out, q->authority.p, q->authority.len);
+		if (r == 0)
+			r = obuf_adds(out, "\r\n");
 		if (r < 0)
 			return r;
 	}
@@ -1454,7 +1334,6 @@ int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets
 			 struct moat_secrets_result *ret)
 {
 	struct obuf out = {0};
-	struct req *q;
 	struct ctx c;
 	bool bound[MOAT_MAX_SECRETS], approved[MOAT_MAX_SECRETS];
 	enum why why[MOAT_MAX_SECRETS];
@@ -1467,37 +1346,21 @@ int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets
 		static const struct moat_secrets none = {0};
 		s = &none;
 	}
-	if (!req || !req->host || moat_tls_normalize_host(req->host, norm, &ip) < 0)
+	if (!req || !req->host || !req->http || !req->http->method.p ||
+	    moat_tls_normalize_host(req->host, norm, &ip) < 0)
 		return -EINVAL;
-	if (!req->head || req->head_len > MOAT_SECRETS_MAX_HEAD)
-		return -E2BIG;
 	if (s->n > MOAT_MAX_SECRETS)
 		return -E2BIG;
-	q = malloc(sizeof(*q));
-	if (!q)
-		return -ENOMEM;
-	r = parse_head(req->head, req->head_len, q);
-	if (r == 0)
-		r = parse_framing(q);
-	if (r < 0) {
-		free(q);
-		return r;
-	}
 	ret->verdict = MOAT_SECRETS_PASS;
-	ret->content_length = q->content_length;
-	ret->chunked = q->chunked;
-	ret->method_len = q->mlen;
-	ret->target_off = (size_t)(q->target - req->head);
-	ret->target_len = q->tlen;
 	c = (struct ctx){.s = s,
 			 .rq = req,
-			 .q = q,
+			 .q = req->http,
 			 .bound = bound,
 			 .approved = approved,
 			 .why = why,
 			 .res = ret};
+	request_path(req->http, &c.path, &c.plen);
 	r = do_rewrite(&c, &out);
-	free(q);
 	if (r < 0 || ret->verdict != MOAT_SECRETS_REWRITTEN) {
 		obuf_wipe(&out);
 		if (r < 0) {
@@ -1511,6 +1374,30 @@ int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets
 	ret->head = out.p;
 	ret->head_len = out.len;
 	return 0;
+}
+
+int moat_secrets_http_allowed_request(const struct moat_http_rule *rules, unsigned n_rules,
+				      const char *host, const struct moat_http1_request *r)
+{
+	char method[33], *path;
+	const char *p;
+	size_t plen;
+	int ok;
+
+	if (!r || !r->method.p)
+		return 0;
+	if (n_rules == 0)
+		return 1;
+	request_path(r, &p, &plen);
+	moat_http1_slice_copy(r->method, method, sizeof(method));
+	if (r->method.len >= sizeof(method))
+		return 0;
+	path = strndup(p, plen);
+	if (!path)
+		return -ENOMEM;
+	ok = moat_secrets_http_allowed(rules, n_rules, host, method, path);
+	free(path);
+	return ok;
 }
 
 void moat_secrets_result_clear(struct moat_secrets_result *r)

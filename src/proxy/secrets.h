@@ -52,14 +52,13 @@
 #include <stdint.h>
 
 #include "lib/policy.h"
+#include "proxy/http1.h"
 
 #define MOAT_SECRETS_MAX_VALUE (64u << 10) /* file / command output cap */
 #define MOAT_SECRETS_CMD_TIMEOUT_MS 10000 /* command source */
 #define MOAT_SECRETS_MAX_NAME 64 /* secret (variable) name */
 #define MOAT_SECRETS_PLACEHOLDER_MAX 112 /* "moat-ph-" NAME "-" 32 hex NUL */
 #define MOAT_SECRETS_BODY_WINDOW 8192 /* body bytes scanned */
-#define MOAT_SECRETS_MAX_HEAD (64u << 10) /* request head accepted */
-#define MOAT_SECRETS_MAX_HEADERS 256 /* header lines accepted */
 #define MOAT_SECRETS_MAX_OUT (256u << 10) /* rewritten head */
 #define MOAT_SECRETS_FRAGMENT 12 /* hex characters that count as a fragment */
 
@@ -125,12 +124,13 @@ int moat_secrets_scan(const struct moat_secrets *s, const void *data, size_t len
 /* The same for a DNS query name: labels are joined before scanning. */
 int moat_secrets_scan_dns(const struct moat_secrets *s, const char *qname);
 
-/* One intercepted request. */
+/* One request, as moat_http1_parse_request() parsed it: the rewriter has no
+ * HTTP grammar of its own (one parser per grammar: what it reads is exactly
+ * what the proxy framed). */
 struct moat_secrets_request {
 	const char *host; /* the destination the proxy resolved (and verified, if tls) */
 	bool tls; /* upstream is TLS with a certificate verified for host */
-	const char *head; /* request line + header lines, ending "\r\n\r\n" */
-	size_t head_len;
+	const struct moat_http1_request *http; /* the parsed head; its slices must be valid */
 	const void *body; /* the first body bytes already received, may be NULL */
 	size_t body_len; /* only the first MOAT_SECRETS_BODY_WINDOW are scanned */
 };
@@ -148,20 +148,19 @@ struct moat_secrets_result {
 	int secret; /* the secret that was injected or caused the refusal, or -1 */
 	char reason[320]; /* REFUSED: names the secret and the destination, never a value */
 	char warning[320]; /* optional, e.g. a client header was replaced */
-	/* Filled whenever the head parsed (any verdict): */
-	int64_t content_length; /* -1: no Content-Length */
-	bool chunked; /* Transfer-Encoding: chunked */
-	size_t method_len; /* the method is head[0 .. method_len) */
-	size_t target_off, target_len; /* the request-target inside head */
 };
 
-/* Decide and rewrite one request head (s may be NULL: no secrets). Returns 0 with *ret filled, -EBADMSG
- * for a head that is not strict HTTP/1.x (bare LF, folding, NUL, no colon,
- * missing terminator, several Host headers, conflicting Content-Length,
- * Transfer-Encoding other than "chunked" or together with Content-Length...).
- * A Host header that names another host than req->host is refused. -E2BIG
- * when the head or the result would exceed the limits, -EINVAL for a bad
- * host. On any error the request must be refused.
+/* Decide and rewrite one parsed request head (s may be NULL: no secrets).
+ * Returns 0 with *ret filled. The head the rewriter writes is the parsed
+ * request line and field lines, each byte for byte unless a value in it
+ * changed, then the headers moat adds; an absolute-form target is sent in
+ * origin-form (origin_prefix + path, plus a Host from the target's authority
+ * if the client sent none), so the verdict is REWRITTEN then. Its framing
+ * is the parsed one: no framing field is added, dropped or changed. The
+ * destination (Host or absolute-form authority) must name req->host, else
+ * REFUSED. CONNECT is refused. -E2BIG when the result would exceed
+ * MOAT_SECRETS_MAX_OUT, -EINVAL for a bad host or no parsed head. On any
+ * error the request must be refused.
  * Free with moat_secrets_result_clear() (wipes the head). */
 int moat_secrets_rewrite(const struct moat_secrets *s, const struct moat_secrets_request *req,
 			 struct moat_secrets_result *ret);
@@ -185,6 +184,11 @@ size_t moat_secrets_scrub_hold(const struct moat_secrets *s, const char *buf, si
  * encoded '/', '.', '\' never matches a prefix). */
 int moat_secrets_http_allowed(const struct moat_http_rule *rules, unsigned n_rules,
 			      const char *host, const char *method, const char *path);
+/* The same for a parsed request (its method, and the origin-form path:
+ * origin_prefix + path, query cut off). Every path that enforces
+ * http_rules calls this one. */
+int moat_secrets_http_allowed_request(const struct moat_http_rule *rules, unsigned n_rules,
+				      const char *host, const struct moat_http1_request *r);
 
 /* Host pattern: exact name, or "*.example.com" (any subdomain, not the name
  * itself); case-insensitive, trailing dot ignored. */

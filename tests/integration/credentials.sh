@@ -207,10 +207,82 @@ t_inspect_tls_all() {
 	assert_contains "$(cat "$T_OUT/err")" "a host of secret GH_TOKEN"
 }
 
+# One HTTP/1 grammar on every path: a request smuggled behind a CL/TE
+# disagreement is refused with its reason inside an intercepted stream and on
+# the plain proxy path alike; the smuggled request reaches no upstream.
+t_smuggling_refused_on_every_path() {
+	setup
+	local out
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --log "$T_OUT/log3.jsonl" -- python3 -c '
+import os, socket, ssl, sys
+port = int(sys.argv[1])
+def smuggle(path):
+    return ("POST %s HTTP/1.1\r\nHost: api.test:%d\r\nContent-Length: 4\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+            "GET /smuggled HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (path, port, port)).encode()
+def read_all(s):
+    data = b""
+    while True:
+        try:
+            b = s.recv(4096)
+        except (ConnectionError, ssl.SSLError):
+            break
+        if not b:
+            break
+        data += b
+    return data.decode(errors="replace")
+# intercepted: CONNECT, TLS with the run CA, then the raw bytes
+px = socket.create_connection(("127.0.0.1", int(os.environ["https_proxy"].rsplit(":", 1)[1].strip("/"))))
+px.sendall(b"CONNECT api.test:%d HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (port, port))
+hello = b""
+while b"\r\n\r\n" not in hello:
+    hello += px.recv(1)
+ctx = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE"))
+t = ctx.wrap_socket(px, server_hostname="api.test")
+t.sendall(smuggle("/icpt"))
+print("INTERCEPTED<<" + read_all(t) + ">>")
+# plain: the same bytes in absolute-form to the proxy port
+pl = socket.create_connection(("127.0.0.1", int(os.environ["http_proxy"].rsplit(":", 1)[1].strip("/"))))
+pl.sendall(smuggle("http://api.test:%d/plain" % port))
+print("PLAIN<<" + read_all(pl) + ">>")
+' "$PORT")
+	local icpt plain
+	icpt=$(printf '%s' "$out" | sed -n '/INTERCEPTED<</,/>>/p')
+	plain=$(printf '%s' "$out" | sed -n '/PLAIN<</,/>>/p')
+	assert_contains "$icpt" "HTTP/1.1 400 Bad Request" "intercepted: refused"
+	assert_contains "$icpt" "X-Moat-Denied: cl-and-te" "intercepted: the reason is named"
+	assert_contains "$plain" "HTTP/1.1 400 Bad Request" "plain: refused"
+	assert_contains "$plain" "X-Moat-Denied: cl-and-te" "plain: the same reason"
+	local seen log
+	seen=$(cat "$PKI/seen" 2>/dev/null || true)
+	assert_not_contains "$seen" "/smuggled" "the smuggled request reached the upstream"
+	assert_not_contains "$seen" "/icpt" "the ambiguous request reached the upstream"
+	log=$(cat "$T_OUT/log3.jsonl")
+	[ "$(grep -c '"reason":"cl-and-te"' <<<"$log")" -ge 2 ] ||
+		fail "both refusals logged with reason cl-and-te: $(grep '"net"' <<<"$log")"
+	# positive control: the same connection shape without the ambiguity is
+	# forwarded, so the refusal above is the grammar's, not the setup's
+	out=$(GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" -- python3 -c '
+import os, socket, ssl, sys
+port = int(sys.argv[1])
+px = socket.create_connection(("127.0.0.1", int(os.environ["https_proxy"].rsplit(":", 1)[1].strip("/"))))
+px.sendall(b"CONNECT api.test:%d HTTP/1.1\r\nHost: api.test:%d\r\n\r\n" % (port, port))
+hello = b""
+while b"\r\n\r\n" not in hello:
+    hello += px.recv(1)
+t = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE")).wrap_socket(px, server_hostname="api.test")
+t.sendall(b"POST /control HTTP/1.1\r\nHost: api.test:%d\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n" % port)
+print(t.recv(4096).decode(errors="replace"))
+' "$PORT")
+	assert_contains "$out" "200 OK" "control: an unambiguous chunked request passes"
+	assert_contains "$(cat "$PKI/seen")" "POST /control" "control: the upstream got it"
+}
+
 run_test "curl, python and git get the real token to the upstream; the sandbox holds a placeholder" t_injected_for_curl_python_git
 run_test "the real value is nowhere inside (environment, files)" t_value_never_inside
 run_test "the placeholder to another host, in a URL, a body or DNS is refused and alerted" t_refused_elsewhere
 run_test "an upstream certificate from another CA: the request fails, nothing sent" t_bad_upstream_cert
 run_test "a secret source that fails stops the run (125)" t_source_failures
 run_test "--inspect-tls all sees placeholders on every host; --no-inspect passes through" t_inspect_tls_all
+run_test "a request smuggled behind CL/TE is refused with its reason, intercepted and plain" t_smuggling_refused_on_every_path
 t_done

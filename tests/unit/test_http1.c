@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "../../fuzz/http_paths.h"
 #include "harness/tap.h"
+#include "http_cases.h"
 #include "proxy/http1.h"
+#include "shared/macro.h"
 
 static struct moat_http1_request req;
 
@@ -211,10 +214,17 @@ TEST(http1_smuggling)
 	/* Content-Length */
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
-	ASSERT_GE(
-		parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"),
-		1);
-	ASSERT_EQ(req.content_length, 5);
+	/* One Content-Length field, even with identical values; no leading zero. */
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+		   MOAT_HTTP1_E_CONTENT_LENGTH);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 05\r\n\r\n",
+		   MOAT_HTTP1_E_CONTENT_LENGTH);
+	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 00\r\n\r\n",
+		   MOAT_HTTP1_E_CONTENT_LENGTH);
+	ASSERT_GE(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"), 1);
+	ASSERT_EQ(req.content_length, 0);
+	ASSERT_GE(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 50\r\n\r\n"), 1);
+	ASSERT_EQ(req.content_length, 50);
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n",
 		   MOAT_HTTP1_E_CONTENT_LENGTH);
 	EXPECT_ERR("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n",
@@ -440,4 +450,164 @@ TEST(http1_chunked)
 	ASSERT_EQ(chunk_all("5\r\nhello\r\n5\r\nhello\r\n0\r\n\r\n", 10, &done), 25);
 	ASSERT_EQ(moat_http1_err_status(-MOAT_HTTP1_E_BODY_TOO_LARGE), 413);
 	ASSERT_STREQ(moat_http1_strerror(MOAT_HTTP1_E_CHUNK), "bad-chunked-body");
+}
+
+/* ---- one grammar: every consumer, every case ---------------------------- */
+
+static void check_run(const char *path, const struct http_case *c, const struct path_run *r)
+{
+	if (r->oom)
+		moat_tap_fail(__FILE__, __LINE__, "%s: %s: out of memory", path, c->name);
+	if (r->n != c->accepted || r->refused != (c->reason != NULL))
+		moat_tap_fail(__FILE__, __LINE__,
+			      "%s: %s: %u accepted, refused=%d (%s), want %u, %s", path, c->name,
+			      r->n, r->refused, r->reason, c->accepted,
+			      c->reason ? c->reason : "accepted");
+	if (c->reason && (strcmp(r->reason, c->reason) != 0 || r->status != c->status))
+		moat_tap_fail(__FILE__, __LINE__, "%s: %s: refused %d %s, want %d %s", path,
+			      c->name, r->status, r->reason, c->status, c->reason);
+	if (c->fwd && (r->fwd_len != strlen(c->fwd) || memcmp(r->fwd, c->fwd, r->fwd_len) != 0))
+		moat_tap_fail(__FILE__, __LINE__, "%s: %s: forwarded \"%.*s\", want \"%s\"", path,
+			      c->name, (int)r->fwd_len, r->fwd ? r->fwd : "", c->fwd);
+	if (!path_fwd_reframes(r))
+		moat_tap_fail(__FILE__, __LINE__, "%s: %s: the forwarded bytes frame differently",
+			      path, c->name);
+}
+
+static void run_case(const struct http_case *c)
+{
+	static const size_t pieces[] = {0, 1, 5, 64};
+	const struct moat_intercept_config cfg = {0};
+	const size_t len = http_case_len(c);
+	struct path_run plain = {0}, rw = {0};
+
+	path_plain(c->in, len, &plain);
+	check_run("plain", c, &plain);
+	path_rewriter(NULL, c->in, len, "h.test", &rw);
+	check_run("rewriter", c, &rw);
+	for (size_t i = 0; i < ELEMENTSOF(pieces); i++) {
+		struct path_run ic = {0};
+		path_intercept(&cfg, c->in, len, "h.test", pieces[i], &ic);
+		check_run("intercept", c, &ic);
+		if (!path_agree(&plain, &ic) || !path_agree(&ic, &plain) || !path_agree(&rw, &ic))
+			moat_tap_fail(__FILE__, __LINE__,
+				      "%s: interceptor (pieces of %zu) disagrees", c->name,
+				      pieces[i]);
+		path_run_free(&ic);
+	}
+	if (!path_agree(&plain, &rw) || !path_agree(&rw, &plain))
+		moat_tap_fail(__FILE__, __LINE__, "%s: plain and rewriter disagree", c->name);
+	path_run_free(&plain);
+	path_run_free(&rw);
+}
+
+TEST(http1_same_verdict_every_path)
+{
+	for (size_t i = 0; i < ELEMENTSOF(http_cases); i++)
+		run_case(&http_cases[i]);
+
+	static char big[48 << 10];
+	struct http_case over = {"head over 32 KiB", big, 0, 0, "head-too-large", 431, NULL};
+	over.len = http_case_oversize(big, sizeof(big), false);
+	run_case(&over);
+	struct http_case many = {"101 fields", big, 0, 0, "too-many-headers", 431, NULL};
+	many.len = http_case_oversize(big, sizeof(big), true);
+	run_case(&many);
+}
+
+/* Positive control of the comparison itself: a consumer that frames chunk
+ * extensions (as intercept.c's own decoder did) is caught, and so is one
+ * that reads the second of two identical Content-Lengths as a body. */
+TEST(http1_disagreement_is_detected)
+{
+	const struct http_case *ext = NULL, *clcl = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(http_cases); i++) {
+		if (strcmp(http_cases[i].name, "chunk extension") == 0)
+			ext = &http_cases[i];
+		if (strcmp(http_cases[i].name, "CL+CL identical") == 0)
+			clcl = &http_cases[i];
+	}
+	ASSERT_TRUE(ext && clcl);
+
+	struct path_run strict = {0}, lenient = {0};
+	path_plain(ext->in, strlen(ext->in), &strict);
+	ASSERT_TRUE(strict.refused);
+	/* What the old decoder did: skip ";ext=1" and frame the rest. */
+	const char *stripped = "POST http://h.test/ HTTP/1.1\r\n" HC_H
+			       "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+	path_plain(stripped, strlen(stripped), &lenient);
+	ASSERT_TRUE(!lenient.refused);
+	lenient.msg[0].body_len += strlen(";ext=1");
+	ASSERT_TRUE(!path_agree(&strict, &lenient)); /* (checked both ways by the fuzz target) */
+	path_run_free(&strict);
+	path_run_free(&lenient);
+
+	/* A parser that merges identical Content-Lengths (what http1.c did). */
+	path_plain(clcl->in, strlen(clcl->in), &strict);
+	const char *merged =
+		"POST http://h.test/ HTTP/1.1\r\n" HC_H "Content-Length: 5\r\n\r\nhello";
+	path_plain(merged, strlen(merged), &lenient);
+	ASSERT_EQ(lenient.n, 1);
+	ASSERT_TRUE(!path_agree(&strict, &lenient));
+	path_run_free(&strict);
+	path_run_free(&lenient);
+}
+
+TEST(http1_origin_head)
+{
+	char out[512];
+	const char *s = "GET http://h.test:8080?q HTTP/1.0\r\nProxy-Connection: keep-alive\r\n"
+			"Proxy-Authorization: Basic eA==\r\nX-A:  v  \r\n\r\n";
+	int n = parse(s);
+	ASSERT_EQ(n, (int)strlen(s));
+	ASSERT_STREQ(req.origin_prefix, "/");
+	int k = moat_http1_write_origin_head(&req, out, sizeof(out));
+	ASSERT_GE(k, 1);
+	out[k] = '\0';
+	ASSERT_STREQ(out, "GET /?q HTTP/1.0\r\nX-A: v\r\nHost: h.test:8080\r\n\r\n");
+	ASSERT_EQ(moat_http1_write_origin_head(&req, out, 10), -ENOBUFS);
+	ASSERT_TRUE((size_t)k <= MOAT_HTTP1_ORIGIN_HEAD_MAX(&req, n));
+	ASSERT_EQ(parse("GET /x?q HTTP/1.1\r\nHost: h\r\n\r\n"), 30);
+	ASSERT_STREQ(req.origin_prefix, "");
+	ASSERT_EQ(parse("GET http://h/x HTTP/1.1\r\n\r\n"), 27);
+	ASSERT_STREQ(req.origin_prefix, "");
+}
+
+/* The error named is the one at the earliest position, whatever prefix of
+ * the stream was parsed (so every consumer names the same reason). */
+TEST(http1_error_is_prefix_stable)
+{
+	const char s[] = "GET /x HTTP/1.content-length\r\nX: a\0b\r\n\r\n";
+	int whole = moat_http1_parse_request(s, sizeof(s) - 1, NULL, &req);
+	ASSERT_EQ(whole, -MOAT_HTTP1_E_VERSION);
+	for (size_t cut = 1; cut < sizeof(s) - 1; cut++) {
+		int r = moat_http1_parse_request(s, cut, NULL, &req);
+		if (r != 0 && r != whole)
+			moat_tap_fail(__FILE__, __LINE__, "prefix %zu: %d, whole: %d", cut, r,
+				      whole);
+	}
+	const char t[] = "GET /x HTTP/1.1\r\nX: a\0b\r\nbad line\r\n\r\n";
+	ASSERT_EQ(moat_http1_parse_request(t, sizeof(t) - 1, NULL, &req), -MOAT_HTTP1_E_NUL);
+}
+
+TEST(http1_body_framing)
+{
+	struct moat_http1_body b;
+	ASSERT_GE(parse("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n"), 1);
+	moat_http1_body_start(&b, &req, 0);
+	ASSERT_TRUE(b.active);
+	ASSERT_EQ(moat_http1_body_feed(&b, "abGET", 2), 2);
+	ASSERT_TRUE(b.active);
+	ASSERT_EQ(moat_http1_body_feed(&b, "cGET", 4), 1);
+	ASSERT_TRUE(!b.active);
+	ASSERT_EQ(b.length, 3);
+	ASSERT_EQ(moat_http1_body_feed(&b, "GET", 3), 0);
+	ASSERT_GE(parse("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"), 1);
+	moat_http1_body_start(&b, &req, 0);
+	ASSERT_EQ(moat_http1_body_feed(&b, "1\r\na\r\n0\r\n\r\nGET", 14), 11);
+	ASSERT_TRUE(!b.active);
+	ASSERT_EQ(b.ch.chunks, 2);
+	ASSERT_GE(parse("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), 1);
+	moat_http1_body_start(&b, &req, 0);
+	ASSERT_TRUE(!b.active);
 }

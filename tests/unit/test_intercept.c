@@ -17,7 +17,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "../../fuzz/http_paths.h"
 #include "harness/tap.h"
+#include "http_cases.h"
 #include "proxy/intercept.h"
 #include "shared/macro.h"
 
@@ -396,17 +398,21 @@ TEST(intercept_injects_and_keeps_alive)
 		"POST /a HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: 5\r\n\r\nhello");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "POST /a");
-	r = roundtrip(&w, c,
-		      "POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-		      "5;x=y\r\nhello\r\n3\r\nabc\r\n0\r\nTrailer: z\r\n\r\n");
+	r = roundtrip(
+		&w, c,
+		"POST /b HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "POST /b");
-	r = roundtrip(&w, c, "GET /split HTTP/1.1\r\nAuthorization: Bearer @@\r\n\r\n");
+	r = roundtrip(
+		&w, c,
+		"GET /split HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer @@\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_TRUE(!strstr(r, REAL));
 	ASSERT_TRUE(!strstr(r, "REALinter"));
 	ASSERT_CONTAINS(r, "Authorization: Bearer ****");
-	r = roundtrip(&w, c, "GET /c HTTP/1.1\r\nX-Token: token @@\r\n\r\n");
+	r = roundtrip(&w, c,
+		      "GET /c HTTP/1.1\r\nHost: api.github.test\r\nX-Token: token @@\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "GET /c");
 	client_free(c);
@@ -416,7 +422,7 @@ TEST(intercept_injects_and_keeps_alive)
 	ASSERT_CONTAINS(heads, "Authorization: Bearer " REAL "\r\n");
 	ASSERT_CONTAINS(heads, "X-Token: token " REAL "\r\n");
 	ASSERT_CONTAINS(heads, "hello");
-	ASSERT_CONTAINS(heads, "0\r\nTrailer: z\r\n\r\n");
+	ASSERT_CONTAINS(heads, "5\r\nhello\r\n3\r\nabc\r\n0\r\n\r\n");
 	ASSERT_TRUE(!strstr(heads, "moat-ph-"));
 	char *rep = slurp(w.reports);
 	ASSERT_CONTAINS(rep,
@@ -435,26 +441,29 @@ TEST(intercept_refuses_with_alert)
 	char *r = roundtrip(&w, c, "GET /search?q=@@ HTTP/1.1\r\nHost: api.github.test\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "HTTP/1.1 403 Forbidden");
-	ASSERT_CONTAINS(r, "X-Moat-Denied: 403");
+	/* The answer names the reason, not only the status. */
+	ASSERT_CONTAINS(r, "X-Moat-Denied: secret GH_TOKEN: placeholder in the request URL");
 	ASSERT_CONTAINS(r, "GH_TOKEN");
 	client_free(c);
 
 	/* The client's own Authorization (RT-063). */
 	c = client(&w);
 	ASSERT_TRUE(c != NULL);
-	r = roundtrip(&w, c, "GET / HTTP/1.1\r\nAuthorization: token ghp_ATTACKER\r\n\r\n");
+	r = roundtrip(
+		&w, c,
+		"GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: token ghp_ATTACKER\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "403");
 	client_free(c);
 
-	/* A placeholder in a later body chunk: the connection is cut before
-	 * the chunk is forwarded. */
+	/* A placeholder in a later body piece: refused (with its reason)
+	 * before the piece is forwarded, and the connection ends. */
 	c = client(&w);
 	ASSERT_TRUE(c != NULL);
 	char big[6000];
 	memset(big, 'a', 4000);
 	snprintf(big + 4000, sizeof(big) - 4000,
-		 "POST /x HTTP/1.1\r\nContent-Length: 4100\r\n\r\n");
+		 "POST /x HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: 4100\r\n\r\n");
 	/* head first, then body in two writes */
 	ASSERT_TRUE(SSL_write(c, big + 4000, (int)strlen(big + 4000)) > 0);
 	usleep(100000);
@@ -463,10 +472,14 @@ TEST(intercept_refuses_with_alert)
 	char tail[200];
 	snprintf(tail, sizeof(tail), "%.100s", moat_secrets_placeholder(w.secrets, 0));
 	(void)SSL_write(c, tail, 100);
-	char rb[100];
+	char rb[2048];
 	time_t t0 = time(NULL);
-	ASSERT_TRUE(SSL_read(c, rb, sizeof(rb)) <= 0);
-	ASSERT_TRUE(time(NULL) - t0 < 5); /* cut, not a timeout */
+	int got = SSL_read(c, rb, sizeof(rb) - 1);
+	ASSERT_TRUE(got > 0);
+	rb[got] = '\0';
+	ASSERT_CONTAINS(rb, "HTTP/1.1 403 Forbidden");
+	ASSERT_CONTAINS(rb, "X-Moat-Denied: secret GH_TOKEN: placeholder in the request body");
+	ASSERT_TRUE(time(NULL) - t0 < 5); /* answered, not a timeout */
 	client_free(c);
 	usleep(100000);
 
@@ -489,10 +502,10 @@ TEST(intercept_http_rules)
 	world_up(&w, true, true);
 	SSL *c = client(&w);
 	ASSERT_TRUE(c != NULL);
-	char *r = roundtrip(&w, c, "GET /ok HTTP/1.1\r\n\r\n");
+	char *r = roundtrip(&w, c, "GET /ok HTTP/1.1\r\nHost: api.github.test\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "200 OK");
-	r = roundtrip(&w, c, "DELETE /repo HTTP/1.1\r\n\r\n");
+	r = roundtrip(&w, c, "DELETE /repo HTTP/1.1\r\nHost: api.github.test\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "403");
 	ASSERT_CONTAINS(r, "http rules");
@@ -507,7 +520,9 @@ TEST(intercept_upstream_untrusted)
 	world_up(&w, false, false);
 	SSL *c = client(&w);
 	ASSERT_TRUE(c != NULL);
-	char *r = roundtrip(&w, c, "GET / HTTP/1.1\r\nAuthorization: Bearer @@\r\n\r\n");
+	char *r = roundtrip(
+		&w, c,
+		"GET / HTTP/1.1\r\nHost: api.github.test\r\nAuthorization: Bearer @@\r\n\r\n");
 	ASSERT_TRUE(r != NULL);
 	ASSERT_CONTAINS(r, "HTTP/1.1 502 Bad Gateway");
 	ASSERT_CONTAINS(r, "certificate verify failed");
@@ -530,5 +545,98 @@ TEST(intercept_client_wrong_sni)
 	SSL_free(ssl);
 	SSL_CTX_free(ctx);
 	close(fd);
+	world_down(&w);
+}
+
+/* The request side on its own (what moat_intercept_step() runs, without
+ * TLS): each smuggling case and positive control gets the plain path's
+ * verdict and reason, fed whole or in pieces as TLS records would cut it,
+ * with and without a secret rebuilding every head. */
+TEST(intercept_same_verdict_as_plain)
+{
+	char *h[] = {(char[]){"h.test"}};
+	struct moat_secret d = {.name = (char[]){"HK"},
+				.source = MOAT_SECRET_ENV,
+				.from = (char[]){"MOAT_T_ICPT_HK"},
+				.hosts = h,
+				.n_hosts = 1,
+				.header = (char[]){"X-Key"}};
+	static const size_t pieces[] = {0, 1, 3, 17, 512};
+	struct moat_secrets *s = NULL;
+	struct moat_error e;
+
+	setenv("MOAT_T_ICPT_HK", "REALhk0123456789", 1);
+	ASSERT_EQ(moat_secrets_new(&d, 1, &s, &e), 0);
+	for (int with = 0; with < 2; with++) {
+		const struct moat_intercept_config cfg = {.secrets = with ? s : NULL};
+		for (size_t i = 0; i < ELEMENTSOF(http_cases); i++) {
+			const struct http_case *c = &http_cases[i];
+			struct path_run plain = {0};
+			path_plain(c->in, http_case_len(c), &plain);
+			for (size_t k = 0; k < ELEMENTSOF(pieces); k++) {
+				struct path_run ic = {0};
+				path_intercept(&cfg, c->in, http_case_len(c), "h.test", pieces[k],
+					       &ic);
+				if (ic.n != c->accepted || ic.refused != (c->reason != NULL) ||
+				    (c->reason &&
+				     (strcmp(ic.reason, c->reason) != 0 || ic.status != c->status)))
+					moat_tap_fail(
+						__FILE__, __LINE__,
+						"%s (pieces %zu): %u accepted, refused=%d %d (%s)",
+						c->name, pieces[k], ic.n, ic.refused, ic.status,
+						ic.reason);
+				if (!path_agree(&plain, &ic) || !path_agree(&ic, &plain) ||
+				    !path_fwd_reframes(&ic))
+					moat_tap_fail(__FILE__, __LINE__,
+						      "%s: disagrees with plain", c->name);
+				if (!with && c->fwd &&
+				    (ic.fwd_len != strlen(c->fwd) ||
+				     memcmp(ic.fwd, c->fwd, ic.fwd_len) != 0))
+					moat_tap_fail(__FILE__, __LINE__, "%s: forwarded %.*s",
+						      c->name, (int)ic.fwd_len,
+						      ic.fwd ? ic.fwd : "");
+				path_run_free(&ic);
+			}
+			path_run_free(&plain);
+		}
+	}
+	moat_secrets_free(s);
+}
+
+/* End to end over TLS: a request smuggled behind a CL/TE disagreement, and
+ * a chunk extension, are refused with their reason in X-Moat-Denied, the
+ * body and the report; the smuggled request never reaches the upstream. */
+TEST(intercept_refusal_names_reason)
+{
+	struct world w;
+	world_up(&w, true, false);
+	SSL *c = client(&w);
+	ASSERT_TRUE(c != NULL);
+	char *r = roundtrip(&w, c,
+			    "POST /a HTTP/1.1\r\nHost: api.github.test\r\nContent-Length: 4\r\n"
+			    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+			    "GET /smuggled HTTP/1.1\r\nHost: api.github.test\r\n\r\n");
+	ASSERT_TRUE(r != NULL);
+	ASSERT_CONTAINS(r, "HTTP/1.1 400 Bad Request");
+	ASSERT_CONTAINS(r, "X-Moat-Denied: cl-and-te\r\n");
+	ASSERT_CONTAINS(r, "(cl-and-te)");
+	client_free(c);
+
+	c = client(&w);
+	ASSERT_TRUE(c != NULL);
+	r = roundtrip(&w, c,
+		      "POST /b HTTP/1.1\r\nHost: api.github.test\r\nTransfer-Encoding: chunked\r\n"
+		      "\r\n5;x=y\r\nhello\r\n0\r\n\r\n");
+	ASSERT_TRUE(r != NULL);
+	ASSERT_CONTAINS(r, "X-Moat-Denied: bad-chunked-body\r\n");
+	client_free(c);
+	usleep(100000);
+
+	char *heads = slurp(w.heads);
+	ASSERT_TRUE(!strstr(heads, "/smuggled"));
+	ASSERT_TRUE(!strstr(heads, "POST /a"));
+	char *rep = slurp(w.reports);
+	ASSERT_CONTAINS(rep, "allowed=0 status=400 alert=0 secret=- reason=cl-and-te");
+	ASSERT_CONTAINS(rep, "allowed=0 status=400 alert=0 secret=- reason=bad-chunked-body");
 	world_down(&w);
 }
