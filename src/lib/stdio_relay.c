@@ -263,6 +263,21 @@ static void output_step(struct moat_run *r, unsigned i)
 		size_t want = RELAY_CHUNK;
 		if (limit) {
 			if (io->total >= limit) {
+				/* exactly at the limit: only more bytes exceed it */
+				int avail = 0;
+				struct pollfd p = {.fd = s->from, .events = POLLIN};
+				if (ioctl(s->from, FIONREAD, &avail) == 0 && avail == 0) {
+					int k = poll(&p, 1, 0);
+					if (k == 0) {
+						relay_wait(io, i, s->from, EPOLLIN);
+						return;
+					}
+					if (k > 0 && (p.revents & POLLHUP) &&
+					    ioctl(s->from, FIONREAD, &avail) == 0 && avail == 0) {
+						relay_end(io, i);
+						return;
+					}
+				}
 				if (!io->limited) {
 					io->limited = true;
 					moat_supervise_event_limit(r, "output");
