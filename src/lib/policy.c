@@ -1036,7 +1036,7 @@ static const struct option_def options[] = {
 	{"--kill-grace", "DURATION", set_kill_grace,
 	 "time between SIGTERM and SIGKILL at the limit (default 2s)"},
 	{"--disk", "SIZE", set_disk, "size of every writable tmpfs (default 1G)"},
-	{"--max-output", "SIZE", set_max_output, "bytes collected from /output (default 1G)"},
+	{"--max-output", "SIZE", set_max_output, "bytes collected from /output, and of stdout+stderr (default 1G)"},
 	{"--nofile", "N", set_nofile, "open file limit (default 4096)"},
 	{"--fsize", "SIZE", set_fsize, "largest file the command may write"},
 	{"--allow-degraded", "LAYER", set_allow_degraded,

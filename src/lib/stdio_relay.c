@@ -280,7 +280,7 @@ static void output_step(struct moat_run *r, unsigned i)
 				}
 				if (!io->limited) {
 					io->limited = true;
-					moat_supervise_event_limit(r, "output");
+					moat_supervise_event_limit(r, "stdio");
 				}
 				{
 					relay_end(io, i);

@@ -221,7 +221,7 @@ t_max_output() {
 	local n rc=0
 	n=$(mrun --max-output 1M --log "$T_OUT/mo.jsonl" -- head -c 10000000 /dev/zero | wc -c) || rc=$?
 	assert_eq 1048576 "$n" "bytes relayed with --max-output 1M"
-	grep -q '"type":"limit".*"what":"output"' "$T_OUT/mo.jsonl" ||
+	grep -q '"type":"limit".*"what":"stdio"' "$T_OUT/mo.jsonl" ||
 		fail "no limit event: $(grep limit "$T_OUT/mo.jsonl" | head -c 300)"
 	n=$(mrun --max-output 1M -- /bin/sh -c 'head -c 600000 /dev/zero; head -c 600000 /dev/zero >&2' 2>&1 | wc -c)
 	assert_eq 1048576 "$n" "stdout and stderr count together"
@@ -245,6 +245,45 @@ t_exit_status_kept() {
 	assert_eq 7 "$rc"
 }
 
+# stdout and stdin on sockets (read + send/recv, never blocking the loop)
+t_socket_streams() {
+	command -v python3 >/dev/null || skip "python3 missing"
+	local out
+	out=$(python3 - "$MOAT" <<'PY'
+import socket, subprocess, sys, hashlib
+a, b = socket.socketpair()
+c, d = socket.socketpair()
+p = subprocess.Popen([sys.argv[1], "run", "--quiet", "--", "/bin/sh", "-c", "cat; seq 1 200000"],
+                     stdout=a, stdin=c)
+a.close(); c.close()
+d.sendall(b"from-socket\n"); d.shutdown(socket.SHUT_WR)
+data = b"".join(iter(lambda: b.recv(65536), b""))
+p.wait()
+want = b"from-socket\n" + b"".join(b"%d\n" % i for i in range(1, 200001))
+print(p.returncode, data == want, len(data))
+PY
+)
+	assert_eq "0 True $((12 + $(seq 1 200000 | wc -c)))" "$out" "stdin and stdout on sockets"
+}
+
+# RT-069 through the relay: a reader that never reads does not hold moat
+# beyond the time limit (+ grace + one second of draining).
+t_stalled_reader_timeout() {
+	local f="$T_OUT/fifo" pid rc=0 t0 t1
+	mkfifo "$f"
+	# shellcheck disable=SC2217 # a reader that never reads
+	sleep 20 <"$f" &
+	pid=$!
+	t0=$(date +%s%N)
+	timeout -s KILL 30 "$MOAT" run --quiet --timeout 2s --kill-grace 500ms -- \
+		head -c 1000000000 /dev/zero >"$f" 2>/dev/null || rc=$?
+	t1=$(date +%s%N)
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	assert_eq 124 "$rc" "exit status with a stalled reader"
+	[ $(((t1 - t0) / 1000000)) -lt 8000 ] || fail "moat took $(((t1 - t0) / 1000000)) ms"
+}
+
 run_test "stdout >> host file: the sandbox cannot rewrite it" t_stdout_append_hostile
 run_test "stderr >> host file: the sandbox cannot rewrite it" t_stderr_append_hostile
 run_test "stdout > file shared with the shell: offsets kept" t_stdout_shared_offset
@@ -259,4 +298,6 @@ run_test "a background child holding stdout does not hold moat" t_background_chi
 run_test "--max-output bounds the relayed output" t_max_output
 run_test "a reader that goes away: SIGPIPE for the command" t_reader_goes_away
 run_test "exit status through the relay" t_exit_status_kept
+run_test "stdin and stdout on sockets" t_socket_streams
+run_test "a stalled reader: the time limit still ends the run" t_stalled_reader_timeout
 t_done
