@@ -26,7 +26,7 @@ fi
 # bench_inverse SUITE WHAT A B TARGET: throughput ratio = median(B)/median(A)
 # (A moat, B direct) against ">= TARGET".
 bench_inverse() {
-	local suite=$1 what=$2 a=$3 b=$4 target=$5 va vb ratio verdict
+	local suite=$1 what=$2 a=$3 b=$4 target=$5 va vb ratio
 	va=$(bench_value "$suite" "$a")
 	vb=$(bench_value "$suite" "$b")
 	if [ -z "$va" ] || [ -z "$vb" ]; then
@@ -35,7 +35,6 @@ bench_inverse() {
 	fi
 	ratio=$(awk -v a="$va" -v b="$vb" 'BEGIN { printf "%.3f", b / a }')
 	bench_target "$suite" "$what" "$ratio" ">=" "$target" x
-	: "$verdict"
 }
 
 runs=$(bench_runs 10)

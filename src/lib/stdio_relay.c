@@ -26,6 +26,7 @@
  *   stdin <- socket, device          read ahead (at most one pipe's worth)
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -47,8 +48,40 @@
 #define RELAY_BUF 65536u /* the COPY bounce buffer */
 #define RELAY_ROUNDS 16 /* calls per wake-up, then the loop serves others */
 
+/* The run whose relay fds a fork()ed helper must not keep (one run per
+ * process at a time, as moat_run() is used). */
+static struct moat_stdio *forked_io;
+
+/* In every child the supervisor fork()s (the proxy worker, alert hooks, the
+ * id-mapping helper): the relay's ends are closed at once. A helper holding
+ * the stdin pipe's write end would keep the command from ever seeing EOF;
+ * one holding an output pipe's read end would keep its SIGPIPE from it. (The
+ * init is made by clone3, which runs no fork handlers: it closes them itself.) */
+static void close_in_child(void)
+{
+	struct moat_stdio *io = forked_io;
+	if (!io)
+		return;
+	for (int i = 0; i < 3; i++) {
+		struct moat_relay *s = &io->s[i];
+		if (s->mode == MOAT_RELAY_NONE)
+			continue;
+		if (s->from > 2)
+			close(s->from);
+		if (s->to > 2)
+			close(s->to);
+		if (s->keep_r > 2)
+			close(s->keep_r);
+	}
+	forked_io = NULL;
+}
+
 void moat_stdio_claim(struct moat_run *r)
 {
+	static bool registered;
+	if (!registered && pthread_atfork(NULL, NULL, close_in_child) == 0)
+		registered = true;
+	forked_io = &r->io;
 	struct moat_stdio *io = &r->io;
 	for (int i = 0; i < 3; i++) {
 		io->placeholder[i] = -1;
@@ -565,8 +598,10 @@ void moat_stdio_free(struct moat_run *r)
 	for (int i = 1; i < 3; i++)
 		if (r->sb.std_fd[i] >= 0 && (i != 2 || r->sb.std_fd[2] != r->sb.std_fd[1]))
 			close(r->sb.std_fd[i]);
-	for (int i = 0; i < 3; i++) {
+	/* the /dev/null placeholders stay: nothing opened later (by moat's
+	 * caller) may become its stdout by accident */
+	for (int i = 0; i < 3; i++)
 		r->sb.std_fd[i] = -1;
-		io->placeholder[i] = safe_close(io->placeholder[i]);
-	}
+	if (forked_io == io)
+		forked_io = NULL;
 }

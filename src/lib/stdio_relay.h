@@ -40,7 +40,7 @@ struct moat_relay {
 
 struct moat_stdio {
 	struct moat_relay s[3];
-	int placeholder[3]; /* /dev/null held over a 0..2 that the caller had closed */
+	int placeholder[3]; /* /dev/null held over a 0..2 the caller had closed (left open) */
 	bool closed[3]; /* the caller's fd i was closed: the command's is closed too */
 	uint64_t total; /* stdout + stderr bytes relayed (limits.max_output) */
 	bool limited; /* max_output reached: the output pipes were closed */
