@@ -45,7 +45,7 @@
 
 #define RELAY_PIPE_SIZE (1u << 20) /* output pipes: fewer wake-ups per byte */
 #define RELAY_CHUNK (1u << 20) /* bytes per splice call */
-#define RELAY_BUF 65536u /* the COPY bounce buffer */
+#define RELAY_BUF (256u << 10) /* the COPY bounce buffer */
 #define RELAY_ROUNDS 16 /* calls per wake-up, then the loop serves others */
 
 /* The run whose relay fds a fork()ed helper must not keep (one run per
