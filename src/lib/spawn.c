@@ -3,7 +3,8 @@
  * The supervisor: policy -> plan -> clone -> wait -> teardown. It is the only
  * privileged part, never parses network bytes, and owns every resource of
  * the run until it is gone. The loop is a small epoll over the init's pidfd,
- * a signalfd, a timerfd and (when a pty is used) the terminal relay.
+ * a signalfd, a timerfd, (when a pty is used) the terminal relay and the
+ * relay of the other standard streams (stdio_relay.c).
  */
 #include <fcntl.h>
 #include <grp.h>
