@@ -12,6 +12,7 @@
 #include "lib/limits.h"
 #include "lib/sandbox.h"
 #include "lib/state.h"
+#include "lib/stdio_relay.h"
 #include "moat/moat.h"
 
 struct moat_observe;
@@ -61,6 +62,8 @@ struct moat_run {
 	int tty_in, tty_out; /* host fds relayed to/from the pty master, -1 if none */
 	bool tty_raw;
 	struct termios *saved_tty;
+	/* the other standard streams: relayed through pipes (stdio_relay.c) */
+	struct moat_stdio io;
 
 	uint64_t start_us;
 	/* limits layer and the state-directory record (supervise_limits.c) */

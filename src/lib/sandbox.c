@@ -55,6 +55,7 @@ const char *moat_setup_stage_name(enum moat_setup_stage s)
 		[MOAT_STAGE_LANDLOCK] = "landlock", [MOAT_STAGE_SECCOMP] = "seccomp",
 		[MOAT_STAGE_PTY] = "pty",	    [MOAT_STAGE_FORK] = "fork",
 		[MOAT_STAGE_EXEC] = "exec",	    [MOAT_STAGE_CGROUP] = "cgroup",
+		[MOAT_STAGE_STDIO] = "stdio",
 	};
 	return (size_t)s < ELEMENTSOF(names) && names[s] ? names[s] : "setup";
 }
@@ -906,6 +907,25 @@ static void set_rlimits(void)
 
 static volatile sig_atomic_t unused_sig;
 
+/* The command's fds 0..2, set in the init before it forks the command: from
+ * here on no process of the sandbox holds a file description of the caller
+ * (stdio_relay.h). The relay pipes' sandbox ends, or closed: a stream on the
+ * pty gets the pty slave in exec_command, a stream the caller had closed
+ * stays closed. The supervisor kept 0..2 occupied, so the ends are >= 3. */
+static void set_std_fds(struct moat_sandbox *sb)
+{
+	for (int i = 0; i < 3; i++) {
+		if (sb->std_fd[i] >= 0 && sb->std_fd[i] < 3)
+			die(MOAT_STAGE_STDIO, EBADF, -1, "relay pipe on a standard fd");
+		if (sb->std_fd[i] >= 0 ? dup2(sb->std_fd[i], i) < 0
+				       : close(i) < 0 && errno != EBADF)
+			die(MOAT_STAGE_STDIO, errno, -1, "cannot set up fd %d", i);
+	}
+	for (int i = 0; i < 3; i++)
+		if (sb->std_fd[i] >= 0 && (i != 2 || sb->std_fd[2] != sb->std_fd[1]))
+			close(sb->std_fd[i]);
+}
+
 static _Noreturn void exec_command(const sigset_t *oldmask, int pty_slave_fd)
 {
 	struct moat_sandbox *sb = g_sb;
@@ -1008,6 +1028,9 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	close(sb->go_w);
 	close(sb->status_r);
 	close(sb->sock_sup);
+	for (int i = 0; i < 3; i++)
+		if (sb->std_sup[i] >= 0)
+			close(sb->std_sup[i]);
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
 	 * is outside the pid namespace. If moat died before this line, the go
@@ -1107,6 +1130,7 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
 	close(sb->sock_child);
 
+	set_std_fds(sb);
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	pid_t cmd = fork();

@@ -34,6 +34,7 @@ enum moat_setup_stage {
 	MOAT_STAGE_FORK,
 	MOAT_STAGE_EXEC,
 	MOAT_STAGE_CGROUP,
+	MOAT_STAGE_STDIO,
 };
 
 /* Written by the sandbox on the setup pipe when a step fails. */
@@ -66,6 +67,11 @@ struct moat_sandbox {
 	bool root_mode; /* moat runs as root: maps to an allocated unprivileged uid */
 	bool use_pty;
 	bool tty_fds[3]; /* which of 0..2 were terminals (pty mode replaces them) */
+	/* The command's fds 0..2 (stdio_relay.h): the sandbox's ends of the
+	 * supervisor's relay pipes, -1 = on the pty or closed (as the caller's
+	 * was); std_sup: the supervisor's ends, closed by the init at once. */
+	int std_fd[3];
+	int std_sup[3];
 
 	int setup_w, setup_r; /* sandbox -> supervisor: error record or EOF at exec */
 	int go_r, go_w; /* supervisor -> sandbox: maps written, proceed */

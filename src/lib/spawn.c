@@ -3,7 +3,8 @@
  * The supervisor: policy -> plan -> clone -> wait -> teardown. It is the only
  * privileged part, never parses network bytes, and owns every resource of
  * the run until it is gone. The loop is a small epoll over the init's pidfd,
- * a signalfd, a timerfd and (when a pty is used) the terminal relay.
+ * a signalfd, a timerfd, (when a pty is used) the terminal relay and the
+ * relay of the other standard streams (stdio_relay.c).
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -32,6 +33,7 @@
 #include "lib/errors.h"
 #include "lib/restrict.h"
 #include "lib/run.h"
+#include "lib/stdio_relay.h"
 #include "lib/supervise.h"
 #include "shared/macro.h"
 
@@ -358,7 +360,8 @@ enum {
 	EV_TTY_IN,
 	EV_PTY,
 	EV_TTY_OUT,
-	EV_EXTRA
+	EV_STDIO, /* EV_STDIO + 0..2: the relay of stdin, stdout, stderr */
+	EV_EXTRA = EV_STDIO + 3
 };
 
 static int ep_add(int epfd, int fd, uint32_t tag)
@@ -415,6 +418,55 @@ static void on_timer(struct moat_run *r)
 	}
 }
 
+/* After the init exited every process of the sandbox is gone (its pid
+ * namespace died with it), so the relay pipes reach EOF once drained: what
+ * the command wrote last is never lost. The caller's reader sets the pace, as
+ * it did for the command: moat waits for a slow reader, but the wall-clock
+ * limit still ends the wait (after a timeout: one more second), as do the
+ * signals that stop a run. A pipe that neither brings data nor EOF for a
+ * second is held open outside the sandbox: not waited for. */
+static void drain_stdio(struct moat_run *r)
+{
+	uint64_t cap_us = r->timed_out ? moat_now_us() + 1000000u : 0;
+	for (;;) {
+		struct pollfd pfd[4];
+		unsigned idx[2];
+		unsigned n = moat_stdio_pending(r, pfd, idx);
+		if (n == 0)
+			return;
+		pfd[n] = (struct pollfd){.fd = r->sigfd, .events = POLLIN};
+		pfd[n + 1] = (struct pollfd){.fd = r->timerfd, .events = POLLIN};
+		int wait_ms = 1000;
+		if (cap_us) {
+			uint64_t now = moat_now_us();
+			if (now >= cap_us)
+				return;
+			wait_ms = (int)MIN((cap_us - now) / 1000u + 1, 1000u);
+		}
+		int k = poll(pfd, n + 2, wait_ms);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return;
+		if (k == 0) {
+			if (moat_stdio_waiting_input_only(r))
+				return;
+			continue;
+		}
+		if (pfd[n].revents) {
+			struct signalfd_siginfo si;
+			while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
+				if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGWINCH)
+					return;
+		}
+		if (pfd[n + 1].revents)
+			return; /* the time limit (or its grace) */
+		for (unsigned i = 0; i < n; i++)
+			if (pfd[i].revents)
+				moat_stdio_dispatch(r, idx[i]);
+	}
+}
+
 static int event_loop(struct moat_run *r)
 {
 	struct epoll_event evs[16];
@@ -430,7 +482,8 @@ static int event_loop(struct moat_run *r)
 		if (r->tty_in >= 0 && ep_add(r->epfd, r->tty_in, EV_TTY_IN) < 0)
 			r->tty_in = -1; /* e.g. /dev/null cannot be polled: nothing to relay */
 	}
-	if ((k = moat_supervise_register(r, r->epfd, EV_EXTRA)) < 0)
+	if ((k = moat_stdio_register(r, r->epfd, EV_STDIO)) < 0 ||
+	    (k = moat_supervise_register(r, r->epfd, EV_EXTRA)) < 0)
 		return k;
 	while (!r->init_exited) {
 		int n = epoll_wait(r->epfd, evs, (int)ELEMENTSOF(evs), -1);
@@ -491,6 +544,11 @@ static int event_loop(struct moat_run *r)
 				if (!r->pty_done)
 					(void)ep_add(r->epfd, r->pty_fd, EV_PTY);
 				break;
+			case EV_STDIO:
+			case EV_STDIO + 1:
+			case EV_STDIO + 2:
+				moat_stdio_dispatch(r, tag - EV_STDIO);
+				break;
 			default:
 				moat_supervise_dispatch(r, tag, evs[i].events);
 				break;
@@ -511,6 +569,8 @@ static int event_loop(struct moat_run *r)
 				break;
 		}
 	}
+	moat_stdio_stdin_finish(r);
+	drain_stdio(r);
 	return 0;
 }
 
@@ -607,6 +667,7 @@ static void restore_mask(const sigset_t *oldmask)
 static void run_free(struct moat_run *r)
 {
 	tty_restore(r);
+	moat_stdio_free(r);
 	free(r->saved_tty);
 	for (unsigned i = 0; i < r->n_envp; i++)
 		free(r->envp[i]);
@@ -736,10 +797,14 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	if ((k = random_hex(r->run_id, 8)) < 0)
 		return moat_error_set(ret_err, "setup", -k, "no randomness for the run id");
 	memcpy(ret_status->run_id, r->run_id, sizeof(ret_status->run_id));
+	/* before anything is opened: no fd of moat may land on a closed 0..2 */
+	moat_stdio_claim(r);
 
 	r->plan = malloc(sizeof(*r->plan));
-	if (!r->plan)
+	if (!r->plan) {
+		run_free(r);
 		return -ENOMEM;
+	}
 	if ((k = moat_plan_build(p, r->plan)) < 0) {
 		run_free(r);
 		return moat_error_set(ret_err, "plan", -k,
@@ -848,6 +913,9 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto fail_mask;
 	}
 
+	/* the relay pipes last: no helper forked before the clone holds them */
+	if ((k = moat_stdio_prepare(r)) < 0)
+		goto fail_mask;
 	pid_t pid = clone_sandbox(r, &r->pidfd);
 	if (pid < 0) {
 		int e = errno;
@@ -868,6 +936,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		moat_sandbox_init(&r->sb);
 	}
 	r->init_pid = pid;
+	moat_stdio_after_clone(r);
 	moat_test_stall("cloned");
 	safe_close(r->sb.setup_w);
 	r->sb.setup_w = -1;
