@@ -297,7 +297,9 @@ static int resolve_user_paths(struct moat_run *r)
 		}
 		if (!(s->flags & MOAT_STEPF_USER))
 			continue;
-		const char *opt = step_option(r, s);
+		char opt[64];
+		snprintf(opt, sizeof(opt), "mount step failed (plan step %u): %s", i + 1,
+			 step_option(r, s));
 		k = moat_path_open(s->src, (s->flags & MOAT_STEPF_WORKSPACE) ? MOAT_PATH_DIR : 0, 0,
 				   why);
 		if (k < 0) {
