@@ -216,8 +216,8 @@ t_rename_exchange_race() {
 	ln -s "$SECRET" "$rws/swap"
 	# positive control: the swap does expose the secret to a plain program
 	/usr/bin/python3 -c "$RACER" "$rws" 5 >"$T_OUT/ctl-racer" 2>&1 &
-	local pid=$! i hits=0
-	for i in $(seq 1 400); do
+	local pid=$! hits=0
+	for _ in $(seq 1 400); do
 		if ctl cat "$rws/sub/marker" 2>/dev/null | grep -q SECRET-MARKER; then
 			hits=$((hits + 1))
 		fi
@@ -234,7 +234,7 @@ t_rename_exchange_race() {
 	mrun --workspace "$rws:rw" -- /usr/bin/python3 -c "$RACER" "$rws" 60 >"$T_OUT/racer" 2>&1 &
 	pid=$!
 	local ok=0 refusedn=0 secret=0 out rc
-	for i in $(seq 1 40); do
+	for _ in $(seq 1 40); do
 		rc=0
 		out=$(mrun --workspace "$rws/sub" -- /bin/cat marker 2>&1) || rc=$?
 		case "$out" in
