@@ -164,7 +164,7 @@ int moat_audit_open(const char *path, const char *run_id, uint64_t max_bytes,
 		return -EINVAL;
 	/* Never through a symlink a sandbox could have planted, never anything
 	 * but a regular file with one link, parents created 0700 (paths.h). */
-	int fd = moat_path_write_file(path, O_APPEND, 0600, true, NULL);
+	int fd = moat_path_write_file(path, O_APPEND, 0600, MOAT_PATH_MKDIR, NULL);
 	if (fd < 0)
 		return fd;
 	return moat_audit_open_fd(fd, run_id, max_bytes, ret);

@@ -170,8 +170,8 @@ static int open_output(struct moat_run *r)
 	/* created if missing, never through a symlink a sandbox could have
 	 * planted (paths.h); the copy goes only through this fd (copytree.c) */
 	struct moat_path_info why;
-	_cleanup_close_ int dir =
-		moat_path_open(p->output, MOAT_PATH_DIR | MOAT_PATH_MKDIR, 0755, &why);
+	_cleanup_close_ int dir = moat_path_open(
+		p->output, MOAT_PATH_DIR | MOAT_PATH_MKDIR | MOAT_PATH_AS_INVOKER, 0755, &why);
 	if (dir < 0)
 		return moat_path_error(r->err, "output", "--output", p->output, dir, &why);
 	o->out_fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -251,7 +251,8 @@ int moat_observe_prepare(struct moat_run *r)
 	if (!o->log_path)
 		return -ENOMEM;
 	/* --log: a regular file, never through a planted symlink (paths.h) */
-	k = moat_path_write_file(o->log_path, O_APPEND, 0600, true, why);
+	k = moat_path_write_file(o->log_path, O_APPEND, 0600,
+				 MOAT_PATH_MKDIR | (p->log_path ? MOAT_PATH_AS_INVOKER : 0), why);
 	if (k >= 0)
 		k = moat_audit_open_fd(k, r->run_id, 0, &o->audit);
 	if (k < 0) {

@@ -9,7 +9,9 @@
  */
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,6 +29,53 @@ bool moat_path_link_trusted(const char *parent, bool system_chain, uid_t link_ui
 	 * (an idmapped mount of a root-owned tree stores its files as root). */
 	return system_chain && link_uid == 0 &&
 		(parent[0] == 0 || streq(parent, "/usr") || streq(parent, "/var"));
+}
+
+void moat_path_invoker(uid_t *ret_uid, gid_t *ret_gid)
+{
+	*ret_uid = getuid();
+	*ret_gid = getgid();
+	if (geteuid() != 0)
+		return;
+	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
+	char *e1 = NULL, *e2 = NULL;
+	unsigned long u = su ? strtoul(su, &e1, 10) : 0, g = sg ? strtoul(sg, &e2, 10) : 0;
+	if (su && sg && *su && *sg && !*e1 && !*e2 && u > 0 && u < 0xfffffffful &&
+	    g < 0xfffffffful) {
+		*ret_uid = (uid_t)u;
+		*ret_gid = (gid_t)g;
+	}
+}
+
+/* Whether uid (with gid and its supplementary groups) may write in the
+ * directory or file st, by its mode bits. Only needed when root acts for
+ * another user: otherwise the kernel checks as that user already. */
+static bool may_write(const struct stat *st, uid_t uid, gid_t gid)
+{
+	if (uid == 0)
+		return true;
+	if (st->st_uid == uid)
+		return st->st_mode & S_IWUSR;
+	bool in_group = st->st_gid == gid;
+	struct passwd *pw = in_group ? NULL : getpwuid(uid);
+	if (pw) {
+		gid_t groups[256];
+		int n = (int)ELEMENTSOF(groups);
+		if (getgrouplist(pw->pw_name, gid, groups, &n) >= 0)
+			for (int i = 0; i < n && !in_group; i++)
+				in_group = groups[i] == st->st_gid;
+	}
+	return in_group ? (st->st_mode & S_IWGRP) : (st->st_mode & S_IWOTH);
+}
+
+/* For MOAT_PATH_AS_INVOKER as root: -EACCES unless the invoking user may
+ * write in the directory dfd. */
+static int invoker_may_write(int dfd, uid_t uid, gid_t gid)
+{
+	struct stat st;
+	if (fstat(dfd, &st) < 0)
+		return negerrno();
+	return geteuid() != 0 || may_write(&st, uid, gid) ? 0 : -EACCES;
 }
 
 /* Appends component c[0, n) to the absolute path buf[0, *len) ("" is /),
@@ -98,6 +147,10 @@ int moat_path_open(const char *path, unsigned flags, mode_t mode, struct moat_pa
 	cur[0] = 0;
 	if ((r = push_all(cur, &len, path)) < 0)
 		return r;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	if (flags & MOAT_PATH_AS_INVOKER)
+		moat_path_invoker(&uid, &gid);
 
 restart:;
 	_cleanup_close_ int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -118,8 +171,24 @@ restart:;
 		name[n] = 0;
 		/* mkdir first: EEXIST for anything already there, which the
 		 * open below then checks (a symlink is never created through) */
-		if ((flags & MOAT_PATH_MKDIR) && mkdirat(dfd, name, mode) < 0 && errno != EEXIST)
-			return negerrno();
+		if (flags & MOAT_PATH_MKDIR) {
+			bool created = false;
+			if ((flags & MOAT_PATH_AS_INVOKER) &&
+			    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				if (errno != ENOENT)
+					return negerrno();
+				if ((r = invoker_may_write(dfd, uid, gid)) < 0)
+					return r;
+			}
+			if (mkdirat(dfd, name, mode) == 0)
+				created = true;
+			else if (errno != EEXIST)
+				return negerrno();
+			/* what moat creates for the user is the user's */
+			if (created && (flags & MOAT_PATH_AS_INVOKER) && geteuid() == 0 &&
+			    fchownat(dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+				return negerrno();
+		}
 		_cleanup_close_ int fd =
 			(int)openat2_one(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st) < 0)
@@ -196,9 +265,11 @@ int moat_path_open_parent(const char *path, unsigned flags, mode_t mode, const c
 			return -ENAMETOOLONG;
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	}
-	int fd = moat_path_open(dir[0] ? dir : "/",
-				MOAT_PATH_DIR | (flags & (MOAT_PATH_MKDIR | MOAT_PATH_NO_LINKS)),
-				mode, why);
+	int fd = moat_path_open(
+		dir[0] ? dir : "/",
+		MOAT_PATH_DIR |
+			(flags & (MOAT_PATH_MKDIR | MOAT_PATH_NO_LINKS | MOAT_PATH_AS_INVOKER)),
+		mode, why);
 	if (fd >= 0)
 		*ret_name = name;
 	return fd;
@@ -229,22 +300,43 @@ static void parent_of(char *buf, size_t len, const char *path)
 	snprintf(buf, len, "%.*s", slash ? (int)(slash - path) : 0, path);
 }
 
-int moat_path_write_file(const char *path, int oflags, mode_t mode, bool mkdirs,
+int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned flags,
 			 struct moat_path_info *why)
 {
 	const char *name;
 	char dir[MOAT_MAX_PATH];
 	struct stat st;
-	_cleanup_close_ int pfd =
-		moat_path_open_parent(path, mkdirs ? MOAT_PATH_MKDIR : 0, 0700, &name, why);
+	uid_t uid = 0;
+	gid_t gid = 0;
+	const bool as = flags & MOAT_PATH_AS_INVOKER;
+	if (as)
+		moat_path_invoker(&uid, &gid);
+	_cleanup_close_ int pfd = moat_path_open_parent(
+		path, flags & (MOAT_PATH_AS_INVOKER | MOAT_PATH_MKDIR), 0700, &name, why);
 	if (pfd < 0)
 		return pfd;
 	parent_of(dir, sizeof(dir), path);
 	/* O_NONBLOCK: a fifo planted at the path must not block us */
-	_cleanup_close_ int fd = openat(pfd, name,
-					O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
-						O_CLOEXEC | (oflags & O_APPEND),
-					mode);
+	const int fl =
+		O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (oflags & O_APPEND);
+	bool created = false;
+	_cleanup_close_ int fd = -1;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return negerrno();
+		int r = as ? invoker_may_write(pfd, uid, gid) : 0;
+		if (r < 0)
+			return r;
+		fd = openat(pfd, name, fl | O_CREAT | O_EXCL, mode);
+		created = fd >= 0;
+	} else {
+		int r = check_existing(pfd, dir, name, &st, why);
+		if (r < 0)
+			return r;
+		if (as && geteuid() == 0 && !may_write(&st, uid, gid))
+			return -EACCES;
+		fd = openat(pfd, name, fl);
+	}
 	if (fd < 0) {
 		int e = errno;
 		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -257,6 +349,8 @@ int moat_path_write_file(const char *path, int oflags, mode_t mode, bool mkdirs,
 	int r = check_existing(pfd, dir, name, &st, why);
 	if (r < 0)
 		return r;
+	if (created && as && geteuid() == 0 && fchown(fd, uid, gid) < 0)
+		return negerrno();
 	if ((oflags & O_TRUNC) && ftruncate(fd, 0) < 0)
 		return negerrno();
 	if (fcntl(fd, F_SETFL, oflags & O_APPEND) < 0)
@@ -290,19 +384,38 @@ int moat_path_read_file(const char *path, struct moat_path_info *why)
 	return TAKE_FD(fd);
 }
 
-int moat_path_check_writable(const char *path, bool mkdirs, struct moat_path_info *why)
+int moat_path_check_writable(const char *path, unsigned flags, struct moat_path_info *why)
 {
 	const char *name;
 	char dir[MOAT_MAX_PATH];
 	struct stat st;
-	_cleanup_close_ int pfd =
-		moat_path_open_parent(path, mkdirs ? MOAT_PATH_MKDIR : 0, 0700, &name, why);
+	uid_t uid = 0;
+	gid_t gid = 0;
+	const bool as = flags & MOAT_PATH_AS_INVOKER;
+	if (as)
+		moat_path_invoker(&uid, &gid);
+	_cleanup_close_ int pfd = moat_path_open_parent(
+		path, flags & (MOAT_PATH_AS_INVOKER | MOAT_PATH_MKDIR), 0700, &name, why);
 	if (pfd < 0)
 		return pfd;
 	parent_of(dir, sizeof(dir), path);
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : negerrno();
-	return check_existing(pfd, dir, name, &st, why);
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return negerrno();
+		if (!as)
+			return 0;
+		if (geteuid() != 0) {
+			/* the kernel's own check, through the held directory */
+			char self[32];
+			snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+			return access(self, W_OK) < 0 ? negerrno() : 0;
+		}
+		return invoker_may_write(pfd, uid, gid);
+	}
+	int r = check_existing(pfd, dir, name, &st, why);
+	if (r < 0)
+		return r;
+	return as && geteuid() == 0 && !may_write(&st, uid, gid) ? -EACCES : 0;
 }
 
 int moat_path_error(struct moat_error *e, const char *stage, const char *what, const char *path,
@@ -334,6 +447,14 @@ int moat_path_error(struct moat_error *e, const char *stage, const char *what, c
 			"%s %s: the file has more than one hard link (another name of "
 			"it could be written); remove it or name another file",
 			what, path);
+	if (err == EACCES) {
+		uid_t uid;
+		gid_t gid;
+		moat_path_invoker(&uid, &gid);
+		return moat_error_set(e, stage, err,
+				      "%s %s: the invoking user (uid %u) may not write there", what,
+				      path, (unsigned)uid);
+	}
 	if (err == EINVAL || err == EISDIR)
 		return moat_error_set(e, stage, err, "%s %s: not a regular file%s", what, path,
 				      err == EISDIR ? " (a directory)"

@@ -31,7 +31,14 @@ enum moat_path_flags {
 	MOAT_PATH_NOFOLLOW_LAST = 1u << 1, /* a final symlink is returned, not followed */
 	MOAT_PATH_MKDIR = 1u << 2, /* missing components are created (mode) */
 	MOAT_PATH_NO_LINKS = 1u << 3, /* no symlink at all, not even a trusted one */
+	/* what is created is the invoking user's (moat_path_invoker), and only
+	 * where that user may write: for what moat writes for the user */
+	MOAT_PATH_AS_INVOKER = 1u << 4,
 };
+
+/* The user moat writes files for: as root under sudo, the user who ran sudo
+ * (SUDO_UID/SUDO_GID, as for --on-alert); otherwise the caller. */
+void moat_path_invoker(uid_t *ret_uid, gid_t *ret_gid);
 
 /* What a resolution found: on success the path it reached (every trusted link
  * replaced by its target: no symlink left in it); on -ELOOP the symlink met on
@@ -55,8 +62,11 @@ int moat_path_open_parent(const char *path, unsigned flags, mode_t mode, const c
 /* A file moat writes for the user (--log, --json-status): opened from its held
  * parent with O_NOFOLLOW, created (mode) if missing, O_APPEND or truncated as
  * oflags say. An existing symlink, fifo, device or directory is refused
- * (-ELOOP, -EINVAL, -EISDIR): nothing but a regular file is ever written. */
-int moat_path_write_file(const char *path, int oflags, mode_t mode, bool mkdirs,
+ * (-ELOOP, -EINVAL, -EISDIR): nothing but a regular file is ever written.
+ * flags: MOAT_PATH_MKDIR creates missing parents (0700); with
+ * MOAT_PATH_AS_INVOKER the file and the parents created belong to the
+ * invoking user, and where that user could not write is refused (-EACCES). */
+int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned flags,
 			 struct moat_path_info *why);
 
 /* A file moat reads for the user (--policy, moat log FILE): a regular file,
@@ -65,7 +75,7 @@ int moat_path_read_file(const char *path, struct moat_path_info *why);
 
 /* Checks, without writing, that path could be written by moat_path_write_file
  * (its parent resolves, the file is absent or a regular file). */
-int moat_path_check_writable(const char *path, bool mkdirs, struct moat_path_info *why);
+int moat_path_check_writable(const char *path, unsigned flags, struct moat_path_info *why);
 
 /* Fills e for a failed resolution of `what` (an option name such as
  * "--workspace") at path: names the refused link and the resolved path to pass

@@ -261,7 +261,8 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	/* a regular file, never through a symlink a sandbox could have planted
 	 * (the run may just have replaced the path: paths.h) */
 	struct moat_path_info *why = malloc(sizeof(*why));
-	int fd = why ? moat_path_write_file(path, O_TRUNC, 0600, false, why) : -ENOMEM;
+	int fd = why ? moat_path_write_file(path, O_TRUNC, 0600, MOAT_PATH_AS_INVOKER, why)
+		     : -ENOMEM;
 	if (fd < 0) {
 		free(s);
 		fd = moat_path_error(ret_err, "status", "--json-status", path, fd, why);

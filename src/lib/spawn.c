@@ -324,7 +324,7 @@ static int resolve_user_paths(struct moat_run *r)
 		}
 	}
 	const char *status = moat_policy_status_path(r->p);
-	if (status && (k = moat_path_check_writable(status, false, why)) < 0) {
+	if (status && (k = moat_path_check_writable(status, MOAT_PATH_AS_INVOKER, why)) < 0) {
 		k = moat_path_error(r->err, "status", "--json-status", status, k, why);
 		goto out;
 	}

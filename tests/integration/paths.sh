@@ -192,6 +192,51 @@ t_system_links_trusted() {
 	assert_eq OK "$out"
 }
 
+t_files_for_the_invoking_user() {
+	# --log, --json-status and --output are created as the invoking user
+	# (as root under sudo: SUDO_UID) and refused where that user could not
+	# write; the kernel checks it for an unprivileged caller.
+	local who uid gid rc err
+	if is_root; then
+		id moat-test >/dev/null 2>&1 || fail "the moat-test user is required (tests/run-all.sh creates it)"
+		uid=$(id -u moat-test)
+		gid=$(id -g moat-test)
+		who=(env SUDO_UID="$uid" SUDO_GID="$gid")
+	else
+		uid=$(id -u)
+		gid=$(id -g)
+		who=(env)
+	fi
+	local mine="$T_OUT/mine" closed="$T_OUT/closed"
+	mkdir -p "$mine" "$closed"
+	is_root && chown "$uid:$gid" "$mine"
+	chmod 0500 "$closed"
+	"${who[@]}" "$MOAT" run --quiet --log "$mine/logs/a.jsonl" --json-status "$mine/s.json" \
+		--output "$mine/out" -- /bin/sh -c 'echo o > /output/f'
+	local f
+	for f in "$mine/logs" "$mine/logs/a.jsonl" "$mine/s.json" "$mine/out" "$mine/out/f"; do
+		assert_eq "$uid" "$(stat -c %u "$f")" "owner of $f"
+	done
+	for f in "$closed/log.jsonl" "$closed/sub/log.jsonl"; do
+		rc=0
+		err=$("${who[@]}" "$MOAT" run --quiet --log "$f" -- /bin/true 2>&1) || rc=$?
+		assert_eq 125 "$rc" "--log $f in a directory the user may not write ($err)"
+		[ ! -e "$f" ] || fail "$f was created"
+	done
+	rc=0
+	err=$("${who[@]}" "$MOAT" run --quiet --json-status "$closed/s.json" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "--json-status in a directory the user may not write ($err)"
+	rc=0
+	err=$("${who[@]}" "$MOAT" run --quiet --output "$closed/out" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "--output in a directory the user may not write ($err)"
+	[ ! -e "$closed/s.json" ] && [ ! -e "$closed/out" ] || fail "created in the closed directory"
+	# control: as root itself (no sudo), root may write there
+	if is_root; then
+		"$MOAT" run --quiet --log "$closed/log.jsonl" -- /bin/true
+		assert_eq 0 "$(stat -c %u "$closed/log.jsonl")"
+	fi
+}
+
 # The race: one sandbox swaps a real directory and a symlink to the secret
 # (renameat2 RENAME_EXCHANGE) in a loop while moat is started again and again
 # on the path. The secret must never be the workspace.
@@ -256,6 +301,7 @@ run_test "--workspace through a planted link is refused" t_workspace_links
 run_test "--ro, --rw, --input through a planted link are refused" t_bind_sources
 run_test "--output through a planted link is refused" t_output
 run_test "--log, --json-status, --policy, moat log: no planted link, fifo, dir or hard link" t_log_and_status
+run_test "files moat writes are the invoking user's, never where that user cannot write" t_files_for_the_invoking_user
 run_test "--rootfs: no planted link to or inside the tree" t_rootfs
 run_test "root's symlinks in / are still followed" t_system_links_trusted
 run_test "rename-exchange race: the secret is never the workspace" t_rename_exchange_race

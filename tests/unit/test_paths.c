@@ -79,27 +79,27 @@ TEST(paths_planted_links_refused)
 	ASSERT_STREQ(why.resolved, join(d, "real"));
 	close(fd);
 	/* files moat writes: no link, no fifo, no directory, no second name */
-	ASSERT_EQ(moat_path_write_file(join(d, "link"), O_APPEND, 0600, false, &why), -ELOOP);
-	ASSERT_EQ(moat_path_write_file(join(d, "dangling"), O_APPEND, 0600, false, &why), -ELOOP);
+	ASSERT_EQ(moat_path_write_file(join(d, "link"), O_APPEND, 0600, 0, &why), -ELOOP);
+	ASSERT_EQ(moat_path_write_file(join(d, "dangling"), O_APPEND, 0600, 0, &why), -ELOOP);
 	ASSERT_ERRNO(stat("/nonexistent/x", &st), ENOENT);
 	char sub[4096];
 	snprintf(sub, sizeof(sub), "%s/link/new.log", d);
-	ASSERT_EQ(moat_path_write_file(sub, O_APPEND, 0600, true, &why), -ELOOP);
+	ASSERT_EQ(moat_path_write_file(sub, O_APPEND, 0600, MOAT_PATH_MKDIR, &why), -ELOOP);
 	ASSERT_ERRNO(stat(join(d, "secret/new.log"), &st), ENOENT);
 	ASSERT_EQ(mkfifo(join(d, "fifo"), 0600), 0);
-	ASSERT_EQ(moat_path_write_file(join(d, "fifo"), O_APPEND, 0600, false, NULL), -EINVAL);
-	ASSERT_EQ(moat_path_write_file(join(d, "real"), O_APPEND, 0600, false, NULL), -EISDIR);
+	ASSERT_EQ(moat_path_write_file(join(d, "fifo"), O_APPEND, 0600, 0, NULL), -EINVAL);
+	ASSERT_EQ(moat_path_write_file(join(d, "real"), O_APPEND, 0600, 0, NULL), -EISDIR);
 	fd = open(join(d, "one"), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	ASSERT_TRUE(fd >= 0);
 	close(fd);
 	ASSERT_EQ(link(join(d, "one"), join(d, "two")), 0);
-	ASSERT_EQ(moat_path_write_file(join(d, "two"), O_APPEND, 0600, false, NULL), -EMLINK);
-	ASSERT_EQ(moat_path_check_writable(join(d, "two"), false, NULL), -EMLINK);
-	ASSERT_EQ(moat_path_check_writable(join(d, "link"), false, NULL), -ELOOP);
-	ASSERT_EQ(moat_path_check_writable(join(d, "absent"), false, NULL), 0);
+	ASSERT_EQ(moat_path_write_file(join(d, "two"), O_APPEND, 0600, 0, NULL), -EMLINK);
+	ASSERT_EQ(moat_path_check_writable(join(d, "two"), 0, NULL), -EMLINK);
+	ASSERT_EQ(moat_path_check_writable(join(d, "link"), 0, NULL), -ELOOP);
+	ASSERT_EQ(moat_path_check_writable(join(d, "absent"), 0, NULL), 0);
 	/* control: a new file in a real directory is created, mkdir -p too */
 	snprintf(sub, sizeof(sub), "%s/real/a/b/log", d);
-	fd = moat_path_write_file(sub, O_APPEND, 0600, true, NULL);
+	fd = moat_path_write_file(sub, O_APPEND, 0600, MOAT_PATH_MKDIR, NULL);
 	ASSERT_TRUE(fd >= 0);
 	ASSERT_EQ(write(fd, "x", 1), 1);
 	close(fd);
