@@ -144,6 +144,16 @@ t_log_and_status() {
 	err=$(mrun --policy "$WS/flink" -- /bin/true 2>&1) || rc=$?
 	[ "$rc" -ne 0 ] || fail "--policy read through a planted link"
 	assert_contains "$err" "symlink"
+	# a secret's from_file is read by moat on the host: never through a link
+	printf '{"version":1,"secrets":[{"name":"T","from_file":"%s","hosts":["a.test"]}]}' \
+		"$WS/flink" >"$T_OUT/secret-policy.json"
+	rc=0
+	err=$(mrun --policy "$T_OUT/secret-policy.json" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a secret from a planted link ($err)"
+	assert_contains "$err" "symlink"
+	printf '{"version":1,"secrets":[{"name":"T","from_file":"%s","hosts":["a.test"]}]}' \
+		"$SECRET/marker" >"$T_OUT/secret-policy.json"
+	mrun --policy "$T_OUT/secret-policy.json" -- /bin/true
 	# control: real paths are written
 	mrun --log "$WS/real/log.jsonl" --json-status "$WS/real/s.json" -- /bin/true
 	grep -q '"type":"exit"' "$WS/real/log.jsonl" || fail "control: the log"
@@ -237,6 +247,30 @@ t_files_for_the_invoking_user() {
 	fi
 }
 
+t_apply_through_planted_workspace() {
+	# `moat apply` later writes held-back changes into the workspace the
+	# manifest names: a sandbox that replaced it with a link meanwhile must
+	# not redirect those writes.
+	local top="$T_OUT/apply" id
+	mkdir -p "$top/ws"
+	mrun --workspace "$top/ws:overlay" --apply never --json-status "$top/s.json" -- \
+		/bin/sh -c 'echo held > held.txt'
+	id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"])' "$top/s.json")
+	[ ! -e "$top/ws/held.txt" ] || fail "applied under --apply never"
+	plant "$top" "mv ws ws.real && ln -s '$SECRET' ws"
+	assert_eq "SECRET-MARKER-$$" "$(ctl cat "$top/ws/marker")" "control: the planted workspace"
+	local rc=0 err
+	err=$("$MOAT" apply "$id" 2>&1) || rc=$?
+	[ "$rc" -ne 0 ] || fail "moat apply wrote through a planted link"
+	assert_contains "$err" "symlink"
+	[ ! -e "$SECRET/held.txt" ] || fail "moat apply wrote into the link's target"
+	untouched
+	# control: with the real directory back, the change applies
+	rm "$top/ws" && mv "$top/ws.real" "$top/ws"
+	"$MOAT" apply "$id" >/dev/null
+	assert_eq held "$(cat "$top/ws/held.txt")"
+}
+
 # The race: one sandbox swaps a real directory and a symlink to the secret
 # (renameat2 RENAME_EXCHANGE) in a loop while moat is started again and again
 # on the path. The secret must never be the workspace.
@@ -302,6 +336,7 @@ run_test "--ro, --rw, --input through a planted link are refused" t_bind_sources
 run_test "--output through a planted link is refused" t_output
 run_test "--log, --json-status, --policy, moat log: no planted link, fifo, dir or hard link" t_log_and_status
 run_test "files moat writes are the invoking user's, never where that user cannot write" t_files_for_the_invoking_user
+run_test "moat apply never writes through a planted workspace link" t_apply_through_planted_workspace
 run_test "--rootfs: no planted link to or inside the tree" t_rootfs
 run_test "root's symlinks in / are still followed" t_system_links_trusted
 run_test "rename-exchange race: the secret is never the workspace" t_rename_exchange_race
