@@ -54,6 +54,7 @@ mkdir -p "$WS/real"
 echo "REAL-$$" >"$WS/real/marker"
 plant "$WS" "
 	ln -s '$SECRET' dlink
+	ln -s ../secret rel
 	ln -s '$SECRET/marker' flink
 	ln -s '$T_OUT/nowhere/deeper' dangling
 	mkdir -p logs && ln -s '$SECRET' logs/x
@@ -65,6 +66,7 @@ t_control_plant_reaches_secret() {
 	# what a plain program (not moat) meets at the planted paths
 	assert_eq "SECRET-MARKER-$$" "$(ctl cat "$WS/dlink/marker")" "control: directory link"
 	assert_eq "SECRET-MARKER-$$" "$(ctl cat "$WS/flink")" "control: file link"
+	assert_eq "SECRET-MARKER-$$" "$(ctl cat "$WS/rel/marker")" "control: relative link"
 	assert_eq "SECRET-MARKER-$$" "$(ctl cat "$WS/dlink/inner/marker")" "control: link mid-path"
 	[ -L "$WS/dangling" ] && [ ! -e "$WS/dangling" ] || fail "control: the dangling link"
 	[ -p "$WS/fifo" ] || fail "control: the fifo"
@@ -72,6 +74,7 @@ t_control_plant_reaches_secret() {
 
 t_workspace_links() {
 	refused "$WS/dlink" --workspace "$WS/dlink" -- /bin/cat marker
+	refused "$WS/rel" --workspace "$WS/rel" -- /bin/cat marker
 	refused "$WS/dlink" --workspace "$WS/dlink/inner:rw" -- /bin/cat marker
 	refused "$WS/dlink" --workspace "$WS/dlink:overlay" -- /bin/cat marker
 	refused "$WS/dangling" --workspace "$WS/dangling" -- /bin/true
