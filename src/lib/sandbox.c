@@ -682,6 +682,13 @@ static void open_sources(void)
 	}
 	if (rootfs_fd >= 0)
 		close(rootfs_fd);
+	/* The supervisor's fds refer to the host's mounts (a read-only bind's
+	 * source is writable there): the init keeps none of them. */
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		if (g_sb->user_fd[i] >= 0)
+			g_sb->user_fd[i] = safe_close(g_sb->user_fd[i]);
+	if (g_sb->rootfs_fd >= 0)
+		g_sb->rootfs_fd = safe_close(g_sb->rootfs_fd);
 }
 
 /* Closes the sources, a range of consecutive fds at a time (they were opened
