@@ -130,6 +130,19 @@ TEST(paths_root_links_followed)
 	ASSERT_TRUE(fd >= 0);
 	ASSERT_TRUE(strcmp(why.resolved, "/bin") != 0); /* where the link led */
 	close(fd);
+	/* no fd is left behind, however the walk ends (a link followed,
+	 * refused, or a missing component) */
+	int before = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_TRUE(before >= 0);
+	close(before);
+	for (int i = 0; i < 50; i++) {
+		safe_close(moat_path_open("/bin", MOAT_PATH_DIR, 0, NULL));
+		ASSERT_EQ(moat_path_open("/bin/moat-no-such-file", 0, 0, NULL), -ENOENT);
+		ASSERT_EQ(moat_path_open("/bin", MOAT_PATH_NO_LINKS, 0, NULL), -ELOOP);
+	}
+	int after = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_EQ(after, before);
+	close(after);
 	/* and the NO_LINKS walk the init does refuses even this one */
 	ASSERT_EQ(moat_path_open("/bin", MOAT_PATH_DIR | MOAT_PATH_NO_LINKS, 0, NULL), -ELOOP);
 }
