@@ -378,7 +378,7 @@ int moat_path_read_file(const char *path, struct moat_path_info *why)
 	if (fstat(fd, &st) < 0)
 		return negerrno();
 	if (!S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		return -EINVAL;
 	if (fcntl(fd, F_SETFL, 0) < 0)
 		return negerrno();
 	return TAKE_FD(fd);
