@@ -452,8 +452,8 @@ int moat_path_error(struct moat_error *e, const char *stage, const char *what, c
 		gid_t gid;
 		moat_path_invoker(&uid, &gid);
 		return moat_error_set(e, stage, err,
-				      "%s %s: the invoking user (uid %u) may not write there", what,
-				      path, (unsigned)uid);
+				      "%s %s: %s (the invoking user, uid %u, may not write there)",
+				      what, path, strerror(err), (unsigned)uid);
 	}
 	if (err == EINVAL || err == EISDIR)
 		return moat_error_set(e, stage, err, "%s %s: not a regular file%s", what, path,
