@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The audit stream writer and reader (docs/AUDIT.md). */
 #include "lib/audit.h"
+#include "lib/paths.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -138,21 +139,6 @@ static void default_limits(struct moat_audit_limits *l, uint64_t max_bytes)
 	};
 }
 
-/* mkdir -p of the parents of path, mode 0700 for the ones created. */
-static int mkdir_parents(const char *path)
-{
-	_cleanup_free_ char *p = strdup(path);
-	if (!p)
-		return -ENOMEM;
-	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return negerrno();
-		*s = '/';
-	}
-	return 0;
-}
-
 int moat_audit_open_fd(int fd, const char *run_id, uint64_t max_bytes, struct moat_audit **ret)
 {
 	_cleanup_close_ int owned = fd;
@@ -174,26 +160,14 @@ int moat_audit_open_fd(int fd, const char *run_id, uint64_t max_bytes, struct mo
 int moat_audit_open(const char *path, const char *run_id, uint64_t max_bytes,
 		    struct moat_audit **ret)
 {
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	int r;
-
 	if (!path || !*path || !run_id)
 		return -EINVAL;
-	r = mkdir_parents(path);
-	if (r < 0)
-		return r;
-	/* O_NONBLOCK: a FIFO planted at the path must not block us; refused below. */
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+	/* Never through a symlink a sandbox could have planted, never anything
+	 * but a regular file with one link, parents created 0700 (paths.h). */
+	int fd = moat_path_write_file(path, O_APPEND, 0600, MOAT_PATH_MKDIR, NULL);
 	if (fd < 0)
-		return negerrno();
-	if (fstat(fd, &st) < 0)
-		return negerrno();
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if (fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0)
-		return negerrno();
-	return moat_audit_open_fd(TAKE_FD(fd), run_id, max_bytes, ret);
+		return fd;
+	return moat_audit_open_fd(fd, run_id, max_bytes, ret);
 }
 
 struct moat_audit *moat_audit_free(struct moat_audit *a)
@@ -517,17 +491,11 @@ int moat_audit_reader_open(const char *path, struct moat_audit_reader **ret)
 {
 	_cleanup_close_ int fd = -1;
 	struct moat_audit_reader *r;
-	struct stat st;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* a regular file, never through a symlink a sandbox could have planted */
+	fd = moat_path_read_file(path, NULL);
 	if (fd < 0)
-		return negerrno();
-	if (fstat(fd, &st) < 0)
-		return negerrno();
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if (fcntl(fd, F_SETFL, O_RDONLY) < 0)
-		return negerrno();
+		return fd;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

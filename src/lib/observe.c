@@ -18,6 +18,7 @@
 #include "lib/copytree.h"
 #include "lib/errors.h"
 #include "lib/fsdiff.h"
+#include "lib/paths.h"
 #include "lib/policy.h"
 #include "lib/seccomp.h"
 #include "shared/jsonesc.h"
@@ -42,24 +43,6 @@ struct moat_observe {
 struct moat_audit *moat_run_audit(struct moat_run *r)
 {
 	return r && r->obs ? r->obs->audit : NULL;
-}
-
-/* mkdir -p with mode 0700 for what is created. */
-static int mkdir_p(const char *path)
-{
-	_cleanup_free_ char *p = strdup(path);
-	if (!p)
-		return -ENOMEM;
-	for (char *s = strchr(p + 1, '/');; s = strchr(s + 1, '/')) {
-		if (s)
-			*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return negerrno();
-		if (!s)
-			break;
-		*s = '/';
-	}
-	return 0;
 }
 
 /* ---- --on-alert ------------------------------------------------------------ */
@@ -184,10 +167,14 @@ static int open_output(struct moat_run *r)
 	const struct moat_policy *p = r->p;
 	struct moat_observe *o = r->obs;
 
-	if (mkdir(p->output, 0755) < 0 && errno != EEXIST)
-		return moat_error_set(r->err, "output", errno, "cannot create --output %s: %s",
-				      p->output, strerror(errno));
-	o->out_fd = open(p->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* created if missing, never through a symlink a sandbox could have
+	 * planted (paths.h); the copy goes only through this fd (copytree.c) */
+	struct moat_path_info why;
+	_cleanup_close_ int dir = moat_path_open(
+		p->output, MOAT_PATH_DIR | MOAT_PATH_MKDIR | MOAT_PATH_AS_INVOKER, 0755, &why);
+	if (dir < 0)
+		return moat_path_error(r->err, "output", "--output", p->output, dir, &why);
+	o->out_fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (o->out_fd < 0)
 		return moat_error_set(r->err, "output", errno, "cannot open --output %s: %s",
 				      p->output, strerror(errno));
@@ -234,14 +221,21 @@ int moat_observe_prepare(struct moat_run *r)
 				      "no directory for run state (set XDG_STATE_HOME or HOME)");
 	if (asprintf(&o->run_dir, "%s/%s", runs, r->run_id) < 0)
 		return -ENOMEM;
-	k = mkdir_p(o->run_dir);
-	if (k < 0)
-		return moat_error_set(r->err, "audit", -k, "cannot create the run directory %s: %s",
-				      o->run_dir, strerror(-k));
-	o->run_dirfd = open(o->run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (o->run_dirfd < 0)
-		return moat_error_set(r->err, "audit", errno, "cannot open %s: %s", o->run_dir,
-				      strerror(errno));
+	struct moat_path_info *why = malloc(sizeof(*why));
+	if (!why)
+		return -ENOMEM;
+	/* the run state directory: created 0700, never through a planted link */
+	k = moat_path_open(o->run_dir, MOAT_PATH_DIR | MOAT_PATH_MKDIR, 0700, why);
+	if (k >= 0) {
+		o->run_dirfd = openat(k, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(k);
+		k = o->run_dirfd < 0 ? negerrno() : 0;
+	}
+	if (k < 0) {
+		k = moat_path_error(r->err, "audit", "the run directory", o->run_dir, k, why);
+		free(why);
+		return k;
+	}
 	if (p->log_path) {
 		o->log_path = strdup(p->log_path);
 		/* `moat log RUN-ID` finds it through this file */
@@ -256,17 +250,29 @@ int moat_observe_prepare(struct moat_run *r)
 	}
 	if (!o->log_path)
 		return -ENOMEM;
-	k = moat_audit_open(o->log_path, r->run_id, 0, &o->audit);
-	if (k < 0)
-		return moat_error_set(r->err, "audit", -k, "cannot open the audit log %s: %s",
-				      o->log_path, strerror(-k));
+	/* --log: a regular file, never through a planted symlink (paths.h) */
+	k = moat_path_write_file(o->log_path, O_APPEND, 0600,
+				 MOAT_PATH_MKDIR | (p->log_path ? MOAT_PATH_AS_INVOKER : 0), why);
+	if (k >= 0)
+		k = moat_audit_open_fd(k, r->run_id, 0, &o->audit);
+	if (k < 0) {
+		k = moat_path_error(r->err, "audit", p->log_path ? "--log" : "the audit log",
+				    o->log_path, k, why);
+		free(why);
+		return k;
+	}
+	free(why);
 	moat_audit_set_sync(o->audit, p->log_sync);
 	if (p->on_alert)
 		moat_audit_set_alert_hook(o->audit, alert_hook, o);
 	snprintf(r->st->log_path, sizeof(r->st->log_path), "%s", o->log_path);
 
 	if (p->workspace && p->workspace_mode == MOAT_WS_OVERLAY) {
-		o->ws_fd = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		/* the workspace the sandbox mounts (resolved once: spawn.c) */
+		for (unsigned i = 0; i < r->plan->n_steps && o->ws_fd < 0; i++)
+			if ((r->plan->steps[i].flags & MOAT_STEPF_WORKSPACE) &&
+			    r->sb.user_fd[i] >= 0)
+				o->ws_fd = fcntl(r->sb.user_fd[i], F_DUPFD_CLOEXEC, 3);
 		if (o->ws_fd < 0)
 			return moat_error_set(r->err, "workspace", errno,
 					      "cannot open --workspace %s: %s", p->workspace,

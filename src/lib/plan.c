@@ -90,6 +90,8 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 {
 	struct arena *ar = plan_arena(pl);
 	const char *sys = p->rootfs ? p->rootfs : "";
+	/* sources below --rootfs are resolved beneath it, never through a symlink */
+	const unsigned sysf = *sys ? MOAT_STEPF_SYSROOT : 0;
 	char home[80]; /* user names are at most 63 bytes */
 	int r = 0;
 
@@ -107,12 +109,13 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 
 	for (size_t i = 0; i < ELEMENTSOF(system_dirs); i++)
 		ADD(.op = MOAT_STEP_BIND, .src = SYS(system_dirs[i]), .dest = system_dirs[i],
-		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK);
+		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK | sysf);
 	if (*sys)
 		for (size_t i = 0; i < ELEMENTSOF(rootfs_extra_dirs); i++)
 			ADD(.op = MOAT_STEP_BIND, .src = SYS(rootfs_extra_dirs[i]),
 			    .dest = rootfs_extra_dirs[i],
-			    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK);
+			    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
+				    sysf);
 
 	/* /etc: generated identity files plus the allowlist, then read-only. */
 	snprintf(pl->passwd, sizeof(pl->passwd),
@@ -156,7 +159,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		 * cost start-up and teardown time */
 		ADD(.op = MOAT_STEP_BIND, .src = src, .dest = dest,
 		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
-			    MOAT_STEPF_COPY_SMALL);
+			    MOAT_STEPF_COPY_SMALL | sysf);
 	}
 	ADD(.op = MOAT_STEP_READONLY, .dest = "/etc");
 

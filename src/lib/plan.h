@@ -38,6 +38,7 @@ enum moat_step_flag {
 	MOAT_STEPF_WRITABLE = 1u << 8, /* a writable area (Landlock write rights) */
 	MOAT_STEPF_COPY_SMALL = 1u
 		<< 9, /* a small world-readable regular file is copied, not bound */
+	MOAT_STEPF_SYSROOT = 1u << 10, /* src is below --rootfs: resolved beneath it, no symlink */
 };
 
 struct moat_step {

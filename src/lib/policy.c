@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "lib/errors.h"
+#include "lib/paths.h"
 #include "lib/policy.h"
 #include "lib/seccomp.h"
 #include "proxy/addr.h"
@@ -1843,11 +1844,13 @@ int moat_policy_load_string(struct moat_policy *p, const char *text, size_t len,
 
 int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_error *ret_err)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* never through a symlink a sandbox could have planted (paths.h) */
+	_cleanup_close_ int fd = moat_path_read_file(path, NULL);
 	struct stat st;
 	if (fd < 0)
-		return moat_error_set(ret_err, "policy", errno, "cannot open policy %s: %s", path,
-				      strerror(errno));
+		return moat_error_set(ret_err, "policy", -fd, "cannot open policy %s: %s%s", path,
+				      strerror(-fd),
+				      fd == -ELOOP ? " (a symlink: pass the resolved path)" : "");
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return moat_error_set(ret_err, "policy", EINVAL, "policy %s is not a regular file",
 				      path);

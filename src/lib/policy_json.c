@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "lib/errors.h"
+#include "lib/paths.h"
 #include "lib/plan.h"
 #include "lib/policy.h"
 #include "shared/macro.h"
@@ -259,13 +260,18 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	json_decref(o);
 	if (!s)
 		return -ENOMEM;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* a regular file, never through a symlink a sandbox could have planted
+	 * (the run may just have replaced the path: paths.h) */
+	struct moat_path_info *why = malloc(sizeof(*why));
+	int fd = why ? moat_path_write_file(path, O_TRUNC, 0600, MOAT_PATH_AS_INVOKER, why)
+		     : -ENOMEM;
 	if (fd < 0) {
-		int e = errno;
 		free(s);
-		return moat_error_set(ret_err, "status", e, "cannot write status %s: %s", path,
-				      strerror(e));
+		fd = moat_path_error(ret_err, "status", "--json-status", path, fd, why);
+		free(why);
+		return fd;
 	}
+	free(why);
 	size_t len = strlen(s);
 	ssize_t n = write(fd, s, len);
 	int e = errno;

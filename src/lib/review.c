@@ -7,6 +7,8 @@
 #include "lib/audit.h"
 #include "lib/errors.h"
 #include "lib/fsdiff.h"
+#include "lib/paths.h"
+#include "lib/sandbox.h"
 #include "moat/moat.h"
 #include "shared/macro.h"
 
@@ -29,10 +31,15 @@ static int open_run_dir(const char *id, struct moat_error *ret_err)
 				      "no runs directory (set XDG_STATE_HOME or HOME)");
 	if (asprintf(&dir, "%s/%s", runs, id) < 0)
 		return -ENOMEM;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* never through a symlink a sandbox could have planted (paths.h) */
+	k = moat_path_open(dir, MOAT_PATH_DIR, 0, NULL);
+	fd = k < 0 ? -1 : openat(k, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (k >= 0 && fd < 0)
+		k = negerrno();
+	safe_close(k);
 	if (fd < 0)
-		return moat_error_set(ret_err, "usage", errno, "no run %s (%s): %s", id, dir,
-				      strerror(errno));
+		return moat_error_set(ret_err, "usage", -k, "no run %s (%s): %s", id, dir,
+				      strerror(-k));
 	return fd;
 }
 
@@ -177,11 +184,11 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 		moat_manifest_free(m);
 		return moat_error_set(ret_err, "review", EINVAL, "the manifest names no workspace");
 	}
-	_cleanup_close_ int target = open(m->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int target = moat_path_open(m->workspace, MOAT_PATH_DIR, 0, NULL);
 	_cleanup_close_ int store = moat_fsdiff_open_store(dfd);
 	if (target < 0) {
-		k = moat_error_set(ret_err, "review", errno, "cannot open the workspace %s: %s",
-				   m->workspace, strerror(errno));
+		k = moat_error_set(ret_err, "review", -target, "cannot open the workspace %s: %s%s",
+				   m->workspace, strerror(-target), moat_open_source_hint(-target));
 		goto out;
 	}
 	for (size_t i = 0; paths && paths[i]; i++) {

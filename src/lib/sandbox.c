@@ -27,6 +27,7 @@
 #include <termios.h>
 
 #include "lib/hooks.h"
+#include "lib/paths.h"
 #include "lib/sandbox.h"
 #include "shared/macro.h"
 
@@ -266,26 +267,31 @@ long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 	return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }
 
-/* Opens a bind source. User paths under the workspace are resolved beneath
- * it without following any symlink: the sandbox may have planted them. */
-int moat_sandbox_open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow)
+int moat_sandbox_open_source(const struct moat_step *s, const char *path, int rootfs_fd,
+			     const char *sysroot)
 {
-	uint64_t fl = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
-	if ((s->flags & MOAT_STEPF_USER) && !(s->flags & MOAT_STEPF_WORKSPACE) && ws &&
-	    ws_fd >= 0) {
-		size_t n = strlen(ws);
-		if (strncmp(s->src, ws, n) == 0 && s->src[n] == '/')
-			return (int)moat_openat2(ws_fd, s->src + n + 1, fl,
-						 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-							 RESOLVE_NO_MAGICLINKS);
+	uint64_t fl = O_PATH | O_CLOEXEC | ((s->flags & MOAT_STEPF_MIRROR_LINK) ? O_NOFOLLOW : 0);
+	long fd;
+	if (s->flags & MOAT_STEPF_USER)
+		return moat_path_open(path ? path : s->src, MOAT_PATH_NO_LINKS, 0, NULL);
+	if (s->flags & MOAT_STEPF_SYSROOT) {
+		size_t n = sysroot ? strlen(sysroot) : 0;
+		if (rootfs_fd < 0 || !n || strncmp(s->src, sysroot, n) != 0 || s->src[n] != '/')
+			return -EINVAL;
+		fd = moat_openat2(rootfs_fd, s->src + n + 1, fl,
+				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	} else {
+		fd = moat_openat2(AT_FDCWD, s->src, fl, RESOLVE_NO_MAGICLINKS);
 	}
-	return (int)moat_openat2(AT_FDCWD, s->src, fl, RESOLVE_NO_MAGICLINKS);
+	return fd < 0 ? negerrno() : (int)fd;
 }
 
 const char *moat_open_source_hint(int err)
 {
-	return err == ELOOP || err == EXDEV ? " (symlinks inside the workspace are not followed)"
-					    : "";
+	return err == ELOOP || err == EXDEV
+		? " (moat follows no symlink a sandbox could have planted: pass the resolved "
+		  "path; inside --rootfs, no symlink on the way to a directory moat mounts)"
+		: "";
 }
 
 static uint64_t attr_for(const struct moat_step *s)
@@ -623,20 +629,34 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 
 static int srcfd[MOAT_PLAN_MAX_STEPS];
 
+/* Whether a and b are the same file (the supervisor's fd and the init's). */
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+	return a >= 0 && b >= 0 && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+		sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* Phase 1, still as the caller's host identity (in root mode the sources may
- * be readable only by their owner): resolve every source. */
+ * be readable only by their owner): resolve every source before anything is
+ * mounted over. The user's paths and --rootfs were resolved by the supervisor
+ * (paths.h); they are walked again here, in this mount namespace, along the
+ * symlink-free path the supervisor reached, and must be the same files: a
+ * rename race in between makes the run fail, never mount something else. */
 static void open_sources(void)
 {
 	const struct moat_plan *pl = g_sb->plan;
-	const struct moat_policy *p = g_sb->p;
-	int ws_fd = -1;
+	int rootfs_fd = -1;
 
-	/* 1. Resolve every source before anything is mounted over. */
-	if (p->workspace) {
-		ws_fd = (int)moat_openat2(AT_FDCWD, p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC,
-					  RESOLVE_NO_MAGICLINKS);
-		if (ws_fd < 0)
-			die(MOAT_STAGE_MOUNT, errno, -1, "cannot open workspace %s", p->workspace);
+	if (g_sb->rootfs_path) {
+		rootfs_fd = moat_path_open(g_sb->rootfs_path, MOAT_PATH_DIR | MOAT_PATH_NO_LINKS, 0,
+					   NULL);
+		if (rootfs_fd < 0)
+			die(MOAT_STAGE_MOUNT, -rootfs_fd, -1, "cannot open --rootfs %s%s",
+			    g_sb->rootfs_path, moat_open_source_hint(-rootfs_fd));
+		if (!same_file(rootfs_fd, g_sb->rootfs_fd))
+			die(MOAT_STAGE_MOUNT, EXDEV, -1,
+			    "--rootfs %s changed while moat started (refused)", g_sb->rootfs_path);
 	}
 	for (unsigned i = 0; i < pl->n_steps; i++) {
 		const struct moat_step *s = &pl->steps[i];
@@ -645,18 +665,31 @@ static void open_sources(void)
 			continue;
 		if (g_sb->premounted[i] >= 0)
 			continue;
-		int fd = moat_sandbox_open_source(s, ws_fd, p->workspace,
-						  s->flags & MOAT_STEPF_MIRROR_LINK);
+		bool user = s->flags & MOAT_STEPF_USER;
+		if (user && !g_sb->user_path[i])
+			die(MOAT_STAGE_MOUNT, EINVAL, (int)i, "%s was not resolved", s->src);
+		int fd = moat_sandbox_open_source(s, user ? g_sb->user_path[i] : NULL, rootfs_fd,
+						  pl->sysroot);
 		if (fd < 0) {
-			if (errno == ENOENT && (s->flags & MOAT_STEPF_OPTIONAL))
+			if (fd == -ENOENT && (s->flags & MOAT_STEPF_OPTIONAL))
 				continue;
-			die(MOAT_STAGE_MOUNT, errno, (int)i, "cannot open %s%s", s->src,
-			    moat_open_source_hint(errno));
+			die(MOAT_STAGE_MOUNT, -fd, (int)i, "cannot open %s%s", s->src,
+			    moat_open_source_hint(-fd));
 		}
+		if (user && !same_file(fd, g_sb->user_fd[i]))
+			die(MOAT_STAGE_MOUNT, EXDEV, (int)i,
+			    "%s changed while moat started (refused: a rename race?)", s->src);
 		srcfd[i] = fd;
 	}
-	if (ws_fd >= 0)
-		close(ws_fd);
+	if (rootfs_fd >= 0)
+		close(rootfs_fd);
+	/* The supervisor's fds refer to the host's mounts (a read-only bind's
+	 * source is writable there): the init keeps none of them. */
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		if (g_sb->user_fd[i] >= 0)
+			g_sb->user_fd[i] = safe_close(g_sb->user_fd[i]);
+	if (g_sb->rootfs_fd >= 0)
+		g_sb->rootfs_fd = safe_close(g_sb->rootfs_fd);
 }
 
 /* Closes the sources, a range of consecutive fds at a time (they were opened

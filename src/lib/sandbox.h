@@ -83,6 +83,15 @@ struct moat_sandbox {
 
 	/* prepared by the supervisor (root mode): idmapped detached mounts, per step */
 	int premounted[MOAT_PLAN_MAX_STEPS];
+	/* The user's host paths, resolved once by the supervisor (paths.h): per
+	 * step of MOAT_STEPF_USER, an O_PATH fd (-1 for none) and the path it
+	 * reached, with no symlink left in it; the same for --rootfs. The init
+	 * walks that path again in its own mount namespace, following no symlink
+	 * at all, and refuses unless it reaches the very same file. */
+	int user_fd[MOAT_PLAN_MAX_STEPS];
+	char *user_path[MOAT_PLAN_MAX_STEPS];
+	int rootfs_fd;
+	char *rootfs_path;
 
 	/* the compiled seccomp filter (restrict.c), NULL when seccomp is off */
 	struct moat_seccomp_prog *seccomp_prog;
@@ -121,9 +130,13 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb);
 void moat_test_stall_arm(void);
 void moat_test_stall(const char *stage);
 
-/* Opens a bind source as O_PATH: paths under the workspace are resolved beneath
- * it without following any symlink (the sandbox may have planted them). */
-int moat_sandbox_open_source(const struct moat_step *s, int ws_fd, const char *ws, bool nofollow);
+/* Opens the bind source of step s as O_PATH and returns it, or -errno. A user's
+ * path (MOAT_STEPF_USER) is path, walked with no symlink at all (the supervisor
+ * resolved it: paths.h); a source below --rootfs is resolved beneath rootfs_fd
+ * with no symlink on the way (its last component is kept if MIRROR_LINK); the
+ * host's own system paths are opened as they are. */
+int moat_sandbox_open_source(const struct moat_step *s, const char *path, int rootfs_fd,
+			     const char *sysroot);
 const char *moat_open_source_hint(int err);
 long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
 

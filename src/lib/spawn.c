@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "lib/errors.h"
+#include "lib/paths.h"
 #include "lib/restrict.h"
 #include "lib/run.h"
 #include "lib/stdio_relay.h"
@@ -242,26 +243,114 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 	return k;
 }
 
+/* The option a plan step comes from, for messages. */
+static const char *step_option(const struct moat_run *r, const struct moat_step *s)
+{
+	if (s->flags & MOAT_STEPF_WORKSPACE)
+		return "--workspace";
+	if (r->p->input && streq(s->dest, "/data") && streq(s->src, r->p->input))
+		return "--input";
+	return s->flags & MOAT_STEPF_RO ? "--ro" : "--rw";
+}
+
+/* Every host path the user named, resolved once (paths.h) and held as an fd
+ * before anything else touches it: the bind sources (workspace, --input,
+ * --ro, --rw), --rootfs and every source below it, and --json-status (checked
+ * here so that a refused one stops the run before it starts). */
+static int resolve_user_paths(struct moat_run *r)
+{
+	const struct moat_plan *pl = r->plan;
+	struct moat_path_info *why = malloc(sizeof(*why));
+	int k = 0;
+	if (!why)
+		return -ENOMEM;
+	if (pl->sysroot && *pl->sysroot) {
+		r->sb.rootfs_fd = k = moat_path_open(pl->sysroot, MOAT_PATH_DIR, 0, why);
+		if (k < 0) {
+			k = moat_path_error(r->err, "mount", "--rootfs", pl->sysroot, k, why);
+			goto out;
+		}
+		if (!(r->sb.rootfs_path = strdup(why->resolved))) {
+			k = -ENOMEM;
+			goto out;
+		}
+	}
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) || !s->src)
+			continue;
+		if (s->flags & MOAT_STEPF_SYSROOT) {
+			/* inside --rootfs: no symlink on the way to what is mounted */
+			_cleanup_close_ int fd =
+				moat_sandbox_open_source(s, NULL, r->sb.rootfs_fd, pl->sysroot);
+			if (fd == -ENOENT && (s->flags & MOAT_STEPF_OPTIONAL))
+				continue;
+			if (fd < 0) {
+				k = moat_error_set(
+					r->err, "mount", -fd, "--rootfs %s: cannot open %s%s: %s",
+					pl->sysroot, s->src + strlen(pl->sysroot),
+					fd == -ELOOP ? " (a symlink on the way: moat mounts only "
+						       "real directories of the tree)"
+						     : "",
+					strerror(-fd));
+				goto out;
+			}
+			continue;
+		}
+		if (!(s->flags & MOAT_STEPF_USER))
+			continue;
+		char opt[64];
+		snprintf(opt, sizeof(opt), "mount step failed (plan step %u): %s", i + 1,
+			 step_option(r, s));
+		k = moat_path_open(s->src, (s->flags & MOAT_STEPF_WORKSPACE) ? MOAT_PATH_DIR : 0, 0,
+				   why);
+		if (k < 0) {
+			k = moat_path_error(r->err, "mount", opt, s->src, k, why);
+			goto out;
+		}
+		r->sb.user_fd[i] = k;
+		/* A writable bind of / or of /usr or /var (where a root-owned
+		 * symlink is trusted) would let the sandbox plant trusted links */
+		if ((s->flags & MOAT_STEPF_WRITABLE) &&
+		    (streq(why->resolved, "/") || streq(why->resolved, "/usr") ||
+		     streq(why->resolved, "/var"))) {
+			k = moat_error_set(r->err, "mount", EPERM,
+					   "%s %s: %s cannot be writable in the sandbox (moat "
+					   "trusts root's symlinks directly in it)",
+					   opt, s->src, why->resolved);
+			goto out;
+		}
+		if (!(r->sb.user_path[i] = strdup(why->resolved))) {
+			k = -ENOMEM;
+			goto out;
+		}
+	}
+	const char *status = moat_policy_status_path(r->p);
+	if (status && (k = moat_path_check_writable(status, MOAT_PATH_AS_INVOKER, why)) < 0) {
+		k = moat_path_error(r->err, "status", "--json-status", status, k, why);
+		goto out;
+	}
+	k = 0;
+out:
+	free(why);
+	return k;
+}
+
 static int prepare_idmapped(struct moat_run *r)
 {
 	const struct moat_plan *pl = r->plan;
-	_cleanup_close_ int ws_fd = -1;
-	if (r->p->workspace)
-		ws_fd = (int)moat_openat2(AT_FDCWD, r->p->workspace,
-					  O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_NO_MAGICLINKS);
 	for (unsigned i = 0; i < pl->n_steps; i++) {
 		const struct moat_step *s = &pl->steps[i];
 		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) ||
 		    !(s->flags & MOAT_STEPF_USER))
 			continue;
-		_cleanup_close_ int src =
-			moat_sandbox_open_source(s, ws_fd, r->p->workspace, false);
+		/* the supervisor's own resolution (resolve_user_paths) */
+		int src = r->sb.user_fd[i];
 		struct stat st;
 		if (src < 0 || fstat(src, &st) < 0)
-			return moat_error_set(
-				r->err, "mount", errno,
-				"mount step failed (plan step %u): cannot open %s%s: %s", i + 1,
-				s->src, moat_open_source_hint(errno), strerror(errno));
+			return moat_error_set(r->err, "mount", src < 0 ? EBADF : errno,
+					      "mount step failed (plan step %u): cannot open %s",
+					      i + 1, s->src);
 		_cleanup_close_ int uns = -1;
 		int k = idmap_userns(r, st.st_uid, st.st_gid, &uns);
 		if (k < 0)
@@ -692,8 +781,13 @@ static void run_free(struct moat_run *r)
 	safe_close(r->sb.status_w);
 	safe_close(r->sb.sock_sup);
 	safe_close(r->sb.sock_child);
-	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
+	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++) {
 		safe_close(r->sb.premounted[i]);
+		safe_close(r->sb.user_fd[i]);
+		free(r->sb.user_path[i]);
+	}
+	safe_close(r->sb.rootfs_fd);
+	free(r->sb.rootfs_path);
 	safe_close(r->uid_slot_fd);
 }
 
@@ -785,7 +879,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	ret_status->exit_code = MOAT_EXIT_SETUP;
 	r->start_us = moat_now_us();
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
-		r->sb.premounted[i] = -1;
+		r->sb.premounted[i] = r->sb.user_fd[i] = -1;
+	r->sb.rootfs_fd = -1;
 	r->sb.setup_r = r->sb.setup_w = r->sb.go_r = r->sb.go_w = -1;
 	r->sb.status_r = r->sb.status_w = r->sb.sock_sup = r->sb.sock_child = -1;
 
@@ -870,6 +965,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		r->sb.host_gid = getegid();
 	}
 
+	if ((k = resolve_user_paths(r)) < 0)
+		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)
 		goto fail;
 	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)

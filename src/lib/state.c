@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "lib/paths.h"
 #include "shared/macro.h"
 
 #define GC_STALE_DOT_S 60 /* half-built or half-removed entries older than this are garbage */
@@ -78,25 +79,16 @@ int moat_state_new_id(char *buf, size_t len)
 	return 0;
 }
 
-/* mkdir -p with mode 0700 for the components we create. */
-static int mkdir_p(const char *path)
+/* The state directory as a readable directory fd, created (0700) if mkdirs,
+ * never through a symlink a sandbox could have planted (paths.h). */
+static int open_state_dir(const char *path, bool mkdirs)
 {
-	char p[MOAT_STATE_PATH];
-	if (strlen(path) >= sizeof(p) || path[0] != '/')
-		return -EINVAL;
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || *s == 0) {
-			char c = *s;
-			*s = 0;
-			if (mkdir(p, 0700) < 0 && errno != EEXIST)
-				return negerrno();
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
+	int fd = moat_path_open(path, MOAT_PATH_DIR | (mkdirs ? MOAT_PATH_MKDIR : 0), 0700, NULL);
+	if (fd < 0)
+		return fd;
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(fd);
+	return dfd < 0 ? negerrno() : dfd;
 }
 
 /* ---- run.json -------------------------------------------------------------------- */
@@ -214,12 +206,9 @@ int moat_state_register(const char *dir, const struct moat_state_record *rec,
 
 	if (!id_valid(rec->id))
 		return -EINVAL;
-	r = mkdir_p(dir);
-	if (r < 0)
-		return r;
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd = open_state_dir(dir, true);
 	if (dfd < 0)
-		return negerrno();
+		return dfd;
 	snprintf(tmpname, sizeof(tmpname), ".tmp-%s", rec->id);
 	if (mkdirat(dfd, tmpname, 0700) < 0)
 		return negerrno();
@@ -361,9 +350,9 @@ int moat_state_list(const char *dir, struct moat_state_record **ret, size_t *ret
 {
 	*ret = NULL;
 	*ret_n = 0;
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd = open_state_dir(dir, false);
 	if (dfd < 0)
-		return errno == ENOENT ? 0 : negerrno();
+		return dfd == -ENOENT ? 0 : dfd;
 	_cleanup_(closedirp) DIR *d = fdopendir(dup(dfd));
 	if (!d)
 		return negerrno();
@@ -438,10 +427,9 @@ static int remove_tmpdir(const char *path)
 	    strlen(path) >= sizeof(parent))
 		return -EINVAL;
 	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
-	_cleanup_close_ int pfd =
-		open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int pfd = open_state_dir(parent[0] ? parent : "/", false);
 	if (pfd < 0)
-		return errno == ENOENT ? 0 : negerrno();
+		return pfd == -ENOENT ? 0 : pfd;
 	struct stat st;
 	if (fstatat(pfd, slash + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : negerrno();
@@ -498,9 +486,9 @@ static int clean_dead(int dfd, const char *name, int edfd, struct moat_state_gc_
 int moat_state_gc(const char *dir, struct moat_state_gc_result *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd = open_state_dir(dir, false);
 	if (dfd < 0)
-		return errno == ENOENT ? 0 : negerrno();
+		return dfd == -ENOENT ? 0 : dfd;
 	_cleanup_(closedirp) DIR *d = fdopendir(dup(dfd));
 	if (!d)
 		return negerrno();

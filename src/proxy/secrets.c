@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "lib/paths.h"
 #include "proxy/tls.h"
 #include "shared/macro.h"
 
@@ -185,10 +186,12 @@ static int read_file_value(const struct moat_secret *def, char *buf, size_t *ret
 	struct stat st;
 	size_t total = 0;
 
-	fd = open(def->from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	/* never through a symlink a sandbox could have planted (lib/paths.h) */
+	fd = moat_path_read_file(def->from, NULL);
 	if (fd < 0)
-		return fail(e, negerrno(), "secret %s: cannot open file %s: %s", def->name,
-			    def->from, strerror(errno));
+		return fail(e, fd, "secret %s: cannot open file %s: %s%s", def->name, def->from,
+			    strerror(-fd),
+			    fd == -ELOOP ? " (a symlink: pass the resolved path)" : "");
 	if (fstat(fd, &st) < 0)
 		return fail(e, negerrno(), "secret %s: cannot stat file %s: %s", def->name,
 			    def->from, strerror(errno));

@@ -9,6 +9,9 @@ T_FAILED=0
 T_OUT=$(mktemp -d "${TMPDIR:-/tmp}/moat-t.XXXXXX")
 trap 'rm -rf "$T_OUT"' EXIT
 
+# moat as root writes --log/--json-status/--output for the user who ran sudo
+# (SUDO_UID): the tests must not depend on how make check was started
+unset SUDO_UID SUDO_GID SUDO_USER
 : "${MOAT:?MOAT must name the moat binary}"
 : "${MOAT_TEST_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export MOAT MOAT_TEST_DIR
