@@ -1819,7 +1819,6 @@ static int install_seccomp(void)
 		SCMP_SYS(fcntl),
 		SCMP_SYS(clock_gettime),
 		SCMP_SYS(brk),
-		SCMP_SYS(mmap),
 		SCMP_SYS(munmap),
 		SCMP_SYS(mremap),
 		SCMP_SYS(madvise),
@@ -1842,16 +1841,23 @@ static int install_seccomp(void)
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(allow); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allow[i], 0);
-	/* New sockets: only TCP/IP, for dialing upstreams. */
+	/* New sockets: only TCP/IP streams, exactly as dial() makes them (the
+	 * exec'd helper has every other socket it needs before the filter). */
 	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				     SCMP_A0(SCMP_CMP_EQ, AF_INET));
+		r = seccomp_rule_add(
+			ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_INET),
+			SCMP_A1(SCMP_CMP_EQ, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC));
 	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				     SCMP_A0(SCMP_CMP_EQ, AF_INET6));
-	/* Memory may change protection, never become executable. */
+		r = seccomp_rule_add(
+			ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_INET6),
+			SCMP_A1(SCMP_CMP_EQ, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC));
+	/* Memory may be mapped or change protection, never become executable
+	 * (everything it runs was loaded before the filter). */
 	if (r >= 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
 				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	if (r >= 0)
 		r = seccomp_load(ctx);
