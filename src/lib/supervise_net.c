@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@ struct moat_net_run {
 	 * moat's own executable (for the helper's exec) and /dev/null */
 	int exe_fd;
 	int null_fd;
+	int ctl_fd; /* the helper's control socket, until it has the listeners */
 	bool helper_reported; /* its one "helper" event is in the log */
 	char line[MOAT_PROXY_EVENT_MAX + 1]; /* a partial event line */
 	/* denied destinations, for the summary's top list */
@@ -78,6 +80,7 @@ static struct moat_net_run *net_get(struct moat_run *r)
 	n->ev_fd = -1;
 	n->exe_fd = -1;
 	n->null_fd = -1;
+	n->ctl_fd = -1;
 	for (unsigned i = 0; i < MOAT_NETNS_N_FDS; i++)
 		n->fds[i] = -1;
 	r->net = n;
@@ -197,26 +200,30 @@ int moat_net_take_fd(struct moat_run *r, int kind, int fd)
  *
  * The proxy parses hostile bytes, so it is not a fork of the supervisor that
  * keeps the supervisor's memory and descriptors (the audit log, the epoll
- * instance, the timers, the init's pidfd, the seccomp listener, ...). The
- * child of moat_net_start() moves exactly these descriptors into place, closes
- * every other one and execs moat's own executable as "moat __proxy" with a
- * short environment (helper_env):
+ * instance, the timers, the init's pidfd, the seccomp listener, ...). Right
+ * after clone (moat_net_started, while the sandbox assembles its root, so
+ * that its start-up costs the run nothing), a child moves exactly these
+ * descriptors into place, closes every other one and execs moat's own
+ * executable as "moat __proxy" with a short environment (helper_env):
  *
  *   0, 1, 2   /dev/null
  *   3         the event pipe (JSON lines to the supervisor)
  *   4         its configuration: a memfd whose size is sealed (below)
- *   5 ...     the listeners, in struct moat_netns_fds order
+ *   5         a control socket: moat_net_start() sends the listeners on it
+ *             (SCM_RIGHTS) once the sandbox has handed them over
  *
  * The helper (moat_net_helper_main, in this plugin, loaded by the helper
  * through the same checks as the supervisor's) checks that table against the
  * kernel's before it reads anything, parses the configuration, loads the
  * upstream trust store, becomes the sandbox's host uid (root mode), starts its
  * resolver, and only then reads the CA and the secret values into locked
- * memory and wipes the memfd. The supervisor drops its own copies once the
- * helper runs.
+ * memory and wipes the memfd. Then it waits for the listeners and serves with
+ * exactly 0-2 /dev/null, 3 the event pipe, 4 its resolver, 5... the listeners
+ * (and its epoll instance), checked again. The supervisor drops its own
+ * copies of the values and the CA key once the helper runs.
  *
  * The configuration: a header (magic, version, the plugin ABI, the uid/gid
- * to become, the number of listeners, the number of records), then records
+ * to become, the number of records), then records
  * [u32 type, u32 len, bytes]: one POLICY (the "network" and "secrets"
  * sections of the effective policy as JSON, parsed again by the policy parser
  * with its limits), at most one CA (moat_tls_ca_to_blob) and one SECRET per
@@ -225,7 +232,9 @@ int moat_net_take_fd(struct moat_run *r, int kind, int fd)
  */
 #define HELPER_FD_EVENTS 3
 #define HELPER_FD_CONFIG 4
-#define HELPER_FD_LISTEN 5
+#define HELPER_FD_CTL 5
+#define HELPER_FD_RESOLVER 4 /* once it serves */
+#define HELPER_FD_LISTEN 5 /* once it serves */
 #define HELPER_N_FDS (HELPER_FD_LISTEN + MOAT_NETNS_N_FDS)
 #define CFG_MAGIC "moat proxy config"
 #define CFG_VERSION 1u
@@ -244,7 +253,6 @@ struct cfg_head {
 	uint32_t version;
 	char abi[64];
 	uint32_t uid, gid; /* what the helper becomes when it starts as root */
-	uint32_t n_fds; /* listeners at HELPER_FD_LISTEN... */
 	uint32_t n_records;
 };
 
@@ -313,8 +321,7 @@ static int helper_config(struct moat_run *r, struct moat_net_run *n, int *ret_fd
 	struct cfg_head h = {.magic = CFG_MAGIC,
 			     .version = CFG_VERSION,
 			     .uid = (uint32_t)r->sb.host_uid,
-			     .gid = (uint32_t)r->sb.host_gid,
-			     .n_fds = n->n_fds};
+			     .gid = (uint32_t)r->sb.host_gid};
 	_cleanup_free_ char *policy = NULL;
 	_cleanup_close_ int fd = -1;
 	unsigned char *blob = NULL;
@@ -383,12 +390,12 @@ static void helper_env(const char **envp)
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-_noreturn_ static void helper_exec(struct moat_net_run *n, int ev_w, int cfg_fd, pid_t parent,
-				   const char *const *envp)
+_noreturn_ static void helper_exec(struct moat_net_run *n, int ev_w, int cfg_fd, int ctl,
+				   pid_t parent, const char *const *envp)
 {
 	static char arg0[] = "moat", arg1[] = "__proxy";
 	char *const argv[] = {arg0, arg1, NULL};
-	int fds[HELPER_N_FDS + 1];
+	int fds[HELPER_FD_CTL + 2];
 	unsigned k = 0;
 
 	fds[k++] = n->null_fd;
@@ -396,8 +403,7 @@ _noreturn_ static void helper_exec(struct moat_net_run *n, int ev_w, int cfg_fd,
 	fds[k++] = n->null_fd;
 	fds[k++] = ev_w;
 	fds[k++] = cfg_fd;
-	for (unsigned i = 0; i < n->n_fds; i++)
-		fds[k++] = n->fds[i];
+	fds[k++] = ctl;
 	fds[k++] = n->exe_fd; /* last: closed by the exec itself */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 		_exit(MOAT_EXIT_SETUP);
@@ -426,6 +432,8 @@ static void drop_credentials(struct moat_net_run *n)
 		n->upstream_tls = NULL;
 	}
 }
+
+static int helper_spawn(struct moat_run *r, struct moat_net_run *n);
 
 int moat_net_started(struct moat_run *r)
 {
@@ -469,25 +477,16 @@ int moat_net_started(struct moat_run *r)
 		SSL_CTX_free(n->upstream_tls);
 		n->upstream_tls = NULL;
 	}
-	return 0;
+	return helper_spawn(r, n);
 }
 
-int moat_net_start(struct moat_run *r, int epfd, uint32_t tag)
+/* Fork and exec the helper (after clone, before the listeners arrive). */
+static int helper_spawn(struct moat_run *r, struct moat_net_run *n)
 {
-	struct moat_net_run *n = r->net;
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
 	const char *envp[HELPER_ENV_MAX];
-	int p[2], cfg_fd = -1, k;
+	int p[2], ctl[2], cfg_fd = -1, k;
 	pid_t self = getpid();
 
-	if (!n)
-		return 0;
-	if (n->n_fds < MOAT_NETNS_N_FDS - 1)
-		return moat_error_set(r->err, "network", EPROTO,
-				      "the sandbox did not hand over its network listeners");
-	if (n->exe_fd < 0 || n->null_fd < 0)
-		return moat_error_set(r->err, "network", EBADF,
-				      "the proxy helper's executable is not open");
 	if ((k = helper_config(r, n, &cfg_fd)) < 0)
 		return moat_error_set(r->err, "network", -k,
 				      "cannot write the proxy helper's configuration: %s",
@@ -499,21 +498,98 @@ int moat_net_start(struct moat_run *r, int epfd, uint32_t tag)
 		close(cfg_fd);
 		return moat_error_set(r->err, "network", errno, "pipe");
 	}
-	n->pid = fork();
-	if (n->pid < 0) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0) {
+		k = errno;
 		close(p[0]);
 		close(p[1]);
 		close(cfg_fd);
-		return moat_error_set(r->err, "network", errno, "cannot start the proxy");
+		return moat_error_set(r->err, "network", k, "socketpair");
+	}
+	n->pid = fork();
+	if (n->pid < 0) {
+		k = errno;
+		close(p[0]);
+		close(p[1]);
+		close(ctl[0]);
+		close(ctl[1]);
+		close(cfg_fd);
+		return moat_error_set(r->err, "network", k, "cannot start the proxy");
 	}
 	if (n->pid == 0)
-		helper_exec(n, p[1], cfg_fd, self, envp);
+		helper_exec(n, p[1], cfg_fd, ctl[1], self, envp);
 	close(p[1]);
+	close(ctl[1]);
 	close(cfg_fd);
 	n->exe_fd = safe_close(n->exe_fd);
 	n->null_fd = safe_close(n->null_fd);
 	n->ev_fd = p[0];
+	n->ctl_fd = ctl[0];
 	(void)fcntl(n->ev_fd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+/* A set-up failure the helper wrote on its event pipe, into @buf. */
+static void helper_error(struct moat_net_run *n, char *buf, size_t len)
+{
+	char line[1024];
+	struct pollfd pf = {.fd = n->ev_fd, .events = POLLIN};
+	ssize_t k;
+
+	buf[0] = 0;
+	/* it reports before it exits: wait briefly for the line */
+	if (n->ev_fd < 0 || poll(&pf, 1, 200) <= 0)
+		return;
+	k = read(n->ev_fd, line, sizeof(line) - 1);
+	if (k <= 0)
+		return;
+	line[k] = 0;
+	json_t *o = json_loads(line, JSON_DISABLE_EOF_CHECK, NULL);
+	const char *e = json_string_value(json_object_get(o, "error"));
+	if (e)
+		snprintf(buf, len, ": %s", e);
+	json_decref(o);
+}
+
+int moat_net_start(struct moat_run *r, int epfd, uint32_t tag)
+{
+	struct moat_net_run *n = r->net;
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
+	uint32_t count;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * MOAT_NETNS_N_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf};
+	struct cmsghdr *c;
+	ssize_t k;
+
+	if (!n)
+		return 0;
+	if (n->n_fds < MOAT_NETNS_N_FDS - 1)
+		return moat_error_set(r->err, "network", EPROTO,
+				      "the sandbox did not hand over its network listeners");
+	if (n->ctl_fd < 0 || n->pid <= 0)
+		return moat_error_set(r->err, "network", ESRCH, "the proxy helper is not running");
+	/* The listeners to the helper, in one message. */
+	count = n->n_fds;
+	memset(u.buf, 0, sizeof(u.buf));
+	msg.msg_controllen = CMSG_SPACE(sizeof(int) * n->n_fds);
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n->n_fds);
+	memcpy(CMSG_DATA(c), n->fds, sizeof(int) * n->n_fds);
+	while ((k = sendmsg(n->ctl_fd, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	n->ctl_fd = safe_close(n->ctl_fd);
+	if (k != (ssize_t)sizeof(count)) {
+		char why[600];
+		int e = k < 0 ? errno : EPROTO;
+		helper_error(n, why, sizeof(why));
+		return moat_error_set(r->err, "network", e,
+				      "the proxy helper exited before it got its listeners%s", why);
+	}
 	/* The helper holds the listeners now: the sandbox's network fails
 	 * closed (connection refused) if it dies. */
 	for (unsigned i = 0; i < n->n_fds; i++)
@@ -587,8 +663,7 @@ static int cfg_scan(int fd, struct cfg_index *x, char *why, size_t whylen)
 	if (!streq(x->h.magic, CFG_MAGIC) || x->h.version != CFG_VERSION ||
 	    !streq(x->h.abi, MOAT_NET_PLUGIN_ABI))
 		return snprintf(why, whylen, "from another build of moat"), -EBADMSG;
-	if (x->h.n_fds < MOAT_NETNS_N_FDS - 1 || x->h.n_fds > MOAT_NETNS_N_FDS ||
-	    x->h.n_records == 0 || x->h.n_records > CFG_MAX_RECORDS)
+	if (x->h.n_records == 0 || x->h.n_records > CFG_MAX_RECORDS)
 		return snprintf(why, whylen, "bad counts"), -EBADMSG;
 	off = sizeof(x->h);
 	for (uint32_t i = 0; i < x->h.n_records; i++) {
@@ -671,6 +746,57 @@ static int cfg_wipe(int fd, uint64_t size)
 	return 0;
 }
 
+/* The one message moat_net_start() sends: the count, and as many listeners. */
+static int recv_listeners(int *ret, unsigned *ret_n)
+{
+	uint32_t count = 0;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (MOAT_NETNS_N_FDS + 1))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
+	struct msghdr msg = {.msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u)};
+	unsigned n = 0;
+	ssize_t k;
+	int r = 0;
+
+	while ((k = recvmsg(HELPER_FD_CTL, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (k < 0)
+		return negerrno();
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t m = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[MOAT_NETNS_N_FDS + 1];
+		if (m > ELEMENTSOF(fds))
+			m = ELEMENTSOF(fds);
+		memcpy(fds, CMSG_DATA(c), m * sizeof(int));
+		for (size_t i = 0; i < m; i++) {
+			if (n < MOAT_NETNS_N_FDS && r == 0)
+				ret[n++] = fds[i];
+			else {
+				close(fds[i]);
+				r = -EBADMSG;
+			}
+		}
+	}
+	if (r == 0 &&
+	    (k != (ssize_t)sizeof(count) || (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
+	     count != n || n < MOAT_NETNS_N_FDS - 1))
+		r = -EBADMSG;
+	if (r < 0) {
+		for (unsigned i = 0; i < n; i++)
+			close(ret[i]);
+		return r;
+	}
+	*ret_n = n;
+	return 0;
+}
+
 int moat_net_helper_main(void)
 {
 	static struct cfg_index x; /* static: the secrets' offsets are large */
@@ -697,7 +823,7 @@ int moat_net_helper_main(void)
 			: i == HELPER_FD_EVENTS ? MOAT_FDSET_PIPE
 			: i == HELPER_FD_CONFIG ? MOAT_FDSET_MEMFD
 						: MOAT_FDSET_SOCKET;
-	if ((k = moat_fdset_check(want, HELPER_FD_LISTEN + x.h.n_fds, why, sizeof(why))) < 0)
+	if ((k = moat_fdset_check(want, HELPER_FD_CTL + 1, why, sizeof(why))) < 0)
 		return helper_fail("descriptors", k, why);
 
 	/* The rules, parsed again by the policy parser. */
@@ -766,11 +892,35 @@ int moat_net_helper_main(void)
 	}
 	if ((k = cfg_wipe(HELPER_FD_CONFIG, x.size)) < 0)
 		return helper_fail("configuration", k, "cannot wipe it");
-	close(HELPER_FD_CONFIG);
 
-	for (unsigned i = 0; i < x.h.n_fds; i++)
+	/* The listeners, once the sandbox has handed them over; then exactly
+	 * 0-2 /dev/null, 3 events, 4 the resolver, 5... the listeners. */
+	unsigned n_listen;
+	if ((k = recv_listeners(listen, &n_listen)) < 0)
+		return helper_fail("listeners", k, NULL);
+	{
+		int keep[HELPER_N_FDS];
+		unsigned nk = 0;
+		keep[nk++] = 0;
+		keep[nk++] = 0;
+		keep[nk++] = 0;
+		keep[nk++] = HELPER_FD_EVENTS;
+		keep[nk++] = cfg->resolver_fd;
+		for (unsigned i = 0; i < n_listen; i++)
+			keep[nk++] = listen[i];
+		if ((k = moat_fdset_compact(keep, nk)) < 0)
+			return helper_fail("descriptors", k, NULL);
+		cfg->resolver_fd = HELPER_FD_RESOLVER;
+		for (unsigned i = 0; i < nk; i++)
+			want[i] = i < HELPER_FD_EVENTS	? MOAT_FDSET_NULL
+				: i == HELPER_FD_EVENTS ? MOAT_FDSET_PIPE
+							: MOAT_FDSET_SOCKET;
+		if ((k = moat_fdset_check(want, nk, why, sizeof(why))) < 0)
+			return helper_fail("descriptors", k, why);
+	}
+	for (unsigned i = 0; i < n_listen; i++)
 		listen[i] = HELPER_FD_LISTEN + (int)i;
-	if (moat_netns_fds_from_array(listen, x.h.n_fds, &f) < 0)
+	if (moat_netns_fds_from_array(listen, n_listen, &f) < 0)
 		return helper_fail("listeners", -EBADF, NULL);
 	cfg->report_fds = true;
 	k = moat_proxy_main(cfg, &f, HELPER_FD_EVENTS);
@@ -970,6 +1120,7 @@ void moat_net_teardown(struct moat_run *r)
 	safe_close(n->ev_fd);
 	safe_close(n->exe_fd);
 	safe_close(n->null_fd);
+	safe_close(n->ctl_fd);
 	drop_credentials(n);
 	n->secrets = moat_secrets_free(n->secrets);
 	if (n->bundle_dir[0]) {

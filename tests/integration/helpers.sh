@@ -48,7 +48,7 @@ children() {
 
 cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | sed 's/ $//'; }
 
-PROXY_WANT="0=/dev/null 1=/dev/null 2=/dev/null 3=pipe 4=anon_inode:[eventpoll] 5=socket 6=socket 7=socket 8=socket 9=socket 10=socket 11=socket 12=socket"
+PROXY_WANT="0=/dev/null 1=/dev/null 2=/dev/null 3=pipe 4=socket 5=socket 6=socket 7=socket 8=socket 9=socket 10=socket 11=socket 12=anon_inode:[eventpoll]"
 RESOLVER_WANT="0=/dev/null 1=/dev/null 2=/dev/null 3=socket"
 
 t_helpers_hold_exactly_their_descriptors() {
