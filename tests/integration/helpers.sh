@@ -79,11 +79,15 @@ s = socket.create_connection(("127.0.0.1", 3128), 5)
 s.sendall(b"GET http://127.0.0.9:9/ HTTP/1.1\r\nHost: 127.0.0.9:9\r\n\r\n")
 s.recv(200)
 s.close()
-time.sleep(4)
+time.sleep(60)
 ' 8<"$d/leaked.txt" 2>"$d/moat.err" &
-	local sup=$!
+	SUP_PID=$!
+	local sup=$SUP_PID
+	# (run_test's subshell: on any exit, end this run, by its pid)
+	trap '[ -z "${SUP_PID:-}" ] || kill -TERM "$SUP_PID" 2>/dev/null || true' EXIT
 	local _ proxy="" resolver=""
-	for _ in $(seq 100); do
+	# (the command sleeps until the test has looked, then the run is ended)
+	for _ in $(seq 600); do
 		[ -s "$d/hook.fds" ] && break
 		sleep 0.05
 	done
@@ -113,7 +117,9 @@ time.sleep(4)
 	assert_contains "$sup_fds" "=$d/log.jsonl" "the supervisor's descriptors"
 	assert_contains "$sup_fds" "anon_inode:[eventpoll]" "the supervisor's descriptors"
 	assert_contains "$sup_fds" "8=$d/leaked.txt" "the supervisor's descriptors"
+	kill -TERM "$sup"
 	wait "$sup" || true
+	SUP_PID=
 	# The alert hook: its alert line (a socket) and moat's stderr, nothing else.
 	assert_eq "0=socket 1=$d/moat.err 2=$d/moat.err" "$(cat "$d/hook.fds")" "the alert hook's descriptors"
 	# What the helper recorded of itself (read from its own /proc table just
