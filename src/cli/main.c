@@ -60,6 +60,8 @@ int main(int argc, char **argv)
 		return moat_cli_ps(argc - 1, argv + 1);
 	if (strcmp(cmd, "selftest") == 0)
 		return moat_cli_selftest(argc - 1, argv + 1);
+	if (strcmp(cmd, "__proxy") == 0)
+		return moat_cli_proxy_helper(argc - 1, argv + 1);
 	if (strcmp(cmd, "__probe") == 0)
 		return moat_cli_probe(argc - 1, argv + 1);
 	int r = moat_cli_probe_reexec(argc, argv);

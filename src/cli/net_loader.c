@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "lib/errors.h"
 #include "lib/hooks.h"
 #include "lib/net_env.h"
@@ -42,6 +43,7 @@
 #include "lib/run.h"
 #include "lib/sandbox.h"
 #include "lib/supervise_net.h"
+#include "shared/jsonesc.h"
 #include "shared/macro.h"
 
 static const struct moat_net_plugin *plugin; /* moat-net.so */
@@ -220,6 +222,31 @@ void moat_net_teardown(struct moat_run *r)
 {
 	if (plugin)
 		plugin->teardown(r);
+}
+
+/* "moat __proxy": the proxy helper moat_net_start() execs (supervise_net.c)
+ * with its descriptors at fixed numbers (3: events, 4: a sealed memfd with its
+ * configuration, 5...: the listeners). It loads moat-net.so through the same
+ * checks as the supervisor and hands over to it; it serves only what it was
+ * given, so running it by hand grants nothing. */
+int moat_cli_proxy_helper(int argc, char **argv)
+{
+	struct moat_error e = {0};
+
+	if (argc != 1 || fcntl(4, F_GET_SEALS) < 0) {
+		fputs("moat: __proxy is internal to moat run --net allow\n", stderr);
+		return MOAT_EXIT_USAGE;
+	}
+	if (plugin_load(&e) < 0) {
+		char esc[600], line[700];
+		moat_json_escape(e.message, strlen(e.message), esc, sizeof(esc));
+		int w = snprintf(line, sizeof(line), "{\"proto\":\"helper\",\"error\":\"%s\"}\n",
+				 esc);
+		if (w > 0 && (size_t)w < sizeof(line))
+			(void)!write(3, line, (size_t)w);
+		return MOAT_EXIT_SETUP;
+	}
+	return plugin->helper_main();
 }
 
 /* In the init's network child (hook_net.c), in its own copy of the host's

@@ -31,6 +31,7 @@ enum moat_audit_type {
 	MOAT_EV_FILE,
 	MOAT_EV_ALERT,
 	MOAT_EV_EXIT,
+	MOAT_EV_HELPER, /* a helper process and the descriptors it holds */
 	MOAT_EV_MAX_,
 };
 

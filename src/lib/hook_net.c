@@ -28,6 +28,8 @@
 #include "lib/hooks.h"
 #include "lib/netns.h"
 #include "lib/sandbox.h"
+#include "shared/fdset.h"
+#include "shared/macro.h"
 
 static int net_status_fd = -1;
 
@@ -52,12 +54,31 @@ int moat_hook_network(struct moat_sandbox *sb)
 		return -1;
 	}
 	if (pid == 0) {
-		int32_t e;
+		int32_t e = 0;
 		close(p[0]);
 		/* dies with the init (and with its pid namespace anyway) */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 			e = errno;
-		else
+		/* Exactly what it needs, before it loads or parses anything: the
+		 * init's socket to the supervisor (3), its report pipe (4), and
+		 * /dev/null; none of the init's sources, pipes or the caller's
+		 * descriptors. Checked against the kernel's table: fails closed. */
+		int null_fd = e ? -1 : open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
+		if (!e && null_fd < 0)
+			e = errno;
+		if (!e) {
+			const int keep[] = {null_fd, null_fd, null_fd, sb->sock_child, p[1]};
+			e = -moat_fdset_compact(keep, ELEMENTSOF(keep));
+			p[1] = 4;
+			sb->sock_child = 3;
+		}
+		if (!e) {
+			static const enum moat_fdset_kind want[] = {
+				MOAT_FDSET_NULL, MOAT_FDSET_NULL, MOAT_FDSET_NULL,
+				MOAT_FDSET_SOCKET, MOAT_FDSET_PIPE};
+			e = -moat_fdset_check(want, ELEMENTSOF(want), NULL, 0);
+		}
+		if (!e)
 			e = -moat_net_sandbox_setup(sb);
 		(void)!write(p[1], &e, sizeof(e));
 		_exit(0);

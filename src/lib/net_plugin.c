@@ -17,4 +17,5 @@ __attribute__((visibility("default"))) const struct moat_net_plugin moat_net_plu
 	.dispatch = moat_net_dispatch,
 	.finish = moat_net_finish,
 	.teardown = moat_net_teardown,
+	.helper_main = moat_net_helper_main,
 };

@@ -20,7 +20,7 @@
 struct moat_run;
 struct moat_sandbox;
 
-#define MOAT_NET_PLUGIN_ABI "moat-plugin " MOAT_VERSION " 3"
+#define MOAT_NET_PLUGIN_ABI "moat-plugin " MOAT_VERSION " 4"
 
 struct moat_plugin_head {
 	const char *abi;
@@ -44,6 +44,7 @@ struct moat_net_plugin {
 	void (*dispatch)(struct moat_run *r);
 	void (*finish)(struct moat_run *r);
 	void (*teardown)(struct moat_run *r);
+	int (*helper_main)(void); /* "moat __proxy" */
 };
 
 struct moat_nft_plugin {

@@ -209,7 +209,10 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 	}
 	if (pid == 0) {
 		char c;
-		close(pfd[1]);
+		/* only its end of the pipe: none of the supervisor's descriptors */
+		if (dup2(pfd[0], 0) < 0 || syscall(SYS_close_range, 1u, ~0u, 0u) < 0)
+			_exit(1);
+		pfd[0] = 0;
 		if (unshare(CLONE_NEWUSER) < 0)
 			_exit(1);
 		/* wait until the parent has opened our namespace, then leave */

@@ -27,3 +27,7 @@ void moat_net_dispatch(struct moat_run *r);
 void moat_net_finish(struct moat_run *r);
 /* Kill the worker, close everything. Safe at any point. */
 void moat_net_teardown(struct moat_run *r);
+/* "moat __proxy": the exec'd proxy helper, with the descriptors and the
+ * configuration moat_net_start() gave it (see supervise_net.c). Returns the
+ * exit status. */
+int moat_net_helper_main(void);

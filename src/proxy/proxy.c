@@ -63,6 +63,8 @@
 #include "proxy/resolver.h"
 #include "proxy/sni.h"
 #include "proxy/socks5.h"
+#include "shared/fdset.h"
+#include "shared/jsonesc.h"
 #include "shared/macro.h"
 
 #define TICK_MS 200
@@ -1894,7 +1896,6 @@ static int install_seccomp(void)
 		SCMP_SYS(fcntl),
 		SCMP_SYS(clock_gettime),
 		SCMP_SYS(brk),
-		SCMP_SYS(mmap),
 		SCMP_SYS(munmap),
 		SCMP_SYS(mremap),
 		SCMP_SYS(madvise),
@@ -1917,16 +1918,23 @@ static int install_seccomp(void)
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(allow); i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allow[i], 0);
-	/* New sockets: only TCP/IP, for dialing upstreams. */
+	/* New sockets: only TCP/IP streams, exactly as dial() makes them (the
+	 * exec'd helper has every other socket it needs before the filter). */
 	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				     SCMP_A0(SCMP_CMP_EQ, AF_INET));
+		r = seccomp_rule_add(
+			ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_INET),
+			SCMP_A1(SCMP_CMP_EQ, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC));
 	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				     SCMP_A0(SCMP_CMP_EQ, AF_INET6));
-	/* Memory may change protection, never become executable. */
+		r = seccomp_rule_add(
+			ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_INET6),
+			SCMP_A1(SCMP_CMP_EQ, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC));
+	/* Memory may be mapped or change protection, never become executable
+	 * (everything it runs was loaded before the filter). */
 	if (r >= 0)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	if (r >= 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
 				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
 	if (r >= 0)
 		r = seccomp_load(ctx);
@@ -1987,7 +1995,15 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 			  &p.loop);
 	if (r < 0)
 		return r;
-	if (!cfg->no_resolver) {
+	if (cfg->has_resolver) {
+		p.res_pid = cfg->resolver_pid;
+		p.res_fd = cfg->resolver_fd;
+		if (fcntl(p.res_fd, F_SETFL, O_NONBLOCK) < 0)
+			return negerrno();
+		r = moat_loop_add(p.loop, p.res_fd, EPOLLIN, on_resolver, &p);
+		if (r < 0)
+			return r;
+	} else if (!cfg->no_resolver) {
 		r = moat_resolver_start(&p.res_pid, &p.res_fd);
 		if (r < 0)
 			return r;
@@ -2004,6 +2020,18 @@ int moat_proxy_main(const struct moat_proxy_config *cfg, const struct moat_netns
 	    (r = listen_add(&p, fds->nflog, on_nflog)) < 0)
 		return r;
 	moat_loop_set_tick(p.loop, TICK_MS, on_tick, &p);
+	/* What the worker holds as it starts serving, for the audit log (the
+	 * table is read from /proc, so before the filter). */
+	if (cfg->report_fds && event_fd >= 0) {
+		char fds_text[1024], esc[2048], line[2100];
+		if ((r = moat_fdset_describe(fds_text, sizeof(fds_text))) < 0)
+			return r;
+		moat_json_escape(fds_text, strlen(fds_text), esc, sizeof(esc));
+		int w = snprintf(line, sizeof(line), "{\"proto\":\"helper\",\"fds\":\"%s\"}\n",
+				 esc);
+		if (w > 0 && (size_t)w < sizeof(line))
+			(void)!write(event_fd, line, (size_t)w);
+	}
 	/* From here on: no new files, no exec, only the sockets we have. The
 	 * worker cannot chroot (unprivileged); it simply never opens a path. */
 	if (!cfg->no_seccomp) {

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "lib/netns.h"
 #include "proxy/addr.h"
@@ -84,6 +85,14 @@ struct moat_proxy_config {
 	unsigned idle_timeout_ms; /* no byte either way; 0 = 10 min */
 	bool no_seccomp; /* tests under sanitizers only */
 	bool no_resolver; /* names need a --resolve entry (tests: no DNS) */
+	/* The exec'd helper (supervise_net.c) starts the resolver itself, before
+	 * it reads any key material, and hands it over here (owned by
+	 * moat_proxy_main from then on); it also asks for a first event that
+	 * lists the descriptors the worker holds when it starts serving. */
+	bool has_resolver;
+	int resolver_fd;
+	pid_t resolver_pid;
+	bool report_fds;
 
 	/* Credential proxy (docs/CREDENTIALS.md). With ca and upstream_tls set,
 	 * TLS to a secret's host or to a host some http_rules entry names is

@@ -266,6 +266,8 @@ static int run_command_value(const struct moat_secret *def, unsigned timeout_ms,
 	posix_spawnattr_init(&attr);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, wfd, 1);
+	/* 0, 1 and stderr only: also nothing the caller leaked to moat */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	posix_spawnattr_setflags(
 		&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	posix_spawnattr_setpgroup(&attr, 0);
@@ -600,6 +602,54 @@ unsigned moat_secrets_scrub_environ(const struct moat_secrets *s)
 		(void)unsetenv(d->from);
 	}
 	return count;
+}
+
+int moat_secrets_value(const struct moat_secrets *s, unsigned i, const char **ret_value,
+		       size_t *ret_len)
+{
+	if (!s || i >= s->n)
+		return -EINVAL;
+	*ret_value = s->v[i].value;
+	*ret_len = s->v[i].value_len;
+	return 0;
+}
+
+int moat_secrets_adopt(struct moat_secrets *s, unsigned i, const char *placeholder,
+		       size_t placeholder_len, const void *value, size_t len)
+{
+	struct secret *x;
+	size_t nlen;
+	char *v;
+
+	if (!s || i >= s->n || !value || len > MOAT_SECRETS_MAX_VALUE)
+		return -EINVAL;
+	x = &s->v[i];
+	nlen = strlen(x->def->name);
+	/* exactly PH_PREFIX NAME "-" HEX_LEN lowercase hex digits */
+	if (placeholder_len != strlen(PH_PREFIX) + nlen + 1 + HEX_LEN ||
+	    memcmp(placeholder, PH_PREFIX, strlen(PH_PREFIX)) != 0 ||
+	    memcmp(placeholder + strlen(PH_PREFIX), x->def->name, nlen) != 0 ||
+	    placeholder[strlen(PH_PREFIX) + nlen] != '-')
+		return -EINVAL;
+	for (size_t k = placeholder_len - HEX_LEN; k < placeholder_len; k++)
+		if (!isxdigit((unsigned char)placeholder[k]) ||
+		    isupper((unsigned char)placeholder[k]))
+			return -EINVAL;
+	v = secure_alloc(len + 1);
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, value, len);
+	v[len] = 0;
+	moat_secrets_value_free(x->value, x->value_len);
+	x->value = v;
+	x->value_len = len;
+	memcpy(x->placeholder, placeholder, placeholder_len);
+	x->placeholder[placeholder_len] = 0;
+	x->ph_len = placeholder_len;
+	for (size_t k = 0; k <= x->ph_len; k++)
+		x->lower[k] = (char)tolower((unsigned char)x->placeholder[k]);
+	x->hex = x->lower + x->ph_len - HEX_LEN;
+	return 0;
 }
 
 unsigned moat_secrets_count(const struct moat_secrets *s)

@@ -101,6 +101,16 @@ void moat_secrets_value_free(char *value, size_t len);
 
 /* The number of secrets; the i-th one's name and placeholder (what the
  * sandbox's environment variable NAME is set to). Borrowed strings. */
+/* Handing the loaded values to the exec'd proxy helper (supervise_net.c):
+ * moat_secrets_value() borrows secret i's value (NULL before load);
+ * moat_secrets_adopt() sets secret i's placeholder (it must be one
+ * moat_secrets_placeholder_new() made for that name) and a copy of its value,
+ * in locked memory, replacing what was there. 0 or -errno. */
+int moat_secrets_value(const struct moat_secrets *s, unsigned i, const char **ret_value,
+		       size_t *ret_len);
+int moat_secrets_adopt(struct moat_secrets *s, unsigned i, const char *placeholder,
+		       size_t placeholder_len, const void *value, size_t len);
+
 unsigned moat_secrets_count(const struct moat_secrets *s);
 const char *moat_secrets_name(const struct moat_secrets *s, unsigned i);
 const char *moat_secrets_placeholder(const struct moat_secrets *s, unsigned i);

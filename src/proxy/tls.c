@@ -216,6 +216,92 @@ struct moat_tls_ca *moat_tls_ca_free(struct moat_tls_ca *ca)
 	return NULL;
 }
 
+/* ---- the CA handed to the exec'd proxy helper ------------------------------- */
+
+#define CA_BLOB_MAX (64u << 10)
+
+int moat_tls_ca_to_blob(const struct moat_tls_ca *ca, unsigned char **ret, size_t *ret_len)
+{
+	int lens[3] = {i2d_PrivateKey(ca->key, NULL), i2d_PrivateKey(ca->leaf_key, NULL),
+		       i2d_X509(ca->cert, NULL)};
+	size_t total = 0;
+	unsigned char *blob, *p;
+
+	for (size_t i = 0; i < 3; i++) {
+		if (lens[i] <= 0)
+			return -EINVAL;
+		total += sizeof(uint32_t) + (size_t)lens[i];
+	}
+	if (total > CA_BLOB_MAX)
+		return -E2BIG;
+	blob = OPENSSL_secure_zalloc(total);
+	if (!blob)
+		return -ENOMEM;
+	p = blob;
+	for (size_t i = 0; i < 3; i++) {
+		uint32_t l = (uint32_t)lens[i];
+		unsigned char *q;
+		memcpy(p, &l, sizeof(l));
+		p += sizeof(l);
+		q = p;
+		if ((i == 0	      ? i2d_PrivateKey(ca->key, &q)
+			     : i == 1 ? i2d_PrivateKey(ca->leaf_key, &q)
+				      : i2d_X509(ca->cert, &q)) != lens[i]) {
+			moat_tls_ca_blob_free(blob, total);
+			return -EIO;
+		}
+		p += l;
+	}
+	*ret = blob;
+	*ret_len = total;
+	return 0;
+}
+
+void moat_tls_ca_blob_free(unsigned char *blob, size_t len)
+{
+	if (blob)
+		OPENSSL_secure_clear_free(blob, len);
+}
+
+int moat_tls_ca_from_blob(const void *blob, size_t len, struct moat_tls_ca **ret)
+{
+	const unsigned char *p = blob, *end = p + len, *part[3];
+	uint32_t plen[3];
+	struct moat_tls_ca *ca;
+	struct tm tm;
+
+	if (len > CA_BLOB_MAX)
+		return -E2BIG;
+	for (size_t i = 0; i < 3; i++) {
+		if ((size_t)(end - p) < sizeof(uint32_t))
+			return -EBADMSG;
+		memcpy(&plen[i], p, sizeof(uint32_t));
+		p += sizeof(uint32_t);
+		if (plen[i] == 0 || plen[i] > (size_t)(end - p) || plen[i] > INT_MAX)
+			return -EBADMSG;
+		part[i] = p;
+		p += plen[i];
+	}
+	if (p != end)
+		return -EBADMSG;
+	ca = calloc(1, sizeof(*ca));
+	if (!ca)
+		return -ENOMEM;
+	ca->key = d2i_AutoPrivateKey(NULL, &part[0], (long)plen[0]);
+	ca->leaf_key = d2i_AutoPrivateKey(NULL, &part[1], (long)plen[1]);
+	ca->cert = d2i_X509(NULL, &part[2], (long)plen[2]);
+	if (!ca->key || !ca->leaf_key || !ca->cert ||
+	    X509_check_private_key(ca->cert, ca->key) != 1 ||
+	    !ASN1_TIME_to_tm(X509_get0_notAfter(ca->cert), &tm)) {
+		ERR_clear_error();
+		moat_tls_ca_free(ca);
+		return -EBADMSG;
+	}
+	ca->not_after = timegm(&tm);
+	*ret = ca;
+	return 0;
+}
+
 X509 *moat_tls_ca_cert(const struct moat_tls_ca *ca)
 {
 	return ca->cert;

@@ -67,6 +67,14 @@ struct moat_tls_ca *moat_tls_ca_free(struct moat_tls_ca *ca);
 
 /* The CA certificate as PEM (public part only). Caller frees *ret_pem. */
 int moat_tls_ca_cert_pem(const struct moat_tls_ca *ca, char **ret_pem);
+/* The CA (both keys, the certificate and its validity) as bytes for the exec'd
+ * proxy helper (supervise_net.c): [u32 len, DER]x3 (CA key, leaf key,
+ * certificate), native byte order, same build only. *ret is cleared and freed
+ * with moat_tls_ca_blob_free(). moat_tls_ca_from_blob() parses such bytes
+ * defensively (every length checked, the key must match the certificate). */
+int moat_tls_ca_to_blob(const struct moat_tls_ca *ca, unsigned char **ret, size_t *ret_len);
+void moat_tls_ca_blob_free(unsigned char *blob, size_t len);
+int moat_tls_ca_from_blob(const void *blob, size_t len, struct moat_tls_ca **ret);
 /* Borrowed pointer to the CA certificate (e.g. for a test's X509_STORE). */
 X509 *moat_tls_ca_cert(const struct moat_tls_ca *ca);
 
