@@ -7,17 +7,22 @@
 #include <linux/openat2.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "shared/macro.h"
@@ -447,6 +452,27 @@ int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret)
 				return r;
 		}
 	}
+	if (o->notify && o->record_net) {
+		/* Network calls that may name a destination: read, then continued
+		 * (the kernel decides; --net none refuses all but loopback). sendto
+		 * without an address (send() on a connected socket) stays in the
+		 * kernel; sendmsg/sendmmsg keep theirs in memory the filter cannot
+		 * read. A name the policy denies is answered by its denial. */
+		static const char *const net_names[] = {"connect", "sendto", "sendmsg", "sendmmsg"};
+		for (size_t i = 0; i < ELEMENTSOF(net_names); i++) {
+			if (in_list(o->deny, o->n_deny, net_names[i]))
+				continue;
+			int nr = seccomp_syscall_resolve_name(net_names[i]);
+			if (nr < 0)
+				return -EOPNOTSUPP;
+			if (streq(net_names[i], "sendto"))
+				r = add1(ctx, SCMP_ACT_NOTIFY, nr, SCMP_A4(SCMP_CMP_NE, 0));
+			else
+				r = add(ctx, SCMP_ACT_NOTIFY, nr, 0, NULL);
+			if (r < 0)
+				return r;
+		}
+	}
 	*ret = TAKE_PTR(ctx);
 	return 0;
 }
@@ -510,6 +536,7 @@ const struct moat_seccomp_baked *moat_seccomp_baked_find(const struct moat_secco
 	for (unsigned i = 0; i < moat_seccomp_n_baked; i++)
 		if (moat_seccomp_baked[i].notify == o->notify &&
 		    moat_seccomp_baked[i].record_exec == o->record_exec &&
+		    moat_seccomp_baked[i].record_net == (o->notify && o->record_net) &&
 		    moat_seccomp_baked[i].len)
 			return &moat_seccomp_baked[i];
 	return NULL;
@@ -755,6 +782,384 @@ static bool exec_path_missing(pid_t pid, const int *root_fd, int dirfd, const ch
 	return missing;
 }
 
+/* ---- denied-call arguments -------------------------------------------------- */
+
+struct named {
+	uint64_t v;
+	const char *name;
+};
+
+static const char *lookup(const struct named *t, size_t n, uint64_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].v == v)
+			return t[i].name;
+	return NULL;
+}
+
+/* "A|B|0x…" of the bits of v named in t, appended at buf + *off (cap bytes
+ * in all); NULL when v is 0. */
+static const char *flag_names(const struct named *t, size_t n, uint64_t v, char *buf, size_t cap,
+			      size_t *off)
+{
+	if (!v || *off >= cap)
+		return NULL;
+	char *start = buf + *off;
+	size_t o = *off;
+	uint64_t rest = v;
+	start[0] = 0;
+	for (size_t i = 0; i < n && o < cap; i++)
+		if (t[i].v && (v & t[i].v) == t[i].v) {
+			int w = snprintf(buf + o, cap - o, "%s%s", o > *off ? "|" : "", t[i].name);
+			o += w > 0 ? (size_t)w : 0;
+			rest &= ~t[i].v;
+		}
+	if (rest && o < cap) {
+		int w = snprintf(buf + o, cap - o, "%s0x%llx", o > *off ? "|" : "",
+				 (unsigned long long)rest);
+		o += w > 0 ? (size_t)w : 0;
+	}
+	*off = MIN(o + 1, cap);
+	return start;
+}
+
+#define N(x) \
+	{ \
+		(uint64_t)(x), #x \
+	}
+static const struct named clone_flags[] = {
+	N(CLONE_NEWNS),
+	N(CLONE_NEWCGROUP),
+	N(CLONE_NEWUTS),
+	N(CLONE_NEWIPC),
+	N(CLONE_NEWUSER),
+	N(CLONE_NEWPID),
+	N(CLONE_NEWNET),
+	{0x80, "CLONE_NEWTIME"},
+	N(CLONE_VM),
+	N(CLONE_FS),
+	N(CLONE_FILES),
+	N(CLONE_SIGHAND),
+	N(CLONE_THREAD),
+	N(CLONE_SYSVSEM),
+	N(CLONE_SETTLS),
+	N(CLONE_PARENT_SETTID),
+	N(CLONE_CHILD_CLEARTID),
+	N(CLONE_CHILD_SETTID),
+	N(CLONE_VFORK),
+	N(CLONE_PARENT),
+	N(CLONE_PTRACE),
+	N(CLONE_UNTRACED),
+	N(CLONE_IO),
+	N(CLONE_PIDFD),
+	N(SIGCHLD),
+};
+static const struct named families[] = {
+	N(AF_UNSPEC),	    N(AF_UNIX),	       N(AF_INET),	 N(AF_INET6),
+	N(AF_NETLINK),	    N(AF_PACKET),      {40, "AF_VSOCK"}, {38, "AF_ALG"},
+	{30, "AF_TIPC"},    {21, "AF_RDS"},    {15, "AF_KEY"},	 {31, "AF_BLUETOOTH"},
+	{29, "AF_CAN"},	    {44, "AF_XDP"},    {4, "AF_IPX"},	 {5, "AF_APPLETALK"},
+	{3, "AF_AX25"},	    {9, "AF_X25"},     {24, "AF_PPPOX"}, {36, "AF_IEEE802154"},
+	{42, "AF_QIPCRTR"}, {45, "AF_MCTP"},   {8, "AF_ATMPVC"}, {20, "AF_ATMSVC"},
+	{35, "AF_PHONET"},  {41, "AF_KCM"},    {43, "AF_SMC"},	 {37, "AF_CAIF"},
+	{39, "AF_NFC"},	    {19, "AF_ECONET"}, {18, "AF_ASH"},
+};
+static const struct named sock_types[] = {
+	N(SOCK_STREAM),	   N(SOCK_DGRAM), N(SOCK_RAW),	  N(SOCK_RDM),
+	N(SOCK_SEQPACKET), N(SOCK_DCCP),  N(SOCK_PACKET),
+};
+static const struct named sock_type_flags[] = {N(SOCK_NONBLOCK), N(SOCK_CLOEXEC)};
+static const struct named ioctls[] = {
+	N(TIOCSTI),
+	N(TIOCLINUX),
+	N(TIOCCONS),
+	N(TIOCSETD),
+};
+static const struct named ns_types[] = {
+	N(CLONE_NEWNS),	  N(CLONE_NEWCGROUP), N(CLONE_NEWUTS), N(CLONE_NEWIPC),
+	N(CLONE_NEWUSER), N(CLONE_NEWPID),    N(CLONE_NEWNET), {0x80, "CLONE_NEWTIME"},
+};
+static const struct named ptrace_reqs[] = {
+	{0, "PTRACE_TRACEME"},	{1, "PTRACE_PEEKTEXT"},	       {2, "PTRACE_PEEKDATA"},
+	{4, "PTRACE_POKETEXT"}, {5, "PTRACE_POKEDATA"},	       {16, "PTRACE_ATTACH"},
+	{17, "PTRACE_DETACH"},	{0x4206, "PTRACE_SEIZE"},      {0x4207, "PTRACE_INTERRUPT"},
+	{12, "PTRACE_GETREGS"}, {13, "PTRACE_SETREGS"},	       {24, "PTRACE_SYSCALL"},
+	{7, "PTRACE_CONT"},	{0x4200, "PTRACE_SETOPTIONS"},
+};
+static const struct named mount_flags[] = {
+	N(MS_RDONLY), N(MS_NOSUID), N(MS_NODEV),   N(MS_NOEXEC), N(MS_REMOUNT), N(MS_BIND),
+	N(MS_MOVE),   N(MS_REC),    N(MS_PRIVATE), N(MS_SLAVE),	 N(MS_SHARED),	N(MS_UNBINDABLE),
+};
+static const struct named umount_flags[] = {N(MNT_FORCE), N(MNT_DETACH), N(MNT_EXPIRE),
+					    N(UMOUNT_NOFOLLOW)};
+static const struct named personas[] = {
+	N(ADDR_NO_RANDOMIZE), N(READ_IMPLIES_EXEC), N(ADDR_COMPAT_LAYOUT), N(MMAP_PAGE_ZERO),
+	N(ADDR_LIMIT_32BIT),  N(ADDR_LIMIT_3GB),    N(SHORT_INODE),	   N(WHOLE_SECONDS),
+	N(STICKY_TIMEOUTS),   N(UNAME26),	    N(FDPIC_FUNCPTRS),
+};
+#undef N
+
+unsigned moat_seccomp_describe_args(const char *sc, const uint64_t a[6],
+				    struct moat_seccomp_arg out[MOAT_SECCOMP_MAX_DESCRIBED],
+				    char buf[MOAT_SECCOMP_DESCRIBE_BUF])
+{
+	const size_t cap = MOAT_SECCOMP_DESCRIBE_BUF;
+	size_t off = 0;
+	unsigned n = 0;
+
+	buf[0] = 0;
+#define ADD(k, v, nm) \
+	out[n++] = (struct moat_seccomp_arg) \
+	{ \
+		.key = (k), .value = (v), .name = (nm) \
+	}
+	if (!sc)
+		return 0;
+	if (streq(sc, "ioctl")) {
+		uint64_t req = a[1] & 0xffffffffULL; /* the kernel reads an unsigned int */
+		ADD("request", req, lookup(ioctls, ELEMENTSOF(ioctls), req));
+	} else if (streq(sc, "socket") || streq(sc, "socketpair")) {
+		uint64_t type = a[1] & 0xf, tflags = a[1] & ~0xfULL;
+		ADD("family", a[0], lookup(families, ELEMENTSOF(families), a[0]));
+		const char *tn = lookup(sock_types, ELEMENTSOF(sock_types), type);
+		const char *fl = flag_names(sock_type_flags, ELEMENTSOF(sock_type_flags), tflags,
+					    buf, cap, &off);
+		if (fl && tn && off < cap) {
+			/* "SOCK_DGRAM|SOCK_CLOEXEC" */
+			char tmp[64];
+			snprintf(tmp, sizeof(tmp), "%s|%s", tn, fl);
+			size_t l = strlen(tmp) + 1;
+			char *dst = buf + off;
+			if (off + l <= cap) {
+				memcpy(dst, tmp, l);
+				off += l;
+				tn = dst;
+			}
+		}
+		ADD("type", a[1], tn);
+		ADD("protocol", a[2], NULL);
+	} else if (streq(sc, "clone")) {
+		uint64_t f = a[CLONE_FLAGS_ARG];
+		ADD("flags", f,
+		    flag_names(clone_flags, ELEMENTSOF(clone_flags), f, buf, cap, &off));
+	} else if (streq(sc, "unshare")) {
+		ADD("flags", a[0],
+		    flag_names(clone_flags, ELEMENTSOF(clone_flags), a[0], buf, cap, &off));
+	} else if (streq(sc, "setns")) {
+		ADD("fd", a[0], NULL);
+		ADD("nstype", a[1], a[1] ? lookup(ns_types, ELEMENTSOF(ns_types), a[1]) : "any");
+	} else if (streq(sc, "prctl")) {
+		ADD("option", a[0], NULL);
+	} else if (streq(sc, "ptrace")) {
+		ADD("request", a[0], lookup(ptrace_reqs, ELEMENTSOF(ptrace_reqs), a[0]));
+		ADD("target_pid", a[1], NULL);
+	} else if (streq(sc, "personality")) {
+		ADD("persona", a[0],
+		    a[0] == 0xffffffffULL
+			    ? "query"
+			    : flag_names(personas, ELEMENTSOF(personas), a[0], buf, cap, &off));
+	} else if (streq(sc, "mount")) {
+		ADD("flags", a[3],
+		    flag_names(mount_flags, ELEMENTSOF(mount_flags), a[3], buf, cap, &off));
+	} else if (streq(sc, "umount2")) {
+		ADD("flags", a[1],
+		    flag_names(umount_flags, ELEMENTSOF(umount_flags), a[1], buf, cap, &off));
+	} else if (streq(sc, "chmod") || streq(sc, "fchmod") || streq(sc, "creat")) {
+		ADD("mode", a[1], NULL);
+	} else if (streq(sc, "fchmodat") || streq(sc, "fchmodat2") || streq(sc, "mknod") ||
+		   streq(sc, "open")) {
+		ADD("mode", a[2], NULL);
+		if (streq(sc, "open"))
+			ADD("flags", a[1], NULL);
+	} else if (streq(sc, "openat") || streq(sc, "mknodat")) {
+		ADD("mode", a[streq(sc, "openat") ? 3 : 2], NULL);
+		if (streq(sc, "openat"))
+			ADD("flags", a[2], NULL);
+	} else if (streq(sc, "keyctl")) {
+		ADD("operation", a[0], NULL);
+	} else if (streq(sc, "bpf")) {
+		ADD("cmd", a[0], NULL);
+	} else if (streq(sc, "kcmp")) {
+		ADD("pid1", a[0], NULL);
+		ADD("pid2", a[1], NULL);
+		ADD("type", a[2], NULL);
+	} else if (streq(sc, "process_vm_readv") || streq(sc, "process_vm_writev") ||
+		   streq(sc, "pidfd_getfd") || streq(sc, "process_madvise")) {
+		ADD(streq(sc, "process_vm_readv") || streq(sc, "process_vm_writev") ? "target_pid"
+										    : "pidfd",
+		    a[0], NULL);
+	}
+#undef ADD
+	return n;
+}
+
+/* ---- network calls (record_net) --------------------------------------------- */
+
+bool moat_seccomp_addr_local(int family, const uint8_t *addr)
+{
+	static const uint8_t zero[16], mapped[12] = {[10] = 0xff, [11] = 0xff};
+	if (family == AF_INET)
+		return addr[0] == 127 || memcmp(addr, zero, 4) == 0;
+	if (family != AF_INET6)
+		return false;
+	if (memcmp(addr, zero, 15) == 0 && (addr[15] == 0 || addr[15] == 1))
+		return true; /* :: and ::1 */
+	if (memcmp(addr, mapped, 12) == 0) /* ::ffff:a.b.c.d */
+		return addr[12] == 127 || memcmp(addr + 12, zero, 4) == 0;
+	return false;
+}
+
+/* The kernel reads at most this much of a socket address. */
+#define SOCKADDR_MAX 128
+
+/* Decode a socket address of `len` bytes at addr in the caller's memory. */
+static void read_sockaddr(pid_t pid, uint64_t addr, uint64_t len, struct moat_seccomp_net_dest *d)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+		uint8_t raw[sizeof(struct sockaddr_in6)];
+	} u;
+	memset(&u, 0, sizeof(u));
+	d->has_addr = true;
+	if (!addr || len < sizeof(sa_family_t) || len > SOCKADDR_MAX)
+		return; /* the kernel refuses it (EFAULT/EINVAL): family stays 0 */
+	size_t want = MIN((size_t)len, sizeof(u));
+	if (read_mem(pid, addr, u.raw, want) != (ssize_t)want)
+		return;
+	d->family = u.sa.sa_family;
+	if (d->family == AF_INET && len >= sizeof(u.in)) {
+		memcpy(d->addr, &u.in.sin_addr, 4);
+		d->port = ntohs(u.in.sin_port);
+	} else if (d->family == AF_INET6 && len >= 24) { /* SIN6_LEN_RFC2133 */
+		memcpy(d->addr, &u.in6.sin6_addr, 16);
+		d->port = ntohs(u.in6.sin6_port);
+	} else if (d->family == AF_INET || d->family == AF_INET6) {
+		d->family = 0; /* too short: EINVAL, nothing is sent */
+		return;
+	}
+	if (d->family == AF_INET || d->family == AF_INET6)
+		d->local = moat_seccomp_addr_local(d->family, d->addr);
+}
+
+static void read_payload(pid_t pid, uint64_t buf, uint64_t len, struct moat_seccomp_net_dest *d)
+{
+	size_t want = (size_t)MIN(len, (uint64_t)sizeof(d->payload));
+	ssize_t n = want && buf ? read_mem(pid, buf, d->payload, want) : 0;
+	d->payload_len = n > 0 ? (uint16_t)n : 0;
+}
+
+/* One struct msghdr of the caller: its address and first buffer. */
+static void read_msghdr(pid_t pid, const struct msghdr *m, struct moat_seccomp_net_dest *d)
+{
+	if (m->msg_name)
+		read_sockaddr(pid, (uintptr_t)m->msg_name, m->msg_namelen, d);
+	if (m->msg_iov && m->msg_iovlen > 0) {
+		struct iovec iov;
+		if (read_mem(pid, (uintptr_t)m->msg_iov, &iov, sizeof(iov)) == sizeof(iov))
+			read_payload(pid, (uintptr_t)iov.iov_base, iov.iov_len, d);
+	}
+}
+
+/* Could this be a DNS query? A header-only gate (12 bytes: QR clear,
+ * QDCOUNT 1, no answers) that keeps AF_UNIX traffic from costing more
+ * look-ups; the full parse happens when the event is recorded. */
+static bool dns_like(const struct moat_seccomp_net_dest *d)
+{
+	const uint8_t *p = d->payload;
+	return d->payload_len >= 17 && !(p[2] & 0x80) && p[4] == 0 && p[5] == 1 && p[6] == 0 &&
+		p[7] == 0 && p[8] == 0 && p[9] == 0;
+}
+
+/* Worth recording: an address outside the sandbox, or a DNS query (to a
+ * resolver on loopback as well: in --net none no resolver answers). */
+static bool dest_interesting(const struct moat_seccomp_net_dest *d)
+{
+	if (d->has_addr && d->family != AF_INET && d->family != AF_INET6)
+		return false; /* AF_UNIX, AF_NETLINK, AF_UNSPEC (disconnect), unreadable */
+	if (d->has_addr && !d->local)
+		return true;
+	return dns_like(d);
+}
+
+/* The socket's protocol name, from the socket inode's xattr: no copy of the
+ * sandbox's descriptor is ever held by the supervisor. */
+static void read_sock_proto(pid_t pid, int fd, char *buf, size_t cap)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)pid, fd);
+	ssize_t n = getxattr(p, "system.sockprotoname", buf, cap - 1);
+	buf[n > 0 ? (size_t)n : 0] = 0;
+}
+
+#ifndef MSG_FASTOPEN
+#define MSG_FASTOPEN 0x20000000
+#endif
+
+/* Fill ev for a network call. Returns whether anything is worth recording
+ * (ev->n_dests > 0 then). Every read is bounded: at most
+ * MOAT_SECCOMP_EV_NET_DESTS messages, SOCKADDR_MAX bytes of address and
+ * MOAT_SECCOMP_EV_PAYLOAD bytes of data each. */
+static bool read_net(pid_t pid, const struct seccomp_data *sd, struct moat_seccomp_event *ev)
+{
+	const __u64 *a = sd->args;
+	struct moat_seccomp_net_dest *d = ev->dests;
+	unsigned n = 0;
+
+	ev->type = MOAT_SECCOMP_EVENT_NET;
+	ev->sock_fd = (int)a[0];
+	if (sd->nr == __NR_connect) {
+		snprintf(ev->syscall, sizeof(ev->syscall), "connect");
+		read_sockaddr(pid, a[1], a[2], &d[n++]);
+	} else if (sd->nr == __NR_sendto) {
+		snprintf(ev->syscall, sizeof(ev->syscall), "sendto");
+		ev->send_flags = (int)a[3];
+		read_sockaddr(pid, a[4], a[5], &d[0]);
+		read_payload(pid, a[1], a[2], &d[0]);
+		n = 1;
+	} else if (sd->nr == __NR_sendmsg) {
+		struct msghdr m;
+		snprintf(ev->syscall, sizeof(ev->syscall), "sendmsg");
+		ev->send_flags = (int)a[2];
+		if (read_mem(pid, a[1], &m, sizeof(m)) == sizeof(m))
+			read_msghdr(pid, &m, &d[n++]);
+	} else {
+		struct mmsghdr mm[MOAT_SECCOMP_EV_NET_DESTS];
+		snprintf(ev->syscall, sizeof(ev->syscall), "sendmmsg");
+		ev->send_flags = (int)a[3];
+		size_t want = (size_t)MIN(a[2], (uint64_t)ELEMENTSOF(mm)) * sizeof(mm[0]);
+		ssize_t got = want ? read_mem(pid, a[1], mm, want) : 0;
+		for (size_t i = 0; got > 0 && i < (size_t)got / sizeof(mm[0]); i++)
+			read_msghdr(pid, &mm[i].msg_hdr, &d[n++]);
+	}
+	/* Keep what is worth recording, packed. */
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (dest_interesting(&d[i])) {
+			if (kept != i)
+				d[kept] = d[i];
+			kept++;
+		}
+	ev->n_dests = kept;
+	if (!kept)
+		return false;
+	read_sock_proto(pid, ev->sock_fd, ev->sock_proto, sizeof(ev->sock_proto));
+	/* A connected stream socket ignores the address of a send; an
+	 * unconnected one refuses it (EPIPE) unless it is a TCP Fast Open. */
+	bool stream = startswith(ev->sock_proto, "TCP") || startswith(ev->sock_proto, "MPTCP");
+	if (stream && sd->nr != __NR_connect && !(ev->send_flags & MSG_FASTOPEN))
+		for (unsigned i = 0; i < kept; i++)
+			if (d[i].has_addr)
+				d[i].ignored = true;
+	unsigned live = 0;
+	for (unsigned i = 0; i < kept; i++)
+		live += !d[i].ignored;
+	if (!live)
+		ev->n_dests = 0;
+	return ev->n_dests > 0;
+}
+
 int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_seccomp_event *ret_ev)
 {
 	struct seccomp_notif req;
@@ -778,7 +1183,8 @@ int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_sec
 		return errno == ENOENT ? -ENOENT : negerrno();
 
 	struct moat_seccomp_event *ev = ret_ev;
-	memset(ev, 0, offsetof(struct moat_seccomp_event, exe));
+	/* Up to the payload buffers (NET events set what they use). */
+	memset(ev, 0, offsetof(struct moat_seccomp_event, dests));
 	ev->exe[0] = ev->cwd[0] = ev->path[0] = 0;
 	ev->dirfd = 0;
 	ev->exec_flags = 0;
@@ -790,7 +1196,18 @@ int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_sec
 	memcpy(ev->args, req.data.args, sizeof(ev->args));
 
 	resp = (struct seccomp_notif_resp){.id = req.id};
-	if (req.data.nr == __NR_execve || req.data.nr == __NR_execveat) {
+	if (req.data.nr == __NR_connect || req.data.nr == __NR_sendto ||
+	    req.data.nr == __NR_sendmsg || req.data.nr == __NR_sendmmsg) {
+		/* Only read, never decided here: the call continues and the kernel
+		 * answers it exactly as without the listener. */
+		if (read_net(ev->pid, &req.data, ev)) {
+			ev->ppid = read_ppid(ev->pid);
+			read_link(ev->pid, "exe", ev->exe, sizeof(ev->exe));
+			if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) < 0)
+				return -ENOENT;
+		}
+		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	} else if (req.data.nr == __NR_execve || req.data.nr == __NR_execveat) {
 		bool at = req.data.nr == __NR_execveat;
 		_cleanup_close_ int new_root = -1;
 		ev->type = MOAT_SECCOMP_EVENT_EXEC;

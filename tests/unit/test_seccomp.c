@@ -902,10 +902,12 @@ TEST(seccomp_notify_caller_gone)
  * libseccomp compiles now for the same options; policies with lists get none. */
 TEST(seccomp_baked_equal_fresh)
 {
-	ASSERT_EQ(3u, moat_seccomp_n_baked);
+	ASSERT_EQ(5u, moat_seccomp_n_baked);
 	for (unsigned i = 0; i < moat_seccomp_n_baked; i++) {
 		const struct moat_seccomp_baked *b = &moat_seccomp_baked[i];
-		struct moat_seccomp_opts o = {.notify = b->notify, .record_exec = b->record_exec};
+		struct moat_seccomp_opts o = {.notify = b->notify,
+					      .record_exec = b->record_exec,
+					      .record_net = b->record_net};
 		struct moat_seccomp_prog p = {0};
 		scmp_filter_ctx ctx = NULL;
 
