@@ -160,7 +160,9 @@ static void record(struct moat_run *r, const struct moat_seccomp_event *ev)
 			return; /* AF_UNIX, loopback: nothing left the sandbox's reach */
 		if (!r->netrec && !(r->netrec = moat_netrec_new()))
 			return;
-		r->st->net_denied += moat_netrec_record(r->netrec, moat_run_audit(r), ev);
+		unsigned k = moat_netrec_record(r->netrec, moat_run_audit(r), ev);
+		r->st->net_denied += k;
+		r->st->net_none_attempts += k;
 		return;
 	}
 	if (ev->type == MOAT_SECCOMP_EVENT_DENIED)

@@ -936,7 +936,7 @@ unsigned moat_seccomp_describe_args(const char *sc, const uint64_t a[6],
 				tn = dst;
 			}
 		}
-		ADD("type", a[1], tn);
+		ADD("sock_type", a[1], tn);
 		ADD("protocol", a[2], NULL);
 	} else if (streq(sc, "clone")) {
 		uint64_t f = a[CLONE_FLAGS_ARG];
@@ -982,7 +982,7 @@ unsigned moat_seccomp_describe_args(const char *sc, const uint64_t a[6],
 	} else if (streq(sc, "kcmp")) {
 		ADD("pid1", a[0], NULL);
 		ADD("pid2", a[1], NULL);
-		ADD("type", a[2], NULL);
+		ADD("kcmp_type", a[2], NULL);
 	} else if (streq(sc, "process_vm_readv") || streq(sc, "process_vm_writev") ||
 		   streq(sc, "pidfd_getfd") || streq(sc, "process_madvise")) {
 		ADD(streq(sc, "process_vm_readv") || streq(sc, "process_vm_writev") ? "target_pid"
@@ -1009,6 +1009,20 @@ bool moat_seccomp_addr_local(int family, const uint8_t *addr)
 	return false;
 }
 
+/* Up to len bytes at addr, page by page (a small struct may cross into the
+ * next page: two reads at most for what is read here). Returns the bytes read. */
+static size_t read_span(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read_mem(pid, addr + got, (uint8_t *)buf + got, len - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
 /* The kernel reads at most this much of a socket address. */
 #define SOCKADDR_MAX 128
 
@@ -1026,7 +1040,7 @@ static void read_sockaddr(pid_t pid, uint64_t addr, uint64_t len, struct moat_se
 	if (!addr || len < sizeof(sa_family_t) || len > SOCKADDR_MAX)
 		return; /* the kernel refuses it (EFAULT/EINVAL): family stays 0 */
 	size_t want = MIN((size_t)len, sizeof(u));
-	if (read_mem(pid, addr, u.raw, want) != (ssize_t)want)
+	if (read_span(pid, addr, u.raw, want) != want)
 		return;
 	d->family = u.sa.sa_family;
 	if (d->family == AF_INET && len >= sizeof(u.in)) {
@@ -1046,8 +1060,7 @@ static void read_sockaddr(pid_t pid, uint64_t addr, uint64_t len, struct moat_se
 static void read_payload(pid_t pid, uint64_t buf, uint64_t len, struct moat_seccomp_net_dest *d)
 {
 	size_t want = (size_t)MIN(len, (uint64_t)sizeof(d->payload));
-	ssize_t n = want && buf ? read_mem(pid, buf, d->payload, want) : 0;
-	d->payload_len = n > 0 ? (uint16_t)n : 0;
+	d->payload_len = buf ? (uint16_t)read_span(pid, buf, d->payload, want) : 0;
 }
 
 /* One struct msghdr of the caller: its address and first buffer. */
@@ -1057,7 +1070,7 @@ static void read_msghdr(pid_t pid, const struct msghdr *m, struct moat_seccomp_n
 		read_sockaddr(pid, (uintptr_t)m->msg_name, m->msg_namelen, d);
 	if (m->msg_iov && m->msg_iovlen > 0) {
 		struct iovec iov;
-		if (read_mem(pid, (uintptr_t)m->msg_iov, &iov, sizeof(iov)) == sizeof(iov))
+		if (read_span(pid, (uintptr_t)m->msg_iov, &iov, sizeof(iov)) == sizeof(iov))
 			read_payload(pid, (uintptr_t)iov.iov_base, iov.iov_len, d);
 	}
 }
@@ -1122,15 +1135,15 @@ static bool read_net(pid_t pid, const struct seccomp_data *sd, struct moat_secco
 		struct msghdr m;
 		snprintf(ev->syscall, sizeof(ev->syscall), "sendmsg");
 		ev->send_flags = (int)a[2];
-		if (read_mem(pid, a[1], &m, sizeof(m)) == sizeof(m))
+		if (read_span(pid, a[1], &m, sizeof(m)) == sizeof(m))
 			read_msghdr(pid, &m, &d[n++]);
 	} else {
 		struct mmsghdr mm[MOAT_SECCOMP_EV_NET_DESTS];
 		snprintf(ev->syscall, sizeof(ev->syscall), "sendmmsg");
 		ev->send_flags = (int)a[3];
 		size_t want = (size_t)MIN(a[2], (uint64_t)ELEMENTSOF(mm)) * sizeof(mm[0]);
-		ssize_t got = want ? read_mem(pid, a[1], mm, want) : 0;
-		for (size_t i = 0; got > 0 && i < (size_t)got / sizeof(mm[0]); i++)
+		size_t got = read_span(pid, a[1], mm, want);
+		for (size_t i = 0; i < got / sizeof(mm[0]); i++)
 			read_msghdr(pid, &mm[i].msg_hdr, &d[n++]);
 	}
 	/* Keep what is worth recording, packed. */
