@@ -120,6 +120,9 @@ int moat_restrict_compile(struct moat_run *r)
 		 * other destination is refused by the kernel, and recorded. */
 		.record_net = notify && p->net == MOAT_NET_NONE,
 	};
+	/* Which network calls reaching the listener are records (the others
+	 * are denials): the filter's own choice. */
+	r->notify_net_mask = moat_seccomp_net_record_mask(&o);
 	/* The default filter was compiled when moat was built (seccomp.h). */
 	const struct moat_seccomp_baked *b = moat_seccomp_baked_find(&o);
 	if (b && b->len <= ELEMENTSOF(sh->insns)) {
@@ -201,7 +204,7 @@ void moat_restrict_notify(struct moat_run *r)
 	 * loop, and a single exec costs no extra empty poll. Calls whose task died
 	 * meanwhile (-ENOENT) are skipped, at most 64 at once. */
 	for (int i = 0; i < 64; i++) {
-		int k = moat_seccomp_notify_handle_root(r->notify_fd, root, ev);
+		int k = moat_seccomp_notify_handle_net(r->notify_fd, root, r->notify_net_mask, ev);
 		if (k == 0) {
 			record(r, ev);
 			break;

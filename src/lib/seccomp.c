@@ -378,6 +378,20 @@ static bool table_denies_all(const char *name, const char *const *allow, unsigne
 	return false;
 }
 
+/* In MOAT_SECCOMP_NET_* order. */
+static const char *const net_names[] = {"connect", "sendto", "sendmsg", "sendmmsg"};
+
+unsigned moat_seccomp_net_record_mask(const struct moat_seccomp_opts *o)
+{
+	unsigned mask = 0;
+	if (!o || !o->notify || !o->record_net)
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(net_names); i++)
+		if (!in_list(o->deny, o->n_deny, net_names[i]))
+			mask |= 1u << i;
+	return mask;
+}
+
 static void ctx_releasep(scmp_filter_ctx *c)
 {
 	if (*c)
@@ -458,9 +472,9 @@ int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret)
 		 * without an address (send() on a connected socket) stays in the
 		 * kernel; sendmsg/sendmmsg keep theirs in memory the filter cannot
 		 * read. A name the policy denies is answered by its denial. */
-		static const char *const net_names[] = {"connect", "sendto", "sendmsg", "sendmmsg"};
+		unsigned mask = moat_seccomp_net_record_mask(o);
 		for (size_t i = 0; i < ELEMENTSOF(net_names); i++) {
-			if (in_list(o->deny, o->n_deny, net_names[i]))
+			if (!(mask & (1u << i)))
 				continue;
 			int nr = seccomp_syscall_resolve_name(net_names[i]);
 			if (nr < 0)
@@ -1120,6 +1134,8 @@ static bool read_net(pid_t pid, const struct seccomp_data *sd, struct moat_secco
 	struct moat_seccomp_net_dest *d = ev->dests;
 	unsigned n = 0;
 
+	memset(ev->dests, 0, sizeof(ev->dests)); /* 2 KiB: each call starts clean */
+
 	ev->type = MOAT_SECCOMP_EVENT_NET;
 	ev->sock_fd = (int)a[0];
 	if (sd->nr == __NR_connect) {
@@ -1173,7 +1189,23 @@ static bool read_net(pid_t pid, const struct seccomp_data *sd, struct moat_secco
 	return ev->n_dests > 0;
 }
 
+/* The MOAT_SECCOMP_NET_* bit of a syscall number, or -1. */
+static int net_bit(int nr)
+{
+	return nr == __NR_connect     ? MOAT_SECCOMP_NET_CONNECT
+		: nr == __NR_sendto   ? MOAT_SECCOMP_NET_SENDTO
+		: nr == __NR_sendmsg  ? MOAT_SECCOMP_NET_SENDMSG
+		: nr == __NR_sendmmsg ? MOAT_SECCOMP_NET_SENDMMSG
+				      : -1;
+}
+
 int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_seccomp_event *ret_ev)
+{
+	return moat_seccomp_notify_handle_net(notify_fd, root_fd, 0, ret_ev);
+}
+
+int moat_seccomp_notify_handle_net(int notify_fd, int *root_fd, unsigned net_mask,
+				   struct moat_seccomp_event *ret_ev)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
@@ -1209,8 +1241,8 @@ int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_sec
 	memcpy(ev->args, req.data.args, sizeof(ev->args));
 
 	resp = (struct seccomp_notif_resp){.id = req.id};
-	if (req.data.nr == __NR_connect || req.data.nr == __NR_sendto ||
-	    req.data.nr == __NR_sendmsg || req.data.nr == __NR_sendmmsg) {
+	int nb = net_bit(req.data.nr);
+	if (nb >= 0 && (net_mask & (1u << nb))) {
 		/* Only read, never decided here: the call continues and the kernel
 		 * answers it exactly as without the listener. */
 		if (read_net(ev->pid, &req.data, ev)) {

@@ -224,6 +224,24 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
  * exec event fills it (owned by the caller, who closes it). */
 int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_seccomp_event *ret_ev);
 
+/* Which network calls the filter of o sends to the listener as records
+ * (read, then continued): bits 1 << MOAT_SECCOMP_NET_*. A network call that
+ * reaches the listener without its bit (a --deny-syscall connect) is a
+ * denial and answered EPERM, never continued. */
+enum {
+	MOAT_SECCOMP_NET_CONNECT,
+	MOAT_SECCOMP_NET_SENDTO,
+	MOAT_SECCOMP_NET_SENDMSG,
+	MOAT_SECCOMP_NET_SENDMMSG
+};
+unsigned moat_seccomp_net_record_mask(const struct moat_seccomp_opts *o);
+/* Same as moat_seccomp_notify_handle_root, with the network records of
+ * net_mask (moat_seccomp_net_record_mask of the filter's options; the
+ * functions above pass 0: every notification that is not an exec is a
+ * denial). */
+int moat_seccomp_notify_handle_net(int notify_fd, int *root_fd, unsigned net_mask,
+				   struct moat_seccomp_event *ret_ev);
+
 /* ---- doctor ---------------------------------------------------------------- */
 
 struct moat_seccomp_probe {

@@ -473,6 +473,8 @@ static int recv_fd(int sock)
 static bool use_install; /* load through moat_seccomp_export/install */
 static bool use_record_net; /* the --net none network recording rules */
 static bool use_own_netns; /* the child first enters a new user+network namespace */
+static const char *const *use_deny; /* a --deny-syscall list (NULL-terminated) */
+static unsigned use_net_mask; /* what next_event treats as network records */
 
 static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 {
@@ -494,6 +496,9 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 			.notify = true, .record_exec = record_exec, .record_net = use_record_net};
 		scmp_filter_ctx ctx = NULL;
 		int fd = -1;
+		while (use_deny && use_deny[o.n_deny])
+			o.n_deny++;
+		o.deny = use_deny;
 		close(sv[0]);
 		/* Network probes never leave the test: a namespace with only (a
 		 * down) loopback, like the sandbox's with --net none. */
@@ -545,7 +550,7 @@ static int next_event(int fd, struct moat_seccomp_event *ev)
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 100) < 0)
 			return -errno;
-		int r = moat_seccomp_notify_handle(fd, ev);
+		int r = moat_seccomp_notify_handle_net(fd, NULL, use_net_mask, ev);
 		if (r != -EAGAIN)
 			return r;
 	}
@@ -1032,6 +1037,7 @@ static void net_calls(void)
 
 static void expect_net(int fd, struct moat_seccomp_event *ev, const char *sc, unsigned n)
 {
+	memset(ev, 0xff, sizeof(*ev)); /* nothing may depend on a clean buffer */
 	ASSERT_EQ(next_event(fd, ev), 0);
 	ASSERT_EQ(ev->type, MOAT_SECCOMP_EVENT_NET);
 	ASSERT_STREQ(ev->syscall, sc);
@@ -1043,6 +1049,9 @@ TEST(seccomp_notify_net_attempts)
 	static struct moat_seccomp_event ev;
 	int fd = -1;
 	use_record_net = use_own_netns = true;
+	struct moat_seccomp_opts o = {.notify = true, .record_net = true};
+	use_net_mask = moat_seccomp_net_record_mask(&o);
+	ASSERT_EQ(use_net_mask, 0xfu);
 	pid_t pid = start_notified(false, net_calls, &fd);
 
 	expect_net(fd, &ev, "connect", 1);
@@ -1056,6 +1065,8 @@ TEST(seccomp_notify_net_attempts)
 	ASSERT_CONTAINS(ev.exe, "unit-tests");
 
 	expect_net(fd, &ev, "sendto", 1);
+	ASSERT_TRUE(!ev.dests[0].ignored);
+	ASSERT_TRUE(ev.dests[0].has_addr);
 	ASSERT_EQ(ev.dests[0].port, 53);
 	ASSERT_EQ(ev.dests[0].addr[0], 198);
 	ASSERT_STREQ(ev.sock_proto, "UDP");
@@ -1092,6 +1103,45 @@ TEST(seccomp_notify_net_control_without_record_net)
 	ASSERT_EQ(wait_status(pid), 0);
 	ASSERT_EQ(next_event(fd, &ev), -ENOTCONN);
 	close(fd);
+}
+
+static void deny_sendto(void)
+{
+	struct sockaddr_in out = {.sin_family = AF_INET, .sin_port = htons(53)};
+	inet_pton(AF_INET, "198.51.100.1", &out.sin_addr);
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* denied by the list: EPERM from the listener, not continued */
+	if (sendto(u, "x", 1, 0, (struct sockaddr *)&out, sizeof(out)) != -1 || errno != EPERM)
+		_exit(70);
+	/* still a record, continued: the kernel's own ENETUNREACH */
+	if (connect(u, (struct sockaddr *)&out, sizeof(out)) != -1 || errno != ENETUNREACH)
+		_exit(71);
+	_exit(0);
+}
+
+/* A network call the policy denies is a denial, even with network recording:
+ * the listener never continues what the filter meant to refuse. */
+TEST(seccomp_notify_net_denied_by_list_stays_denied)
+{
+	static struct moat_seccomp_event ev;
+	static const char *const deny[] = {"sendto", NULL};
+	int fd = -1;
+	use_record_net = use_own_netns = true;
+	use_deny = deny;
+	struct moat_seccomp_opts o = {
+		.notify = true, .record_net = true, .deny = deny, .n_deny = 1};
+	use_net_mask = moat_seccomp_net_record_mask(&o);
+	ASSERT_EQ(use_net_mask, 0xfu & ~(1u << MOAT_SECCOMP_NET_SENDTO));
+	pid_t pid = start_notified(false, deny_sendto, &fd);
+	ASSERT_EQ(next_event(fd, &ev), 0);
+	ASSERT_EQ(ev.type, MOAT_SECCOMP_EVENT_DENIED);
+	ASSERT_STREQ(ev.syscall, "sendto");
+	expect_net(fd, &ev, "connect", 1);
+	ASSERT_EQ(wait_status(pid), 0);
+	close(fd);
+	/* and without a mask (the old entry points) every network call is a denial */
+	ASSERT_EQ(moat_seccomp_net_record_mask(&(struct moat_seccomp_opts){.record_net = true}),
+		  0u);
 }
 
 /* A caller killed while its connect waits for the listener: no event, no hang. */
