@@ -64,7 +64,7 @@ int moat_netrec_describe(const struct moat_seccomp_event *ev, unsigned i,
 	if (!dns && (!d->has_addr || d->local))
 		return -ENOENT; /* stays inside: loopback, or a connected socket's data */
 	proto_of(ev->sock_proto, ret->proto, sizeof(ret->proto));
-	if (d->has_addr) {
+	if (d->has_addr || d->peer) {
 		const uint8_t *a = d->addr;
 		int fam = d->family;
 		static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};

@@ -83,9 +83,10 @@ int moat_sandbox_send_fd(int sock, int kind, int fd)
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 	memset(&u, 0, sizeof(u));
 	if (fd < 0) {
-		/* A plain message: send() never reaches the seccomp listener
-		 * (network recording watches sendmsg, see moat_sandbox_offer_fd). */
-		while (send(sock, &k, sizeof(k), MSG_NOSIGNAL) < 0)
+		/* A plain message: write() never reaches the seccomp listener, whatever
+		 * the policy denies (network recording watches sendmsg, a
+		 * --deny-syscall may name sendto: moat_sandbox_offer_fd). */
+		while (write(sock, &k, sizeof(k)) < 0)
 			if (errno != EINTR)
 				return negerrno();
 		return 0;
@@ -120,7 +121,7 @@ int moat_sandbox_offer_fd(int sock, int kind, int fd)
 	if ((k = moat_sandbox_send_fd(sock, kind, -1)) < 0 ||
 	    (k = moat_sandbox_send_fd(sock, fd, -1)) < 0)
 		goto out;
-	while ((n = recv(sock, &ack, sizeof(ack), 0)) < 0 && errno == EINTR)
+	while ((n = read(sock, &ack, sizeof(ack))) < 0 && errno == EINTR)
 		;
 	k = n == sizeof(ack) && ack == 1 ? 0 : n == sizeof(ack) ? -EPERM : -EPROTO;
 out:

@@ -1120,6 +1120,69 @@ static void read_sock_proto(pid_t pid, int fd, char *buf, size_t cap)
 	buf[n > 0 ? (size_t)n : 0] = 0;
 }
 
+/* The peer of a connected UDP socket of the caller, for a send without an
+ * address (glibc's resolver connects, then sendmmsg()s): from the caller's
+ * network namespace's /proc/PID/net/udp and udp6, matched by the socket's
+ * inode. Read-only: the supervisor never holds the sandbox's descriptor. At
+ * most 64 KiB of each table is looked at. */
+static void read_udp_peer(pid_t pid, int sock_fd, struct moat_seccomp_net_dest *d)
+{
+	static char buf[65536];
+	char p[64], link[64];
+	unsigned long ino = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)pid, sock_fd);
+	ssize_t n = readlink(p, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = 0;
+	if (sscanf(link, "socket:[%lu]", &ino) != 1)
+		return;
+	for (int v6 = 0; v6 < 2; v6++) {
+		snprintf(p, sizeof(p), "/proc/%d/net/%s", (int)pid, v6 ? "udp6" : "udp");
+		_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		size_t len = 0;
+		while (len < sizeof(buf) - 1) {
+			ssize_t k = read(fd, buf + len, sizeof(buf) - 1 - len);
+			if (k <= 0)
+				break;
+			len += (size_t)k;
+		}
+		buf[len] = 0;
+		for (char *line = strchr(buf, '\n'); line && line[1];
+		     line = strchr(line + 1, '\n')) {
+			char rem[40];
+			unsigned port = 0;
+			unsigned long lino = 0;
+			if (sscanf(line + 1,
+				   " %*u: %*39[0-9A-Fa-f]:%*x %39[0-9A-Fa-f]:%x %*x %*x:%*x %*x:%*x %*x "
+				   "%*u %*u %lu",
+				   rem, &port, &lino) != 3 ||
+			    lino != ino)
+				continue;
+			size_t words = strlen(rem) / 8;
+			if (words != (v6 ? 4u : 1u) || strlen(rem) % 8 || port > 0xffff)
+				return;
+			for (size_t w = 0; w < words; w++) {
+				char h[9];
+				memcpy(h, rem + 8 * w, 8);
+				h[8] = 0;
+				/* the kernel prints each 32-bit word of the address as
+				 * stored, with %08X */
+				uint32_t v = (uint32_t)strtoul(h, NULL, 16);
+				memcpy(d->addr + 4 * w, &v, 4);
+			}
+			d->family = v6 ? AF_INET6 : AF_INET;
+			d->port = (uint16_t)port;
+			d->local = moat_seccomp_addr_local(d->family, d->addr);
+			d->peer = true;
+			return;
+		}
+	}
+}
+
 #ifndef MSG_FASTOPEN
 #define MSG_FASTOPEN 0x20000000
 #endif
@@ -1181,6 +1244,10 @@ static bool read_net(pid_t pid, const struct seccomp_data *sd, struct moat_secco
 		for (unsigned i = 0; i < kept; i++)
 			if (d[i].has_addr)
 				d[i].ignored = true;
+	bool udp = startswith(ev->sock_proto, "UDP");
+	for (unsigned i = 0; i < kept; i++)
+		if (!d[i].has_addr && udp)
+			read_udp_peer(pid, ev->sock_fd, &d[i]);
 	unsigned live = 0;
 	for (unsigned i = 0; i < kept; i++)
 		live += !d[i].ignored;

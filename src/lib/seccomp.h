@@ -137,6 +137,7 @@ enum moat_seccomp_event_type {
  * from the sandbox: decode with care). */
 struct moat_seccomp_net_dest {
 	bool has_addr; /* an address was passed (else the socket's own peer is used) */
+	bool peer; /* no address passed: family/addr/port are the connected peer's */
 	bool ignored; /* the kernel does not use this address (stream socket, no MSG_FASTOPEN) */
 	bool local; /* loopback or unspecified: stays inside the sandbox's network */
 	uint16_t family; /* sa_family as passed: AF_INET, AF_INET6, AF_UNIX…; 0 unknown */

@@ -35,6 +35,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <sys/un.h>
+#include <net/if.h>
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -504,6 +505,16 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 		 * down) loopback, like the sandbox's with --net none. */
 		if (use_own_netns && unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
 			_exit(93);
+		if (use_own_netns) { /* lo up, as in the sandbox */
+			struct ifreq ifr = {.ifr_name = "lo"};
+			int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+				_exit(95);
+			ifr.ifr_flags |= IFF_UP;
+			if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+				_exit(96);
+			close(s);
+		}
 		if (use_install) {
 			if (moat_seccomp_install(&prog, &fd) < 0 || fd < 0)
 				_exit(92);
@@ -514,8 +525,8 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 			/* sendmsg now goes to the listener itself: the parent takes
 			 * it with pidfd_getfd, as moat does (sandbox.c) */
 			char ack = 0;
-			if (send(sv[1], &fd, sizeof(fd), 0) != sizeof(fd) ||
-			    recv(sv[1], &ack, 1, 0) != 1)
+			if (write(sv[1], &fd, sizeof(fd)) != sizeof(fd) ||
+			    read(sv[1], &ack, 1) != 1)
 				_exit(94);
 		} else {
 			send_fd(sv[1], fd);
@@ -1032,6 +1043,13 @@ static void net_calls(void)
 			     .msg_iov = (void *)BAD,
 			     .msg_iovlen = 1};
 	(void)!sendmsg(u, &bad, MSG_DONTWAIT);
+	/* 9: glibc's resolver: connect to the resolver, then send without an
+	 * address; the destination is the socket's peer */
+	int r = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (connect(r, (struct sockaddr *)&lo, sizeof(lo)) < 0) /* 10: loopback, nothing */
+		_exit(64);
+	struct msghdr mq = {.msg_iov = &iov, .msg_iovlen = 1};
+	(void)!sendmsg(r, &mq, MSG_DONTWAIT);
 	_exit(0);
 }
 
@@ -1086,6 +1104,15 @@ TEST(seccomp_notify_net_attempts)
 	expect_net(fd, &ev, "sendmsg", 0); /* loopback, not DNS */
 	expect_net(fd, &ev, "sendto", 0); /* TCP ignores the address */
 	expect_net(fd, &ev, "sendmsg", 0); /* hostile msghdr: read nothing, no crash */
+	expect_net(fd, &ev, "connect", 0); /* to the loopback resolver */
+	expect_net(fd, &ev, "sendmsg", 1); /* the query on the connected socket */
+	ASSERT_TRUE(!ev.dests[0].has_addr);
+	ASSERT_TRUE(ev.dests[0].peer);
+	ASSERT_EQ(ev.dests[0].family, AF_INET);
+	ASSERT_EQ(ev.dests[0].port, 53);
+	ASSERT_EQ(ev.dests[0].addr[0], 127);
+	ASSERT_EQ(ev.dests[0].addr[3], 1);
+	ASSERT_TRUE(ev.dests[0].local);
 	ASSERT_EQ(wait_status(pid), 0);
 	ASSERT_EQ(next_event(fd, &ev), -ENOTCONN);
 	close(fd);
