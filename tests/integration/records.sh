@@ -128,7 +128,7 @@ except OSError:
 print("done")'
 	assert_contains "$(cat local.out)" "udp b'one' b'two' b'three'"
 	assert_contains "$(cat local.out)" "unix b'dg'"
-	assert_contains "$(cat local.out)" done
+	assert_contains "$(cat local.out)" "done"
 	assert_eq 0 "$(count net local.jsonl)" "net events"
 	assert_not_contains "$(cat local.err)" "tried the network"
 }
@@ -148,12 +148,39 @@ for i in range(300):
     except OSError: pass
     s.close()
 print("done")'
-	assert_contains "$(cat flood.out)" done
+	assert_contains "$(cat flood.out)" "done"
 	assert_eq 1 "$(count net flood.jsonl '"addr":"192.0.2.9"')" "events for the repeated destination"
 	assert_eq 256 "$(count net flood.jsonl)" "net events (capped)"
 	assert_eq 1 "$(count limit flood.jsonl '"what":"net_records"')" "limit events"
 	assert_contains "$(cat flood.err)" "tried the network 600 time(s)"
 	assert_contains "$(cat flood.err)" "denied 300x 192.0.2.9:9/udp"
+}
+
+# Variants: TCP Fast Open (sendto with MSG_FASTOPEN: Landlock's connect rule
+# does not see it, the missing route refuses it), IPv6 and v4-mapped IPv6,
+# connect on a UDP socket, sendmsg with an address.
+t_variants_recorded() {
+	need_py
+	nrun var 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+try: s.sendto(b"GET / HTTP/1.0\r\n\r\n", socket.MSG_FASTOPEN, ("192.0.2.33", 80))
+except OSError as e: print("tfo", e.errno)
+s6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+try: s6.connect(("::ffff:192.0.2.44", 443))
+except OSError as e: print("mapped", e.errno)
+u6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+try: u6.connect(("2001:db8::1", 443))
+except OSError as e: print("v6", e.errno)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try: u.sendmsg([b"x"], [], 0, ("203.0.113.5", 123))
+except OSError as e: print("sendmsg", e.errno)'
+	assert_contains "$(cat var.out)" "tfo 101"
+	assert_eq 4 "$(count net var.jsonl)" "net events"
+	assert_eq 1 "$(count net var.jsonl '"proto":"tcp","host":null,"addr":"192.0.2.33","port":80')" "TFO"
+	assert_eq 1 "$(count net var.jsonl '"addr":"192.0.2.44","port":443')" "v4-mapped"
+	assert_eq 1 "$(count net var.jsonl '"proto":"udp","host":null,"addr":"2001:db8::1","port":443')" "IPv6 UDP connect"
+	assert_eq 1 "$(count net var.jsonl '"addr":"203.0.113.5","port":123')" "sendmsg"
+	assert_contains "$(cat var.err)" "--allow-cidr 2001:db8::1/128"
 }
 
 # Positive control: the same probes, outside moat in a namespace with only
@@ -184,8 +211,8 @@ try: fcntl.ioctl(0, 0x5412, b"x")
 except OSError: pass
 libc = ctypes.CDLL(None, use_errno=True)
 print("unshare", libc.unshare(0x10000000), os.getpid(), os.getppid())'
-	local ev pid ppid
-	read -r _ _ pid ppid < <(grep unshare sys.out)
+	local ev pid
+	read -r _ _ pid _ < <(grep unshare sys.out)
 	[ -n "$pid" ] || fail "no output: $(cat sys.out sys.err)"
 	ev=$(grep '"type":"syscall","name":"ioctl"' sys.jsonl)
 	assert_contains "$ev" '"request":21522,"request_name":"TIOCSTI"'
@@ -211,6 +238,7 @@ run_test udp_sendto_recorded t_udp_sendto_recorded
 run_test dns_lookup_recorded_with_name t_dns_lookup_recorded_with_name
 run_test loopback_and_unix_not_recorded t_loopback_and_unix_not_recorded
 run_test flood_aggregated t_flood_aggregated
+run_test variants_recorded t_variants_recorded
 run_test control_probes_attempt_outside t_control_probes_attempt_outside
 run_test denied_syscall_arguments t_denied_syscall_arguments
 t_done
