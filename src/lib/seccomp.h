@@ -210,7 +210,10 @@ bool moat_seccomp_addr_local(int family, const uint8_t *addr); /* 4 or 16 bytes 
 const char *moat_seccomp_event_arg(const struct moat_seccomp_event *ev, unsigned i);
 
 /* Receive, decode and answer ONE notification; call it when notify_fd is
- * readable. DENIED calls are answered with -err; exec calls with
+ * readable. DENIED calls are answered with -err; network records (NET, only
+ * through moat_seccomp_notify_handle_net) with
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE, after their destination was read; exec
+ * calls with
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE after their path/argv/cwd were read and the
  * notification id was checked still valid (records, does not enforce: the
  * target could change the memory after the read). Returns 0 with *ret_ev
