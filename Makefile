@@ -58,9 +58,10 @@ PROBE_SRCS := $(wildcard tests/redteam/probes/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o) $(O)/gen/seccomp_baked.o
 # What only --net allow uses; the rule parsers and the decision engine
 # (addr.c, hostmatch.c, decide.c) stay in the core: rules are checked before
-# clone, the plugin is loaded after it.
+# clone, the plugin is loaded after it. So does the DNS query parser (dns.c):
+# --net none names the queries it records (netrec.c).
 NET_SRCS := src/lib/net_plugin.c src/lib/supervise_net.c \
-	$(filter-out src/proxy/addr.c src/proxy/hostmatch.c src/proxy/decide.c,$(wildcard src/proxy/*.c))
+	$(filter-out src/proxy/addr.c src/proxy/hostmatch.c src/proxy/decide.c src/proxy/dns.c,$(wildcard src/proxy/*.c))
 NET_PIC_OBJS := $(NET_SRCS:%.c=$(O)/pic/%.o)
 # The nftables part, loaded by the sandbox init's network child.
 NFT_SRCS := src/lib/nft_plugin.c src/lib/netns.c src/lib/netns_send.c

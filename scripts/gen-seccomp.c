@@ -2,7 +2,7 @@
 /*
  * Build-time generator of the default seccomp programs (issue 9): compiles
  * the filter of a policy without allow or deny lists, for each combination of
- * notify and exec recording, with libseccomp exactly as a run would
+ * notify, exec recording and network recording, with libseccomp exactly as a run would
  * (moat_seccomp_build + moat_seccomp_export), and prints them as C arrays for
  * moat_seccomp_baked_find(). A run with such a policy then copies a program
  * instead of spending ~1 ms of CPU in libseccomp. tests/unit/test_seccomp.c
@@ -12,6 +12,7 @@
  */
 #include <linux/filter.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "lib/seccomp.h"
@@ -29,36 +30,40 @@ int main(void)
 	       " * the default seccomp programs. Do not edit. */\n"
 	       "#include <linux/filter.h>\n\n#include \"lib/seccomp.h\"\n\n",
 	       v->major, v->minor, v->micro);
-	for (int notify = 0; notify <= 1; notify++)
-		for (int rec = 0; rec <= notify; rec++) {
-			struct moat_seccomp_opts o = {.notify = notify, .record_exec = rec};
-			struct moat_seccomp_prog p = {0};
-			scmp_filter_ctx ctx = NULL;
-			int k = moat_seccomp_build(&o, &ctx);
-			if (k >= 0)
-				k = moat_seccomp_export(ctx, notify, &p);
-			seccomp_release(ctx);
-			if (k < 0) {
-				fprintf(stderr,
-					"gen-seccomp: cannot compile (notify %d, record_exec %d): %d\n",
-					notify, rec, k);
-				return 1;
-			}
-			printf("static const struct sock_filter prog%u[%u] = {\n", n, p.len);
-			for (unsigned i = 0; i < p.len; i++)
-				printf("\t{0x%04x, %u, %u, 0x%08x},\n", p.insns[i].code,
-				       p.insns[i].jt, p.insns[i].jf, p.insns[i].k);
-			printf("};\n\n");
-			moat_seccomp_prog_done(&p);
-			n++;
+	/* (notify, record_exec, record_net): exec and network recording exist
+	 * only with notification. */
+	static const bool combos[][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {1, 1, 1}};
+	for (size_t c = 0; c < sizeof(combos) / sizeof(combos[0]); c++) {
+		struct moat_seccomp_opts o = {.notify = combos[c][0],
+					      .record_exec = combos[c][1],
+					      .record_net = combos[c][2]};
+		struct moat_seccomp_prog p = {0};
+		scmp_filter_ctx ctx = NULL;
+		int k = moat_seccomp_build(&o, &ctx);
+		if (k >= 0)
+			k = moat_seccomp_export(ctx, o.notify, &p);
+		seccomp_release(ctx);
+		if (k < 0) {
+			fprintf(stderr,
+				"gen-seccomp: cannot compile (notify %d, record_exec %d, "
+				"record_net %d): %d\n",
+				o.notify, o.record_exec, o.record_net, k);
+			return 1;
 		}
+		printf("static const struct sock_filter prog%u[%u] = {\n", n, p.len);
+		for (unsigned i = 0; i < p.len; i++)
+			printf("\t{0x%04x, %u, %u, 0x%08x},\n", p.insns[i].code, p.insns[i].jt,
+			       p.insns[i].jf, p.insns[i].k);
+		printf("};\n\n");
+		moat_seccomp_prog_done(&p);
+		n++;
+	}
 	printf("const struct moat_seccomp_baked moat_seccomp_baked[] = {\n");
-	n = 0;
-	for (int notify = 0; notify <= 1; notify++)
-		for (int rec = 0; rec <= notify; rec++, n++)
-			printf("\t{.notify = %s, .record_exec = %s, .insns = prog%u, .len = "
-			       "sizeof(prog%u) / sizeof(prog%u[0])},\n",
-			       notify ? "true" : "false", rec ? "true" : "false", n, n, n);
+	for (unsigned i = 0; i < n; i++)
+		printf("\t{.notify = %s, .record_exec = %s, .record_net = %s, .insns = prog%u, "
+		       ".len = sizeof(prog%u) / sizeof(prog%u[0])},\n",
+		       combos[i][0] ? "true" : "false", combos[i][1] ? "true" : "false",
+		       combos[i][2] ? "true" : "false", i, i, i);
 	printf("};\nconst unsigned moat_seccomp_n_baked = %u;\n", n);
 	return 0;
 }

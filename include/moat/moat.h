@@ -115,6 +115,9 @@ struct moat_status {
 	/* the most denied network destinations, one a line:
 	 * "COUNT DESTINATION\tNARROW-RULE" (rule may be empty), "" if none */
 	char net_top_denied[1024];
+	/* --net none: network attempts the kernel refused, as recorded by the
+	 * seccomp listener (also counted in net_denied) */
+	uint64_t net_none_attempts;
 };
 
 const char *moat_reason_name(enum moat_reason r);

@@ -73,7 +73,12 @@ static void summary(const struct moat_status *st)
 			(unsigned long long)st->output_skipped);
 	if (st->output_error[0])
 		fprintf(stderr, "moat: %s\n", st->output_error);
-	if (st->net_allowed || st->net_denied)
+	if (st->net_none_attempts)
+		fprintf(stderr,
+			"moat: network: the command tried the network %llu time(s); --net none "
+			"refused it (no packet left the sandbox). To allow a destination:\n",
+			(unsigned long long)st->net_none_attempts);
+	else if (st->net_allowed || st->net_denied)
 		fprintf(stderr, "moat: network: %llu allowed, %llu denied\n",
 			(unsigned long long)st->net_allowed, (unsigned long long)st->net_denied);
 	print_top_denied(st->net_top_denied);

@@ -311,6 +311,47 @@ void moat_observe_limit(struct moat_run *r, const char *what)
 	MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"), MOAT_F_STR("what", what));
 }
 
+/* A denied call: its raw arguments, the ones that say what it tried decoded
+ * (request, family, flags…: moat_seccomp_describe_args), who made it. */
+static void write_denied(struct moat_audit *a, const struct moat_seccomp_event *ev)
+{
+	struct moat_seccomp_arg d[MOAT_SECCOMP_MAX_DESCRIBED];
+	char names[MOAT_SECCOMP_DESCRIBE_BUF], hex[6][24];
+	const char *args[7];
+	/* decoded value + symbolic name per argument, e.g. "request" and "request_name" */
+	struct moat_audit_field f[12 + 2 * MOAT_SECCOMP_MAX_DESCRIBED];
+	char name_keys[MOAT_SECCOMP_MAX_DESCRIBED][40];
+	size_t n = 0;
+
+	for (int i = 0; i < 6; i++) {
+		snprintf(hex[i], sizeof(hex[i]), "0x%llx", (unsigned long long)ev->args[i]);
+		args[i] = hex[i];
+	}
+	args[6] = NULL;
+	unsigned nd = moat_seccomp_describe_args(ev->syscall, ev->args, d, names);
+	f[n++] = (struct moat_audit_field)MOAT_F_STR("name", ev->syscall);
+	f[n++] = (struct moat_audit_field)MOAT_F_INT("nr", ev->nr);
+	f[n++] = (struct moat_audit_field)MOAT_F_STRVN("args", args, 6);
+	for (unsigned i = 0; i < nd; i++) {
+		f[n++] = (struct moat_audit_field)MOAT_F_UINT(d[i].key, d[i].value);
+		if (d[i].name) {
+			snprintf(name_keys[i], sizeof(name_keys[i]), "%s_name", d[i].key);
+			f[n++] = (struct moat_audit_field)MOAT_F_STR(name_keys[i], d[i].name);
+		}
+	}
+	f[n++] = (struct moat_audit_field)MOAT_F_INT("pid", ev->pid);
+	f[n++] = (struct moat_audit_field)MOAT_F_INT("ppid", ev->ppid);
+	f[n++] = (struct moat_audit_field)MOAT_F_STR("errno", strerrorname_np(ev->err));
+	f[n++] = (struct moat_audit_field)MOAT_F_STR("exe", ev->exe);
+	f[n++] = (struct moat_audit_field)MOAT_F_STR("cwd", ev->cwd);
+	f[n++] = (struct moat_audit_field)MOAT_F_STR("layer", "seccomp");
+	f[n++] = (struct moat_audit_field)MOAT_F_DENIED;
+	moat_audit_event(a, MOAT_EV_SYSCALL, f, n);
+	MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "syscall_denied"),
+		   MOAT_F_STR("name", ev->syscall), MOAT_F_INT("pid", ev->pid),
+		   MOAT_F_STR("exe", ev->exe));
+}
+
 void moat_observe_seccomp(struct moat_run *r, const struct moat_seccomp_event *ev)
 {
 	struct moat_audit *a = moat_run_audit(r);
@@ -320,14 +361,7 @@ void moat_observe_seccomp(struct moat_run *r, const struct moat_seccomp_event *e
 	if (!a)
 		return;
 	if (ev->type == MOAT_SECCOMP_EVENT_DENIED) {
-		MOAT_AUDIT(a, MOAT_EV_SYSCALL, MOAT_F_STR("name", ev->syscall),
-			   MOAT_F_INT("nr", ev->nr), MOAT_F_INT("pid", ev->pid),
-			   MOAT_F_STR("errno", strerrorname_np(ev->err)),
-			   MOAT_F_STR("exe", ev->exe), MOAT_F_STR("layer", "seccomp"),
-			   MOAT_F_DENIED);
-		MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "syscall_denied"),
-			   MOAT_F_STR("name", ev->syscall), MOAT_F_INT("pid", ev->pid),
-			   MOAT_F_STR("exe", ev->exe));
+		write_denied(a, ev);
 		return;
 	}
 	if (ev->missing)

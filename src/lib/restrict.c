@@ -11,7 +11,9 @@
 
 #include "lib/errors.h"
 #include "lib/landlock.h"
+#include "lib/netrec.h"
 #include "lib/observe.h"
+#include "lib/policy.h"
 #include "lib/run.h"
 #include "lib/seccomp.h"
 #include "shared/macro.h"
@@ -114,7 +116,13 @@ int moat_restrict_compile(struct moat_run *r)
 		.n_deny = p->n_deny_syscalls,
 		.notify = notify,
 		.record_exec = notify && p->record_exec,
+		/* Only loopback exists in the sandbox's network namespace: every
+		 * other destination is refused by the kernel, and recorded. */
+		.record_net = notify && p->net == MOAT_NET_NONE,
 	};
+	/* Which network calls reaching the listener are records (the others
+	 * are denials): the filter's own choice. */
+	r->notify_net_mask = moat_seccomp_net_record_mask(&o);
 	/* The default filter was compiled when moat was built (seccomp.h). */
 	const struct moat_seccomp_baked *b = moat_seccomp_baked_find(&o);
 	if (b && b->len <= ELEMENTSOF(sh->insns)) {
@@ -150,6 +158,16 @@ int moat_restrict_prepare(struct moat_run *r)
 /* One event into the run's records. The audit stream hooks in here. */
 static void record(struct moat_run *r, const struct moat_seccomp_event *ev)
 {
+	if (ev->type == MOAT_SECCOMP_EVENT_NET) {
+		if (!ev->n_dests)
+			return; /* AF_UNIX, loopback: nothing left the sandbox's reach */
+		if (!r->netrec && !(r->netrec = moat_netrec_new()))
+			return;
+		unsigned k = moat_netrec_record(r->netrec, moat_run_audit(r), ev);
+		r->st->net_denied += k;
+		r->st->net_none_attempts += k;
+		return;
+	}
 	if (ev->type == MOAT_SECCOMP_EVENT_DENIED)
 		r->st->denied_syscalls++;
 	else if (!ev->missing) /* PATH search steps are not executions */
@@ -186,7 +204,7 @@ void moat_restrict_notify(struct moat_run *r)
 	 * loop, and a single exec costs no extra empty poll. Calls whose task died
 	 * meanwhile (-ENOENT) are skipped, at most 64 at once. */
 	for (int i = 0; i < 64; i++) {
-		int k = moat_seccomp_notify_handle_root(r->notify_fd, root, ev);
+		int k = moat_seccomp_notify_handle_net(r->notify_fd, root, r->notify_net_mask, ev);
 		if (k == 0) {
 			record(r, ev);
 			break;
@@ -201,8 +219,18 @@ void moat_restrict_notify(struct moat_run *r)
 	}
 }
 
+void moat_restrict_finish(struct moat_run *r)
+{
+	/* --net none: the summary's "tried the network" list (with --net allow
+	 * the proxy's records fill it, supervise_net.c) */
+	if (r->netrec && !r->st->net_top_denied[0])
+		moat_netrec_top(r->netrec, r->st->net_top_denied, sizeof(r->st->net_top_denied));
+}
+
 void moat_restrict_teardown(struct moat_run *r)
 {
+	moat_restrict_finish(r);
+	r->netrec = moat_netrec_free(r->netrec);
 	free(r->notify_ev);
 	r->notify_ev = NULL;
 	safe_close(r->notify_root_fd);

@@ -24,6 +24,9 @@ int moat_restrict_compile(struct moat_run *r);
 int moat_restrict_prepare(struct moat_run *r);
 /* Answer every pending notification (non-blocking). */
 void moat_restrict_notify(struct moat_run *r);
+/* After the run: the network attempts into the status (summary). Also done
+ * by teardown. */
+void moat_restrict_finish(struct moat_run *r);
 /* Free what prepare made. Safe to call twice. */
 void moat_restrict_teardown(struct moat_run *r);
 

@@ -57,6 +57,8 @@ struct moat_run {
 	 * (-1 until the first exec), and the event buffer */
 	int notify_root_fd;
 	struct moat_seccomp_event *notify_ev;
+	struct moat_netrec *netrec; /* --net none: network attempts (netrec.c) */
+	unsigned notify_net_mask; /* moat_seccomp_net_record_mask() of the filter */
 
 	/* pty relay (host side) */
 	int tty_in, tty_out; /* host fds relayed to/from the pty master, -1 if none */

@@ -84,7 +84,16 @@ int moat_sandbox_send_fd(int sock, int kind, int fd)
 	struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 	memset(&u, 0, sizeof(u));
-	if (fd >= 0) {
+	if (fd < 0) {
+		/* A plain message: write() never reaches the seccomp listener, whatever
+		 * the policy denies (network recording watches sendmsg, a
+		 * --deny-syscall may name sendto: moat_sandbox_offer_fd). */
+		while (write(sock, &k, sizeof(k)) < 0)
+			if (errno != EINTR)
+				return negerrno();
+		return 0;
+	}
+	{
 		m.msg_control = u.buf;
 		m.msg_controllen = sizeof(u.buf);
 		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
@@ -97,6 +106,30 @@ int moat_sandbox_send_fd(int sock, int kind, int fd)
 		if (errno != EINTR)
 			return negerrno();
 	return 0;
+}
+
+int moat_sandbox_offer_fd(int sock, int kind, int fd)
+{
+	int32_t ack = 0;
+	ssize_t n;
+	int k;
+
+	/* moat takes the fd with pidfd_getfd(): it needs ptrace access, which an
+	 * unprivileged moat has to a dumpable process of its own uid only. The
+	 * init is dumpable for the few calls until the answer; nothing else runs
+	 * in the sandbox yet. */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return negerrno();
+	if ((k = moat_sandbox_send_fd(sock, kind, -1)) < 0 ||
+	    (k = moat_sandbox_send_fd(sock, fd, -1)) < 0)
+		goto out;
+	while ((n = read(sock, &ack, sizeof(ack))) < 0 && errno == EINTR)
+		;
+	k = n == sizeof(ack) && ack == 1 ? 0 : n == sizeof(ack) ? -EPERM : -EPROTO;
+out:
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 && k >= 0)
+		k = negerrno();
+	return k;
 }
 
 int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd)
@@ -1153,9 +1186,12 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	if (moat_hook_restrict(sb, &notify_fd) < 0)
 		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
 	if (notify_fd >= 0) {
-		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY, notify_fd) < 0)
-			die(MOAT_STAGE_SECCOMP, errno, -1,
-			    "cannot hand the seccomp listener to moat");
+		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
+		 * very listener, which nobody would serve yet. */
+		int k = moat_sandbox_offer_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, notify_fd);
+		if (k < 0)
+			die(MOAT_STAGE_SECCOMP, -k, -1,
+			    "moat could not take the seccomp listener (pidfd_getfd)");
 		close(notify_fd);
 	}
 	moat_test_stall("init-restricted");

@@ -51,6 +51,9 @@ enum moat_fd_kind {
 	MOAT_FD_PTY = 2, /* the pty master from the sandbox's own devpts */
 	MOAT_FD_NOTIFY = 3, /* the seccomp user-notification listener */
 	MOAT_FD_UPPER = 4, /* the overlay upper dir of the workspace */
+	/* the seccomp listener, taken by moat with pidfd_getfd: the next message
+	 * is its fd number in the init, moat answers 1 (taken) or 0 */
+	MOAT_FD_NOTIFY_TAKE = 5,
 	MOAT_FD_NET = 16, /* 16..22: the network listeners, struct moat_netns_fds order */
 	MOAT_FD_DONE = 99, /* no more fds follow */
 };
@@ -145,3 +148,5 @@ const char *moat_setup_stage_name(enum moat_setup_stage s);
 /* Send / receive one fd with a kind tag over a unix socket. */
 int moat_sandbox_send_fd(int sock, int kind, int fd);
 int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd);
+/* The init's side of MOAT_FD_NOTIFY_TAKE: announce fd, wait until moat took it. */
+int moat_sandbox_offer_fd(int sock, int kind, int fd);

@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "shared/macro.h"
@@ -373,6 +375,20 @@ static bool table_denies_all(const char *name, const char *const *allow, unsigne
 	return false;
 }
 
+/* In MOAT_SECCOMP_NET_* order. */
+static const char *const net_names[] = {"connect", "sendto", "sendmsg", "sendmmsg"};
+
+unsigned moat_seccomp_net_record_mask(const struct moat_seccomp_opts *o)
+{
+	unsigned mask = 0;
+	if (!o || !o->notify || !o->record_net)
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(net_names); i++)
+		if (!in_list(o->deny, o->n_deny, net_names[i]))
+			mask |= 1u << i;
+	return mask;
+}
+
 static void ctx_releasep(scmp_filter_ctx *c)
 {
 	if (*c)
@@ -447,6 +463,27 @@ int moat_seccomp_build(const struct moat_seccomp_opts *o, scmp_filter_ctx *ret)
 				return r;
 		}
 	}
+	if (o->notify && o->record_net) {
+		/* Network calls that may name a destination: read, then continued
+		 * (the kernel decides; --net none refuses all but loopback). sendto
+		 * without an address (send() on a connected socket) stays in the
+		 * kernel; sendmsg/sendmmsg keep theirs in memory the filter cannot
+		 * read. A name the policy denies is answered by its denial. */
+		unsigned mask = moat_seccomp_net_record_mask(o);
+		for (size_t i = 0; i < ELEMENTSOF(net_names); i++) {
+			if (!(mask & (1u << i)))
+				continue;
+			int nr = seccomp_syscall_resolve_name(net_names[i]);
+			if (nr < 0)
+				return -EOPNOTSUPP;
+			if (streq(net_names[i], "sendto"))
+				r = add1(ctx, SCMP_ACT_NOTIFY, nr, SCMP_A4(SCMP_CMP_NE, 0));
+			else
+				r = add(ctx, SCMP_ACT_NOTIFY, nr, 0, NULL);
+			if (r < 0)
+				return r;
+		}
+	}
 	*ret = TAKE_PTR(ctx);
 	return 0;
 }
@@ -510,6 +547,7 @@ const struct moat_seccomp_baked *moat_seccomp_baked_find(const struct moat_secco
 	for (unsigned i = 0; i < moat_seccomp_n_baked; i++)
 		if (moat_seccomp_baked[i].notify == o->notify &&
 		    moat_seccomp_baked[i].record_exec == o->record_exec &&
+		    moat_seccomp_baked[i].record_net == (o->notify && o->record_net) &&
 		    moat_seccomp_baked[i].len)
 			return &moat_seccomp_baked[i];
 	return NULL;
@@ -755,7 +793,272 @@ static bool exec_path_missing(pid_t pid, const int *root_fd, int dirfd, const ch
 	return missing;
 }
 
+/* ---- network calls (record_net) --------------------------------------------- */
+
+bool moat_seccomp_addr_local(int family, const uint8_t *addr)
+{
+	static const uint8_t zero[16], mapped[12] = {[10] = 0xff, [11] = 0xff};
+	if (family == AF_INET)
+		return addr[0] == 127 || memcmp(addr, zero, 4) == 0;
+	if (family != AF_INET6)
+		return false;
+	if (memcmp(addr, zero, 15) == 0 && (addr[15] == 0 || addr[15] == 1))
+		return true; /* :: and ::1 */
+	if (memcmp(addr, mapped, 12) == 0) /* ::ffff:a.b.c.d */
+		return addr[12] == 127 || memcmp(addr + 12, zero, 4) == 0;
+	return false;
+}
+
+/* Up to len bytes at addr, page by page (a small struct may cross into the
+ * next page: two reads at most for what is read here). Returns the bytes read. */
+static size_t read_span(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read_mem(pid, addr + got, (uint8_t *)buf + got, len - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+/* The kernel reads at most this much of a socket address. */
+#define SOCKADDR_MAX 128
+
+/* Decode a socket address of `len` bytes at addr in the caller's memory. */
+static void read_sockaddr(pid_t pid, uint64_t addr, uint64_t len, struct moat_seccomp_net_dest *d)
+{
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+		uint8_t raw[sizeof(struct sockaddr_in6)];
+	} u;
+	memset(&u, 0, sizeof(u));
+	d->has_addr = true;
+	if (!addr || len < sizeof(sa_family_t) || len > SOCKADDR_MAX)
+		return; /* the kernel refuses it (EFAULT/EINVAL): family stays 0 */
+	size_t want = MIN((size_t)len, sizeof(u));
+	if (read_span(pid, addr, u.raw, want) != want)
+		return;
+	d->family = u.sa.sa_family;
+	if (d->family == AF_INET && len >= sizeof(u.in)) {
+		memcpy(d->addr, &u.in.sin_addr, 4);
+		d->port = ntohs(u.in.sin_port);
+	} else if (d->family == AF_INET6 && len >= 24) { /* SIN6_LEN_RFC2133 */
+		memcpy(d->addr, &u.in6.sin6_addr, 16);
+		d->port = ntohs(u.in6.sin6_port);
+	} else if (d->family == AF_INET || d->family == AF_INET6) {
+		d->family = 0; /* too short: EINVAL, nothing is sent */
+		return;
+	}
+	if (d->family == AF_INET || d->family == AF_INET6)
+		d->local = moat_seccomp_addr_local(d->family, d->addr);
+}
+
+static void read_payload(pid_t pid, uint64_t buf, uint64_t len, struct moat_seccomp_net_dest *d)
+{
+	size_t want = (size_t)MIN(len, (uint64_t)sizeof(d->payload));
+	d->payload_len = buf ? (uint16_t)read_span(pid, buf, d->payload, want) : 0;
+}
+
+/* One struct msghdr of the caller: its address and first buffer. */
+static void read_msghdr(pid_t pid, const struct msghdr *m, struct moat_seccomp_net_dest *d)
+{
+	if (m->msg_name)
+		read_sockaddr(pid, (uintptr_t)m->msg_name, m->msg_namelen, d);
+	if (m->msg_iov && m->msg_iovlen > 0) {
+		struct iovec iov;
+		if (read_span(pid, (uintptr_t)m->msg_iov, &iov, sizeof(iov)) == sizeof(iov))
+			read_payload(pid, (uintptr_t)iov.iov_base, iov.iov_len, d);
+	}
+}
+
+/* Could this be a DNS query? A header-only gate (12 bytes: QR clear,
+ * QDCOUNT 1, no answers) that keeps AF_UNIX traffic from costing more
+ * look-ups; the full parse happens when the event is recorded. */
+static bool dns_like(const struct moat_seccomp_net_dest *d)
+{
+	const uint8_t *p = d->payload;
+	return d->payload_len >= 17 && !(p[2] & 0x80) && p[4] == 0 && p[5] == 1 && p[6] == 0 &&
+		p[7] == 0 && p[8] == 0 && p[9] == 0;
+}
+
+/* Worth recording: an address outside the sandbox, or a DNS query (to a
+ * resolver on loopback as well: in --net none no resolver answers). */
+static bool dest_interesting(const struct moat_seccomp_net_dest *d)
+{
+	if (d->has_addr && d->family != AF_INET && d->family != AF_INET6)
+		return false; /* AF_UNIX, AF_NETLINK, AF_UNSPEC (disconnect), unreadable */
+	if (d->has_addr && !d->local)
+		return true;
+	return dns_like(d);
+}
+
+/* The socket's protocol name, from the socket inode's xattr: no copy of the
+ * sandbox's descriptor is ever held by the supervisor. */
+static void read_sock_proto(pid_t pid, int fd, char *buf, size_t cap)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)pid, fd);
+	ssize_t n = getxattr(p, "system.sockprotoname", buf, cap - 1);
+	buf[n > 0 ? (size_t)n : 0] = 0;
+}
+
+/* The peer of a connected UDP socket of the caller, for a send without an
+ * address (glibc's resolver connects, then sendmmsg()s): from the caller's
+ * network namespace's /proc/PID/net/udp and udp6, matched by the socket's
+ * inode. Read-only: the supervisor never holds the sandbox's descriptor. At
+ * most 64 KiB of each table is looked at. */
+static void read_udp_peer(pid_t pid, int sock_fd, struct moat_seccomp_net_dest *d)
+{
+	static char buf[65536];
+	char p[64], link[64];
+	unsigned long ino = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd/%d", (int)pid, sock_fd);
+	ssize_t n = readlink(p, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = 0;
+	if (sscanf(link, "socket:[%lu]", &ino) != 1)
+		return;
+	for (int v6 = 0; v6 < 2; v6++) {
+		snprintf(p, sizeof(p), "/proc/%d/net/%s", (int)pid, v6 ? "udp6" : "udp");
+		_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		size_t len = 0;
+		while (len < sizeof(buf) - 1) {
+			ssize_t k = read(fd, buf + len, sizeof(buf) - 1 - len);
+			if (k <= 0)
+				break;
+			len += (size_t)k;
+		}
+		buf[len] = 0;
+		for (char *line = strchr(buf, '\n'); line && line[1];
+		     line = strchr(line + 1, '\n')) {
+			char rem[40];
+			unsigned port = 0;
+			unsigned long lino = 0;
+			if (sscanf(line + 1,
+				   " %*u: %*39[0-9A-Fa-f]:%*x %39[0-9A-Fa-f]:%x %*x %*x:%*x %*x:%*x %*x "
+				   "%*u %*u %lu",
+				   rem, &port, &lino) != 3 ||
+			    lino != ino)
+				continue;
+			size_t words = strlen(rem) / 8;
+			if (words != (v6 ? 4u : 1u) || strlen(rem) % 8 || port > 0xffff)
+				return;
+			for (size_t w = 0; w < words; w++) {
+				char h[9];
+				memcpy(h, rem + 8 * w, 8);
+				h[8] = 0;
+				/* the kernel prints each 32-bit word of the address as
+				 * stored, with %08X */
+				uint32_t v = (uint32_t)strtoul(h, NULL, 16);
+				memcpy(d->addr + 4 * w, &v, 4);
+			}
+			d->family = v6 ? AF_INET6 : AF_INET;
+			d->port = (uint16_t)port;
+			d->local = moat_seccomp_addr_local(d->family, d->addr);
+			d->peer = true;
+			return;
+		}
+	}
+}
+
+#ifndef MSG_FASTOPEN
+#define MSG_FASTOPEN 0x20000000
+#endif
+
+/* Fill ev for a network call. Returns whether anything is worth recording
+ * (ev->n_dests > 0 then). Every read is bounded: at most
+ * MOAT_SECCOMP_EV_NET_DESTS messages, SOCKADDR_MAX bytes of address and
+ * MOAT_SECCOMP_EV_PAYLOAD bytes of data each. */
+static bool read_net(pid_t pid, const struct seccomp_data *sd, struct moat_seccomp_event *ev)
+{
+	const __u64 *a = sd->args;
+	struct moat_seccomp_net_dest *d = ev->dests;
+	unsigned n = 0;
+
+	memset(ev->dests, 0, sizeof(ev->dests)); /* 2 KiB: each call starts clean */
+
+	ev->type = MOAT_SECCOMP_EVENT_NET;
+	ev->sock_fd = (int)a[0];
+	if (sd->nr == __NR_connect) {
+		snprintf(ev->syscall, sizeof(ev->syscall), "connect");
+		read_sockaddr(pid, a[1], a[2], &d[n++]);
+	} else if (sd->nr == __NR_sendto) {
+		snprintf(ev->syscall, sizeof(ev->syscall), "sendto");
+		ev->send_flags = (int)a[3];
+		read_sockaddr(pid, a[4], a[5], &d[0]);
+		read_payload(pid, a[1], a[2], &d[0]);
+		n = 1;
+	} else if (sd->nr == __NR_sendmsg) {
+		struct msghdr m;
+		snprintf(ev->syscall, sizeof(ev->syscall), "sendmsg");
+		ev->send_flags = (int)a[2];
+		if (read_span(pid, a[1], &m, sizeof(m)) == sizeof(m))
+			read_msghdr(pid, &m, &d[n++]);
+	} else {
+		struct mmsghdr mm[MOAT_SECCOMP_EV_NET_DESTS];
+		snprintf(ev->syscall, sizeof(ev->syscall), "sendmmsg");
+		ev->send_flags = (int)a[3];
+		size_t want = (size_t)MIN(a[2], (uint64_t)ELEMENTSOF(mm)) * sizeof(mm[0]);
+		size_t got = read_span(pid, a[1], mm, want);
+		for (size_t i = 0; i < got / sizeof(mm[0]); i++)
+			read_msghdr(pid, &mm[i].msg_hdr, &d[n++]);
+	}
+	/* Keep what is worth recording, packed. */
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (dest_interesting(&d[i])) {
+			if (kept != i)
+				d[kept] = d[i];
+			kept++;
+		}
+	ev->n_dests = kept;
+	if (!kept)
+		return false;
+	read_sock_proto(pid, ev->sock_fd, ev->sock_proto, sizeof(ev->sock_proto));
+	/* A connected stream socket ignores the address of a send; an
+	 * unconnected one refuses it (EPIPE) unless it is a TCP Fast Open. */
+	bool stream = startswith(ev->sock_proto, "TCP") || startswith(ev->sock_proto, "MPTCP");
+	if (stream && sd->nr != __NR_connect && !(ev->send_flags & MSG_FASTOPEN))
+		for (unsigned i = 0; i < kept; i++)
+			if (d[i].has_addr)
+				d[i].ignored = true;
+	bool udp = startswith(ev->sock_proto, "UDP");
+	for (unsigned i = 0; i < kept; i++)
+		if (!d[i].has_addr && udp)
+			read_udp_peer(pid, ev->sock_fd, &d[i]);
+	unsigned live = 0;
+	for (unsigned i = 0; i < kept; i++)
+		live += !d[i].ignored;
+	if (!live)
+		ev->n_dests = 0;
+	return ev->n_dests > 0;
+}
+
+/* The MOAT_SECCOMP_NET_* bit of a syscall number, or -1. */
+static int net_bit(int nr)
+{
+	return nr == __NR_connect     ? MOAT_SECCOMP_NET_CONNECT
+		: nr == __NR_sendto   ? MOAT_SECCOMP_NET_SENDTO
+		: nr == __NR_sendmsg  ? MOAT_SECCOMP_NET_SENDMSG
+		: nr == __NR_sendmmsg ? MOAT_SECCOMP_NET_SENDMMSG
+				      : -1;
+}
+
 int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_seccomp_event *ret_ev)
+{
+	return moat_seccomp_notify_handle_net(notify_fd, root_fd, 0, ret_ev);
+}
+
+int moat_seccomp_notify_handle_net(int notify_fd, int *root_fd, unsigned net_mask,
+				   struct moat_seccomp_event *ret_ev)
 {
 	struct seccomp_notif req;
 	struct seccomp_notif_resp resp;
@@ -778,7 +1081,8 @@ int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_sec
 		return errno == ENOENT ? -ENOENT : negerrno();
 
 	struct moat_seccomp_event *ev = ret_ev;
-	memset(ev, 0, offsetof(struct moat_seccomp_event, exe));
+	/* Up to the payload buffers (NET events set what they use). */
+	memset(ev, 0, offsetof(struct moat_seccomp_event, dests));
 	ev->exe[0] = ev->cwd[0] = ev->path[0] = 0;
 	ev->dirfd = 0;
 	ev->exec_flags = 0;
@@ -790,7 +1094,18 @@ int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_sec
 	memcpy(ev->args, req.data.args, sizeof(ev->args));
 
 	resp = (struct seccomp_notif_resp){.id = req.id};
-	if (req.data.nr == __NR_execve || req.data.nr == __NR_execveat) {
+	int nb = net_bit(req.data.nr);
+	if (nb >= 0 && (net_mask & (1u << nb))) {
+		/* Only read, never decided here: the call continues and the kernel
+		 * answers it exactly as without the listener. */
+		if (read_net(ev->pid, &req.data, ev)) {
+			ev->ppid = read_ppid(ev->pid);
+			read_link(ev->pid, "exe", ev->exe, sizeof(ev->exe));
+			if (ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) < 0)
+				return -ENOENT;
+		}
+		resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	} else if (req.data.nr == __NR_execve || req.data.nr == __NR_execveat) {
 		bool at = req.data.nr == __NR_execveat;
 		_cleanup_close_ int new_root = -1;
 		ev->type = MOAT_SECCOMP_EVENT_EXEC;

@@ -28,6 +28,11 @@ struct moat_seccomp_opts {
 	unsigned n_deny;
 	bool notify; /* dangerous denials go to the listener (recorded, then EPERM) */
 	bool record_exec; /* execve/execveat go to the listener (recorded, then continue) */
+	/* With notify: connect, sendto with an address, sendmsg and sendmmsg go to
+	 * the listener (read, then continue: the kernel decides). For --net none,
+	 * where every destination but loopback is refused, so that attempts are
+	 * recorded. Calls without a destination never leave the kernel. */
+	bool record_net;
 };
 
 /* How a rule matches its syscall's arguments. */
@@ -99,7 +104,7 @@ void moat_seccomp_prog_done(struct moat_seccomp_prog *p);
  * a fresh compilation.
  */
 struct moat_seccomp_baked {
-	bool notify, record_exec;
+	bool notify, record_exec, record_net;
 	const struct sock_filter *insns;
 	unsigned short len;
 };
@@ -122,6 +127,24 @@ int moat_seccomp_install(const struct moat_seccomp_prog *p, int *ret_notify_fd);
 enum moat_seccomp_event_type {
 	MOAT_SECCOMP_EVENT_DENIED, /* a dangerous syscall, answered with -err */
 	MOAT_SECCOMP_EVENT_EXEC, /* execve/execveat, recorded then continued */
+	MOAT_SECCOMP_EVENT_NET, /* connect/sendto/sendmsg/sendmmsg, read then continued */
+};
+
+#define MOAT_SECCOMP_EV_NET_DESTS 4 /* messages of one sendmmsg looked at */
+#define MOAT_SECCOMP_EV_PAYLOAD 512 /* bytes of a message kept (a DNS query fits) */
+
+/* One destination of a network call, as the caller gave it (raw bytes read
+ * from the sandbox: decode with care). */
+struct moat_seccomp_net_dest {
+	bool has_addr; /* an address was passed (else the socket's own peer is used) */
+	bool peer; /* no address passed: family/addr/port are the connected peer's */
+	bool ignored; /* the kernel does not use this address (stream socket, no MSG_FASTOPEN) */
+	bool local; /* loopback or unspecified: stays inside the sandbox's network */
+	uint16_t family; /* sa_family as passed: AF_INET, AF_INET6, AF_UNIX…; 0 unknown */
+	uint16_t port; /* host order */
+	uint8_t addr[16]; /* AF_INET: 4 bytes; AF_INET6: 16 (v4-mapped kept as is) */
+	uint16_t payload_len;
+	uint8_t payload[MOAT_SECCOMP_EV_PAYLOAD]; /* the first bytes of the message */
 };
 
 /* One decoded notification. Plain data, safe to copy (argv is offsets). Large
@@ -135,6 +158,14 @@ struct moat_seccomp_event {
 	char syscall[32];
 	int err; /* DENIED: the positive errno the caller got */
 	uint64_t args[6];
+	/* NET only: the socket and what was sent where. n_dests is 0 when
+	 * nothing can leave the sandbox (AF_UNIX, loopback, a stream socket's
+	 * ignored address): such calls are answered at once and not recorded. */
+	int sock_fd;
+	int send_flags;
+	char sock_proto[16]; /* the socket's protocol name ("TCP", "UDPv6", …), "" if unknown */
+	unsigned n_dests;
+	struct moat_seccomp_net_dest dests[MOAT_SECCOMP_EV_NET_DESTS];
 	/* DENIED only: /proc/pid/exe (the image that made the call) */
 	char exe[MOAT_SECCOMP_EV_PATH];
 	char cwd[MOAT_SECCOMP_EV_PATH]; /* /proc/pid/cwd ("" for a missing exec) */
@@ -153,11 +184,36 @@ struct moat_seccomp_event {
 	char argv_buf[MOAT_SECCOMP_EV_ARGV_BYTES];
 };
 
+/* The arguments of a denied call that say what it tried (docs/AUDIT.md):
+ * the ioctl request, socket family/type/protocol, clone/unshare flags, setns
+ * nstype, prctl option, ptrace request, personality, mount flags, chmod
+ * mode… `key` is an audit field name; `name` a symbolic rendering of value
+ * (static storage or buf), NULL when there is none. */
+struct moat_seccomp_arg {
+	const char *key;
+	uint64_t value;
+	const char *name;
+};
+#define MOAT_SECCOMP_MAX_DESCRIBED 4
+#define MOAT_SECCOMP_DESCRIBE_BUF 192
+/* Fills out[] (at most MOAT_SECCOMP_MAX_DESCRIBED), returns the count. buf
+ * holds the names that are built (flag lists) and must outlive out[]. Pure. */
+unsigned moat_seccomp_describe_args(const char *syscall, const uint64_t args[6],
+				    struct moat_seccomp_arg out[MOAT_SECCOMP_MAX_DESCRIBED],
+				    char buf[MOAT_SECCOMP_DESCRIBE_BUF]);
+
+/* Whether an AF_INET/AF_INET6 address stays on the sandbox's loopback
+ * (127/8, 0.0.0.0, ::1, ::, and their v4-mapped forms). Pure. */
+bool moat_seccomp_addr_local(int family, const uint8_t *addr); /* 4 or 16 bytes */
+
 /* argv[i] of an exec event, NULL past argc. */
 const char *moat_seccomp_event_arg(const struct moat_seccomp_event *ev, unsigned i);
 
 /* Receive, decode and answer ONE notification; call it when notify_fd is
- * readable. DENIED calls are answered with -err; exec calls with
+ * readable. DENIED calls are answered with -err; network records (NET, only
+ * through moat_seccomp_notify_handle_net) with
+ * SECCOMP_USER_NOTIF_FLAG_CONTINUE, after their destination was read; exec
+ * calls with
  * SECCOMP_USER_NOTIF_FLAG_CONTINUE after their path/argv/cwd were read and the
  * notification id was checked still valid (records, does not enforce: the
  * target could change the memory after the read). Returns 0 with *ret_ev
@@ -171,6 +227,24 @@ int moat_seccomp_notify_handle(int notify_fd, struct moat_seccomp_event *ret_ev)
  * exec paths are checked without opening /proc/PID/root each time; the first
  * exec event fills it (owned by the caller, who closes it). */
 int moat_seccomp_notify_handle_root(int notify_fd, int *root_fd, struct moat_seccomp_event *ret_ev);
+
+/* Which network calls the filter of o sends to the listener as records
+ * (read, then continued): bits 1 << MOAT_SECCOMP_NET_*. A network call that
+ * reaches the listener without its bit (a --deny-syscall connect) is a
+ * denial and answered EPERM, never continued. */
+enum {
+	MOAT_SECCOMP_NET_CONNECT,
+	MOAT_SECCOMP_NET_SENDTO,
+	MOAT_SECCOMP_NET_SENDMSG,
+	MOAT_SECCOMP_NET_SENDMMSG
+};
+unsigned moat_seccomp_net_record_mask(const struct moat_seccomp_opts *o);
+/* Same as moat_seccomp_notify_handle_root, with the network records of
+ * net_mask (moat_seccomp_net_record_mask of the filter's options; the
+ * functions above pass 0: every notification that is not an exec is a
+ * denial). */
+int moat_seccomp_notify_handle_net(int notify_fd, int *root_fd, unsigned net_mask,
+				   struct moat_seccomp_event *ret_ev);
 
 /* ---- doctor ---------------------------------------------------------------- */
 

@@ -699,6 +699,19 @@ static int wait_setup(struct moat_run *r)
 		case MOAT_FD_NOTIFY:
 			r->notify_fd = fd;
 			break;
+		case MOAT_FD_NOTIFY_TAKE: {
+			/* The init's listener, by its number there (sandbox.c). */
+			int num = -1, ok = 0;
+			k = moat_sandbox_recv_fd(r->sb.sock_sup, &num, &fd);
+			safe_close(fd);
+			if (k >= 0 && num >= 0 && r->notify_fd < 0) {
+				r->notify_fd = (int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
+				ok = r->notify_fd >= 0; /* pidfd_getfd sets O_CLOEXEC */
+			}
+			int32_t ack = ok;
+			(void)!send(r->sb.sock_sup, &ack, sizeof(ack), MSG_NOSIGNAL);
+			break;
+		}
 		default:
 			if (moat_supervise_take_fd(r, kind, fd) <= 0)
 				safe_close(fd);

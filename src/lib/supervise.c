@@ -103,6 +103,7 @@ void moat_supervise_kill_all(struct moat_run *r)
 int moat_supervise_finish(struct moat_run *r, int k)
 {
 	moat_net_finish(r);
+	moat_restrict_finish(r);
 	moat_supervise_limits_finish(r);
 	return moat_observe_finish(r, k);
 }

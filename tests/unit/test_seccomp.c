@@ -33,6 +33,9 @@
 #include <sys/wait.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/un.h>
+#include <net/if.h>
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -45,6 +48,11 @@
 #endif
 
 #define BAD ((long)1) /* an unmapped address */
+#if defined(__s390__) || defined(__s390x__)
+#define CLONE_ARG_TEST 1
+#else
+#define CLONE_ARG_TEST 0
+#endif
 
 static void load(const struct moat_seccomp_opts *o)
 {
@@ -464,6 +472,10 @@ static int recv_fd(int sock)
 /* Start a child that installs the filter with notification, hands the
  * listener over and runs fn. Returns the child pid and the listener. */
 static bool use_install; /* load through moat_seccomp_export/install */
+static bool use_record_net; /* the --net none network recording rules */
+static bool use_own_netns; /* the child first enters a new user+network namespace */
+static const char *const *use_deny; /* a --deny-syscall list (NULL-terminated) */
+static unsigned use_net_mask; /* what next_event treats as network records */
 
 static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 {
@@ -481,17 +493,44 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 	pid_t pid = fork();
 	ASSERT_TRUE(pid >= 0);
 	if (pid == 0) {
-		struct moat_seccomp_opts o = {.notify = true, .record_exec = record_exec};
+		struct moat_seccomp_opts o = {
+			.notify = true, .record_exec = record_exec, .record_net = use_record_net};
 		scmp_filter_ctx ctx = NULL;
 		int fd = -1;
+		while (use_deny && use_deny[o.n_deny])
+			o.n_deny++;
+		o.deny = use_deny;
 		close(sv[0]);
+		/* Network probes never leave the test: a namespace with only (a
+		 * down) loopback, like the sandbox's with --net none. */
+		if (use_own_netns && unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+			_exit(93);
+		if (use_own_netns) { /* lo up, as in the sandbox */
+			struct ifreq ifr = {.ifr_name = "lo"};
+			int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+				_exit(95);
+			ifr.ifr_flags |= IFF_UP;
+			if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+				_exit(96);
+			close(s);
+		}
 		if (use_install) {
 			if (moat_seccomp_install(&prog, &fd) < 0 || fd < 0)
 				_exit(92);
 		} else if (moat_seccomp_build(&o, &ctx) < 0 ||
 			   moat_seccomp_load(ctx, true, &fd) < 0 || fd < 0)
 			_exit(91);
-		send_fd(sv[1], fd);
+		if (use_record_net) {
+			/* sendmsg now goes to the listener itself: the parent takes
+			 * it with pidfd_getfd, as moat does (sandbox.c) */
+			char ack = 0;
+			if (write(sv[1], &fd, sizeof(fd)) != sizeof(fd) ||
+			    read(sv[1], &ack, 1) != 1)
+				_exit(94);
+		} else {
+			send_fd(sv[1], fd);
+		}
 		close(fd);
 		close(sv[1]);
 		fn();
@@ -499,7 +538,17 @@ static pid_t start_notified(bool record_exec, void (*fn)(void), int *ret_fd)
 	}
 	close(sv[1]);
 	moat_seccomp_prog_done(&prog);
-	*ret_fd = recv_fd(sv[0]);
+	if (use_record_net) {
+		int num = -1;
+		ASSERT_EQ(recv(sv[0], &num, sizeof(num), 0), (ssize_t)sizeof(num));
+		int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		ASSERT_TRUE(pfd >= 0);
+		*ret_fd = (int)syscall(SYS_pidfd_getfd, pfd, num, 0);
+		close(pfd);
+		ASSERT_EQ(send(sv[0], "k", 1, 0), 1);
+	} else {
+		*ret_fd = recv_fd(sv[0]);
+	}
 	close(sv[0]);
 	ASSERT_TRUE(*ret_fd >= 0);
 	return pid;
@@ -512,7 +561,7 @@ static int next_event(int fd, struct moat_seccomp_event *ev)
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 100) < 0)
 			return -errno;
-		int r = moat_seccomp_notify_handle(fd, ev);
+		int r = moat_seccomp_notify_handle_net(fd, NULL, use_net_mask, ev);
 		if (r != -EAGAIN)
 			return r;
 	}
@@ -902,10 +951,12 @@ TEST(seccomp_notify_caller_gone)
  * libseccomp compiles now for the same options; policies with lists get none. */
 TEST(seccomp_baked_equal_fresh)
 {
-	ASSERT_EQ(3u, moat_seccomp_n_baked);
+	ASSERT_EQ(5u, moat_seccomp_n_baked);
 	for (unsigned i = 0; i < moat_seccomp_n_baked; i++) {
 		const struct moat_seccomp_baked *b = &moat_seccomp_baked[i];
-		struct moat_seccomp_opts o = {.notify = b->notify, .record_exec = b->record_exec};
+		struct moat_seccomp_opts o = {.notify = b->notify,
+					      .record_exec = b->record_exec,
+					      .record_net = b->record_net};
 		struct moat_seccomp_prog p = {0};
 		scmp_filter_ctx ctx = NULL;
 
@@ -922,4 +973,330 @@ TEST(seccomp_baked_equal_fresh)
 	struct moat_seccomp_opts with_deny = {.deny = one, .n_deny = 1};
 	ASSERT_TRUE(moat_seccomp_baked_find(&with_allow) == NULL);
 	ASSERT_TRUE(moat_seccomp_baked_find(&with_deny) == NULL);
+}
+
+/* ---- network recording (--net none) ---------------------------------------- */
+
+static const uint8_t dns_query_example_com[] = {
+	0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* header */
+	5,    'e',  'x',  'f',	'i',  'l',  7,	  'e',	'x',  'a',  'm',  'p',
+	'l',  'e',  3,	  'c',	'o',  'm',  0,	  0x00, 0x1c, 0x00, 0x01, /* AAAA IN */
+};
+
+static void net_calls(void)
+{
+	struct sockaddr_in out = {.sin_family = AF_INET, .sin_port = htons(80)};
+	struct sockaddr_in udp = {.sin_family = AF_INET, .sin_port = htons(53)};
+	struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(53)};
+	struct sockaddr_in6 mapped = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
+	struct sockaddr_un un = {.sun_family = AF_UNIX, .sun_path = "/nonexistent/moat.sock"};
+	inet_pton(AF_INET, "192.0.2.1", &out.sin_addr);
+	inet_pton(AF_INET, "198.51.100.1", &udp.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &lo.sin_addr);
+	inet_pton(AF_INET6, "::ffff:192.0.2.7", &mapped.sin6_addr);
+
+	int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int u6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int x = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (t < 0 || u < 0 || u6 < 0 || x < 0)
+		_exit(60);
+	/* 1: TCP connect outside; the kernel's answer stands (no route) */
+	if (connect(t, (struct sockaddr *)&out, sizeof(out)) == 0)
+		_exit(61);
+	/* 2: UDP sendto outside */
+	if (sendto(u, "x", 1, 0, (struct sockaddr *)&udp, sizeof(udp)) >= 0)
+		_exit(62);
+	/* not an event: send() without an address stays in the kernel */
+	(void)!send(u, "x", 1, MSG_DONTWAIT);
+	/* 3: AF_UNIX connect: an event with nothing to record */
+	if (connect(x, (struct sockaddr *)&un, sizeof(un)) == 0)
+		_exit(63);
+	/* 4: v4-mapped connect of a UDP6 socket */
+	(void)!connect(u6, (struct sockaddr *)&mapped, sizeof(mapped));
+	/* 5: sendmmsg of a DNS query to loopback:53 */
+	static uint8_t q[sizeof(dns_query_example_com)];
+	memcpy(q, dns_query_example_com, sizeof(q));
+	struct iovec iov = {q, sizeof(q)};
+	struct mmsghdr mm[2] = {
+		{.msg_hdr = {.msg_name = &lo,
+			     .msg_namelen = sizeof(lo),
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1}},
+		{.msg_hdr = {.msg_name = &lo,
+			     .msg_namelen = sizeof(lo),
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1}},
+	};
+	(void)!sendmmsg(u, mm, 2, MSG_DONTWAIT);
+	/* 6: sendmsg to loopback, not DNS: an event with nothing to record */
+	static char not_dns[] = "hello, not dns";
+	struct iovec iov2 = {not_dns, sizeof(not_dns) - 1};
+	struct msghdr m = {
+		.msg_name = &lo, .msg_namelen = sizeof(lo), .msg_iov = &iov2, .msg_iovlen = 1};
+	(void)!sendmsg(u, &m, MSG_DONTWAIT);
+	/* 7: sendto with an address on a TCP socket without MSG_FASTOPEN: ignored */
+	(void)!sendto(t, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&out, sizeof(out));
+	/* 8: a hostile msghdr: unmapped pointers and a huge name length */
+	struct msghdr bad = {.msg_name = (void *)BAD,
+			     .msg_namelen = 1u << 30,
+			     .msg_iov = (void *)BAD,
+			     .msg_iovlen = 1};
+	(void)!sendmsg(u, &bad, MSG_DONTWAIT);
+	/* 9: glibc's resolver: connect to the resolver, then send without an
+	 * address; the destination is the socket's peer */
+	int r = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (connect(r, (struct sockaddr *)&lo, sizeof(lo)) < 0) /* 10: loopback, nothing */
+		_exit(64);
+	struct msghdr mq = {.msg_iov = &iov, .msg_iovlen = 1};
+	(void)!sendmsg(r, &mq, MSG_DONTWAIT);
+	_exit(0);
+}
+
+static void expect_net(int fd, struct moat_seccomp_event *ev, const char *sc, unsigned n)
+{
+	memset(ev, 0xff, sizeof(*ev)); /* nothing may depend on a clean buffer */
+	ASSERT_EQ(next_event(fd, ev), 0);
+	ASSERT_EQ(ev->type, MOAT_SECCOMP_EVENT_NET);
+	ASSERT_STREQ(ev->syscall, sc);
+	ASSERT_EQ(ev->n_dests, n);
+}
+
+TEST(seccomp_notify_net_attempts)
+{
+	static struct moat_seccomp_event ev;
+	int fd = -1;
+	use_record_net = use_own_netns = true;
+	struct moat_seccomp_opts o = {.notify = true, .record_net = true};
+	use_net_mask = moat_seccomp_net_record_mask(&o);
+	ASSERT_EQ(use_net_mask, 0xfu);
+	pid_t pid = start_notified(false, net_calls, &fd);
+
+	expect_net(fd, &ev, "connect", 1);
+	ASSERT_EQ(ev.dests[0].family, AF_INET);
+	ASSERT_EQ(ev.dests[0].port, 80);
+	ASSERT_TRUE(!ev.dests[0].local);
+	ASSERT_EQ(ev.dests[0].addr[0], 192);
+	ASSERT_STREQ(ev.sock_proto, "TCP");
+	ASSERT_EQ(ev.pid, pid);
+	ASSERT_EQ(ev.ppid, getpid());
+	ASSERT_CONTAINS(ev.exe, "unit-tests");
+
+	expect_net(fd, &ev, "sendto", 1);
+	ASSERT_TRUE(!ev.dests[0].ignored);
+	ASSERT_TRUE(ev.dests[0].has_addr);
+	ASSERT_EQ(ev.dests[0].port, 53);
+	ASSERT_EQ(ev.dests[0].addr[0], 198);
+	ASSERT_STREQ(ev.sock_proto, "UDP");
+	ASSERT_EQ(ev.dests[0].payload_len, 1);
+
+	expect_net(fd, &ev, "connect", 0); /* AF_UNIX */
+
+	expect_net(fd, &ev, "connect", 1);
+	ASSERT_EQ(ev.dests[0].family, AF_INET6);
+	ASSERT_EQ(ev.dests[0].addr[12], 192);
+	ASSERT_STREQ(ev.sock_proto, "UDPv6");
+
+	expect_net(fd, &ev, "sendmmsg", 2);
+	ASSERT_TRUE(ev.dests[0].local);
+	ASSERT_EQ(ev.dests[0].payload_len, sizeof(dns_query_example_com));
+
+	expect_net(fd, &ev, "sendmsg", 0); /* loopback, not DNS */
+	expect_net(fd, &ev, "sendto", 0); /* TCP ignores the address */
+	expect_net(fd, &ev, "sendmsg", 0); /* hostile msghdr: read nothing, no crash */
+	expect_net(fd, &ev, "connect", 0); /* to the loopback resolver */
+	expect_net(fd, &ev, "sendmsg", 1); /* the query on the connected socket */
+	ASSERT_TRUE(!ev.dests[0].has_addr);
+	ASSERT_TRUE(ev.dests[0].peer);
+	ASSERT_EQ(ev.dests[0].family, AF_INET);
+	ASSERT_EQ(ev.dests[0].port, 53);
+	ASSERT_EQ(ev.dests[0].addr[0], 127);
+	ASSERT_EQ(ev.dests[0].addr[3], 1);
+	ASSERT_TRUE(ev.dests[0].local);
+	ASSERT_EQ(wait_status(pid), 0);
+	ASSERT_EQ(next_event(fd, &ev), -ENOTCONN);
+	close(fd);
+}
+
+/* Positive control: the same calls under the filter without the recording
+ * rules reach no listener at all. */
+TEST(seccomp_notify_net_control_without_record_net)
+{
+	static struct moat_seccomp_event ev;
+	int fd = -1;
+	use_record_net = false;
+	use_own_netns = true;
+	pid_t pid = start_notified(false, net_calls, &fd);
+	ASSERT_EQ(wait_status(pid), 0);
+	ASSERT_EQ(next_event(fd, &ev), -ENOTCONN);
+	close(fd);
+}
+
+static void deny_sendto(void)
+{
+	struct sockaddr_in out = {.sin_family = AF_INET, .sin_port = htons(53)};
+	inet_pton(AF_INET, "198.51.100.1", &out.sin_addr);
+	int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* denied by the list: EPERM from the listener, not continued */
+	if (sendto(u, "x", 1, 0, (struct sockaddr *)&out, sizeof(out)) != -1 || errno != EPERM)
+		_exit(70);
+	/* still a record, continued: the kernel's own ENETUNREACH */
+	if (connect(u, (struct sockaddr *)&out, sizeof(out)) != -1 || errno != ENETUNREACH)
+		_exit(71);
+	_exit(0);
+}
+
+/* A network call the policy denies is a denial, even with network recording:
+ * the listener never continues what the filter meant to refuse. */
+TEST(seccomp_notify_net_denied_by_list_stays_denied)
+{
+	static struct moat_seccomp_event ev;
+	static const char *const deny[] = {"sendto", NULL};
+	int fd = -1;
+	use_record_net = use_own_netns = true;
+	use_deny = deny;
+	struct moat_seccomp_opts o = {
+		.notify = true, .record_net = true, .deny = deny, .n_deny = 1};
+	use_net_mask = moat_seccomp_net_record_mask(&o);
+	ASSERT_EQ(use_net_mask, 0xfu & ~(1u << MOAT_SECCOMP_NET_SENDTO));
+	pid_t pid = start_notified(false, deny_sendto, &fd);
+	ASSERT_EQ(next_event(fd, &ev), 0);
+	ASSERT_EQ(ev.type, MOAT_SECCOMP_EVENT_DENIED);
+	ASSERT_STREQ(ev.syscall, "sendto");
+	expect_net(fd, &ev, "connect", 1);
+	ASSERT_EQ(wait_status(pid), 0);
+	close(fd);
+	/* and without a mask (the old entry points) every network call is a denial */
+	ASSERT_EQ(moat_seccomp_net_record_mask(&(struct moat_seccomp_opts){.record_net = true}),
+		  0u);
+}
+
+/* A caller killed while its connect waits for the listener: no event, no hang. */
+static void connect_then_wait(void)
+{
+	struct sockaddr_in out = {.sin_family = AF_INET, .sin_port = htons(80)};
+	inet_pton(AF_INET, "192.0.2.1", &out.sin_addr);
+	int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	(void)!connect(t, (struct sockaddr *)&out, sizeof(out));
+	_exit(0);
+}
+
+TEST(seccomp_notify_net_caller_gone)
+{
+	static struct moat_seccomp_event ev;
+	int fd = -1;
+	use_record_net = use_own_netns = true;
+	pid_t pid = start_notified(false, connect_then_wait, &fd);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	ASSERT_EQ(poll(&p, 1, 5000), 1);
+	kill(pid, SIGKILL);
+	ASSERT_EQ(wait_status(pid), 128 + SIGKILL);
+	int r = moat_seccomp_notify_handle(fd, &ev);
+	ASSERT_TRUE(r == -ENOENT || r == -ENOTCONN || r == -EAGAIN);
+	close(fd);
+}
+
+TEST(seccomp_addr_local)
+{
+	uint8_t a[16] = {0};
+	ASSERT_TRUE(moat_seccomp_addr_local(AF_INET, a)); /* 0.0.0.0 */
+	inet_pton(AF_INET, "127.3.4.5", a);
+	ASSERT_TRUE(moat_seccomp_addr_local(AF_INET, a));
+	inet_pton(AF_INET, "128.0.0.1", a);
+	ASSERT_TRUE(!moat_seccomp_addr_local(AF_INET, a));
+	inet_pton(AF_INET6, "::1", a);
+	ASSERT_TRUE(moat_seccomp_addr_local(AF_INET6, a));
+	inet_pton(AF_INET6, "::", a);
+	ASSERT_TRUE(moat_seccomp_addr_local(AF_INET6, a));
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", a);
+	ASSERT_TRUE(moat_seccomp_addr_local(AF_INET6, a));
+	inet_pton(AF_INET6, "::ffff:192.0.2.1", a);
+	ASSERT_TRUE(!moat_seccomp_addr_local(AF_INET6, a));
+	inet_pton(AF_INET6, "::2", a);
+	ASSERT_TRUE(!moat_seccomp_addr_local(AF_INET6, a));
+	inet_pton(AF_INET6, "fe80::1", a);
+	ASSERT_TRUE(!moat_seccomp_addr_local(AF_INET6, a));
+	ASSERT_TRUE(!moat_seccomp_addr_local(AF_UNIX, a));
+}
+
+static const struct moat_seccomp_arg *darg(const struct moat_seccomp_arg *d, unsigned n,
+					   const char *key)
+{
+	static const struct moat_seccomp_arg missing = {.key = "(missing)", .value = ~0ULL};
+	for (unsigned i = 0; i < n; i++)
+		if (streq(d[i].key, key))
+			return &d[i];
+	return &missing;
+}
+static const char *dname(const struct moat_seccomp_arg *d, unsigned n, const char *key)
+{
+	const char *s = darg(d, n, key)->name;
+	return s ? s : "(null)";
+}
+static uint64_t dval(const struct moat_seccomp_arg *d, unsigned n, const char *key)
+{
+	return darg(d, n, key)->value;
+}
+
+TEST(seccomp_describe_args)
+{
+	struct moat_seccomp_arg d[MOAT_SECCOMP_MAX_DESCRIBED];
+	char buf[MOAT_SECCOMP_DESCRIBE_BUF];
+	unsigned n;
+
+	uint64_t ioctl_a[6] = {0, (1ULL << 32) | TIOCSTI};
+	n = moat_seccomp_describe_args("ioctl", ioctl_a, d, buf);
+	ASSERT_EQ(dval(d, n, "request"), TIOCSTI); /* the kernel's 32 bits */
+	ASSERT_STREQ(dname(d, n, "request"), "TIOCSTI");
+	uint64_t ioctl_b[6] = {0, 0x1234};
+	n = moat_seccomp_describe_args("ioctl", ioctl_b, d, buf);
+	ASSERT_TRUE(streq(dname(d, n, "request"), "(null)"));
+
+	uint64_t sock[6] = {AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0x300};
+	n = moat_seccomp_describe_args("socket", sock, d, buf);
+	ASSERT_STREQ(dname(d, n, "family"), "AF_PACKET");
+	ASSERT_EQ(dval(d, n, "sock_type"), SOCK_RAW | SOCK_CLOEXEC);
+	ASSERT_STREQ(dname(d, n, "sock_type"), "SOCK_RAW|SOCK_CLOEXEC");
+	ASSERT_EQ(dval(d, n, "protocol"), 0x300);
+	uint64_t vsock[6] = {40, SOCK_STREAM};
+	n = moat_seccomp_describe_args("socketpair", vsock, d, buf);
+	ASSERT_STREQ(dname(d, n, "family"), "AF_VSOCK");
+	ASSERT_STREQ(dname(d, n, "sock_type"), "SOCK_STREAM");
+
+	uint64_t un[6] = {CLONE_NEWUSER | CLONE_NEWNS | (1ULL << 40)};
+	n = moat_seccomp_describe_args("unshare", un, d, buf);
+	ASSERT_EQ(dval(d, n, "flags"), un[0]);
+	ASSERT_STREQ(dname(d, n, "flags"), "CLONE_NEWNS|CLONE_NEWUSER|0x10000000000");
+	uint64_t cl[6] = {0};
+	cl[CLONE_ARG_TEST] = CLONE_NEWNET | SIGCHLD;
+	n = moat_seccomp_describe_args("clone", cl, d, buf);
+	ASSERT_STREQ(dname(d, n, "flags"), "CLONE_NEWNET|SIGCHLD");
+
+	uint64_t sn[6] = {5, CLONE_NEWPID};
+	n = moat_seccomp_describe_args("setns", sn, d, buf);
+	ASSERT_STREQ(dname(d, n, "nstype"), "CLONE_NEWPID");
+	uint64_t pt[6] = {PTRACE_ATTACH, 1};
+	n = moat_seccomp_describe_args("ptrace", pt, d, buf);
+	ASSERT_STREQ(dname(d, n, "request"), "PTRACE_ATTACH");
+	ASSERT_EQ(dval(d, n, "target_pid"), 1);
+	uint64_t pe[6] = {ADDR_NO_RANDOMIZE};
+	n = moat_seccomp_describe_args("personality", pe, d, buf);
+	ASSERT_STREQ(dname(d, n, "persona"), "ADDR_NO_RANDOMIZE");
+	uint64_t pr[6] = {PR_SET_MM};
+	n = moat_seccomp_describe_args("prctl", pr, d, buf);
+	ASSERT_EQ(dval(d, n, "option"), PR_SET_MM);
+	uint64_t mo[6] = {0, 0, 0, MS_BIND | MS_REC};
+	n = moat_seccomp_describe_args("mount", mo, d, buf);
+	ASSERT_STREQ(dname(d, n, "flags"), "MS_BIND|MS_REC");
+	uint64_t ch[6] = {0, 04755};
+	n = moat_seccomp_describe_args("chmod", ch, d, buf);
+	ASSERT_EQ(dval(d, n, "mode"), 04755);
+	ASSERT_EQ(moat_seccomp_describe_args("bogus", ch, d, buf), 0u);
+	ASSERT_EQ(moat_seccomp_describe_args(NULL, ch, d, buf), 0u);
+	/* every name fits and stays NUL-terminated whatever the bits */
+	uint64_t all[6] = {~0ULL, ~0ULL, ~0ULL, ~0ULL};
+	n = moat_seccomp_describe_args("unshare", all, d, buf);
+	ASSERT_TRUE(strlen(dname(d, n, "flags")) < sizeof(buf));
+	n = moat_seccomp_describe_args("socket", all, d, buf);
+	ASSERT_EQ(n, 3u);
 }
