@@ -105,6 +105,8 @@ struct moat_fsdiff_limits {
 	size_t max_entries; /* default 100000: past it, compute fails with -E2BIG */
 	unsigned max_depth; /* default 128: deeper directories are refused */
 	uint64_t max_file_bytes; /* default 4 GiB: larger files are refused, never read */
+	const char *workspace; /* host path of the lower dir: maps absolute references (git
+				* include.path, gitdir:) into it; NULL = only relative ones */
 };
 
 /* Walk upper (and lower, -1 if none) and build the manifest. Both fds are

@@ -423,7 +423,8 @@ static void review_workspace(struct moat_run *r)
 	k = moat_flag_rules_new((const char *const *)p->flag_patterns, p->n_flag_patterns, &rules);
 	if (k >= 0)
 		k = moat_fsdiff_compute_ex(r->upper_fd, o->ws_fd, rules,
-					   &(struct moat_fsdiff_limits){.max_file_bytes = p->disk},
+					   &(struct moat_fsdiff_limits){.max_file_bytes = p->disk,
+									 .workspace = p->workspace},
 					   &m);
 	moat_flag_rules_free(rules);
 	if (k < 0) {

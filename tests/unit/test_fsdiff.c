@@ -648,3 +648,266 @@ TEST(fsdiff_load_rejects_bad_manifest)
 	ASSERT_STREQ(m->entries[0].refused, "FIFO");
 	moat_manifest_free(m);
 }
+
+/* ---- git indirections: repositories found by structure ------------------- */
+
+static void mkd(int dfd, const char *path)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdirat(dfd, p, 0755) < 0 && errno != EEXIST)
+				moat_tap_fail(__FILE__, __LINE__, "mkdir %s: %m", p);
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+}
+
+/* A minimal repository skeleton (what git's discovery accepts) at dir. */
+static void repo(int dfd, const char *dir, const char *config)
+{
+	char p[512];
+	mkd(dfd, dir);
+	snprintf(p, sizeof(p), "%s/objects", dir);
+	mkd(dfd, p);
+	snprintf(p, sizeof(p), "%s/refs/heads", dir);
+	mkd(dfd, p);
+	snprintf(p, sizeof(p), "%s/HEAD", dir);
+	put(dfd, p, "ref: refs/heads/main\n", 0644);
+	if (config) {
+		snprintf(p, sizeof(p), "%s/config", dir);
+		put(dfd, p, config, 0644);
+	}
+}
+
+static const char *flag_of(const struct moat_manifest *m, const char *path)
+{
+	return must(m, path)->flagged;
+}
+
+TEST(fsdiff_git_gitdir_file_and_bare_repo_by_structure)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	put(lower, "README", "x", 0644);
+	/* a .git FILE sends git to ./elsewhere: its config is the live one */
+	put(upper, ".git", "gitdir: ./elsewhere\n", 0644);
+	repo(upper, "elsewhere", "[core]\n\tfsmonitor = ./evil.sh\n");
+	put(upper, "evil.sh", "#!/bin/sh\n", 0644);
+	/* a bare repository under a name that is not .git */
+	repo(upper, "proj.d", "[core]\n\tbare = false\n\tworktree = ..\n\tfsmonitor = \"sh -c id\"\n");
+	/* a directory that only looks like data */
+	mkd(upper, "data/objects");
+	put(upper, "data/notes.txt", "plain", 0644);
+
+	/* positive control: the name rules alone do not see these */
+	ASSERT_TRUE(moat_flag_match(NULL, "elsewhere/config", S_IFREG) == NULL);
+	ASSERT_TRUE(moat_flag_match(NULL, "proj.d/config", S_IFREG) == NULL);
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, ".git"), "gitdir");
+	ASSERT_CONTAINS(flag_of(m, "elsewhere/config"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "elsewhere/HEAD"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "evil.sh"), "program run by git");
+	ASSERT_CONTAINS(flag_of(m, "proj.d/config"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "proj.d"), "repository created in this run");
+	/* negative controls */
+	ASSERT_TRUE(flag_of(m, "data/notes.txt") == NULL);
+	ASSERT_TRUE(flag_of(m, "data/objects") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_workspace_root_becomes_bare_repo)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	put(lower, "main.c", "int main;", 0644);
+	mkd(upper, "objects");
+	mkd(upper, "refs");
+	put(upper, "HEAD", "ref: refs/heads/x\n", 0644);
+	put(upper, "config", "[core]\n\tfsmonitor = /bin/id\n", 0644);
+	put(upper, "main.c", "int main(void);", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "config"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "main.c"), "repository created in this run");
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_existing_repo_data_vs_control)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git",
+	     "[core]\n\thooksPath = .githooks\n\tfsmonitor = scripts/fsmon.sh\n"
+	     "[include]\n\tpath = ../tools/git.inc\n"
+	     "[includeIf \"onbranch:main\"]\n\tpath = ../tools/branch.inc\n"
+	     "[alias]\n\tst = !./bin/st.sh --x\n\tco = checkout\n");
+	mkd(lower, "tools");
+	put(lower, "tools/git.inc", "[user]\n\tname = x\n\t[include]\n\tpath = nested.inc\n", 0644);
+	put(lower, "tools/other.txt", "o", 0644);
+
+	/* ordinary repository data: applied */
+	mkd(upper, ".git/objects/ab");
+	put(upper, ".git/objects/ab/cdef", "blob", 0444);
+	mkd(upper, ".git/refs/heads");
+	put(upper, ".git/refs/heads/main", "0123\n", 0644);
+	put(upper, ".git/HEAD", "ref: refs/heads/topic\n", 0644);
+	put(upper, ".git/index", "DIRC", 0644);
+	/* control files by structure, not only by the built-in names */
+	mkd(upper, ".git/rebase-merge");
+	put(upper, ".git/rebase-merge/git-rebase-todo", "exec id\n", 0644);
+	mkd(upper, ".git/modules/sub");
+	put(upper, ".git/modules/sub/config", "[core]\n\tsshCommand = ./x\n", 0644);
+	/* what the existing config references */
+	mkd(upper, "tools");
+	put(upper, "tools/git.inc", "[core]\n\tpager = ./p\n", 0644);
+	put(upper, "tools/branch.inc", "[core]\n", 0644);
+	put(upper, "tools/nested.inc", "[core]\n", 0644);
+	put(upper, "tools/other.txt", "changed", 0644);
+	mkd(upper, ".githooks");
+	put(upper, ".githooks/pre-commit", "#!/bin/sh\n", 0644);
+	mkd(upper, "scripts");
+	put(upper, "scripts/fsmon.sh", "#!/bin/sh\n", 0644);
+	mkd(upper, "bin");
+	put(upper, "bin/st.sh", "#!/bin/sh\n", 0644);
+	put(upper, "checkout", "not a program: the alias has no !", 0644);
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_TRUE(flag_of(m, ".git/objects/ab/cdef") == NULL);
+	ASSERT_TRUE(flag_of(m, ".git/refs/heads/main") == NULL);
+	ASSERT_TRUE(flag_of(m, ".git/HEAD") == NULL);
+	ASSERT_TRUE(flag_of(m, ".git/index") == NULL);
+	ASSERT_CONTAINS(flag_of(m, ".git/rebase-merge/git-rebase-todo"), "found by structure");
+	ASSERT_TRUE(flag_of(m, ".git/modules/sub/config") != NULL);
+	ASSERT_CONTAINS(flag_of(m, "tools/git.inc"), "include.path");
+	ASSERT_CONTAINS(flag_of(m, "tools/branch.inc"), "include.path");
+	ASSERT_CONTAINS(flag_of(m, "tools/nested.inc"), "include.path");
+	ASSERT_TRUE(flag_of(m, "tools/other.txt") == NULL);
+	ASSERT_CONTAINS(flag_of(m, ".githooks/pre-commit"), "hooksPath");
+	ASSERT_CONTAINS(flag_of(m, "scripts/fsmon.sh"), "program run by git");
+	ASSERT_CONTAINS(flag_of(m, "bin/st.sh"), "program run by git");
+	ASSERT_TRUE(flag_of(m, "checkout") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_worktree_commondir_submodule)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git", "[core]\n\tbare = false\n");
+	/* a linked worktree: wt/.git -> .git/worktrees/w1, commondir -> ../.. */
+	mkd(upper, "wt");
+	put(upper, "wt/.git", "gitdir: ../.git/worktrees/w1\n", 0644);
+	mkd(upper, ".git/worktrees/w1");
+	put(upper, ".git/worktrees/w1/HEAD", "ref: refs/heads/w\n", 0644);
+	put(upper, ".git/worktrees/w1/commondir", "../..\n", 0644);
+	put(upper, ".git/worktrees/w1/gitdir", "../../wt/.git\n", 0644);
+	/* an admin dir whose commondir is a directory with no HEAD of its own */
+	mkd(upper, "adm");
+	put(upper, "adm/HEAD", "ref: refs/heads/x\n", 0644);
+	put(upper, "adm/commondir", "../common\n", 0644);
+	mkd(lower, "common");
+	put(lower, "common/config", "[user]\n", 0644);
+	mkd(upper, "common");
+	put(upper, "common/config", "[alias]\n\tx = !sh\n", 0644);
+	/* a submodule checkout */
+	put(upper, ".gitmodules", "[submodule \"s\"]\n\tpath = s\n", 0644);
+	mkd(upper, "s");
+	put(upper, "s/.git", "gitdir: ../.git/modules/s\n", 0644);
+	repo(upper, ".git/modules/s", "[core]\n\tworktree = ../../../s\n");
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "wt/.git"), "gitdir");
+	ASSERT_TRUE(flag_of(m, ".git/worktrees/w1/commondir") != NULL);
+	ASSERT_TRUE(flag_of(m, ".git/worktrees/w1/HEAD") != NULL);
+	ASSERT_TRUE(flag_of(m, "adm/commondir") != NULL);
+	ASSERT_CONTAINS(flag_of(m, "common/config"), "git");
+	ASSERT_TRUE(flag_of(m, ".gitmodules") != NULL);
+	ASSERT_TRUE(flag_of(m, "s/.git") != NULL);
+	ASSERT_TRUE(flag_of(m, ".git/modules/s/config") != NULL);
+	ASSERT_TRUE(flag_of(m, ".git/modules/s/HEAD") != NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_symlinks_into_repositories)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git", "[core]\n");
+	mkd(lower, ".git/hooks");
+	repo(lower, "vault/bare", "[core]\n\tbare = true\n");
+	mkd(lower, "docs");
+	put(lower, "docs/notes", "n", 0644);
+	ASSERT_EQ(symlinkat(".git", lower, "dotgit-old"), 0);
+
+	ASSERT_EQ(symlinkat(".git/hooks/pre-commit", upper, "hook-link"), 0);
+	ASSERT_EQ(symlinkat(".git", upper, "gitlink"), 0);
+	ASSERT_EQ(symlinkat("vault/bare", upper, "bare-link"), 0);
+	ASSERT_EQ(symlinkat("vault/bare/config", upper, "bare-config-link"), 0);
+	ASSERT_EQ(symlinkat("dotgit-old/config", upper, "chain"), 0); /* through a lower link */
+	ASSERT_EQ(symlinkat("./x/../.bashrc", upper, "rc-link"), 0);
+	mkd(upper, "sub");
+	ASSERT_EQ(symlinkat("../.GIT/config", upper, "sub/case"), 0);
+	ASSERT_EQ(symlinkat("../docs/notes", upper, "sub/plain"), 0);
+	ASSERT_EQ(symlinkat("docs", upper, "docs-link"), 0);
+
+	/* positive control: without following, these targets do not escape the
+	 * workspace, so the old check let them through */
+	ASSERT_TRUE(!moat_fsdiff_link_escapes("hook-link", ".git/hooks/pre-commit"));
+	ASSERT_TRUE(!moat_fsdiff_link_escapes("bare-link", "vault/bare"));
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "hook-link"), ".git");
+	ASSERT_CONTAINS(flag_of(m, "gitlink"), ".git");
+	ASSERT_CONTAINS(flag_of(m, "bare-link"), "git directory");
+	ASSERT_CONTAINS(flag_of(m, "bare-config-link"), "git directory");
+	ASSERT_CONTAINS(flag_of(m, "chain"), ".git");
+	ASSERT_CONTAINS(flag_of(m, "rc-link"), "flagged path");
+	ASSERT_CONTAINS(flag_of(m, "sub/case"), ".git");
+	ASSERT_TRUE(flag_of(m, "sub/plain") == NULL);
+	ASSERT_TRUE(flag_of(m, "docs-link") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_config_parser_reasons)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, "vault", "[core]\n\tbare = true\n");
+	repo(lower, "v2", "[core]\n\tbare = true\n");
+	repo(lower, "v3", "[core]\n\tbare = true\n");
+	/* continuation lines, quotes, comments, case */
+	mkd(upper, "vault");
+	put(upper, "vault/config",
+	    "# comment\n[core] ; x\n\tbare = false\n[CORE]\n\tFSMonitor = \"./a\\\n b\" # c\n", 0644);
+	/* the old [section.sub] syntax and a filter driver */
+	mkd(upper, "v2");
+	put(upper, "v2/config", "[filter.lfs]\n\tsmudge = ../smudge.sh %f\n", 0644);
+	put(upper, "smudge.sh", "#!/bin/sh\n", 0644);
+	/* nothing dangerous: still flagged (a config inside a git directory) */
+	mkd(upper, "v3");
+	put(upper, "v3/config", "[core]\n\tbare = true\n\tfsmonitor = false\n", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "vault/config"), "core.fsmonitor");
+	ASSERT_CONTAINS(flag_of(m, "v2/config"), "names a program");
+	ASSERT_CONTAINS(flag_of(m, "smudge.sh"), "program run by git");
+	ASSERT_CONTAINS(flag_of(m, "v3/config"), "found by structure");
+	moat_manifest_free(m);
+}
