@@ -73,6 +73,22 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json);
 const char *moat_policy_status_path(const struct moat_policy *p);
 bool moat_policy_quiet(const struct moat_policy *p);
 
+/* What --workspace DIR:rw|ro would expose (wscheck.c): a bounded walk of DIR
+ * that never follows symlinks, and git's upward discovery above it. */
+struct moat_workspace_check {
+	unsigned long long entries; /* walked */
+	unsigned long long hardlinks; /* non-directories with more than one link */
+	bool truncated; /* the walk hit a bound or an unreadable directory */
+	bool repo_above; /* repo is above DIR */
+	char repo[1024]; /* the first git repository found by structure, "" if none */
+	char hardlink_example[1024];
+};
+/* Fills *ret for an rw/ro workspace (zeroes it otherwise). */
+int moat_workspace_check(const struct moat_policy *p, struct moat_workspace_check *ret,
+			 struct moat_error *ret_err);
+/* A line to print before the run (rw: review does not apply), or NULL. */
+const char *moat_workspace_note(const struct moat_policy *p);
+
 /* The setup plan (ordered steps) as text, one step a line. Caller frees. */
 int moat_policy_plan_text(const struct moat_policy *p, char **ret_text);
 

@@ -1079,7 +1079,8 @@ static bool has_core_section(const char *s)
  * widened: HEAD alone, or a config with a [core] section, is enough)? */
 static bool is_gitdir(const struct gitscan *g, const char *dir, bool lower_only)
 {
-	if (git_type(g, dir, "HEAD", lower_only) || S_ISREG(git_type(g, dir, "commondir", lower_only)) ||
+	if (git_type(g, dir, "HEAD", lower_only) ||
+	    S_ISREG(git_type(g, dir, "commondir", lower_only)) ||
 	    S_ISREG(git_type(g, dir, "gitdir", lower_only)))
 		return true;
 	if (S_ISDIR(git_type(g, dir, "objects", lower_only)) &&
@@ -1239,22 +1240,38 @@ static int cfg_next(const char *buf, size_t *pos, struct cfg_item *it)
 static const struct {
 	const char *sect, *sub, *key;
 } git_cmd_keys[] = {
-	{"core", NULL, "fsmonitor"},	    {"core", NULL, "sshcommand"},
-	{"core", NULL, "editor"},	    {"core", NULL, "pager"},
-	{"core", NULL, "askpass"},	    {"core", NULL, "alternaterefscommand"},
-	{"core", NULL, "gitproxy"},	    {"sequence", NULL, "editor"},
-	{"diff", NULL, "external"},	    {"diff", "*", "command"},
-	{"diff", "*", "textconv"},	    {"merge", "*", "driver"},
-	{"filter", "*", "clean"},	    {"filter", "*", "smudge"},
-	{"filter", "*", "process"},	    {"alias", NULL, "*"},
-	{"credential", NULL, "helper"},	    {"credential", "*", "helper"},
-	{"gpg", NULL, "program"},	    {"gpg", "*", "program"},
-	{"pager", NULL, "*"},		    {"interactive", NULL, "difffilter"},
-	{"uploadpack", NULL, "packobjectshook"}, {"ssh", NULL, "command"},
-	{"difftool", "*", "cmd"},	    {"mergetool", "*", "cmd"},
-	{"web", NULL, "browser"},	    {"browser", "*", "cmd"},
-	{"man", "*", "cmd"},		    {"sendemail", NULL, "smtpserver"},
-	{"sendemail", NULL, "tocmd"},	    {"sendemail", NULL, "cccmd"},
+	{"core", NULL, "fsmonitor"},
+	{"core", NULL, "sshcommand"},
+	{"core", NULL, "editor"},
+	{"core", NULL, "pager"},
+	{"core", NULL, "askpass"},
+	{"core", NULL, "alternaterefscommand"},
+	{"core", NULL, "gitproxy"},
+	{"sequence", NULL, "editor"},
+	{"diff", NULL, "external"},
+	{"diff", "*", "command"},
+	{"diff", "*", "textconv"},
+	{"merge", "*", "driver"},
+	{"filter", "*", "clean"},
+	{"filter", "*", "smudge"},
+	{"filter", "*", "process"},
+	{"alias", NULL, "*"},
+	{"credential", NULL, "helper"},
+	{"credential", "*", "helper"},
+	{"gpg", NULL, "program"},
+	{"gpg", "*", "program"},
+	{"pager", NULL, "*"},
+	{"interactive", NULL, "difffilter"},
+	{"uploadpack", NULL, "packobjectshook"},
+	{"ssh", NULL, "command"},
+	{"difftool", "*", "cmd"},
+	{"mergetool", "*", "cmd"},
+	{"web", NULL, "browser"},
+	{"browser", "*", "cmd"},
+	{"man", "*", "cmd"},
+	{"sendemail", NULL, "smtpserver"},
+	{"sendemail", NULL, "tocmd"},
+	{"sendemail", NULL, "cccmd"},
 	{"hook", "*", "command"},
 };
 
@@ -1322,7 +1339,8 @@ static int git_scan_config(struct gitscan *g, const char *cfg, const char *wt, i
 		return 0;
 	}
 	for (int layer = 0; layer < 2; layer++) {
-		_cleanup_free_ char *buf = layer_read(layer ? g->lower : g->upper, cfg, GIT_CFG_MAX);
+		_cleanup_free_ char *buf =
+			layer_read(layer ? g->lower : g->upper, cfg, GIT_CFG_MAX);
 		struct cfg_item *it = calloc(1, sizeof(*it));
 		size_t pos = 0;
 		int r = 0;
@@ -1339,20 +1357,26 @@ static int git_scan_config(struct gitscan *g, const char *cfg, const char *wt, i
 				char *p = resolve_in(g, cdir, it->val);
 				if (p) {
 					_cleanup_free_ char *q = strdup(p);
-					r = add_ref(g, p, "git config file included by a repository's config (include.path)", false);
+					r = add_ref(
+						g, p,
+						"git config file included by a repository's config (include.path)",
+						false);
 					if (r > 0 && q)
 						r = git_scan_config(g, q, wt, depth + 1);
 				}
 			} else if (streq(d, "core.hookspath")) {
 				if (it->val[0] != '~')
-					r = add_ref(g, resolve_in(g, wt, it->val),
-						    "git hooks directory (core.hooksPath of a repository's config)",
-						    true);
+					r = add_ref(
+						g, resolve_in(g, wt, it->val),
+						"git hooks directory (core.hooksPath of a repository's config)",
+						true);
 			} else if (streq(d, "core.worktree")) {
 				continue;
-			} else if (cmd_path(it->val, streq(it->sect, "alias"), word, sizeof(word))) {
+			} else if (cmd_path(it->val, streq(it->sect, "alias"), word,
+					    sizeof(word))) {
 				r = add_ref(g, resolve_in(g, wt, word),
-					    "program run by git (named in a repository's config)", false);
+					    "program run by git (named in a repository's config)",
+					    false);
 			}
 		}
 		free(it);
@@ -1464,7 +1488,8 @@ static int git_discover_at(struct gitscan *g, const char *dir)
 		else if (S_ISLNK(t)) {
 			char buf[PATH_MAX_BYTES + 1];
 			const char *name;
-			_cleanup_close_ int pfd = open_parent(layer ? g->lower : g->upper, dg, &name);
+			_cleanup_close_ int pfd =
+				open_parent(layer ? g->lower : g->upper, dg, &name);
 			ssize_t n = pfd >= 0 ? readlinkat(pfd, name, buf, sizeof(buf) - 1) : -1;
 			if (n > 0) {
 				buf[n] = '\0';
@@ -1486,9 +1511,20 @@ static bool git_data_path(const char *sub)
 {
 	static const char *const trees[] = {"objects", "refs", "logs"};
 	static const char *const files[] = {
-		"",	      "index",		"HEAD",	      "ORIG_HEAD",   "FETCH_HEAD",
-		"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "COMMIT_EDITMSG", "MERGE_MSG",
-		"SQUASH_MSG", "packed-refs",	"description", "shallow",
+		"",
+		"index",
+		"HEAD",
+		"ORIG_HEAD",
+		"FETCH_HEAD",
+		"MERGE_HEAD",
+		"CHERRY_PICK_HEAD",
+		"REVERT_HEAD",
+		"COMMIT_EDITMSG",
+		"MERGE_MSG",
+		"SQUASH_MSG",
+		"packed-refs",
+		"description",
+		"shallow",
 	};
 	for (size_t i = 0; i < ELEMENTSOF(trees); i++)
 		if (under(sub, trees[i]))
@@ -1529,7 +1565,8 @@ restart:
 				char buf[PATH_MAX_BYTES + 1];
 				const char *name;
 				_cleanup_close_ int pfd = open_parent(root, pre, &name);
-				ssize_t n = pfd >= 0 ? readlinkat(pfd, name, buf, sizeof(buf) - 1) : -1;
+				ssize_t n =
+					pfd >= 0 ? readlinkat(pfd, name, buf, sizeof(buf) - 1) : -1;
 				_cleanup_free_ char *pd = pdir(pre);
 				if (n <= 0 || !pd || ++hops > LINK_MAX_HOPS) {
 					free(cur);

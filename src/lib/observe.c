@@ -20,6 +20,7 @@
 #include "lib/fsdiff.h"
 #include "lib/policy.h"
 #include "lib/seccomp.h"
+#include "lib/wscheck.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
@@ -37,6 +38,7 @@ struct moat_observe {
 	uint64_t alerts_suppressed;
 	const char *on_alert;
 	const char *run_id;
+	struct moat_workspace_check wsc; /* rw/ro start checks (wscheck.c) */
 };
 
 struct moat_audit *moat_run_audit(struct moat_run *r)
@@ -176,7 +178,15 @@ static int write_start(struct moat_run *r)
 		MOAT_F_STRV("argv", r->argv_copy), MOAT_F_UINT("uid", p->uid),
 		MOAT_F_UINT("gid", p->gid), MOAT_F_UINT("host_uid", r->sb.host_uid),
 		MOAT_F_UINT("host_gid", r->sb.host_gid), MOAT_F_BOOL("root_mode", r->sb.root_mode),
-		MOAT_F_STR("workspace", p->workspace), MOAT_F_STR("log", r->obs->log_path));
+		MOAT_F_STR("workspace", p->workspace),
+		MOAT_F_STR("workspace_mode",
+			   p->workspace ? moat_ws_mode_names[p->workspace_mode] : NULL),
+		MOAT_F_BOOL("review", p->workspace && p->workspace_mode == MOAT_WS_OVERLAY),
+		MOAT_F_STR("review_note", moat_workspace_note(p)),
+		MOAT_F_UINT("workspace_hardlinks", r->obs->wsc.hardlinks),
+		MOAT_F_STR("workspace_repo", r->obs->wsc.repo[0] ? r->obs->wsc.repo : NULL),
+		MOAT_F_BOOL("workspace_check_truncated", r->obs->wsc.truncated),
+		MOAT_F_STR("log", r->obs->log_path));
 }
 
 static int open_output(struct moat_run *r)
@@ -271,6 +281,16 @@ int moat_observe_prepare(struct moat_run *r)
 			return moat_error_set(r->err, "workspace", errno,
 					      "cannot open --workspace %s: %s", p->workspace,
 					      strerror(errno));
+	}
+	if (p->workspace && p->workspace_mode != MOAT_WS_OVERLAY) {
+		k = moat_workspace_check(p, &o->wsc, r->err);
+		if (k >= 0)
+			k = moat_wscheck_enforce(p, &o->wsc, r->err);
+		if (k < 0) {
+			MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
+				   MOAT_F_STR("reason", r->err ? r->err->message : "refused"));
+			return k;
+		}
 	}
 	if (p->output && (k = open_output(r)) < 0)
 		return k;
@@ -424,7 +444,7 @@ static void review_workspace(struct moat_run *r)
 	if (k >= 0)
 		k = moat_fsdiff_compute_ex(r->upper_fd, o->ws_fd, rules,
 					   &(struct moat_fsdiff_limits){.max_file_bytes = p->disk,
-									 .workspace = p->workspace},
+									.workspace = p->workspace},
 					   &m);
 	moat_flag_rules_free(rules);
 	if (k < 0) {

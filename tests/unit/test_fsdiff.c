@@ -702,7 +702,8 @@ TEST(fsdiff_git_gitdir_file_and_bare_repo_by_structure)
 	repo(upper, "elsewhere", "[core]\n\tfsmonitor = ./evil.sh\n");
 	put(upper, "evil.sh", "#!/bin/sh\n", 0644);
 	/* a bare repository under a name that is not .git */
-	repo(upper, "proj.d", "[core]\n\tbare = false\n\tworktree = ..\n\tfsmonitor = \"sh -c id\"\n");
+	repo(upper, "proj.d",
+	     "[core]\n\tbare = false\n\tworktree = ..\n\tfsmonitor = \"sh -c id\"\n");
 	/* a directory that only looks like data */
 	mkd(upper, "data/objects");
 	put(upper, "data/notes.txt", "plain", 0644);
@@ -896,7 +897,8 @@ TEST(fsdiff_git_config_parser_reasons)
 	/* continuation lines, quotes, comments, case */
 	mkd(upper, "vault");
 	put(upper, "vault/config",
-	    "# comment\n[core] ; x\n\tbare = false\n[CORE]\n\tFSMonitor = \"./a\\\n b\" # c\n", 0644);
+	    "# comment\n[core] ; x\n\tbare = false\n[CORE]\n\tFSMonitor = \"./a\\\n b\" # c\n",
+	    0644);
 	/* the old [section.sub] syntax and a filter driver */
 	mkd(upper, "v2");
 	put(upper, "v2/config", "[filter.lfs]\n\tsmudge = ../smudge.sh %f\n", 0644);
