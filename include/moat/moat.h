@@ -199,6 +199,22 @@ struct moat_gc_result {
 /* Remove what crashed runs left behind. state_dir NULL = the default. */
 int moat_gc(const char *state_dir, struct moat_gc_result *ret, struct moat_error *ret_err);
 
+/* The runs directory (logs, manifests, held-back files of finished runs):
+ * remove, oldest first, the runs older than retention_ms (0 = no age limit)
+ * and then as many as needed to bring the total under max_total bytes (0 =
+ * no cap). Runs named in live_ids (NULL-terminated, may be NULL) are kept.
+ * runs_dir NULL = the default. */
+struct moat_runs_gc_result {
+	unsigned removed_age, removed_cap, failed;
+	unsigned long long bytes_freed, total_before, total_after;
+};
+int moat_runs_gc(const char *runs_dir, unsigned long long retention_ms,
+		 unsigned long long max_total, const char *const *live_ids,
+		 struct moat_runs_gc_result *ret, struct moat_error *ret_err);
+/* The defaults of a policy (retention, runs_max), for `moat gc`. */
+unsigned long long moat_policy_retention_ms(const struct moat_policy *p);
+unsigned long long moat_policy_runs_max(const struct moat_policy *p);
+
 struct moat_run_info {
 	char id[65];
 	int pid; /* the supervisor */

@@ -340,8 +340,8 @@ const char *moat_fs_change_name(enum moat_fs_change c)
 
 const char *moat_fs_state_name(enum moat_fs_state s)
 {
-	static const char *const n[] = {"pending", "applied", "held",
-					"refused", "failed",  "conflict"};
+	static const char *const n[] = {"pending", "applied",  "held",	 "refused",
+					"failed",  "conflict", "dropped"};
 	return (unsigned)s < ELEMENTSOF(n) ? n[s] : "?";
 }
 
@@ -2036,7 +2036,8 @@ int moat_fsdiff_apply(struct moat_manifest *m, int src_dirfd, int target_dirfd,
 		const struct moat_fs_entry *b;
 		int r;
 
-		if (!selected(e, only_paths) || e->state == MOAT_FS_APPLIED) {
+		if (!selected(e, only_paths) || e->state == MOAT_FS_APPLIED ||
+		    e->state == MOAT_FS_DROPPED) {
 			rep.skipped++;
 			continue;
 		}
@@ -2105,6 +2106,7 @@ int moat_fsdiff_apply(struct moat_manifest *m, int src_dirfd, int target_dirfd,
 			any_failed = true;
 			break;
 		case MOAT_FS_PENDING:
+		case MOAT_FS_DROPPED:
 			break;
 		}
 	}
@@ -2375,13 +2377,42 @@ static int write_file_atomic(int dirfd, const char *name, const char *data, size
 	return r;
 }
 
-int moat_fsdiff_save(const struct moat_manifest *m, int upper_dirfd, int run_dirfd,
-		     uint64_t max_bytes)
+static bool keeps_content(const struct moat_fs_entry *e)
+{
+	return S_ISREG(e->type) && e->has_sha && !e->refused && e->state != MOAT_FS_APPLIED &&
+		e->state != MOAT_FS_DROPPED && e->change != MOAT_FS_MODE &&
+		e->change != MOAT_FS_DELETED;
+}
+
+int moat_fsdiff_save(struct moat_manifest *m, int upper_dirfd, int run_dirfd, uint64_t max_bytes)
+{
+	return moat_fsdiff_save_ex(m, upper_dirfd, run_dirfd, max_bytes, NULL);
+}
+
+int moat_fsdiff_save_ex(struct moat_manifest *m, int upper_dirfd, int run_dirfd, uint64_t max_bytes,
+			uint64_t *ret_need)
 {
 	_cleanup_free_ char *json = NULL;
-	uint64_t total = 0;
+	uint64_t need = 0;
 	int r, first_err = 0;
 
+	if (upper_dirfd >= 0) {
+		/* all or nothing: a partial store would let `moat apply` build half a tree */
+		for (size_t i = 0; i < m->n; i++)
+			if (keeps_content(&m->entries[i]))
+				need += m->entries[i].size;
+		if (ret_need)
+			*ret_need = need;
+		if (max_bytes && need > max_bytes) {
+			for (size_t i = 0; i < m->n; i++) {
+				struct moat_fs_entry *e = &m->entries[i];
+				if (!e->refused && e->state != MOAT_FS_APPLIED)
+					e->state = MOAT_FS_DROPPED;
+			}
+			first_err = -EFBIG;
+			upper_dirfd = -1;
+		}
+	}
 	if (upper_dirfd >= 0) {
 		if (mkdirat(run_dirfd, "held", 0700) < 0 && errno != EEXIST)
 			return negerrno();
@@ -2394,18 +2425,11 @@ int moat_fsdiff_save(const struct moat_manifest *m, int upper_dirfd, int run_dir
 			struct stat st;
 			char hx[65], tmp[32];
 
-			if (!S_ISREG(e->type) || !e->has_sha || e->refused ||
-			    e->state == MOAT_FS_APPLIED || e->change == MOAT_FS_MODE ||
-			    e->change == MOAT_FS_DELETED)
+			if (!keeps_content(e))
 				continue;
 			hex(e->sha256, 32, hx);
 			if (fstatat(store, hx, &st, AT_SYMLINK_NOFOLLOW) == 0)
 				continue; /* same content already held */
-			if (max_bytes && total + e->size > max_bytes) {
-				first_err = first_err ?: -EFBIG;
-				continue;
-			}
-			total += e->size;
 			r = tmp_name(tmp);
 			if (r >= 0)
 				r = write_file_tmp(&(struct moat_manifest){0}, e, upper_dirfd,
@@ -2545,10 +2569,10 @@ static int load_entry(json_t *o, struct moat_fs_entry *e)
 		return -EINVAL;
 	s = json_string_value(json_object_get(o, "state"));
 	e->state = (enum moat_fs_state) - 1;
-	for (unsigned c = 0; s && c <= MOAT_FS_CONFLICT; c++)
+	for (unsigned c = 0; s && c <= MOAT_FS_DROPPED; c++)
 		if (streq(s, moat_fs_state_name(c)))
 			e->state = c;
-	if ((unsigned)e->state > MOAT_FS_CONFLICT)
+	if ((unsigned)e->state > MOAT_FS_DROPPED)
 		return -EINVAL;
 	/* a failed or conflicting entry may be retried */
 	if (e->state == MOAT_FS_FAILED || e->state == MOAT_FS_CONFLICT)

@@ -74,6 +74,7 @@ enum moat_fs_state {
 	MOAT_FS_REFUSED, /* never applied */
 	MOAT_FS_FAILED, /* err says why */
 	MOAT_FS_CONFLICT, /* the target changed since the manifest was computed */
+	MOAT_FS_DROPPED, /* not applied and not kept: over the held-data cap */
 };
 
 struct moat_fs_entry {
@@ -155,11 +156,18 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret);
 int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a);
 
 /* Save into run_dirfd: the content of every regular file not yet applied
- * (and not refused) copied from upper_dirfd into held/<sha256> (at most
- * max_bytes in total, 0 = no cap; -EFBIG past it), then manifest.json (0600,
- * atomically). upper_dirfd < 0: only rewrite manifest.json (state update). */
-int moat_fsdiff_save(const struct moat_manifest *m, int upper_dirfd, int run_dirfd,
-		     uint64_t max_bytes);
+ * (and not refused) copied from upper_dirfd into held/<sha256>, then
+ * manifest.json (0600, atomically). upper_dirfd < 0: only rewrite
+ * manifest.json (state update). All or nothing: when the content to keep is
+ * over max_bytes (0 = no cap), none is kept, every entry not applied (and not
+ * refused) becomes MOAT_FS_DROPPED, the manifest still lists them, and the
+ * result is -EFBIG; *ret_need (may be NULL) gets the bytes it needed. */
+int moat_fsdiff_save(struct moat_manifest *m, int upper_dirfd, int run_dirfd, uint64_t max_bytes);
+int moat_fsdiff_save_ex(struct moat_manifest *m, int upper_dirfd, int run_dirfd, uint64_t max_bytes,
+			uint64_t *ret_need);
+
+/* Bytes under the runs directory (bounded walk: run dirs and their held/). */
+int moat_runs_usage(const char *runs_dir, uint64_t *ret);
 /* Load run_dirfd/manifest.json; the result has from_store set. */
 int moat_fsdiff_load(int run_dirfd, struct moat_manifest **ret);
 /* held/ of a run dir, for moat_fsdiff_apply() after load. */

@@ -470,12 +470,32 @@ static void review_workspace(struct moat_run *r)
 				m->entries[i].state = MOAT_FS_REFUSED;
 			else if (m->entries[i].flagged)
 				m->entries[i].state = MOAT_FS_HELD;
-	/* keep what was not applied, for `moat apply` (bounded by the disk limit) */
-	k = moat_fsdiff_save(m, r->upper_fd, o->run_dirfd, p->disk);
-	if (k < 0)
+	/* keep what was not applied, for `moat apply`: all or nothing, within the
+	 * per-run cap and what is left of the runs directory's total cap */
+	uint64_t cap = p->held_max, used = 0, need = 0, dropped = 0;
+	_cleanup_free_ char *runs = NULL;
+	if (p->runs_max && moat_runs_dir(&runs) >= 0 && moat_runs_usage(runs, &used) >= 0) {
+		uint64_t avail = used >= p->runs_max ? 1 : p->runs_max - used;
+		if (!cap || avail < cap)
+			cap = avail;
+	}
+	k = moat_fsdiff_save_ex(m, r->upper_fd, o->run_dirfd, cap, &need);
+	for (size_t i = 0; i < m->n; i++)
+		dropped += m->entries[i].state == MOAT_FS_DROPPED;
+	if (k == -EFBIG) {
+		MOAT_AUDIT(o->audit, MOAT_EV_LIMIT, MOAT_F_STR("what", "held"),
+			   MOAT_F_UINT("limit", cap), MOAT_F_UINT("needed", need),
+			   MOAT_F_UINT("held_max", p->held_max),
+			   MOAT_F_UINT("runs_max", p->runs_max), MOAT_F_UINT("runs_used", used),
+			   MOAT_F_UINT("dropped", dropped));
+		MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"),
+			   MOAT_F_STR("what", "held"),
+			   MOAT_F_STR("reason", "held-back changes over the cap were not kept"));
+	} else if (k < 0) {
 		MOAT_AUDIT(o->audit, MOAT_EV_FILE, MOAT_F_STR("where", "workspace"),
 			   MOAT_F_STR("error", "could not save held changes"),
 			   MOAT_F_STR("errno", strerrorname_np(-k)));
+	}
 	(void)moat_manifest_audit(m, o->audit);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct moat_fs_entry *e = &m->entries[i];
@@ -486,6 +506,22 @@ static void review_workspace(struct moat_run *r)
 		r->st->files_applied += e->state == MOAT_FS_APPLIED;
 	}
 	review_text(r, m);
+	if (k == -EFBIG) {
+		char head[512];
+		size_t hl = (size_t)snprintf(
+			head, sizeof(head),
+			"  %llu held-back change(s) NOT KEPT: they need %llu bytes, over the cap of "
+			"%llu (--held-max, --runs-max; `moat gc` frees space); none of them was "
+			"applied, `moat apply` cannot apply them\n",
+			(unsigned long long)dropped, (unsigned long long)need,
+			(unsigned long long)cap);
+		size_t len = sizeof(r->st->review);
+		if (hl < len) {
+			memmove(r->st->review + hl, r->st->review, len - hl - 1);
+			memcpy(r->st->review, head, hl);
+			r->st->review[len - 1] = '\0';
+		}
+	}
 	moat_manifest_free(m);
 }
 
