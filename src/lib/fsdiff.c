@@ -334,7 +334,7 @@ static int unhex(const char *s, uint8_t *out, size_t n)
 
 const char *moat_fs_change_name(enum moat_fs_change c)
 {
-	static const char *const n[] = {"created", "modified", "deleted", "mode"};
+	static const char *const n[] = {"created", "modified", "deleted", "mode", "xattr"};
 	return (unsigned)c < ELEMENTSOF(n) ? n[c] : "?";
 }
 
@@ -389,6 +389,8 @@ struct moat_manifest *moat_manifest_free(struct moat_manifest *m)
 	for (size_t i = 0; i < m->n; i++) {
 		free(m->entries[i].path);
 		free(m->entries[i].target);
+		free(m->entries[i].xattrs);
+		free(m->entries[i].xattr_diff);
 		free(m->entries[i].flagged);
 		free(m->entries[i].refused);
 	}
@@ -507,6 +509,220 @@ out:
 	return why;
 }
 
+/* ---- extended attributes --------------------------------------------------- */
+
+static int name_cmp(const void *a, const void *b);
+static int unhex(const char *s, uint8_t *out, size_t n);
+
+#define XATTR_LIST_MAX_BYTES 65536
+#define XATTR_VALUE_MAX 65536
+#define XATTR_TOTAL_MAX (256u << 10)
+
+/* The xattrs a change of which is a change of the file. Overlay metadata
+ * (trusted.overlay.*, user.overlay.*) and security labels the system sets
+ * (security.selinux, …) are not the sandbox's changes. */
+static bool xattr_tracked(const char *n)
+{
+	if (strncmp(n, "trusted.overlay.", 16) == 0 || strncmp(n, "user.overlay.", 13) == 0)
+		return false;
+	return strncmp(n, "user.", 5) == 0 || strncmp(n, "trusted.", 8) == 0 ||
+		streq(n, "security.capability") || strncmp(n, "system.posix_acl_", 17) == 0;
+}
+
+static bool xattr_name_clean(const char *n)
+{
+	for (; *n; n++)
+		if (!isalnum((unsigned char)*n) && !strchr("._-@+", *n))
+			return false;
+	return true;
+}
+
+/* The tracked xattrs of fd as "name=hex\n" lines, sorted; *ret NULL when
+ * there are none. -E2BIG past the bounds or for a name that is not plain. */
+static int xattrs_read(int fd, char **ret)
+{
+	_cleanup_free_ char *list = NULL, *val = NULL;
+	_cleanup_free_ char **names = NULL;
+	struct moat_jbuf b;
+	size_t nn = 0, total = 0;
+	ssize_t n;
+	int r = 0;
+
+	*ret = NULL;
+	n = flistxattr(fd, NULL, 0);
+	if (n < 0)
+		return errno == ENOTSUP || errno == EOPNOTSUPP ? 0 : negerrno();
+	if (n == 0)
+		return 0;
+	if (n > XATTR_LIST_MAX_BYTES)
+		return -E2BIG;
+	if (!(list = malloc((size_t)n + 1)) || !(names = calloc((size_t)n, sizeof(char *))) ||
+	    !(val = malloc(XATTR_VALUE_MAX)))
+		return -ENOMEM;
+	n = flistxattr(fd, list, (size_t)n);
+	if (n < 0)
+		return errno == ERANGE ? -E2BIG : negerrno();
+	list[n] = '\0';
+	for (char *s = list; s < list + n; s += strlen(s) + 1)
+		if (*s && xattr_tracked(s)) {
+			if (!xattr_name_clean(s))
+				return -E2BIG;
+			names[nn++] = s;
+		}
+	if (nn == 0)
+		return 0;
+	qsort(names, nn, sizeof(char *), name_cmp);
+	moat_jbuf_init(&b, 2 * XATTR_TOTAL_MAX + 4096);
+	for (size_t i = 0; r >= 0 && i < nn; i++) {
+		ssize_t v = fgetxattr(fd, names[i], val, XATTR_VALUE_MAX);
+		if (v < 0) {
+			r = errno == ERANGE ? -E2BIG : errno == ENODATA ? 0 : negerrno();
+			if (r == 0)
+				continue;
+			break;
+		}
+		total += strlen(names[i]) + (size_t)v;
+		if (total > XATTR_TOTAL_MAX) {
+			r = -E2BIG;
+			break;
+		}
+		_cleanup_free_ char *h = malloc(2 * (size_t)v + 1);
+		if (!h) {
+			r = -ENOMEM;
+			break;
+		}
+		hex((const uint8_t *)val, (size_t)v, h);
+		r = moat_jbuf_printf(&b, "%s=%s\n", names[i], h);
+	}
+	if (r < 0) {
+		moat_jbuf_done(&b);
+		return r;
+	}
+	*ret = moat_jbuf_steal(&b);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* The value line of name in a "name=hex\n" set, or NULL. */
+static const char *xattr_find(const char *set, const char *name, size_t nlen)
+{
+	for (const char *s = set; s && *s;) {
+		const char *eq = strchr(s, '='), *nl = strchr(s, '\n');
+		if (!eq || !nl)
+			return NULL;
+		if ((size_t)(eq - s) == nlen && memcmp(s, name, nlen) == 0)
+			return eq + 1;
+		s = nl + 1;
+	}
+	return NULL;
+}
+
+static bool xattr_same_value(const char *a, const char *b)
+{
+	size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+	return la == lb && memcmp(a, b, la) == 0;
+}
+
+/* "+name ~name -name" from before to after, NULL (ret) when equal. */
+static int xattr_diff(const char *before, const char *after, char **ret)
+{
+	struct moat_jbuf b;
+	int r = 0;
+	bool any = false;
+
+	*ret = NULL;
+	moat_jbuf_init(&b, 1u << 20);
+	for (int pass = 0; pass < 2 && r >= 0; pass++) {
+		const char *set = pass ? before : after, *other = pass ? after : before;
+		for (const char *s = set; s && *s && r >= 0;) {
+			const char *eq = strchr(s, '='), *nl = strchr(s, '\n');
+			if (!eq || !nl)
+				break;
+			size_t nlen = (size_t)(eq - s);
+			const char *ov = xattr_find(other, s, nlen);
+			char mark = 0;
+			if (!ov)
+				mark = pass ? '-' : '+';
+			else if (!pass && !xattr_same_value(eq + 1, ov))
+				mark = '~';
+			if (mark) {
+				r = moat_jbuf_printf(&b, "%s%c%.*s", any ? " " : "", mark,
+						     (int)nlen, s);
+				any = true;
+			}
+			s = nl + 1;
+		}
+	}
+	if (r < 0 || !any) {
+		moat_jbuf_done(&b);
+		return r;
+	}
+	*ret = moat_jbuf_steal(&b);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* Does the diff add or change a name of prefix? */
+static bool xattr_diff_sets(const char *diff, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	for (const char *s = diff; s && *s;) {
+		if ((*s == '+' || *s == '~') && strncmp(s + 1, prefix, pl) == 0)
+			return true;
+		s += strcspn(s, " ");
+		while (*s == ' ')
+			s++;
+	}
+	return false;
+}
+
+/* Make fd's user.* xattrs exactly those of set (the other namespaces are
+ * refused or left to the host: ACLs come from the host directory). */
+static int xattrs_apply(int fd, const char *set)
+{
+	char list[XATTR_LIST_MAX_BYTES];
+	ssize_t n = flistxattr(fd, list, sizeof(list) - 1);
+	if (n < 0 && errno != ENOTSUP && errno != EOPNOTSUPP)
+		return negerrno();
+	for (char *s = list; n > 0 && s < list + n; s += strlen(s) + 1)
+		if (strncmp(s, "user.", 5) == 0 && !xattr_find(set, s, strlen(s)) &&
+		    fremovexattr(fd, s) < 0 && errno != ENODATA)
+			return negerrno();
+	for (const char *s = set; s && *s;) {
+		const char *eq = strchr(s, '='), *nl = strchr(s, '\n');
+		if (!eq || !nl)
+			return -EINVAL;
+		if (strncmp(s, "user.", 5) == 0) {
+			char name[256];
+			size_t nlen = (size_t)(eq - s), hl = (size_t)(nl - eq - 1);
+			_cleanup_free_ uint8_t *v = malloc(hl / 2 + 1);
+			_cleanup_free_ char *h = strndup(eq + 1, hl);
+			if (nlen >= sizeof(name) || !v || !h || unhex(h, v, hl / 2) < 0)
+				return -EINVAL;
+			memcpy(name, s, nlen);
+			name[nlen] = '\0';
+			if (fsetxattr(fd, name, v, hl / 2, 0) < 0)
+				return negerrno();
+		}
+		s = nl + 1;
+	}
+	return 0;
+}
+
+/* xattrs of the entry's new file at parent/name (a temporary or the final name). */
+static int xattrs_apply_at(int parent, const char *name, const struct moat_fs_entry *e)
+{
+	if (!e->xattrs && !e->xattr_diff)
+		return 0;
+	_cleanup_close_ int fd = openat(parent, name,
+					O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+						(S_ISDIR(e->type) ? O_DIRECTORY : 0));
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return negerrno();
+	if ((st.st_mode & S_IFMT) != e->type)
+		return -ESTALE;
+	return xattrs_apply(fd, e->xattrs);
+}
+
 static int flag_entry(struct walk *w, struct moat_fs_entry *e, int upper, int lower,
 		      const char *name)
 {
@@ -536,6 +752,10 @@ static int refuse_entry(struct moat_fs_entry *e)
 		why = "device node";
 	else if (S_ISREG(e->type) && (e->mode & (S_ISUID | S_ISGID)))
 		why = "set-id bits";
+	else if (xattr_diff_sets(e->xattr_diff, "security.capability"))
+		why = "file capabilities (security.capability xattr)";
+	else if (xattr_diff_sets(e->xattr_diff, "trusted."))
+		why = "trusted.* extended attribute";
 	return set_str(&e->refused, why);
 }
 
@@ -639,8 +859,9 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 	mode_t ut = us.st_mode & S_IFMT, lt = has_lower ? (ls.st_mode & S_IFMT) : 0;
 	enum moat_fs_change c = !has_lower ? MOAT_FS_CREATED : MOAT_FS_MODIFIED;
 	uint8_t usha[32];
-	bool have_usha = false, too_big = false;
+	bool have_usha = false, too_big = false, same = false, xbad = false;
 	_cleanup_close_ int ufd = -1;
+	_cleanup_free_ char *nx = NULL, *ox = NULL, *xdiff = NULL;
 
 	if (ut == S_IFDIR || ut == S_IFREG) {
 		/* The sandbox may leave files it owns unreadable (mode 0000) or
@@ -674,8 +895,9 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 			uint8_t lsha[32];
 			if (sha256_at(lower, name, lsha) == 0 && memcmp(lsha, usha, 32) == 0) {
 				if ((us.st_mode & 07777) == (ls.st_mode & 07777))
-					return 0; /* copied up, unchanged */
-				c = MOAT_FS_MODE;
+					same = true; /* copied up: unchanged unless its xattrs */
+				else
+					c = MOAT_FS_MODE;
 			}
 		}
 	} else if (ut == S_IFDIR) {
@@ -683,7 +905,30 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 			c = (us.st_mode & 07777) != (ls.st_mode & 07777)
 				? MOAT_FS_MODE
 				: (enum moat_fs_change) - 1;
-	} else if (ut == S_IFLNK) {
+	}
+	if (ufd >= 0) {
+		/* extended attributes: a change of one is a change */
+		r = xattrs_read(ufd, &nx);
+		if (r == -E2BIG)
+			xbad = true;
+		else if (r < 0)
+			return r;
+		if (has_lower && lt == ut && !xbad) {
+			_cleanup_close_ int lfd2 =
+				openat(lower, name,
+				       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+					       (ut == S_IFDIR ? O_DIRECTORY : 0));
+			if (lfd2 >= 0 && xattrs_read(lfd2, &ox) == -E2BIG)
+				xbad = true;
+		}
+		if (!xbad && (r = xattr_diff(ox, nx, &xdiff)) < 0)
+			return r;
+		if (same && !xdiff && !xbad)
+			return 0;
+		if ((same || c == (enum moat_fs_change) - 1) && (xdiff || xbad))
+			c = MOAT_FS_XATTR;
+	}
+	if (ut == S_IFLNK) {
 		char t[PATH_MAX_BYTES + 1], lt_target[PATH_MAX_BYTES + 1];
 		ssize_t n = readlinkat(upper, name, t, sizeof(t) - 1);
 		if (n < 0)
@@ -722,11 +967,20 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 		if (have_usha) {
 			memcpy(e->sha256, usha, 32);
 			e->has_sha = true;
-			if (c != MOAT_FS_MODE)
+			if (c != MOAT_FS_MODE && c != MOAT_FS_XATTR)
 				w->m->total_bytes += e->size;
 		}
+		e->xattrs = TAKE_PTR(nx);
+		e->xattr_diff = TAKE_PTR(xdiff);
 		if (too_big)
 			r = set_str(&e->refused, "file larger than the size limit");
+		else if (xbad)
+			r = set_str(&e->refused,
+				    "extended attributes too large or with unusual names");
+		else if (xattr_diff_sets(e->xattr_diff, "security.capability"))
+			r = set_str(&e->refused, "file capabilities (security.capability xattr)");
+		else if (xattr_diff_sets(e->xattr_diff, "trusted."))
+			r = set_str(&e->refused, "trusted.* extended attribute");
 		else if (ut == S_IFREG && !have_usha)
 			r = set_str(&e->refused, "overlay metacopy file (mount with metacopy=off)");
 		else
@@ -1914,9 +2168,13 @@ static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, i
 				return negerrno();
 			if (!S_ISREG(st.st_mode))
 				return -ESTALE;
-			return fchmod(fd, e->mode & 0777) < 0 ? negerrno() : 0;
+			if (fchmod(fd, e->mode & 0777) < 0)
+				return negerrno();
+			return e->xattr_diff ? xattrs_apply(fd, e->xattrs) : 0;
 		}
 		return 0;
+	case MOAT_FS_XATTR:
+		return xattrs_apply_at(parent, name, e);
 	case MOAT_FS_CREATED:
 	case MOAT_FS_MODIFIED:
 		break;
@@ -1930,16 +2188,18 @@ static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, i
 		if (mkdirat(parent, name, 0700) < 0)
 			return negerrno();
 		own_like(parent, name, NULL);
-		return 0;
+		return xattrs_apply_at(parent, name, e);
 	}
 	if (!S_ISREG(e->type) && !S_ISLNK(e->type))
 		return -EPERM; /* refused kinds never get here */
 	r = tmp_name(tmp);
 	if (r < 0)
 		return r;
-	if (S_ISREG(e->type))
+	if (S_ISREG(e->type)) {
 		r = write_file_tmp(m, e, src, parent, tmp);
-	else
+		if (r >= 0)
+			r = xattrs_apply_at(parent, tmp, e);
+	} else
 		r = symlinkat(e->target, parent, tmp) < 0 ? negerrno() : 0;
 	if (r >= 0)
 		own_like(parent, tmp, exists ? &cur : NULL);
@@ -2000,6 +2260,7 @@ static const struct moat_fs_entry *blocked_by(const struct moat_manifest *m, con
 			if (c == 0) {
 				const struct moat_fs_entry *a = &m->entries[idx[mid]];
 				if (a->state != MOAT_FS_APPLIED && a->change != MOAT_FS_MODE &&
+				    a->change != MOAT_FS_XATTR &&
 				    !(a->change == MOAT_FS_MODIFIED && a->old_type == S_IFDIR))
 					return a;
 				break;
@@ -2174,6 +2435,10 @@ static int entry_json(struct moat_jbuf *b, const struct moat_fs_entry *e)
 		r = moat_jbuf_puts(b, ",\"opaque\":true");
 	if (r >= 0 && e->target)
 		r = put_kv_str(b, "target", e->target, true);
+	if (r >= 0 && e->xattrs)
+		r = put_kv_str(b, "xattrs", e->xattrs, false);
+	if (r >= 0 && e->xattr_diff)
+		r = put_kv_str(b, "xattr_diff", e->xattr_diff, false);
 	if (r >= 0 && e->flagged)
 		r = put_kv_str(b, "flagged", e->flagged, false);
 	if (r >= 0 && e->refused)
@@ -2190,7 +2455,7 @@ static int entry_json(struct moat_jbuf *b, const struct moat_fs_entry *e)
 int moat_manifest_to_json(const struct moat_manifest *m, char **ret)
 {
 	struct moat_jbuf b;
-	unsigned cnt[4] = {0}, flagged = 0, refused = 0;
+	unsigned cnt[5] = {0}, flagged = 0, refused = 0;
 	int r;
 
 	moat_jbuf_init(&b, MANIFEST_MAX_BYTES);
@@ -2215,8 +2480,9 @@ int moat_manifest_to_json(const struct moat_manifest *m, char **ret)
 		r = moat_jbuf_printf(
 			&b,
 			"],\n\"summary\":{\"created\":%u,\"modified\":%u,\"deleted\":%u,"
-			"\"mode\":%u,\"flagged\":%u,\"refused\":%u,\"bytes\":%" PRIu64 "}}\n",
-			cnt[0], cnt[1], cnt[2], cnt[3], flagged, refused, m->total_bytes);
+			"\"mode\":%u,\"xattr\":%u,\"flagged\":%u,\"refused\":%u,\"bytes\":%" PRIu64
+			"}}\n",
+			cnt[0], cnt[1], cnt[2], cnt[3], cnt[4], flagged, refused, m->total_bytes);
 	if (r < 0) {
 		moat_jbuf_done(&b);
 		return r;
@@ -2235,9 +2501,9 @@ static int put_display(struct moat_jbuf *b, const char *s)
 
 int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 {
-	static const char marks[] = "+~-m";
+	static const char marks[] = "+~-mx";
 	struct moat_jbuf b;
-	unsigned cnt[4] = {0}, flagged = 0, refused = 0, held = 0;
+	unsigned cnt[5] = {0}, flagged = 0, refused = 0, held = 0;
 	int r = 0;
 
 	moat_jbuf_init(&b, MANIFEST_MAX_BYTES);
@@ -2259,8 +2525,16 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 			if (r >= 0)
 				r = put_display(&b, e->target);
 		}
-		if (r >= 0 && S_ISREG(e->type) && e->change != MOAT_FS_MODE)
+		if (r >= 0 && S_ISREG(e->type) && e->change != MOAT_FS_MODE &&
+		    e->change != MOAT_FS_XATTR)
 			r = moat_jbuf_printf(&b, " (%" PRIu64 " bytes)", e->size);
+		if (r >= 0 && e->xattr_diff) {
+			r = moat_jbuf_puts(&b, " (xattrs ");
+			if (r >= 0)
+				r = put_display(&b, e->xattr_diff);
+			if (r >= 0)
+				r = moat_jbuf_puts(&b, ")");
+		}
 		if (r >= 0 && e->old_type && e->change != MOAT_FS_DELETED && e->old_mode != e->mode)
 			r = moat_jbuf_printf(&b, " (mode %04o -> %04o)", (unsigned)e->old_mode,
 					     (unsigned)e->mode);
@@ -2279,9 +2553,9 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 	if (r >= 0)
 		r = moat_jbuf_printf(
 			&b,
-			"%u created, %u modified, %u deleted, %u mode changes; %u flagged, "
-			"%u refused, %u held back\n",
-			cnt[0], cnt[1], cnt[2], cnt[3], flagged, refused, held);
+			"%u created, %u modified, %u deleted, %u mode changes, %u xattr changes; "
+			"%u flagged, %u refused, %u held back\n",
+			cnt[0], cnt[1], cnt[2], cnt[3], cnt[4], flagged, refused, held);
 	if (r < 0) {
 		moat_jbuf_done(&b);
 		return r;
@@ -2294,7 +2568,7 @@ int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		const struct moat_fs_entry *e = &m->entries[i];
-		struct moat_audit_field f[12];
+		struct moat_audit_field f[13];
 		size_t k = 0;
 		char hx[65];
 		int r;
@@ -2315,6 +2589,8 @@ int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a)
 			f[k++] = (struct moat_audit_field)MOAT_F_UINT("mode", e->mode);
 		if (e->target)
 			f[k++] = (struct moat_audit_field)MOAT_F_STR("target", e->target);
+		if (e->xattr_diff)
+			f[k++] = (struct moat_audit_field)MOAT_F_STR("xattrs", e->xattr_diff);
 		if (e->flagged)
 			f[k++] = (struct moat_audit_field)MOAT_F_STR("flagged", e->flagged);
 		if (e->refused)
@@ -2531,10 +2807,10 @@ static int load_entry(json_t *o, struct moat_fs_entry *e)
 		return -EINVAL;
 	s = json_string_value(json_object_get(o, "change"));
 	e->change = (enum moat_fs_change) - 1;
-	for (unsigned c = 0; s && c < 4; c++)
+	for (unsigned c = 0; s && c <= MOAT_FS_XATTR; c++)
 		if (streq(s, moat_fs_change_name(c)))
 			e->change = c;
-	if ((unsigned)e->change >= 4)
+	if ((unsigned)e->change > MOAT_FS_XATTR)
 		return -EINVAL;
 	e->type = type_from_name(json_string_value(json_object_get(o, "type")));
 	e->old_type = json_object_get(o, "old_type")
@@ -2561,7 +2837,9 @@ static int load_entry(json_t *o, struct moat_fs_entry *e)
 		e->has_old_sha = true;
 	}
 	e->opaque = json_is_true(json_object_get(o, "opaque"));
-	if (get_str_hex(o, "target", &e->target) < 0 ||
+	if (get_str_hex(o, "xattrs", &e->xattrs) < 0 ||
+	    get_str_hex(o, "xattr_diff", &e->xattr_diff) < 0 ||
+	    get_str_hex(o, "target", &e->target) < 0 ||
 	    get_str_hex(o, "flagged", &e->flagged) < 0 ||
 	    get_str_hex(o, "refused", &e->refused) < 0)
 		return -EINVAL;
@@ -2578,9 +2856,7 @@ static int load_entry(json_t *o, struct moat_fs_entry *e)
 	if (e->state == MOAT_FS_FAILED || e->state == MOAT_FS_CONFLICT)
 		e->state = MOAT_FS_PENDING;
 	/* refusals are recomputed from the data, not trusted from the file */
-	if (!e->refused && e->change != MOAT_FS_DELETED &&
-	    (S_ISFIFO(e->type) || S_ISSOCK(e->type) || S_ISCHR(e->type) || S_ISBLK(e->type) ||
-	     (S_ISREG(e->type) && (e->mode & 06000))))
+	if (!e->refused && e->change != MOAT_FS_DELETED)
 		return refuse_entry(e);
 	return 0;
 }
@@ -2633,7 +2909,8 @@ int moat_fsdiff_load(int run_dirfd, struct moat_manifest **ret)
 		r = load_entry(json_array_get(ents, i), &m->entries[i]);
 		m->n = i + 1;
 		if (r >= 0 && S_ISREG(m->entries[i].type) &&
-		    m->entries[i].change != MOAT_FS_DELETED && m->entries[i].change != MOAT_FS_MODE)
+		    m->entries[i].change != MOAT_FS_DELETED &&
+		    m->entries[i].change != MOAT_FS_MODE && m->entries[i].change != MOAT_FS_XATTR)
 			m->total_bytes += m->entries[i].size;
 	}
 	json_decref(root);

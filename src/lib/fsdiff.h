@@ -65,6 +65,7 @@ enum moat_fs_change {
 	MOAT_FS_MODIFIED, /* content or type changed */
 	MOAT_FS_DELETED, /* for a directory: the whole subtree */
 	MOAT_FS_MODE, /* same content, permission bits changed */
+	MOAT_FS_XATTR, /* same content and mode, extended attributes changed */
 };
 
 enum moat_fs_state {
@@ -88,6 +89,11 @@ struct moat_fs_entry {
 	bool has_sha, has_old_sha;
 	bool opaque; /* directory whose old contents were replaced */
 	char *target; /* symlink target (raw bytes) */
+	/* extended attributes after the run (user.*, trusted.* but overlay's own,
+	 * security.capability, system.posix_acl_*): "name=hexvalue\n" lines,
+	 * names sorted; NULL = none. xattr_diff: "+name ~name -name" against
+	 * before, NULL = unchanged. */
+	char *xattrs, *xattr_diff;
 	char *flagged; /* why it is flagged, or NULL */
 	char *refused; /* why it is never applied, or NULL */
 	enum moat_fs_state state;

@@ -913,3 +913,119 @@ TEST(fsdiff_git_config_parser_reasons)
 	ASSERT_CONTAINS(flag_of(m, "v3/config"), "found by structure");
 	moat_manifest_free(m);
 }
+
+static void setx(int dfd, const char *name, const char *x, const char *v)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fsetxattr(fd, x, v, strlen(v), 0) < 0)
+		moat_tap_fail(__FILE__, __LINE__, "setxattr %s %s: %m", name, x);
+	close(fd);
+}
+
+static ssize_t getx(int dfd, const char *name, const char *x, char *buf, size_t len)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? fgetxattr(fd, x, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+TEST(fsdiff_xattr_changes)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper"), tgt = sub(d, "tgt");
+	_cleanup_close_ int run = sub(d, "run");
+	struct moat_manifest *m = NULL;
+	char buf[64];
+
+	put(lower, "a", "same", 0644);
+	if (fsetxattr(lower, "user.moat-probe", "1", 1, 0) < 0 && (errno == ENOTSUP))
+		SKIP("the test directory's file system has no user xattrs");
+	setx(lower, "a", "user.x", "1");
+	put(lower, "Makefile", "all:\n", 0644);
+	put(lower, "keep", "k", 0644);
+	put(tgt, "a", "same", 0644);
+	setx(tgt, "a", "user.x", "1");
+	put(tgt, "Makefile", "all:\n", 0644);
+	put(tgt, "keep", "k", 0644);
+
+	put(upper, "a", "same", 0644);
+	setx(upper, "a", "user.x", "2"); /* changed value */
+	setx(upper, "a", "user.new", "n"); /* added */
+	put(upper, "Makefile", "all:\n", 0644);
+	setx(upper, "Makefile", "user.z", "z"); /* on a flagged path */
+	put(upper, "keep", "k", 0644);
+	setx(upper, "keep", "user.overlay.origin", "o"); /* overlay metadata: no change */
+	put(upper, "b", "new", 0644);
+	setx(upper, "b", "user.y", "y");
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	const struct moat_fs_entry *e = must(m, "a");
+	ASSERT_EQ(e->change, MOAT_FS_XATTR);
+	ASSERT_CONTAINS(e->xattr_diff, "~user.x");
+	ASSERT_CONTAINS(e->xattr_diff, "+user.new");
+	ASSERT_TRUE(e->flagged == NULL);
+	e = must(m, "Makefile");
+	ASSERT_EQ(e->change, MOAT_FS_XATTR);
+	ASSERT_CONTAINS(e->flagged, "build hook");
+	ASSERT_TRUE(find(m, "keep") == NULL);
+	ASSERT_CONTAINS(must(m, "b")->xattr_diff, "+user.y");
+	_cleanup_free_ char *text = NULL;
+	ASSERT_EQ(moat_manifest_to_text(m, &text), 0);
+	ASSERT_CONTAINS(text, "x xattr    file    a (xattrs \"+user.new ~user.x\")");
+
+	/* safe apply: the plain one lands, the flagged one is held */
+	ASSERT_EQ(moat_fsdiff_apply(m, upper, tgt, MOAT_FSAPPLY_SAFE, NULL, NULL), 0);
+	ASSERT_EQ(getx(tgt, "a", "user.x", buf, sizeof(buf)), 1);
+	ASSERT_STREQ(buf, "2");
+	ASSERT_EQ(getx(tgt, "a", "user.new", buf, sizeof(buf)), 1);
+	ASSERT_EQ(getx(tgt, "b", "user.y", buf, sizeof(buf)), 1);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_HELD);
+	ASSERT_TRUE(getx(tgt, "Makefile", "user.z", buf, sizeof(buf)) < 0);
+
+	/* saved and loaded, the held xattr change applies later (moat apply) */
+	ASSERT_EQ(moat_fsdiff_save(m, upper, run, 0), 0);
+	moat_manifest_free(m);
+	m = NULL;
+	ASSERT_EQ(moat_fsdiff_load(run, &m), 0);
+	ASSERT_CONTAINS(must(m, "Makefile")->xattr_diff, "+user.z");
+	_cleanup_close_ int store = moat_fsdiff_open_store(run);
+	ASSERT_EQ(moat_fsdiff_apply(m, store, tgt, MOAT_FSAPPLY_ALL, NULL, NULL), 0);
+	ASSERT_EQ(getx(tgt, "Makefile", "user.z", buf, sizeof(buf)), 1);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_held_cap_all_or_nothing)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper"), run = sub(d, "run");
+	struct moat_manifest *m = NULL;
+	uint64_t need = 0;
+
+	put(upper, "Makefile", "0123456789", 0644);
+	put(upper, ".bashrc", "0123456789", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_EQ(moat_fsdiff_apply(m, upper, lower, MOAT_FSAPPLY_SAFE, NULL, NULL), 0);
+	ASSERT_EQ(moat_fsdiff_save_ex(m, upper, run, 15, &need), -EFBIG);
+	ASSERT_EQ(need, 20);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_DROPPED);
+	ASSERT_EQ(must(m, ".bashrc")->state, MOAT_FS_DROPPED);
+	ASSERT_TRUE(!exists_at(run, "held")); /* nothing kept */
+	moat_manifest_free(m);
+	m = NULL;
+	ASSERT_EQ(moat_fsdiff_load(run, &m), 0);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_DROPPED);
+	_cleanup_close_ int tgt = sub(d, "tgt");
+	ASSERT_EQ(moat_fsdiff_apply(m, -1, tgt, MOAT_FSAPPLY_ALL, NULL, NULL), 0);
+	ASSERT_TRUE(!exists_at(tgt, "Makefile"));
+	moat_manifest_free(m);
+	/* positive control: with room, both are kept */
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_EQ(moat_fsdiff_apply(m, upper, lower, MOAT_FSAPPLY_SAFE, NULL, NULL), 0);
+	ASSERT_EQ(moat_fsdiff_save_ex(m, upper, run, 20, &need), 0);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_HELD);
+	moat_manifest_free(m);
+}
