@@ -1029,6 +1029,13 @@ static int set_runs_max(struct moat_policy *p, const char *v, char *why, size_t 
 
 static int set_retention(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
+	size_t n = strlen(v);
+	/* days: the unit retention is thought in ("14d") */
+	if (n > 1 && n < 12 && v[n - 1] == 'd' && strspn(v, "0123456789") == n - 1) {
+		p->retention_ms = strtoull(v, NULL, 10) * 24 * 3600 * 1000;
+		if (p->retention_ms)
+			return 0;
+	}
 	if (moat_parse_duration(v, &p->retention_ms) < 0 || p->retention_ms == 0) {
 		snprintf(why, whylen, "expected a duration such as 14d, 36h");
 		return -EINVAL;
