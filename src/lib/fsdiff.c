@@ -1716,6 +1716,86 @@ static int git_add_dir(struct gitscan *g, const char *dir, const char *wt_in, in
 	return git_follow_file(g, p, NULL, wt, depth);
 }
 
+/* Other tools of docs/FLAGGED.md that name files by path, in the directory
+ * of a change or one of its parents: direnv's .envrc (source_env, dotenv,
+ * source, `.`), make's include lines, pre-commit's local hook entries. The
+ * named files become code (or environment) those tools run. */
+static int tool_refs_at(struct gitscan *g, const char *dir)
+{
+	static const struct {
+		const char *file, *why;
+		int kind; /* 0 envrc, 1 make, 2 pre-commit */
+	} tools[] = {
+		{".envrc", "file sourced by an .envrc (direnv runs it)", 0},
+		{"Makefile", "file included by a Makefile", 1},
+		{"GNUmakefile", "file included by a Makefile", 1},
+		{"makefile", "file included by a Makefile", 1},
+		{".pre-commit-config.yaml", "local pre-commit hook program", 2},
+	};
+	for (size_t t = 0; t < ELEMENTSOF(tools); t++) {
+		_cleanup_free_ char *f = pjoin(dir, tools[t].file);
+		if (!f)
+			return -ENOMEM;
+		for (int layer = 0; layer < 2; layer++) {
+			_cleanup_free_ char *buf =
+				layer_read(layer ? g->lower : g->upper, f, GIT_CFG_MAX);
+			for (char *line = buf, *next; line && *line; line = next) {
+				next = line + strcspn(line, "\n");
+				if (*next)
+					*next++ = '\0';
+				while (*line == ' ' || *line == '\t')
+					line++;
+				char *arg = NULL, def_env[] = ".env";
+				if (tools[t].kind == 0) {
+					static const char *const cmds[] = {
+						"source_env ",	     "source_env_if_exists ",
+						"dotenv ",	     "dotenv_if_exists ",
+						"source ",	     ". ",
+						"source_up ",	     "source_up_if_exists ",
+						"env_vars_required "};
+					for (size_t c = 0; !arg && c < ELEMENTSOF(cmds); c++)
+						if (strncmp(line, cmds[c], strlen(cmds[c])) == 0)
+							arg = line + strlen(cmds[c]);
+					if (!arg &&
+					    (streq(line, "dotenv") ||
+					     streq(line, "dotenv_if_exists")))
+						arg = def_env;
+				} else if (tools[t].kind == 1) {
+					static const char *const cmds[] = {"include ", "-include ",
+									   "sinclude "};
+					for (size_t c = 0; !arg && c < ELEMENTSOF(cmds); c++)
+						if (strncmp(line, cmds[c], strlen(cmds[c])) == 0)
+							arg = line + strlen(cmds[c]);
+				} else if (strncmp(line, "entry:", 6) == 0) {
+					arg = line + 6;
+				}
+				/* every word that is a plain path (no variables, no quotes) */
+				for (char *w = arg; w && *w;) {
+					while (*w == ' ' || *w == '\t')
+						w++;
+					size_t n = strcspn(w, " \t#");
+					if (n == 0)
+						break;
+					char save = w[n];
+					w[n] = '\0';
+					if (!strpbrk(w, "$`'\"(){}*?[") &&
+					    (tools[t].kind != 2 || strchr(w, '/'))) {
+						int r = add_ref(g, resolve_in(g, dir, w),
+								tools[t].why, false);
+						if (r < 0)
+							return r;
+					}
+					w[n] = save;
+					if (save == '#' || tools[t].kind == 2)
+						break; /* a comment; pre-commit: the program only */
+					w += n;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
 /* Discovery at dir: dir itself as a bare repository, dir/.git as a
  * directory, a gitdir file or a symlink. */
 static int git_discover_at(struct gitscan *g, const char *dir)
@@ -1726,6 +1806,8 @@ static int git_discover_at(struct gitscan *g, const char *dir)
 		return 0;
 	}
 	if (r <= 0)
+		return r;
+	if ((r = tool_refs_at(g, dir)) < 0)
 		return r;
 	if (is_gitdir(g, dir, false) && (r = git_add_dir(g, dir, NULL, 0)) < 0)
 		return r;

