@@ -1817,7 +1817,9 @@ static int git_discover_at(struct gitscan *g, const char *dir)
 	/* each layer on its own: an upper file may replace a lower directory */
 	for (int layer = 0; layer < 2; layer++) {
 		mode_t t = layer_type(layer ? g->lower : g->upper, dg);
-		if (S_ISDIR(t) && is_gitdir(g, dg, false))
+		/* a directory named .git counts whatever it holds yet: git init
+		 * there keeps its config and hooks */
+		if (S_ISDIR(t))
 			r = git_add_dir(g, dg, dir, 0);
 		else if (S_ISREG(t))
 			r = git_follow_file(g, dg, "gitdir:", dir, 0);

@@ -554,12 +554,39 @@ static void write_exit(struct moat_run *r)
 				   : NULL));
 }
 
+/* rw: a repository that appeared during the run was written unreviewed; the
+ * user must know before running git there. */
+static void recheck_rw_workspace(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	struct moat_observe *o = r->obs;
+	struct moat_workspace_check c;
+
+	if (!p->workspace || p->workspace_mode != MOAT_WS_RW || o->wsc.repo[0])
+		return;
+	if (moat_workspace_check(p, &c, NULL) < 0 || !c.repo[0])
+		return;
+	MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
+		   MOAT_F_STR("reason",
+			      "a git repository appeared in the rw workspace during the "
+			      "run: its config and hooks were not reviewed"),
+		   MOAT_F_STR("path", c.repo));
+	char path[512];
+	moat_json_escape(c.repo, strlen(c.repo), path, sizeof(path));
+	snprintf(r->st->review, sizeof(r->st->review),
+		 "  WARNING: the run created a git repository in the rw workspace: %s\n"
+		 "  its config and hooks were not reviewed: inspect them before any git command "
+		 "there\n",
+		 path);
+}
+
 int moat_observe_finish(struct moat_run *r, int k)
 {
 	if (!r->obs)
 		return k;
 	collect_output(r);
 	review_workspace(r);
+	recheck_rw_workspace(r);
 	if (!r->st->execs)
 		r->st->execs = moat_audit_count(r->obs->audit, MOAT_EV_EXEC);
 	write_exit(r);

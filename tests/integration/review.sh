@@ -128,6 +128,15 @@ t_rw_refuses_repositories() {
 	assert_contains "$out" "review does not apply"
 	assert_contains "$(grep '"type":"start"' "$T_OUT/ev0")" '"review":false'
 	assert_contains "$(grep '"type":"start"' "$T_OUT/ev0")" '"review_note":'
+	assert_not_contains "$out" "created a git repository"
+	# a repository the run creates in rw is said plainly at the end (and alerted)
+	rc=0
+	out=$("$MOAT" run --log "$T_OUT/ev5" --workspace "$ws:rw" -- /bin/sh -c \
+		'mkdir -p src/.git/objects src/.git/refs && echo "ref: refs/heads/m" > src/.git/HEAD' 2>&1) || rc=$?
+	assert_eq 0 "$rc" "rw run creating a repository: $out"
+	assert_contains "$out" "created a git repository in the rw workspace: $ws/src/.git"
+	assert_contains "$(grep '"type":"alert"' "$T_OUT/ev5")" "appeared in the rw workspace"
+	rm -rf "$ws/src/.git"
 	# a repository by structure, not by name
 	mkdir -p "$ws/src/data/objects" "$ws/src/data/refs"
 	echo 'ref: refs/heads/x' >"$ws/src/data/HEAD"

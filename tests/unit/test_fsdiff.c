@@ -707,6 +707,9 @@ TEST(fsdiff_git_gitdir_file_and_bare_repo_by_structure)
 	/* a directory that only looks like data */
 	mkd(upper, "data/objects");
 	put(upper, "data/notes.txt", "plain", 0644);
+	/* a .git directory that is not (yet) a repository: git init keeps it */
+	mkd(upper, "pre/.git/info");
+	put(upper, "pre/.git/info/exclude", "*", 0644);
 
 	/* positive control: the name rules alone do not see these */
 	ASSERT_TRUE(moat_flag_match(NULL, "elsewhere/config", S_IFREG) == NULL);
@@ -720,6 +723,7 @@ TEST(fsdiff_git_gitdir_file_and_bare_repo_by_structure)
 	ASSERT_CONTAINS(flag_of(m, "proj.d/config"), "repository created in this run");
 	ASSERT_CONTAINS(flag_of(m, "proj.d"), "repository created in this run");
 	/* negative controls */
+	ASSERT_CONTAINS(flag_of(m, "pre/.git/info/exclude"), "repository created in this run");
 	ASSERT_TRUE(flag_of(m, "data/notes.txt") == NULL);
 	ASSERT_TRUE(flag_of(m, "data/objects") == NULL);
 	moat_manifest_free(m);
