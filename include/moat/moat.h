@@ -77,7 +77,7 @@ bool moat_policy_quiet(const struct moat_policy *p);
  * that never follows symlinks, and git's upward discovery above it. */
 struct moat_workspace_check {
 	unsigned long long entries; /* walked */
-	unsigned long long hardlinks; /* non-directories with more than one link */
+	unsigned long long hardlinks; /* non-directories with names outside DIR (links) */
 	bool truncated; /* the walk hit a bound or an unreadable directory */
 	bool repo_above; /* repo is above DIR */
 	char repo[1024]; /* the first git repository found by structure, "" if none */

@@ -11,9 +11,10 @@
  *     above DIR (git's discovery walks upward from the working directory,
  *     so a repository above DIR sees DIR as its worktree): rw refuses
  *     unless --allow-rw-git;
- *   - files with more than one link: writing through one writes the other
- *     name (outside DIR), reading through one exposes it: rw refuses unless
- *     --allow-hardlinks, ro warns; the count goes into the start event.
+ *   - files with more than one link whose other names are not all inside
+ *     DIR: writing through one writes the other name (outside DIR), reading
+ *     through one exposes it: rw refuses unless --allow-hardlinks, ro warns;
+ *     the count goes into the start event.
  * The walk never follows symlinks and stops at its bounds; a walk that
  * could not finish counts as "cannot tell", which rw refuses like a find.
  */
@@ -54,10 +55,51 @@ static const char *repo_here(int dfd)
 	return NULL;
 }
 
+/* Inodes with more than one link seen in the walk: a file all of whose
+ * names are inside DIR exposes nothing (cargo's target/, git's objects). */
+struct ino_seen {
+	dev_t dev;
+	ino_t ino;
+	nlink_t nlink, seen;
+	bool used;
+};
+
 struct ws_walk {
 	struct moat_workspace_check *res;
+	struct ino_seen *tab;
+	size_t cap, n;
+	bool tab_full;
+	dev_t ex_dev; /* the inode of res->hardlink_example */
+	ino_t ex_ino;
 	char path[4096];
 };
+
+#define WS_MAX_LINKED 65536
+
+static void note_inode(struct ws_walk *w, const struct stat *st)
+{
+	if (!w->tab && !w->tab_full) {
+		w->cap = 2 * WS_MAX_LINKED;
+		w->tab = calloc(w->cap, sizeof(*w->tab));
+		if (!w->tab)
+			w->tab_full = true;
+	}
+	if (w->tab_full)
+		return;
+	size_t h = ((size_t)st->st_ino * 0x9e3779b97f4a7c15ull ^ (size_t)st->st_dev) & (w->cap - 1);
+	while (w->tab[h].used && !(w->tab[h].dev == st->st_dev && w->tab[h].ino == st->st_ino))
+		h = (h + 1) & (w->cap - 1);
+	if (!w->tab[h].used) {
+		if (w->n >= WS_MAX_LINKED) {
+			w->tab_full = true; /* cannot tell: count every link as outside */
+			return;
+		}
+		w->tab[h] = (struct ino_seen){
+			.dev = st->st_dev, .ino = st->st_ino, .nlink = st->st_nlink, .used = true};
+		w->n++;
+	}
+	w->tab[h].seen++;
+}
 
 static void note_path(char *dst, size_t len, const char *base, const char *name)
 {
@@ -97,7 +139,12 @@ static int walk(struct ws_walk *w, int dfd, unsigned depth)
 			continue; /* gone meanwhile */
 		if (!S_ISDIR(st.st_mode)) {
 			if (st.st_nlink > 1) {
-				res->hardlinks++;
+				res->hardlinks++; /* corrected below for all-inside inodes */
+				note_inode(w, &st);
+				if (!res->hardlink_example[0]) {
+					w->ex_dev = st.st_dev;
+					w->ex_ino = st.st_ino;
+				}
 				if (!res->hardlink_example[0])
 					note_path(res->hardlink_example,
 						  sizeof(res->hardlink_example), w->path,
@@ -141,6 +188,18 @@ int moat_workspace_check(const struct moat_policy *p, struct moat_workspace_chec
 	w->res = ret;
 	snprintf(w->path, sizeof(w->path), "%s", p->workspace);
 	int k = walk(w, fd, 0);
+	/* a file whose every name was seen inside DIR writes through to nothing
+	 * outside; unless the table overflowed (then every link counts) */
+	if (k >= 0 && !w->tab_full && w->tab) {
+		ret->hardlinks = 0;
+		for (size_t i = 0; i < w->cap; i++)
+			if (w->tab[i].used && w->tab[i].seen < w->tab[i].nlink)
+				ret->hardlinks += w->tab[i].seen;
+			else if (w->tab[i].used && w->tab[i].dev == w->ex_dev &&
+				 w->tab[i].ino == w->ex_ino)
+				ret->hardlink_example[0] = '\0'; /* all its names are inside */
+	}
+	free(w->tab);
 	free(w);
 	if (k < 0)
 		return moat_error_set(ret_err, "workspace", -k, "cannot check --workspace %s: %s",
@@ -201,10 +260,11 @@ int moat_wscheck_enforce(const struct moat_policy *p, const struct moat_workspac
 	if (c->hardlinks && !p->allow_hardlinks)
 		return moat_error_set(
 			ret_err, "workspace", EPERM,
-			"--workspace %s:rw: %llu file(s) have other names (hard links), e.g. %s: "
-			"writes would reach them outside the workspace: use the overlay mode (the "
-			"default) or pass --allow-hardlinks",
-			p->workspace, (unsigned long long)c->hardlinks, c->hardlink_example);
+			"--workspace %s:rw: %llu file(s) have other names outside it (hard links)%s%s: "
+			"writes would reach them: use the overlay mode (the default) or pass "
+			"--allow-hardlinks",
+			p->workspace, (unsigned long long)c->hardlinks,
+			c->hardlink_example[0] ? ", e.g. " : "", c->hardlink_example);
 	if (c->truncated && !(p->allow_rw_git && p->allow_hardlinks))
 		return moat_error_set(
 			ret_err, "workspace", E2BIG,

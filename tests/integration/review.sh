@@ -168,6 +168,10 @@ t_rw_hardlinks() {
 	local ws="$BASE/hl" outside="$BASE/outside.txt" rc=0 out
 	mkdir -p "$ws"
 	echo secret >"$outside"
+	# both names inside the workspace: nothing outside to reach, rw starts
+	echo in >"$ws/g"
+	ln "$ws/g" "$ws/g2"
+	"$MOAT" run --quiet --workspace "$ws:rw" -- /bin/true 2>/dev/null || fail "rw refused links that stay inside"
 	ln "$outside" "$ws/f" || skip "no hard links here"
 	out=$("$MOAT" run --log "$T_OUT/ev1" --workspace "$ws:rw" -- /bin/sh -c 'echo pwned > f' 2>&1) || rc=$?
 	assert_eq 125 "$rc" "rw with a hard link: $out"
