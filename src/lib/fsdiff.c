@@ -2013,9 +2013,25 @@ static int git_pass(struct walk *w, int upper, int lower, const char *workspace)
 				d[0] = '\0';
 		}
 	}
+	/* a referenced path reached through a symlink of either layer: the file
+	 * git really reads is where the links lead */
+	for (size_t i = 0, n = g->n_refs; r >= 0 && i < n; i++) {
+		char *real = link_follow(g, "_", g->refs[i].path);
+		if (real && !streq(real, g->refs[i].path))
+			r = add_ref(g, real, g->refs[i].why, g->refs[i].subtree);
+		else
+			free(real);
+	}
 	for (size_t i = 0; r >= 0 && i < w->m->n; i++) {
 		struct moat_fs_entry *e = &w->m->entries[i];
 		const char *why = NULL;
+		/* a symlink that replaces a directory on the way to one of them */
+		for (size_t j = 0; S_ISLNK(e->type) && !why && j < g->n_refs; j++)
+			if (under(g->refs[j].path, e->path))
+				why = "symlink replaces a directory of a file git or another tool reads";
+		for (size_t j = 0; S_ISLNK(e->type) && !why && j < g->n_dirs; j++)
+			if (under(g->dirs[j], e->path))
+				why = "symlink replaces a directory of a git directory";
 		for (size_t j = 0; !why && j < g->n_dirs; j++) {
 			size_t n = strlen(g->dirs[j]);
 			if (!under(e->path, g->dirs[j]))

@@ -1067,3 +1067,22 @@ TEST(fsdiff_other_tools_files_included_by_path)
 	ASSERT_TRUE(flag_of(m, "X=1") == NULL);
 	moat_manifest_free(m);
 }
+
+TEST(fsdiff_git_include_reached_through_a_symlink)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git", "[include]\n\tpath = ../tools/git.inc\n");
+	/* tools -> evil: git reads evil/git.inc */
+	ASSERT_EQ(symlinkat("evil", upper, "tools"), 0);
+	mkd(upper, "evil");
+	put(upper, "evil/git.inc", "[core]\n\tfsmonitor = ./x\n", 0644);
+	put(upper, "evil/other", "o", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "tools"), "replaces a directory");
+	ASSERT_CONTAINS(flag_of(m, "evil/git.inc"), "include.path");
+	ASSERT_TRUE(flag_of(m, "evil/other") == NULL);
+	moat_manifest_free(m);
+}
