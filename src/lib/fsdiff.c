@@ -1583,18 +1583,72 @@ static int git_add_dir(struct gitscan *g, const char *dir, const char *wt, int d
 
 /* Parse one config file (both layers) of the git directory gdir whose
  * worktree is wt; collect what it references. */
+/* A host file (the user's and the system's git config), at most max bytes. */
+static char *host_read(const char *path, size_t max)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	if ((uint64_t)st.st_size < max)
+		max = (size_t)st.st_size;
+	if (!(buf = malloc(max + 1)))
+		return NULL;
+	n = read(fd, buf, max);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* A path a config names, as git reads it: "~/" is $HOME, a relative one is
+ * relative to base (workspace-relative, or absolute for a host file). The
+ * absolute result in *ret_abs (may be NULL); the workspace-relative one
+ * returned, NULL when it is not in the workspace. */
+static char *cfg_path(const struct gitscan *g, const char *base, const char *v, char **ret_abs)
+{
+	_cleanup_free_ char *abs = NULL;
+	const char *home = getenv("HOME");
+	char *rel;
+	if (ret_abs)
+		*ret_abs = NULL;
+	if (v[0] == '~' && v[1] == '/') {
+		if (!home || home[0] != '/' || asprintf(&abs, "%s%s", home, v + 1) < 0)
+			return NULL;
+	} else if (v[0] == '~') {
+		return NULL; /* another user's home */
+	} else if (v[0] == '/') {
+		abs = strdup(v);
+	} else if (base[0] == '/') {
+		if (asprintf(&abs, "%s/%s", base, v) < 0)
+			return NULL;
+	} else {
+		return resolve_in(g, base, v);
+	}
+	if (!abs)
+		return NULL;
+	rel = resolve_in(g, "", abs);
+	if (ret_abs)
+		*ret_abs = TAKE_PTR(abs);
+	return rel;
+}
+
+/* Parse one config file (both layers; cfg absolute = a host file) read for
+ * the git directory whose worktree is wt; collect what it references. */
 static int git_scan_config(struct gitscan *g, const char *cfg, const char *wt, int depth)
 {
 	_cleanup_free_ char *cdir = pdir(cfg);
+	bool host = cfg[0] == '/';
 	if (!cdir)
 		return -ENOMEM;
 	if (depth > GIT_INCLUDE_DEPTH) {
 		g->overflow = true;
 		return 0;
 	}
-	for (int layer = 0; layer < 2; layer++) {
-		_cleanup_free_ char *buf =
-			layer_read(layer ? g->lower : g->upper, cfg, GIT_CFG_MAX);
+	for (int layer = 0; layer < (host ? 1 : 2); layer++) {
+		_cleanup_free_ char *buf = host
+			? host_read(cfg, GIT_CFG_MAX)
+			: layer_read(layer ? g->lower : g->upper, cfg, GIT_CFG_MAX);
 		struct cfg_item *it = calloc(1, sizeof(*it));
 		size_t pos = 0;
 		int r = 0;
@@ -1606,9 +1660,8 @@ static int git_scan_config(struct gitscan *g, const char *cfg, const char *wt, i
 			if (!d || !it->has_val || !it->val[0])
 				continue;
 			if (streq(d, "include.path")) {
-				if (it->val[0] == '~')
-					continue; /* the user's home: not the workspace */
-				char *p = resolve_in(g, cdir, it->val);
+				_cleanup_free_ char *abs = NULL;
+				char *p = cfg_path(g, cdir, it->val, &abs);
 				if (p) {
 					_cleanup_free_ char *q = strdup(p);
 					r = add_ref(
@@ -1617,20 +1670,20 @@ static int git_scan_config(struct gitscan *g, const char *cfg, const char *wt, i
 						false);
 					if (r > 0 && q)
 						r = git_scan_config(g, q, wt, depth + 1);
+				} else if (abs) {
+					/* a host file including another host file */
+					r = git_scan_config(g, abs, wt, depth + 1);
 				}
 			} else if (streq(d, "core.hookspath")) {
-				if (it->val[0] != '~')
-					r = add_ref(
-						g, resolve_in(g, wt, it->val),
-						"git hooks directory (core.hooksPath of a repository's config)",
-						true);
+				r = add_ref(g, cfg_path(g, wt, it->val, NULL),
+					    "git hooks directory (core.hooksPath of a git config)",
+					    true);
 			} else if (streq(d, "core.worktree")) {
 				continue;
 			} else if (cmd_path(it->val, streq(it->sect, "alias"), word,
 					    sizeof(word))) {
-				r = add_ref(g, resolve_in(g, wt, word),
-					    "program run by git (named in a repository's config)",
-					    false);
+				r = add_ref(g, cfg_path(g, wt, word, NULL),
+					    "program run by git (named in a git config)", false);
 			}
 		}
 		free(it);
@@ -1710,6 +1763,20 @@ static int git_add_dir(struct gitscan *g, const char *dir, const char *wt_in, in
 		if ((r = git_scan_config(g, p, wt, 0)) < 0)
 			return r;
 	}
+	/* the system's and the user's config apply to this repository too */
+	const char *home = getenv("HOME"), *xdg = getenv("XDG_CONFIG_HOME");
+	char hp[3][4096];
+	snprintf(hp[0], sizeof(hp[0]), "/etc/gitconfig");
+	snprintf(hp[1], sizeof(hp[1]), "%s/.gitconfig",
+		 home && home[0] == '/' ? home : "/nonexistent");
+	if (xdg && xdg[0] == '/')
+		snprintf(hp[2], sizeof(hp[2]), "%s/git/config", xdg);
+	else
+		snprintf(hp[2], sizeof(hp[2]), "%s/.config/git/config",
+			 home && home[0] == '/' ? home : "/nonexistent");
+	for (size_t i = 0; i < ELEMENTSOF(hp); i++)
+		if ((r = git_scan_config(g, hp[i], wt, 0)) < 0)
+			return r;
 	free(p);
 	if (!(p = pjoin(dir, "commondir")))
 		return -ENOMEM;

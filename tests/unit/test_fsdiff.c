@@ -1086,3 +1086,33 @@ TEST(fsdiff_git_include_reached_through_a_symlink)
 	ASSERT_TRUE(flag_of(m, "evil/other") == NULL);
 	moat_manifest_free(m);
 }
+
+TEST(fsdiff_git_user_config_references)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper"), home = sub(d, "home");
+	struct moat_manifest *m = NULL;
+	char ws[512], cfg[1024];
+
+	snprintf(ws, sizeof(ws), "%s/lower", d);
+	snprintf(cfg, sizeof(cfg), "[core]\n\tfsmonitor = %s/tools/mon.sh\n", ws);
+	put(home, ".gitconfig",
+	    "[core]\n\thooksPath = .ghooks\n[include]\n\tpath = ~/.gitconfig-work\n", 0644);
+	put(home, ".gitconfig-work", cfg, 0644);
+	snprintf(cfg, sizeof(cfg), "%s/home", d);
+	setenv("HOME", cfg, 1);
+	unsetenv("XDG_CONFIG_HOME");
+	repo(lower, ".git", "[core]\n");
+	mkd(upper, ".ghooks");
+	put(upper, ".ghooks/pre-commit", "#!/bin/sh\n", 0644);
+	mkd(upper, "tools");
+	put(upper, "tools/mon.sh", "#!/bin/sh\n", 0644);
+	put(upper, "tools/other.sh", "#!/bin/sh\n", 0644);
+	ASSERT_EQ(moat_fsdiff_compute_ex(upper, lower, NULL,
+					 &(struct moat_fsdiff_limits){.workspace = ws}, &m),
+		  0);
+	ASSERT_CONTAINS(flag_of(m, ".ghooks/pre-commit"), "hooksPath");
+	ASSERT_CONTAINS(flag_of(m, "tools/mon.sh"), "program run by git");
+	ASSERT_TRUE(flag_of(m, "tools/other.sh") == NULL);
+	moat_manifest_free(m);
+}
