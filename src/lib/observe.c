@@ -39,6 +39,7 @@ struct moat_observe {
 	const char *on_alert;
 	const char *run_id;
 	struct moat_workspace_check wsc; /* rw/ro start checks (wscheck.c) */
+	unsigned long long rw_hardlinks; /* of the --rw binds */
 };
 
 struct moat_audit *moat_run_audit(struct moat_run *r)
@@ -184,6 +185,7 @@ static int write_start(struct moat_run *r)
 		MOAT_F_BOOL("review", p->workspace && p->workspace_mode == MOAT_WS_OVERLAY),
 		MOAT_F_STR("review_note", moat_workspace_note(p)),
 		MOAT_F_UINT("workspace_hardlinks", r->obs->wsc.hardlinks),
+		MOAT_F_UINT("rw_mount_hardlinks", r->obs->rw_hardlinks),
 		MOAT_F_STR("workspace_repo", r->obs->wsc.repo[0] ? r->obs->wsc.repo : NULL),
 		MOAT_F_BOOL("workspace_check_truncated", r->obs->wsc.truncated),
 		MOAT_F_STR("log", r->obs->log_path));
@@ -291,6 +293,13 @@ int moat_observe_prepare(struct moat_run *r)
 				   MOAT_F_STR("reason", r->err ? r->err->message : "refused"));
 			return k;
 		}
+	}
+	/* --rw binds are not reviewed either */
+	k = moat_wscheck_mounts(p, &o->rw_hardlinks, r->err);
+	if (k < 0) {
+		MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
+			   MOAT_F_STR("reason", r->err ? r->err->message : "refused"));
+		return k;
 	}
 	if (p->output && (k = open_output(r)) < 0)
 		return k;

@@ -171,22 +171,51 @@ static int walk(struct ws_walk *w, int dfd, unsigned depth)
 	return ret;
 }
 
-int moat_workspace_check(const struct moat_policy *p, struct moat_workspace_check *ret,
-			 struct moat_error *ret_err)
+/* The check of one directory (or file: its links, and the repositories
+ * above it) given by path. */
+static int check_path(const char *path, const char *what, struct moat_workspace_check *ret,
+		      struct moat_error *ret_err)
 {
+	struct stat st;
 	memset(ret, 0, sizeof(*ret));
-	if (!p->workspace || p->workspace_mode == MOAT_WS_OVERLAY)
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return moat_error_set(ret_err, "workspace", errno, "cannot open %s %s: %s", what,
+				      path, strerror(errno));
+	if (!S_ISDIR(st.st_mode)) {
+		/* a single file: its own links, and the repositories above its directory */
+		if (st.st_nlink > 1) {
+			ret->hardlinks = 1;
+			snprintf(ret->hardlink_example, sizeof(ret->hardlink_example), "%s", path);
+		}
+		_cleanup_free_ char *dir = strdup(path);
+		char *sl = dir ? strrchr(dir, '/') : NULL;
+		if (!dir)
+			return -ENOMEM;
+		if (sl && sl != dir)
+			*sl = '\0';
+		else
+			snprintf(dir, strlen(dir) + 1, "%s", sl ? "/" : ".");
+		struct moat_workspace_check up;
+		int k = check_path(dir, what, &up, ret_err);
+		if (k < 0)
+			return k;
+		/* only what lies above, not the directory's other files */
+		size_t dl = strlen(dir);
+		bool here = up.repo[0] && strncmp(up.repo, dir, dl) == 0 &&
+			(up.repo[dl] == '\0' ||
+			 (up.repo[dl] == '/' && !strchr(up.repo + dl + 1, '/')));
+		if (up.repo_above || here) {
+			snprintf(ret->repo, sizeof(ret->repo), "%s", up.repo);
+			ret->repo_above = true;
+		}
 		return 0;
-	_cleanup_close_ int fd =
-		open(p->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return moat_error_set(ret_err, "workspace", errno, "cannot open --workspace %s: %s",
-				      p->workspace, strerror(errno));
+	}
 	struct ws_walk *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->res = ret;
-	snprintf(w->path, sizeof(w->path), "%s", p->workspace);
+	snprintf(w->path, sizeof(w->path), "%s", path);
 	int k = walk(w, fd, 0);
 	/* a file whose every name was seen inside DIR writes through to nothing
 	 * outside; unless the table overflowed (then every link counts) */
@@ -202,12 +231,12 @@ int moat_workspace_check(const struct moat_policy *p, struct moat_workspace_chec
 	free(w->tab);
 	free(w);
 	if (k < 0)
-		return moat_error_set(ret_err, "workspace", -k, "cannot check --workspace %s: %s",
-				      p->workspace, strerror(-k));
+		return moat_error_set(ret_err, "workspace", -k, "cannot check %s %s: %s", what,
+				      path, strerror(-k));
 	/* above DIR: every parent, as git's discovery would go */
 	_cleanup_close_ int cur = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	char up[4096];
-	snprintf(up, sizeof(up), "%s", p->workspace);
+	snprintf(up, sizeof(up), "%s", path);
 	for (unsigned i = 0; cur >= 0 && i < 256 && !ret->repo[0]; i++) {
 		struct stat a, b;
 		int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -234,6 +263,15 @@ int moat_workspace_check(const struct moat_policy *p, struct moat_workspace_chec
 	return 0;
 }
 
+int moat_workspace_check(const struct moat_policy *p, struct moat_workspace_check *ret,
+			 struct moat_error *ret_err)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!p->workspace || p->workspace_mode == MOAT_WS_OVERLAY)
+		return 0;
+	return check_path(p->workspace, "--workspace", ret, ret_err);
+}
+
 const char *moat_workspace_note(const struct moat_policy *p)
 {
 	if (!p->workspace)
@@ -245,32 +283,60 @@ const char *moat_workspace_note(const struct moat_policy *p)
 	return NULL;
 }
 
+static int enforce_one(const struct moat_policy *p, const char *what, const char *path,
+		       const struct moat_workspace_check *c, struct moat_error *ret_err);
+
+int moat_wscheck_mounts(const struct moat_policy *p, unsigned long long *ret_hardlinks,
+			struct moat_error *ret_err)
+{
+	*ret_hardlinks = 0;
+	for (unsigned i = 0; i < p->n_mounts; i++) {
+		const struct moat_mount *m = &p->mounts[i];
+		struct moat_workspace_check c;
+		if (m->kind != MOAT_MOUNT_RW || !m->src)
+			continue;
+		int k = check_path(m->src, "--rw", &c, ret_err);
+		if (k >= 0)
+			k = enforce_one(p, "--rw", m->src, &c, ret_err);
+		*ret_hardlinks += c.hardlinks;
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
 int moat_wscheck_enforce(const struct moat_policy *p, const struct moat_workspace_check *c,
 			 struct moat_error *ret_err)
 {
 	if (!p->workspace || p->workspace_mode != MOAT_WS_RW)
 		return 0;
+	return enforce_one(p, "--workspace", p->workspace, c, ret_err);
+}
+
+static int enforce_one(const struct moat_policy *p, const char *what, const char *path,
+		       const struct moat_workspace_check *c, struct moat_error *ret_err)
+{
 	if (c->repo[0] && !p->allow_rw_git)
 		return moat_error_set(
 			ret_err, "workspace", EPERM,
-			"--workspace %s:rw: %s is a git repository%s (found by structure); without "
+			"%s %s (read-write): %s is a git repository%s (found by structure); without "
 			"review a planted hook or config runs at the next git command: use the "
 			"overlay mode (the default) or pass --allow-rw-git",
-			p->workspace, c->repo, c->repo_above ? " above the workspace" : "");
+			what, path, c->repo, c->repo_above ? " above it" : "");
 	if (c->hardlinks && !p->allow_hardlinks)
 		return moat_error_set(
 			ret_err, "workspace", EPERM,
-			"--workspace %s:rw: %llu file(s) have other names outside it (hard links)%s%s: "
+			"%s %s (read-write): %llu file(s) have other names outside it (hard links)%s%s: "
 			"writes would reach them: use the overlay mode (the default) or pass "
 			"--allow-hardlinks",
-			p->workspace, (unsigned long long)c->hardlinks,
+			what, path, (unsigned long long)c->hardlinks,
 			c->hardlink_example[0] ? ", e.g. " : "", c->hardlink_example);
 	if (c->truncated && !(p->allow_rw_git && p->allow_hardlinks))
 		return moat_error_set(
 			ret_err, "workspace", E2BIG,
-			"--workspace %s:rw: the workspace could not be checked completely (over %u "
+			"%s %s (read-write): it could not be checked completely (over %u "
 			"entries, %u levels, or unreadable directories) for repositories and hard "
 			"links: use the overlay mode or pass --allow-rw-git --allow-hardlinks",
-			p->workspace, WS_MAX_ENTRIES, WS_MAX_DEPTH);
+			what, path, WS_MAX_ENTRIES, WS_MAX_DEPTH);
 	return 0;
 }

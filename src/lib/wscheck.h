@@ -8,3 +8,8 @@
  * via the caller), 0 when it may start. */
 int moat_wscheck_enforce(const struct moat_policy *p, const struct moat_workspace_check *c,
 			 struct moat_error *ret_err);
+
+/* The same checks for every --rw bind (no review either): refusal as above;
+ * *ret_hardlinks gets their hard links. */
+int moat_wscheck_mounts(const struct moat_policy *p, unsigned long long *ret_hardlinks,
+			struct moat_error *ret_err);

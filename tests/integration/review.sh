@@ -156,6 +156,14 @@ t_rw_refuses_repositories() {
 	out=$("$MOAT" run --workspace "$BASE/up/sub:rw" -- /bin/true 2>&1) || rc=$?
 	assert_eq 125 "$rc" "rw below a repository: $out"
 	assert_contains "$out" "$BASE/up/.git"
+	# --rw binds are not reviewed either: the same refusal
+	rc=0
+	out=$("$MOAT" run --rw "$BASE/up:/mnt/up" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "--rw bind of a repository: $out"
+	assert_contains "$out" "--rw $BASE/up"
+	rc=0
+	"$MOAT" run --quiet --rw "$ws:/mnt/ws" -- /bin/true 2>/dev/null || rc=$?
+	assert_eq 0 "$rc" "--rw bind without a repository (control)"
 	# the policy key does what the flag does
 	printf '{"version":1,"filesystem":{"allow_rw_git":true}}\n' >"$T_OUT/p.json"
 	rc=0
