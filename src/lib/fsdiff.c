@@ -2222,7 +2222,7 @@ static int tmp_name(char buf[32])
 /* Write the regular file of e from src into parent/tmp, verifying size and
  * SHA-256 against the manifest. */
 static int write_file_tmp(const struct moat_manifest *m, const struct moat_fs_entry *e, int src,
-			  int parent, const char *tmp)
+			  int parent, const char *tmp, bool with_xattrs)
 {
 	_cleanup_close_ int in = -1, out = -1;
 	struct stat st;
@@ -2257,6 +2257,9 @@ static int write_file_tmp(const struct moat_manifest *m, const struct moat_fs_en
 		sha256_digest(&ctx, SHA256_DIGEST_SIZE, sha);
 	if (r >= 0 && (n != e->size || memcmp(sha, e->sha256, 32) != 0))
 		r = -EBADMSG;
+	/* xattrs before the mode: user.* needs write permission on the inode */
+	if (r >= 0 && with_xattrs && (e->xattrs || e->xattr_diff))
+		r = xattrs_apply(out, e->xattrs);
 	if (r >= 0 && fchmod(out, e->mode & 0777) < 0)
 		r = negerrno();
 	if (r >= 0 && e->mtime_ns > 0) {
@@ -2363,9 +2366,7 @@ static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, i
 	if (r < 0)
 		return r;
 	if (S_ISREG(e->type)) {
-		r = write_file_tmp(m, e, src, parent, tmp);
-		if (r >= 0)
-			r = xattrs_apply_at(parent, tmp, e);
+		r = write_file_tmp(m, e, src, parent, tmp, true);
 	} else
 		r = symlinkat(e->target, parent, tmp) < 0 ? negerrno() : 0;
 	if (r >= 0)
@@ -2876,7 +2877,7 @@ int moat_fsdiff_save_ex(struct moat_manifest *m, int upper_dirfd, int run_dirfd,
 			r = tmp_name(tmp);
 			if (r >= 0)
 				r = write_file_tmp(&(struct moat_manifest){0}, e, upper_dirfd,
-						   store, tmp);
+						   store, tmp, false);
 			/* held copies stay readable whatever mode they will get */
 			if (r >= 0 && fchmodat(store, tmp, 0400, 0) < 0)
 				r = negerrno();
