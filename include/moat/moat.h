@@ -73,6 +73,22 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json);
 const char *moat_policy_status_path(const struct moat_policy *p);
 bool moat_policy_quiet(const struct moat_policy *p);
 
+/* What --workspace DIR:rw|ro would expose (wscheck.c): a bounded walk of DIR
+ * that never follows symlinks, and git's upward discovery above it. */
+struct moat_workspace_check {
+	unsigned long long entries; /* walked */
+	unsigned long long hardlinks; /* non-directories with names outside DIR (links) */
+	bool truncated; /* the walk hit a bound or an unreadable directory */
+	bool repo_above; /* repo is above DIR */
+	char repo[1024]; /* the first git repository found by structure, "" if none */
+	char hardlink_example[1024];
+};
+/* Fills *ret for an rw/ro workspace (zeroes it otherwise). */
+int moat_workspace_check(const struct moat_policy *p, struct moat_workspace_check *ret,
+			 struct moat_error *ret_err);
+/* A line to print before the run (rw: review does not apply), or NULL. */
+const char *moat_workspace_note(const struct moat_policy *p);
+
 /* The setup plan (ordered steps) as text, one step a line. Caller frees. */
 int moat_policy_plan_text(const struct moat_policy *p, char **ret_text);
 
@@ -185,6 +201,22 @@ struct moat_gc_result {
 
 /* Remove what crashed runs left behind. state_dir NULL = the default. */
 int moat_gc(const char *state_dir, struct moat_gc_result *ret, struct moat_error *ret_err);
+
+/* The runs directory (logs, manifests, held-back files of finished runs):
+ * remove, oldest first, the runs older than retention_ms (0 = no age limit)
+ * and then as many as needed to bring the total under max_total bytes (0 =
+ * no cap). Runs named in live_ids (NULL-terminated, may be NULL) are kept.
+ * runs_dir NULL = the default. */
+struct moat_runs_gc_result {
+	unsigned removed_age, removed_cap, failed;
+	unsigned long long bytes_freed, total_before, total_after;
+};
+int moat_runs_gc(const char *runs_dir, unsigned long long retention_ms,
+		 unsigned long long max_total, const char *const *live_ids,
+		 struct moat_runs_gc_result *ret, struct moat_error *ret_err);
+/* The defaults of a policy (retention, runs_max), for `moat gc`. */
+unsigned long long moat_policy_retention_ms(const struct moat_policy *p);
+unsigned long long moat_policy_runs_max(const struct moat_policy *p);
 
 struct moat_run_info {
 	char id[65];

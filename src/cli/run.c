@@ -117,6 +117,22 @@ int moat_cli_run(int argc, char **argv)
 		moat_policy_free(p);
 		return MOAT_EXIT_USAGE;
 	}
+	/* no review without the overlay: say so before anything runs */
+	const char *note = moat_workspace_note(p);
+	if (note)
+		fprintf(stderr, "moat: %s\n", note);
+	if (!note) { /* ro: reading through a hard link exposes the other name */
+		struct moat_workspace_check wc;
+		struct moat_error e2 = {0};
+		if (moat_workspace_check(p, &wc, &e2) >= 0 && wc.hardlinks) {
+			fprintf(stderr,
+				"moat: --workspace ro: %llu file(s) have other names (hard "
+				"links), e.g. ",
+				wc.hardlinks);
+			moat_cli_put_safe(stderr, wc.hardlink_example);
+			fprintf(stderr, ": the sandbox can read them\n");
+		}
+	}
 	int k = moat_run(p, argv + i, &st, &err);
 	if (k < 0) {
 		if (st.reason == MOAT_REASON_NOT_FOUND || st.reason == MOAT_REASON_CANNOT_EXEC)

@@ -65,6 +65,7 @@ enum moat_fs_change {
 	MOAT_FS_MODIFIED, /* content or type changed */
 	MOAT_FS_DELETED, /* for a directory: the whole subtree */
 	MOAT_FS_MODE, /* same content, permission bits changed */
+	MOAT_FS_XATTR, /* same content and mode, extended attributes changed */
 };
 
 enum moat_fs_state {
@@ -74,6 +75,7 @@ enum moat_fs_state {
 	MOAT_FS_REFUSED, /* never applied */
 	MOAT_FS_FAILED, /* err says why */
 	MOAT_FS_CONFLICT, /* the target changed since the manifest was computed */
+	MOAT_FS_DROPPED, /* not applied and not kept: over the held-data cap */
 };
 
 struct moat_fs_entry {
@@ -87,6 +89,11 @@ struct moat_fs_entry {
 	bool has_sha, has_old_sha;
 	bool opaque; /* directory whose old contents were replaced */
 	char *target; /* symlink target (raw bytes) */
+	/* extended attributes after the run (user.*, trusted.* but overlay's own,
+	 * security.capability, system.posix_acl_*): "name=hexvalue\n" lines,
+	 * names sorted; NULL = none. xattr_diff: "+name ~name -name" against
+	 * before, NULL = unchanged. */
+	char *xattrs, *xattr_diff;
 	char *flagged; /* why it is flagged, or NULL */
 	char *refused; /* why it is never applied, or NULL */
 	enum moat_fs_state state;
@@ -105,6 +112,8 @@ struct moat_fsdiff_limits {
 	size_t max_entries; /* default 100000: past it, compute fails with -E2BIG */
 	unsigned max_depth; /* default 128: deeper directories are refused */
 	uint64_t max_file_bytes; /* default 4 GiB: larger files are refused, never read */
+	const char *workspace; /* host path of the lower dir: maps absolute references (git
+				* include.path, gitdir:) into it; NULL = only relative ones */
 };
 
 /* Walk upper (and lower, -1 if none) and build the manifest. Both fds are
@@ -153,11 +162,18 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret);
 int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a);
 
 /* Save into run_dirfd: the content of every regular file not yet applied
- * (and not refused) copied from upper_dirfd into held/<sha256> (at most
- * max_bytes in total, 0 = no cap; -EFBIG past it), then manifest.json (0600,
- * atomically). upper_dirfd < 0: only rewrite manifest.json (state update). */
-int moat_fsdiff_save(const struct moat_manifest *m, int upper_dirfd, int run_dirfd,
-		     uint64_t max_bytes);
+ * (and not refused) copied from upper_dirfd into held/<sha256>, then
+ * manifest.json (0600, atomically). upper_dirfd < 0: only rewrite
+ * manifest.json (state update). All or nothing: when the content to keep is
+ * over max_bytes (0 = no cap), none is kept, every entry not applied (and not
+ * refused) becomes MOAT_FS_DROPPED, the manifest still lists them, and the
+ * result is -EFBIG; *ret_need (may be NULL) gets the bytes it needed. */
+int moat_fsdiff_save(struct moat_manifest *m, int upper_dirfd, int run_dirfd, uint64_t max_bytes);
+int moat_fsdiff_save_ex(struct moat_manifest *m, int upper_dirfd, int run_dirfd, uint64_t max_bytes,
+			uint64_t *ret_need);
+
+/* Bytes under the runs directory (bounded walk: run dirs and their held/). */
+int moat_runs_usage(const char *runs_dir, uint64_t *ret);
 /* Load run_dirfd/manifest.json; the result has from_store set. */
 int moat_fsdiff_load(int run_dirfd, struct moat_manifest **ret);
 /* held/ of a run dir, for moat_fsdiff_apply() after load. */

@@ -21,6 +21,7 @@
 #include "lib/paths.h"
 #include "lib/policy.h"
 #include "lib/seccomp.h"
+#include "lib/wscheck.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
@@ -38,6 +39,8 @@ struct moat_observe {
 	uint64_t alerts_suppressed;
 	const char *on_alert;
 	const char *run_id;
+	struct moat_workspace_check wsc; /* rw/ro start checks (wscheck.c) */
+	unsigned long long rw_hardlinks; /* of the --rw binds */
 };
 
 struct moat_audit *moat_run_audit(struct moat_run *r)
@@ -164,7 +167,16 @@ static int write_start(struct moat_run *r)
 		MOAT_F_STRV("argv", r->argv_copy), MOAT_F_UINT("uid", p->uid),
 		MOAT_F_UINT("gid", p->gid), MOAT_F_UINT("host_uid", r->sb.host_uid),
 		MOAT_F_UINT("host_gid", r->sb.host_gid), MOAT_F_BOOL("root_mode", r->sb.root_mode),
-		MOAT_F_STR("workspace", p->workspace), MOAT_F_STR("log", r->obs->log_path));
+		MOAT_F_STR("workspace", p->workspace),
+		MOAT_F_STR("workspace_mode",
+			   p->workspace ? moat_ws_mode_names[p->workspace_mode] : NULL),
+		MOAT_F_BOOL("review", p->workspace && p->workspace_mode == MOAT_WS_OVERLAY),
+		MOAT_F_STR("review_note", moat_workspace_note(p)),
+		MOAT_F_UINT("workspace_hardlinks", r->obs->wsc.hardlinks),
+		MOAT_F_UINT("rw_mount_hardlinks", r->obs->rw_hardlinks),
+		MOAT_F_STR("workspace_repo", r->obs->wsc.repo[0] ? r->obs->wsc.repo : NULL),
+		MOAT_F_BOOL("workspace_check_truncated", r->obs->wsc.truncated),
+		MOAT_F_STR("log", r->obs->log_path));
 }
 
 static int open_output(struct moat_run *r)
@@ -282,6 +294,23 @@ int moat_observe_prepare(struct moat_run *r)
 			return moat_error_set(r->err, "workspace", errno,
 					      "cannot open --workspace %s: %s", p->workspace,
 					      strerror(errno));
+	}
+	if (p->workspace && p->workspace_mode != MOAT_WS_OVERLAY) {
+		k = moat_workspace_check(p, &o->wsc, r->err);
+		if (k >= 0)
+			k = moat_wscheck_enforce(p, &o->wsc, r->err);
+		if (k < 0) {
+			MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
+				   MOAT_F_STR("reason", r->err ? r->err->message : "refused"));
+			return k;
+		}
+	}
+	/* --rw binds are not reviewed either */
+	k = moat_wscheck_mounts(p, &o->rw_hardlinks, r->err);
+	if (k < 0) {
+		MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
+			   MOAT_F_STR("reason", r->err ? r->err->message : "refused"));
+		return k;
 	}
 	if (p->output && (k = open_output(r)) < 0)
 		return k;
@@ -468,7 +497,8 @@ static void review_workspace(struct moat_run *r)
 	k = moat_flag_rules_new((const char *const *)p->flag_patterns, p->n_flag_patterns, &rules);
 	if (k >= 0)
 		k = moat_fsdiff_compute_ex(r->upper_fd, o->ws_fd, rules,
-					   &(struct moat_fsdiff_limits){.max_file_bytes = p->disk},
+					   &(struct moat_fsdiff_limits){.max_file_bytes = p->disk,
+									.workspace = p->workspace},
 					   &m);
 	moat_flag_rules_free(rules);
 	if (k < 0) {
@@ -494,12 +524,32 @@ static void review_workspace(struct moat_run *r)
 				m->entries[i].state = MOAT_FS_REFUSED;
 			else if (m->entries[i].flagged)
 				m->entries[i].state = MOAT_FS_HELD;
-	/* keep what was not applied, for `moat apply` (bounded by the disk limit) */
-	k = moat_fsdiff_save(m, r->upper_fd, o->run_dirfd, p->disk);
-	if (k < 0)
+	/* keep what was not applied, for `moat apply`: all or nothing, within the
+	 * per-run cap and what is left of the runs directory's total cap */
+	uint64_t cap = p->held_max, used = 0, need = 0, dropped = 0;
+	_cleanup_free_ char *runs = NULL;
+	if (p->runs_max && moat_runs_dir(&runs) >= 0 && moat_runs_usage(runs, &used) >= 0) {
+		uint64_t avail = used >= p->runs_max ? 1 : p->runs_max - used;
+		if (!cap || avail < cap)
+			cap = avail;
+	}
+	k = moat_fsdiff_save_ex(m, r->upper_fd, o->run_dirfd, cap, &need);
+	for (size_t i = 0; i < m->n; i++)
+		dropped += m->entries[i].state == MOAT_FS_DROPPED;
+	if (k == -EFBIG) {
+		MOAT_AUDIT(o->audit, MOAT_EV_LIMIT, MOAT_F_STR("what", "held"),
+			   MOAT_F_UINT("limit", cap), MOAT_F_UINT("needed", need),
+			   MOAT_F_UINT("held_max", p->held_max),
+			   MOAT_F_UINT("runs_max", p->runs_max), MOAT_F_UINT("runs_used", used),
+			   MOAT_F_UINT("dropped", dropped));
+		MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"),
+			   MOAT_F_STR("what", "held"),
+			   MOAT_F_STR("reason", "held-back changes over the cap were not kept"));
+	} else if (k < 0) {
 		MOAT_AUDIT(o->audit, MOAT_EV_FILE, MOAT_F_STR("where", "workspace"),
 			   MOAT_F_STR("error", "could not save held changes"),
 			   MOAT_F_STR("errno", strerrorname_np(-k)));
+	}
 	(void)moat_manifest_audit(m, o->audit);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct moat_fs_entry *e = &m->entries[i];
@@ -510,6 +560,22 @@ static void review_workspace(struct moat_run *r)
 		r->st->files_applied += e->state == MOAT_FS_APPLIED;
 	}
 	review_text(r, m);
+	if (k == -EFBIG) {
+		char head[512];
+		size_t hl = (size_t)snprintf(
+			head, sizeof(head),
+			"  %llu held-back change(s) NOT KEPT: they need %llu bytes, over the cap of "
+			"%llu (--held-max, --runs-max; `moat gc` frees space); none of them was "
+			"applied, `moat apply` cannot apply them\n",
+			(unsigned long long)dropped, (unsigned long long)need,
+			(unsigned long long)cap);
+		size_t len = sizeof(r->st->review);
+		if (hl < len) {
+			memmove(r->st->review + hl, r->st->review, len - hl - 1);
+			memcpy(r->st->review, head, hl);
+			r->st->review[len - 1] = '\0';
+		}
+	}
 	moat_manifest_free(m);
 }
 
@@ -542,12 +608,39 @@ static void write_exit(struct moat_run *r)
 				   : NULL));
 }
 
+/* rw: a repository that appeared during the run was written unreviewed; the
+ * user must know before running git there. */
+static void recheck_rw_workspace(struct moat_run *r)
+{
+	const struct moat_policy *p = r->p;
+	struct moat_observe *o = r->obs;
+	struct moat_workspace_check c;
+
+	if (!p->workspace || p->workspace_mode != MOAT_WS_RW || o->wsc.repo[0])
+		return;
+	if (moat_workspace_check(p, &c, NULL) < 0 || !c.repo[0])
+		return;
+	MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
+		   MOAT_F_STR("reason",
+			      "a git repository appeared in the rw workspace during the "
+			      "run: its config and hooks were not reviewed"),
+		   MOAT_F_STR("path", c.repo));
+	char path[512];
+	moat_json_escape(c.repo, strlen(c.repo), path, sizeof(path));
+	snprintf(r->st->review, sizeof(r->st->review),
+		 "  WARNING: the run created a git repository in the rw workspace: %s\n"
+		 "  its config and hooks were not reviewed: inspect them before any git command "
+		 "there\n",
+		 path);
+}
+
 int moat_observe_finish(struct moat_run *r, int k)
 {
 	if (!r->obs)
 		return k;
 	collect_output(r);
 	review_workspace(r);
+	recheck_rw_workspace(r);
 	if (!r->st->execs)
 		r->st->execs = moat_audit_count(r->obs->audit, MOAT_EV_EXEC);
 	write_exit(r);

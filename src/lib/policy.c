@@ -25,6 +25,9 @@
 #define DEFAULT_PIDS 4096
 #define DEFAULT_DISK (1ull << 30)
 #define DEFAULT_MAX_OUTPUT (1ull << 30)
+#define DEFAULT_HELD_MAX (256ull << 20)
+#define DEFAULT_RUNS_MAX (4ull << 30)
+#define DEFAULT_RETENTION_MS (14ull * 24 * 3600 * 1000)
 #define DEFAULT_NOFILE 4096
 #define DEFAULT_KILL_GRACE_MS 2000
 
@@ -50,6 +53,9 @@ struct moat_policy *moat_policy_new(void)
 	p->kill_grace_ms = DEFAULT_KILL_GRACE_MS;
 	p->record_exec = true;
 	p->apply = MOAT_APPLY_SAFE;
+	p->held_max = DEFAULT_HELD_MAX;
+	p->runs_max = DEFAULT_RUNS_MAX;
+	p->retention_ms = DEFAULT_RETENTION_MS;
 	return p;
 }
 
@@ -1021,6 +1027,44 @@ static int set_log_sync(struct moat_policy *p, const char *v, char *why, size_t 
 	return 0;
 }
 
+static int set_allow_rw_git(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	p->allow_rw_git = true;
+	return 0;
+}
+
+static int set_allow_hardlinks(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	p->allow_hardlinks = true;
+	return 0;
+}
+
+static int set_held_max(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	return set_size_min(&p->held_max, v, 1u << 20, why, whylen);
+}
+
+static int set_runs_max(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	return set_size_min(&p->runs_max, v, 1u << 20, why, whylen);
+}
+
+static int set_retention(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	size_t n = strlen(v);
+	/* days: the unit retention is thought in ("14d") */
+	if (n > 1 && n < 12 && v[n - 1] == 'd' && strspn(v, "0123456789") == n - 1) {
+		p->retention_ms = strtoull(v, NULL, 10) * 24 * 3600 * 1000;
+		if (p->retention_ms)
+			return 0;
+	}
+	if (moat_parse_duration(v, &p->retention_ms) < 0 || p->retention_ms == 0) {
+		snprintf(why, whylen, "expected a duration such as 14d, 36h");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 struct option_def {
 	const char *flag;
 	const char *arg; /* NULL: takes no value */
@@ -1091,6 +1135,16 @@ static const struct option_def options[] = {
 	{"--apply", "never|safe|all", set_apply,
 	 "how overlay workspace changes are applied (default safe)"},
 	{"--flag-pattern", "GLOB", set_flag_pattern, "hold back changes to paths matching GLOB"},
+	{"--allow-rw-git", NULL, set_allow_rw_git,
+	 "allow --workspace DIR:rw over a git repository (no review of hooks and config)"},
+	{"--allow-hardlinks", NULL, set_allow_hardlinks,
+	 "allow --workspace DIR:rw with files that have other names outside"},
+	{"--held-max", "SIZE", set_held_max,
+	 "held-back workspace data kept per run (default 256M; over it none is kept)"},
+	{"--runs-max", "SIZE", set_runs_max,
+	 "total size of the runs directory (default 4G; moat gc trims to it)"},
+	{"--retention", "DURATION", set_retention,
+	 "age past which moat gc removes a run's logs and held data (default 14d)"},
 	{"--quiet", NULL, set_quiet, "no summary on stderr"},
 	{"--log-sync", NULL, set_log_sync,
 	 "wait until the audit stream is on disk before exiting (fdatasync)"},
@@ -1389,6 +1443,16 @@ static int h_output_overwrite(struct jctx *c, json_t *v, const struct key_handle
 	return jbool(c, v, &c->p->output_overwrite);
 }
 
+static int h_allow_rw_git(struct jctx *c, json_t *v, const struct key_handler *h)
+{
+	return jbool(c, v, &c->p->allow_rw_git);
+}
+
+static int h_allow_hardlinks(struct jctx *c, json_t *v, const struct key_handler *h)
+{
+	return jbool(c, v, &c->p->allow_hardlinks);
+}
+
 /* mounts: [{"type": "ro"|"rw"|"tmpfs"|"hide", "src": ..., "dest": ..., "size": ...}] */
 static int h_mounts(struct jctx *c, json_t *v, const struct key_handler *h)
 {
@@ -1488,6 +1552,8 @@ static int h_filesystem(struct jctx *c, json_t *v, const struct key_handler *h)
 		{"output", h_set, set_output, false},
 		{"output_overwrite", h_output_overwrite, NULL, false},
 		{"mounts", h_mounts, NULL, false},
+		{"allow_rw_git", h_allow_rw_git, NULL, false},
+		{"allow_hardlinks", h_allow_hardlinks, NULL, false},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }
@@ -1788,6 +1854,9 @@ static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 		{"flag_patterns", h_set_array, set_flag_pattern, false},
 		{"quiet", h_quiet, NULL, false},
 		{"log_sync", h_log_sync, NULL, false},
+		{"held_max", h_set, set_held_max, true},
+		{"runs_max", h_set, set_runs_max, true},
+		{"retention", h_set, set_retention, false},
 	};
 	return jobject(c, v, hs, ELEMENTSOF(hs));
 }

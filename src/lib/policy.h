@@ -131,6 +131,9 @@ struct moat_policy {
 	bool output_overwrite;
 	struct moat_mount *mounts;
 	unsigned n_mounts;
+	/* rw/ro workspace start checks (wscheck.c) */
+	bool allow_rw_git; /* rw over a workspace that holds (or is inside) a repository */
+	bool allow_hardlinks; /* rw over a workspace with files of more than one link */
 
 	/* identity and process */
 	uid_t uid;
@@ -198,6 +201,10 @@ struct moat_policy {
 	unsigned n_flag_patterns;
 	bool quiet;
 	bool log_sync; /* wait until the audit stream is on disk before exiting */
+	/* held-back workspace data (docs/FLAGGED.md) */
+	uint64_t held_max; /* per run, bytes (default 256 MiB) */
+	uint64_t runs_max; /* everything under the runs directory, bytes (default 4 GiB) */
+	uint64_t retention_ms; /* `moat gc` removes runs older than this (default 14 days) */
 };
 
 /* The words of the enumerated keys, indexed by their enum (policy.c). */

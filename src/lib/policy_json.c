@@ -70,6 +70,8 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	if (p->output)
 		json_object_set_new(fs, "output", json_string(p->output));
 	json_object_set_new(fs, "output_overwrite", json_boolean(p->output_overwrite));
+	json_object_set_new(fs, "allow_rw_git", json_boolean(p->allow_rw_git));
+	json_object_set_new(fs, "allow_hardlinks", json_boolean(p->allow_hardlinks));
 	for (unsigned i = 0; i < p->n_mounts; i++) {
 		const struct moat_mount *m = &p->mounts[i];
 		json_t *o = json_pack("{s:s,s:s}", "type", mount_types[m->kind], "dest", m->dest);
@@ -189,6 +191,13 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 			    strv_json(p->flag_patterns, p->n_flag_patterns));
 	json_object_set_new(audit, "quiet", json_boolean(p->quiet));
 	json_object_set_new(audit, "log_sync", json_boolean(p->log_sync));
+	json_object_set_new(audit, "held_max", size_json(p->held_max));
+	json_object_set_new(audit, "runs_max", size_json(p->runs_max));
+	{
+		char b[32];
+		snprintf(b, sizeof(b), "%llums", (unsigned long long)p->retention_ms);
+		json_object_set_new(audit, "retention", json_string(b));
+	}
 	json_object_set_new(root, "audit", audit);
 
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

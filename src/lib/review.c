@@ -3,6 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
+
+#include "lib/policy.h"
 
 #include "lib/audit.h"
 #include "lib/errors.h"
@@ -206,6 +209,29 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 			goto out;
 		}
 	}
+	{
+		unsigned dropped = 0;
+		for (size_t j = 0; j < m->n; j++) {
+			const struct moat_fs_entry *e = &m->entries[j];
+			bool sel = !paths;
+			for (size_t i = 0; paths && paths[i] && !sel; i++) {
+				size_t n = strlen(paths[i]);
+				while (n > 1 && paths[i][n - 1] == '/')
+					n--;
+				sel = strncmp(e->path, paths[i], n) == 0 &&
+					(e->path[n] == '\0' || e->path[n] == '/');
+			}
+			dropped += sel && e->state == MOAT_FS_DROPPED;
+		}
+		if (dropped) {
+			k = moat_error_set(
+				ret_err, "review", EFBIG,
+				"%u change(s) of run %s were over the held-data cap at the "
+				"end of the run and were not kept: nothing applied",
+				dropped, run_id);
+			goto out;
+		}
+	}
 	ka = moat_fsdiff_apply(m, store, target, MOAT_FSAPPLY_ALL, paths, &rep);
 	k = moat_fsdiff_save(m, -1, dfd, 0);
 	if (k < 0)
@@ -272,4 +298,156 @@ int moat_run_forget(const char *run_id, struct moat_error *ret_err)
 		return moat_error_set(ret_err, "usage", -k, "cannot remove run %s: %s", run_id,
 				      strerror(-k));
 	return 0;
+}
+
+/* ---- the runs directory: usage, retention and the total cap ----------------- */
+
+#define RUNS_MAX_DIRS 100000
+#define RUNS_WALK_DEPTH 4
+
+/* Bytes (allocated blocks) under dfd/name, bounded depth, no symlinks followed. */
+static uint64_t tree_bytes(int dfd, const char *name, unsigned depth, uint64_t *ret_mtime)
+{
+	struct stat st;
+	uint64_t sum = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (ret_mtime && (uint64_t)st.st_mtime > *ret_mtime)
+		*ret_mtime = (uint64_t)st.st_mtime;
+	sum = (uint64_t)st.st_blocks * 512;
+	if (!S_ISDIR(st.st_mode) || depth > RUNS_WALK_DEPTH)
+		return sum;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		safe_close(fd);
+		return sum;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			sum += tree_bytes(dirfd(d), e->d_name, depth + 1,
+					  depth == 0 ? ret_mtime : NULL);
+	closedir(d);
+	return sum;
+}
+
+int moat_runs_usage(const char *runs_dir, uint64_t *ret)
+{
+	_cleanup_close_ int fd = open(runs_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	*ret = 0;
+	if (fd < 0)
+		return errno == ENOENT ? 0 : negerrno();
+	*ret = tree_bytes(fd, ".", 0, NULL);
+	return 0;
+}
+
+struct run_dir {
+	char id[65];
+	uint64_t mtime, bytes;
+	bool live;
+};
+
+static int run_age_cmp(const void *a, const void *b)
+{
+	const struct run_dir *x = a, *y = b;
+	return x->mtime < y->mtime ? -1 : x->mtime > y->mtime ? 1 : strcmp(x->id, y->id);
+}
+
+int moat_runs_gc(const char *runs_dir, unsigned long long retention_ms,
+		 unsigned long long max_total, const char *const *live_ids,
+		 struct moat_runs_gc_result *ret, struct moat_error *ret_err)
+{
+	_cleanup_free_ char *def = NULL;
+	_cleanup_free_ struct run_dir *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t now = (uint64_t)time(NULL), total = 0;
+	int k, first = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (!runs_dir) {
+		k = moat_runs_dir(&def);
+		if (k < 0)
+			return moat_error_set(ret_err, "gc", -k, "no runs directory");
+		runs_dir = def;
+	}
+	_cleanup_close_ int dfd = open(runs_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return moat_error_set(ret_err, "gc", errno, "cannot open %s: %s", runs_dir,
+				      strerror(errno));
+	}
+	int fd2 = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+	if (!d) {
+		safe_close(fd2);
+		return -ENOMEM;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)) && n < RUNS_MAX_DIRS) {
+		struct stat st;
+		if (!moat_run_id_valid(e->d_name) || strlen(e->d_name) >= sizeof(v->id))
+			continue;
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			struct run_dir *nv = reallocarray(v, cap, sizeof(*v));
+			if (!nv) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		struct run_dir *r = &v[n++];
+		memset(r, 0, sizeof(*r));
+		snprintf(r->id, sizeof(r->id), "%s", e->d_name);
+		r->bytes = tree_bytes(dfd, e->d_name, 0, &r->mtime);
+		for (size_t i = 0; live_ids && live_ids[i]; i++)
+			if (strcmp(live_ids[i], r->id) == 0)
+				r->live = true;
+		total += r->bytes;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), run_age_cmp);
+	ret->total_before = total;
+	/* oldest first: past the retention age, then until the total fits */
+	for (size_t i = 0; i < n; i++) {
+		struct run_dir *r = &v[i];
+		bool old = retention_ms && r->mtime + retention_ms / 1000 < now;
+		bool over = max_total && total > max_total;
+		if (r->live || !(old || over))
+			continue;
+		k = forget_tree_at(dfd, r->id, 0);
+		if (k < 0) {
+			ret->failed++;
+			first = first ?: k;
+			continue;
+		}
+		if (old)
+			ret->removed_age++;
+		else
+			ret->removed_cap++;
+		ret->bytes_freed += r->bytes;
+		total -= r->bytes;
+	}
+	ret->total_after = total;
+	if (first < 0)
+		return moat_error_set(ret_err, "gc", -first,
+				      "%u run(s) under %s could not be removed: %s", ret->failed,
+				      runs_dir, strerror(-first));
+	return 0;
+}
+
+unsigned long long moat_policy_retention_ms(const struct moat_policy *p)
+{
+	return p->retention_ms;
+}
+
+unsigned long long moat_policy_runs_max(const struct moat_policy *p)
+{
+	return p->runs_max;
 }

@@ -32,7 +32,9 @@ ctl() {
 
 # plant WS SCRIPT: the first run, whose sandbox writes into WS.
 plant() {
-	mrun --workspace "$1:rw" -- /bin/sh -c "$2"
+	# the planting run is the attacker's: the workspace holds a hard link to
+	# a file outside on purpose (for the --log refusal), hence --allow-hardlinks
+	mrun --allow-hardlinks --workspace "$1:rw" -- /bin/sh -c "$2"
 }
 
 # refused WANT_LINK RUN-ARGS...: `moat run RUN-ARGS` exits 125 and names the link.

@@ -648,3 +648,471 @@ TEST(fsdiff_load_rejects_bad_manifest)
 	ASSERT_STREQ(m->entries[0].refused, "FIFO");
 	moat_manifest_free(m);
 }
+
+/* ---- git indirections: repositories found by structure ------------------- */
+
+static void mkd(int dfd, const char *path)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p;; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdirat(dfd, p, 0755) < 0 && errno != EEXIST)
+				moat_tap_fail(__FILE__, __LINE__, "mkdir %s: %m", p);
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+}
+
+/* A minimal repository skeleton (what git's discovery accepts) at dir. */
+static void repo(int dfd, const char *dir, const char *config)
+{
+	char p[512];
+	mkd(dfd, dir);
+	snprintf(p, sizeof(p), "%s/objects", dir);
+	mkd(dfd, p);
+	snprintf(p, sizeof(p), "%s/refs/heads", dir);
+	mkd(dfd, p);
+	snprintf(p, sizeof(p), "%s/HEAD", dir);
+	put(dfd, p, "ref: refs/heads/main\n", 0644);
+	if (config) {
+		snprintf(p, sizeof(p), "%s/config", dir);
+		put(dfd, p, config, 0644);
+	}
+}
+
+static const char *flag_of(const struct moat_manifest *m, const char *path)
+{
+	return must(m, path)->flagged;
+}
+
+TEST(fsdiff_git_gitdir_file_and_bare_repo_by_structure)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	put(lower, "README", "x", 0644);
+	/* a .git FILE sends git to ./elsewhere: its config is the live one */
+	put(upper, ".git", "gitdir: ./elsewhere\n", 0644);
+	repo(upper, "elsewhere", "[core]\n\tfsmonitor = ./evil.sh\n");
+	put(upper, "evil.sh", "#!/bin/sh\n", 0644);
+	/* a bare repository under a name that is not .git */
+	repo(upper, "proj.d",
+	     "[core]\n\tbare = false\n\tworktree = ..\n\tfsmonitor = \"sh -c id\"\n");
+	/* a directory that only looks like data */
+	mkd(upper, "data/objects");
+	put(upper, "data/notes.txt", "plain", 0644);
+	/* a .git directory that is not (yet) a repository: git init keeps it */
+	mkd(upper, "pre/.git/info");
+	put(upper, "pre/.git/info/exclude", "*", 0644);
+
+	/* positive control: the name rules alone do not see these */
+	ASSERT_TRUE(moat_flag_match(NULL, "elsewhere/config", S_IFREG) == NULL);
+	ASSERT_TRUE(moat_flag_match(NULL, "proj.d/config", S_IFREG) == NULL);
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, ".git"), "gitdir");
+	ASSERT_CONTAINS(flag_of(m, "elsewhere/config"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "elsewhere/HEAD"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "evil.sh"), "program run by git");
+	ASSERT_CONTAINS(flag_of(m, "proj.d/config"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "proj.d"), "repository created in this run");
+	/* negative controls */
+	ASSERT_CONTAINS(flag_of(m, "pre/.git/info/exclude"), "repository created in this run");
+	ASSERT_TRUE(flag_of(m, "data/notes.txt") == NULL);
+	ASSERT_TRUE(flag_of(m, "data/objects") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_workspace_root_becomes_bare_repo)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	put(lower, "main.c", "int main;", 0644);
+	mkd(upper, "objects");
+	mkd(upper, "refs");
+	put(upper, "HEAD", "ref: refs/heads/x\n", 0644);
+	put(upper, "config", "[core]\n\tfsmonitor = /bin/id\n", 0644);
+	put(upper, "main.c", "int main(void);", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "config"), "repository created in this run");
+	ASSERT_CONTAINS(flag_of(m, "main.c"), "repository created in this run");
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_existing_repo_data_vs_control)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git",
+	     "[core]\n\thooksPath = .githooks\n\tfsmonitor = scripts/fsmon.sh\n"
+	     "[include]\n\tpath = ../tools/git.inc\n"
+	     "[includeIf \"onbranch:main\"]\n\tpath = ../tools/branch.inc\n"
+	     "[alias]\n\tst = !./bin/st.sh --x\n\tco = checkout\n");
+	mkd(lower, "tools");
+	put(lower, "tools/git.inc", "[user]\n\tname = x\n\t[include]\n\tpath = nested.inc\n", 0644);
+	put(lower, "tools/other.txt", "o", 0644);
+
+	/* ordinary repository data: applied */
+	mkd(upper, ".git/objects/ab");
+	put(upper, ".git/objects/ab/cdef", "blob", 0444);
+	mkd(upper, ".git/refs/heads");
+	put(upper, ".git/refs/heads/main", "0123\n", 0644);
+	put(upper, ".git/HEAD", "ref: refs/heads/topic\n", 0644);
+	put(upper, ".git/index", "DIRC", 0644);
+	/* control files by structure, not only by the built-in names */
+	mkd(upper, ".git/rebase-merge");
+	put(upper, ".git/rebase-merge/git-rebase-todo", "exec id\n", 0644);
+	mkd(upper, ".git/modules/sub");
+	put(upper, ".git/modules/sub/config", "[core]\n\tsshCommand = ./x\n", 0644);
+	/* what the existing config references */
+	mkd(upper, "tools");
+	put(upper, "tools/git.inc", "[core]\n\tpager = ./p\n", 0644);
+	put(upper, "tools/branch.inc", "[core]\n", 0644);
+	put(upper, "tools/nested.inc", "[core]\n", 0644);
+	put(upper, "tools/other.txt", "changed", 0644);
+	mkd(upper, ".githooks");
+	put(upper, ".githooks/pre-commit", "#!/bin/sh\n", 0644);
+	mkd(upper, "scripts");
+	put(upper, "scripts/fsmon.sh", "#!/bin/sh\n", 0644);
+	mkd(upper, "bin");
+	put(upper, "bin/st.sh", "#!/bin/sh\n", 0644);
+	put(upper, "checkout", "not a program: the alias has no !", 0644);
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_TRUE(flag_of(m, ".git/objects/ab/cdef") == NULL);
+	ASSERT_TRUE(flag_of(m, ".git/refs/heads/main") == NULL);
+	ASSERT_TRUE(flag_of(m, ".git/HEAD") == NULL);
+	ASSERT_TRUE(flag_of(m, ".git/index") == NULL);
+	ASSERT_CONTAINS(flag_of(m, ".git/rebase-merge/git-rebase-todo"), "found by structure");
+	ASSERT_TRUE(flag_of(m, ".git/modules/sub/config") != NULL);
+	ASSERT_CONTAINS(flag_of(m, "tools/git.inc"), "include.path");
+	ASSERT_CONTAINS(flag_of(m, "tools/branch.inc"), "include.path");
+	ASSERT_CONTAINS(flag_of(m, "tools/nested.inc"), "include.path");
+	ASSERT_TRUE(flag_of(m, "tools/other.txt") == NULL);
+	ASSERT_CONTAINS(flag_of(m, ".githooks/pre-commit"), "hooksPath");
+	ASSERT_CONTAINS(flag_of(m, "scripts/fsmon.sh"), "program run by git");
+	ASSERT_CONTAINS(flag_of(m, "bin/st.sh"), "program run by git");
+	ASSERT_TRUE(flag_of(m, "checkout") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_worktree_commondir_submodule)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git", "[core]\n\tbare = false\n");
+	/* a linked worktree: wt/.git -> .git/worktrees/w1, commondir -> ../.. */
+	mkd(upper, "wt");
+	put(upper, "wt/.git", "gitdir: ../.git/worktrees/w1\n", 0644);
+	mkd(upper, ".git/worktrees/w1");
+	put(upper, ".git/worktrees/w1/HEAD", "ref: refs/heads/w\n", 0644);
+	put(upper, ".git/worktrees/w1/commondir", "../..\n", 0644);
+	put(upper, ".git/worktrees/w1/gitdir", "../../wt/.git\n", 0644);
+	/* an admin dir whose commondir is a directory with no HEAD of its own */
+	mkd(upper, "adm");
+	put(upper, "adm/HEAD", "ref: refs/heads/x\n", 0644);
+	put(upper, "adm/commondir", "../common\n", 0644);
+	mkd(lower, "common");
+	put(lower, "common/config", "[user]\n", 0644);
+	mkd(upper, "common");
+	put(upper, "common/config", "[alias]\n\tx = !sh\n", 0644);
+	/* a submodule checkout */
+	put(upper, ".gitmodules", "[submodule \"s\"]\n\tpath = s\n", 0644);
+	mkd(upper, "s");
+	put(upper, "s/.git", "gitdir: ../.git/modules/s\n", 0644);
+	repo(upper, ".git/modules/s", "[core]\n\tworktree = ../../../s\n");
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "wt/.git"), "gitdir");
+	ASSERT_TRUE(flag_of(m, ".git/worktrees/w1/commondir") != NULL);
+	ASSERT_TRUE(flag_of(m, ".git/worktrees/w1/HEAD") != NULL);
+	ASSERT_TRUE(flag_of(m, "adm/commondir") != NULL);
+	ASSERT_CONTAINS(flag_of(m, "common/config"), "git");
+	ASSERT_TRUE(flag_of(m, ".gitmodules") != NULL);
+	ASSERT_TRUE(flag_of(m, "s/.git") != NULL);
+	ASSERT_TRUE(flag_of(m, ".git/modules/s/config") != NULL);
+	ASSERT_TRUE(flag_of(m, ".git/modules/s/HEAD") != NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_symlinks_into_repositories)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git", "[core]\n");
+	mkd(lower, ".git/hooks");
+	repo(lower, "vault/bare", "[core]\n\tbare = true\n");
+	mkd(lower, "docs");
+	put(lower, "docs/notes", "n", 0644);
+	ASSERT_EQ(symlinkat(".git", lower, "dotgit-old"), 0);
+
+	ASSERT_EQ(symlinkat(".git/hooks/pre-commit", upper, "hook-link"), 0);
+	ASSERT_EQ(symlinkat(".git", upper, "gitlink"), 0);
+	ASSERT_EQ(symlinkat("vault/bare", upper, "bare-link"), 0);
+	ASSERT_EQ(symlinkat("vault/bare/config", upper, "bare-config-link"), 0);
+	ASSERT_EQ(symlinkat("dotgit-old/config", upper, "chain"), 0); /* through a lower link */
+	ASSERT_EQ(symlinkat("./x/../.bashrc", upper, "rc-link"), 0);
+	mkd(upper, "sub");
+	ASSERT_EQ(symlinkat("../.GIT/config", upper, "sub/case"), 0);
+	ASSERT_EQ(symlinkat("../docs/notes", upper, "sub/plain"), 0);
+	ASSERT_EQ(symlinkat("docs", upper, "docs-link"), 0);
+
+	/* positive control: without following, these targets do not escape the
+	 * workspace, so the old check let them through */
+	ASSERT_TRUE(!moat_fsdiff_link_escapes("hook-link", ".git/hooks/pre-commit"));
+	ASSERT_TRUE(!moat_fsdiff_link_escapes("bare-link", "vault/bare"));
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "hook-link"), ".git");
+	ASSERT_CONTAINS(flag_of(m, "gitlink"), ".git");
+	ASSERT_CONTAINS(flag_of(m, "bare-link"), "git directory");
+	ASSERT_CONTAINS(flag_of(m, "bare-config-link"), "git directory");
+	ASSERT_CONTAINS(flag_of(m, "chain"), ".git");
+	ASSERT_CONTAINS(flag_of(m, "rc-link"), "flagged path");
+	ASSERT_CONTAINS(flag_of(m, "sub/case"), ".git");
+	ASSERT_TRUE(flag_of(m, "sub/plain") == NULL);
+	ASSERT_TRUE(flag_of(m, "docs-link") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_config_parser_reasons)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, "vault", "[core]\n\tbare = true\n");
+	repo(lower, "v2", "[core]\n\tbare = true\n");
+	repo(lower, "v3", "[core]\n\tbare = true\n");
+	/* continuation lines, quotes, comments, case */
+	mkd(upper, "vault");
+	put(upper, "vault/config",
+	    "# comment\n[core] ; x\n\tbare = false\n[CORE]\n\tFSMonitor = \"./a\\\n b\" # c\n",
+	    0644);
+	/* the old [section.sub] syntax and a filter driver */
+	mkd(upper, "v2");
+	put(upper, "v2/config", "[filter.lfs]\n\tsmudge = ../smudge.sh %f\n", 0644);
+	put(upper, "smudge.sh", "#!/bin/sh\n", 0644);
+	/* nothing dangerous: still flagged (a config inside a git directory) */
+	mkd(upper, "v3");
+	put(upper, "v3/config", "[core]\n\tbare = true\n\tfsmonitor = false\n", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "vault/config"), "core.fsmonitor");
+	ASSERT_CONTAINS(flag_of(m, "v2/config"), "names a program");
+	ASSERT_CONTAINS(flag_of(m, "smudge.sh"), "program run by git");
+	ASSERT_CONTAINS(flag_of(m, "v3/config"), "found by structure");
+	moat_manifest_free(m);
+}
+
+static void setx(int dfd, const char *name, const char *x, const char *v)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fsetxattr(fd, x, v, strlen(v), 0) < 0)
+		moat_tap_fail(__FILE__, __LINE__, "setxattr %s %s: %m", name, x);
+	close(fd);
+}
+
+static ssize_t getx(int dfd, const char *name, const char *x, char *buf, size_t len)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? fgetxattr(fd, x, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n >= 0)
+		buf[n] = '\0';
+	return n;
+}
+
+TEST(fsdiff_xattr_changes)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper"), tgt = sub(d, "tgt");
+	_cleanup_close_ int run = sub(d, "run");
+	struct moat_manifest *m = NULL;
+	char buf[64];
+
+	put(lower, "a", "same", 0644);
+	if (fsetxattr(lower, "user.moat-probe", "1", 1, 0) < 0 && (errno == ENOTSUP))
+		SKIP("the test directory's file system has no user xattrs");
+	setx(lower, "a", "user.x", "1");
+	put(lower, "Makefile", "all:\n", 0644);
+	put(lower, "keep", "k", 0644);
+	put(tgt, "a", "same", 0644);
+	setx(tgt, "a", "user.x", "1");
+	put(tgt, "Makefile", "all:\n", 0644);
+	put(tgt, "keep", "k", 0644);
+
+	put(upper, "a", "same", 0644);
+	setx(upper, "a", "user.x", "2"); /* changed value */
+	setx(upper, "a", "user.new", "n"); /* added */
+	put(upper, "Makefile", "all:\n", 0644);
+	setx(upper, "Makefile", "user.z", "z"); /* on a flagged path */
+	put(upper, "keep", "k", 0644);
+	setx(upper, "keep", "user.overlay.origin", "o"); /* overlay metadata: no change */
+	put(upper, "b", "new", 0644);
+	setx(upper, "b", "user.y", "y");
+
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	const struct moat_fs_entry *e = must(m, "a");
+	ASSERT_EQ(e->change, MOAT_FS_XATTR);
+	ASSERT_CONTAINS(e->xattr_diff, "~user.x");
+	ASSERT_CONTAINS(e->xattr_diff, "+user.new");
+	ASSERT_TRUE(e->flagged == NULL);
+	e = must(m, "Makefile");
+	ASSERT_EQ(e->change, MOAT_FS_XATTR);
+	ASSERT_CONTAINS(e->flagged, "build hook");
+	ASSERT_TRUE(find(m, "keep") == NULL);
+	ASSERT_CONTAINS(must(m, "b")->xattr_diff, "+user.y");
+	_cleanup_free_ char *text = NULL;
+	ASSERT_EQ(moat_manifest_to_text(m, &text), 0);
+	ASSERT_CONTAINS(text, "x xattr    file    a (xattrs \"+user.new ~user.x\")");
+
+	/* safe apply: the plain one lands, the flagged one is held */
+	ASSERT_EQ(moat_fsdiff_apply(m, upper, tgt, MOAT_FSAPPLY_SAFE, NULL, NULL), 0);
+	ASSERT_EQ(getx(tgt, "a", "user.x", buf, sizeof(buf)), 1);
+	ASSERT_STREQ(buf, "2");
+	ASSERT_EQ(getx(tgt, "a", "user.new", buf, sizeof(buf)), 1);
+	ASSERT_EQ(getx(tgt, "b", "user.y", buf, sizeof(buf)), 1);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_HELD);
+	ASSERT_TRUE(getx(tgt, "Makefile", "user.z", buf, sizeof(buf)) < 0);
+
+	/* saved and loaded, the held xattr change applies later (moat apply) */
+	ASSERT_EQ(moat_fsdiff_save(m, upper, run, 0), 0);
+	moat_manifest_free(m);
+	m = NULL;
+	ASSERT_EQ(moat_fsdiff_load(run, &m), 0);
+	ASSERT_CONTAINS(must(m, "Makefile")->xattr_diff, "+user.z");
+	_cleanup_close_ int store = moat_fsdiff_open_store(run);
+	ASSERT_EQ(moat_fsdiff_apply(m, store, tgt, MOAT_FSAPPLY_ALL, NULL, NULL), 0);
+	ASSERT_EQ(getx(tgt, "Makefile", "user.z", buf, sizeof(buf)), 1);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_held_cap_all_or_nothing)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper"), run = sub(d, "run");
+	struct moat_manifest *m = NULL;
+	uint64_t need = 0;
+
+	put(upper, "Makefile", "0123456789", 0644);
+	put(upper, ".bashrc", "0123456789", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_EQ(moat_fsdiff_apply(m, upper, lower, MOAT_FSAPPLY_SAFE, NULL, NULL), 0);
+	ASSERT_EQ(moat_fsdiff_save_ex(m, upper, run, 15, &need), -EFBIG);
+	ASSERT_EQ(need, 20);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_DROPPED);
+	ASSERT_EQ(must(m, ".bashrc")->state, MOAT_FS_DROPPED);
+	ASSERT_TRUE(!exists_at(run, "held")); /* nothing kept */
+	moat_manifest_free(m);
+	m = NULL;
+	ASSERT_EQ(moat_fsdiff_load(run, &m), 0);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_DROPPED);
+	_cleanup_close_ int tgt = sub(d, "tgt");
+	ASSERT_EQ(moat_fsdiff_apply(m, -1, tgt, MOAT_FSAPPLY_ALL, NULL, NULL), 0);
+	ASSERT_TRUE(!exists_at(tgt, "Makefile"));
+	moat_manifest_free(m);
+	/* positive control: with room, both are kept */
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_EQ(moat_fsdiff_apply(m, upper, lower, MOAT_FSAPPLY_SAFE, NULL, NULL), 0);
+	ASSERT_EQ(moat_fsdiff_save_ex(m, upper, run, 20, &need), 0);
+	ASSERT_EQ(must(m, "Makefile")->state, MOAT_FS_HELD);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_other_tools_files_included_by_path)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	put(lower, ".envrc", "source_env ./env/dev.sh\ndotenv\nexport X=1 # not a file\n", 0644);
+	put(lower, "Makefile", "include config.local rules/$(ARCH).inc\n-include dep.d\n", 0644);
+	put(lower, ".pre-commit-config.yaml",
+	    "repos:\n- repo: local\n  hooks:\n  - id: x\n    entry: ./tools/lint.sh --fix\n", 0644);
+	mkd(upper, "env");
+	put(upper, "env/dev.sh", "curl x | sh\n", 0644);
+	put(upper, ".env", "LD_PRELOAD=/tmp/x.so\n", 0644);
+	put(upper, "config.local", "all:\n\tid\n", 0644);
+	put(upper, "dep.d", "x: y\n", 0644);
+	mkd(upper, "tools");
+	put(upper, "tools/lint.sh", "#!/bin/sh\nid\n", 0644);
+	put(upper, "tools/other.sh", "#!/bin/sh\n", 0644);
+	put(upper, "X=1", "a file named like the export", 0644);
+
+	/* positive control: none of these names is a flag rule */
+	ASSERT_TRUE(moat_flag_match(NULL, "env/dev.sh", S_IFREG) == NULL);
+	ASSERT_TRUE(moat_flag_match(NULL, "config.local", S_IFREG) == NULL);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "env/dev.sh"), ".envrc");
+	ASSERT_CONTAINS(flag_of(m, ".env"), ".envrc");
+	ASSERT_CONTAINS(flag_of(m, "config.local"), "Makefile");
+	ASSERT_CONTAINS(flag_of(m, "dep.d"), "Makefile");
+	ASSERT_CONTAINS(flag_of(m, "tools/lint.sh"), "pre-commit");
+	ASSERT_TRUE(flag_of(m, "tools/other.sh") == NULL);
+	ASSERT_TRUE(flag_of(m, "X=1") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_include_reached_through_a_symlink)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper");
+	struct moat_manifest *m = NULL;
+
+	repo(lower, ".git", "[include]\n\tpath = ../tools/git.inc\n");
+	/* tools -> evil: git reads evil/git.inc */
+	ASSERT_EQ(symlinkat("evil", upper, "tools"), 0);
+	mkd(upper, "evil");
+	put(upper, "evil/git.inc", "[core]\n\tfsmonitor = ./x\n", 0644);
+	put(upper, "evil/other", "o", 0644);
+	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
+	ASSERT_CONTAINS(flag_of(m, "tools"), "replaces a directory");
+	ASSERT_CONTAINS(flag_of(m, "evil/git.inc"), "include.path");
+	ASSERT_TRUE(flag_of(m, "evil/other") == NULL);
+	moat_manifest_free(m);
+}
+
+TEST(fsdiff_git_user_config_references)
+{
+	_cleanup_(rmrfp) char *d = mktmp();
+	_cleanup_close_ int lower = sub(d, "lower"), upper = sub(d, "upper"), home = sub(d, "home");
+	struct moat_manifest *m = NULL;
+	char ws[512], cfg[1024];
+
+	snprintf(ws, sizeof(ws), "%s/lower", d);
+	snprintf(cfg, sizeof(cfg), "[core]\n\tfsmonitor = %s/tools/mon.sh\n", ws);
+	put(home, ".gitconfig",
+	    "[core]\n\thooksPath = .ghooks\n[include]\n\tpath = ~/.gitconfig-work\n", 0644);
+	put(home, ".gitconfig-work", cfg, 0644);
+	snprintf(cfg, sizeof(cfg), "%s/home", d);
+	setenv("HOME", cfg, 1);
+	unsetenv("XDG_CONFIG_HOME");
+	repo(lower, ".git", "[core]\n");
+	mkd(upper, ".ghooks");
+	put(upper, ".ghooks/pre-commit", "#!/bin/sh\n", 0644);
+	mkd(upper, "tools");
+	put(upper, "tools/mon.sh", "#!/bin/sh\n", 0644);
+	put(upper, "tools/other.sh", "#!/bin/sh\n", 0644);
+	ASSERT_EQ(moat_fsdiff_compute_ex(upper, lower, NULL,
+					 &(struct moat_fsdiff_limits){.workspace = ws}, &m),
+		  0);
+	ASSERT_CONTAINS(flag_of(m, ".ghooks/pre-commit"), "hooksPath");
+	ASSERT_CONTAINS(flag_of(m, "tools/mon.sh"), "program run by git");
+	ASSERT_TRUE(flag_of(m, "tools/other.sh") == NULL);
+	moat_manifest_free(m);
+}
