@@ -80,8 +80,24 @@ MOAT_NFT := $(O)/moat-nft.so
 LIBMOAT := $(O)/libmoat.a
 LIBMOAT_CORE := $(O)/libmoat-core.a
 
+# The test build: the same sources compiled once more with -DMOAT_TESTING into
+# $(O)/test/, linked into $(O)/test/moat-testing with its own plugins next to
+# it. Only this binary has the test switches (--test-disable-layer, the
+# MOAT_TEST_STALL_AT hook, both behind MOAT_TEST_LAYERS=1); the tests that
+# need them run it (MOAT_TESTING_BIN). It is never installed: $(MOAT) has no
+# such code (tests/integration/shipped.sh scans it).
+TO := $(O)/test
+TEST_CPPFLAGS := -DMOAT_TESTING
+MOAT_TESTING := $(TO)/moat-testing
+TEST_CORE_OBJS := $(patsubst $(O)/%,$(TO)/%,$(filter-out $(O)/gen/%,$(CORE_OBJS))) \
+	$(O)/gen/seccomp_baked.o
+TEST_CLI_OBJS := $(CLI_SRCS:%.c=$(TO)/%.o)
+TEST_NET_PIC_OBJS := $(NET_SRCS:%.c=$(TO)/pic/%.o)
+TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
+
 .PHONY: all deps check demo bench fuzz lint format clean install
-all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS)
+all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
+	$(MOAT_TESTING) $(TO)/plugins.checked
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -115,6 +131,33 @@ $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.
 
 $(MOAT_NFT): $(NFT_PIC_OBJS)
 	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NFT) $(LIBS_CORE)
+
+# The test build (see TO above): the same rules with -DMOAT_TESTING.
+$(TO)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(TO)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+
+$(TO)/libmoat-core.a: $(TEST_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(MOAT_TESTING): $(TEST_CLI_OBJS) $(PROBE_OBJS) $(TO)/libmoat-core.a | $(TO)/moat-net.so $(TO)/moat-nft.so
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TEST_CLI_OBJS) $(PROBE_OBJS) \
+		-Wl,--whole-archive $(TO)/libmoat-core.a -Wl,--no-whole-archive $(MOAT_LIBS)
+
+$(TO)/moat-net.so: $(TEST_NET_PIC_OBJS)
+	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) $(LIBS_CORE)
+
+$(TO)/moat-nft.so: $(TEST_NFT_PIC_OBJS)
+	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NFT) $(LIBS_CORE)
+
+$(TO)/plugins.checked: $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so scripts/check-plugin-syms.sh
+	scripts/check-plugin-syms.sh $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so
+	@touch $@
 
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
@@ -183,4 +226,5 @@ format:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(NET_PIC_OBJS:.o=.d) $(NFT_PIC_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(NET_PIC_OBJS:.o=.d) $(NFT_PIC_OBJS:.o=.d) \
+	$(TEST_CORE_OBJS:.o=.d) $(TEST_CLI_OBJS:.o=.d) $(TEST_NET_PIC_OBJS:.o=.d) $(TEST_NFT_PIC_OBJS:.o=.d)

@@ -15,11 +15,9 @@ int moat_cli_apply(int argc, char **argv);
 int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
 int moat_cli_selftest(int argc, char **argv);
-/* `moat __probe NAME ARGS`: one red-team probe built into moat (selftest.c). */
+/* `moat __probe NAME ARGS`: one red-team probe built into moat (selftest.c),
+ * selected by argv only. */
 int moat_cli_probe(int argc, char **argv);
-/* A probe re-executing /proc/self/exe (MOAT_SELFTEST_PROBE set by __probe):
- * runs it and returns its exit status; -1 if none. */
-int moat_cli_probe_reexec(int argc, char **argv);
 
 /* Parses policy options from argv[*i] on (--opt VALUE, --opt=VALUE, --policy FILE)
  * into p until "--" or a non-option; *i is left at the first unparsed argument.

@@ -163,9 +163,13 @@ struct moat_policy {
 	unsigned n_allow_syscalls;
 	char **deny_syscalls;
 	unsigned n_deny_syscalls;
-	/* test-only switches (MOAT_TEST_LAYERS=1 required): disable one layer */
+#ifdef MOAT_TESTING
+	/* Test build only (moat-testing, never shipped; MOAT_TEST_LAYERS=1
+	 * required): --test-disable-layer switches one layer off. The shipped
+	 * build has neither the fields nor the option. */
 	bool test_no_seccomp;
 	bool test_no_landlock;
+#endif
 
 	/* network */
 	enum moat_net_mode net;
@@ -202,3 +206,25 @@ extern const char *const moat_ws_mode_names[3];
 extern const char *const moat_net_mode_names[3];
 extern const char *const moat_tty_mode_names[3];
 extern const char *const moat_apply_mode_names[3];
+
+/* Whether the test build's --test-disable-layer switched a layer off; always
+ * false in the shipped build, where the branches it guards compile away. */
+static inline bool moat_policy_test_no_seccomp(const struct moat_policy *p)
+{
+#ifdef MOAT_TESTING
+	return p->test_no_seccomp;
+#else
+	(void)p;
+	return false;
+#endif
+}
+
+static inline bool moat_policy_test_no_landlock(const struct moat_policy *p)
+{
+#ifdef MOAT_TESTING
+	return p->test_no_landlock;
+#else
+	(void)p;
+	return false;
+#endif
+}
