@@ -5,11 +5,19 @@
 BUILD ?= release
 ifeq ($(BUILD),san)
 O ?= build-san
+else ifeq ($(BUILD),fuzz)
+O ?= build-fuzz
 else
 O ?= build
 endif
 
 CC ?= cc
+# BUILD=fuzz (used by `make fuzz`): clang, every object instrumented for
+# libFuzzer and built under ASan + UBSan once, the fuzz targets linked with
+# libFuzzer's main against that one library.
+ifeq ($(BUILD),fuzz)
+CC := clang
+endif
 # The executable links only the core libraries; OpenSSL and libnftables are
 # linked into the network plugin moat-net.so, loaded for --net allow only
 # (src/cli/net_loader.c). The library, unit tests and fuzz targets link all.
@@ -28,9 +36,21 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
 ifeq ($(BUILD),san)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(BUILD),fuzz)
+# clang may warn where gcc does not: the fuzz build reports, `make lint` and
+# the gcc builds are where warnings fail.
+CFLAGS += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined -Wno-error
+LDFLAGS += -fsanitize=address,undefined
+FUZZ_MAIN :=
+FUZZ_LINK := -fsanitize=fuzzer
 else
 CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
+# Fuzz targets: with gcc they link a replay driver that runs every file of
+# fuzz/corpus/<target>/ once (make check); BUILD=fuzz links libFuzzer instead.
+FUZZ_MAIN ?= fuzz/replay.c
+FUZZ_LINK ?=
 LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansson -lseccomp -lnettle)
 LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcrypto)
 LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
@@ -95,7 +115,7 @@ TEST_CLI_OBJS := $(CLI_SRCS:%.c=$(TO)/%.o)
 TEST_NET_PIC_OBJS := $(NET_SRCS:%.c=$(TO)/pic/%.o)
 TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
-.PHONY: all deps check demo bench fuzz lint format clean install
+.PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
 all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
 	$(MOAT_TESTING) $(TO)/plugins.checked
 
@@ -162,11 +182,13 @@ $(TO)/plugins.checked: $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so scrip
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
 
-# Fuzz targets: with the normal compiler they link a replay driver that runs
-# every file of fuzz/corpus/<target>/ once; `make fuzz` builds them with libFuzzer.
-$(O)/fuzz/%: fuzz/%.c fuzz/replay.c $(LIBMOAT)
+# Fuzz targets (see FUZZ_MAIN): each links the one library, nothing is
+# compiled again per target.
+$(O)/fuzz/%: fuzz/%.c $(FUZZ_MAIN) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c $(LIBMOAT) $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(FUZZ_LINK) -o $@ $< $(FUZZ_MAIN) $(LIBMOAT) $(LIBS)
+
+fuzz-bins: $(FUZZ_BINS)
 
 # Red-team probes are static so they run inside any root (also --rootfs).
 $(O)/probes/%: tests/redteam/probes/%.c tests/redteam/probes/probe.h
@@ -213,8 +235,12 @@ bench: deps
 	@$(MAKE) --no-print-directory $(MOAT)
 	@O=$(O) bench/run-all.sh
 
+# `make fuzz`: every fuzz/fuzz_*.c built with libFuzzer (BUILD=fuzz, in
+# build-fuzz/) and run for FUZZ_SECONDS each from its committed corpus; a
+# crash fails with the path of the input that caused it.
 FUZZ_SECONDS ?= 30
-fuzz:
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=fuzz O=build-fuzz fuzz-bins
 	@O=build-fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run-fuzz.sh
 
 lint:
