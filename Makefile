@@ -117,7 +117,7 @@ TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
 .PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
 all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
-	$(MOAT_TESTING) $(TO)/plugins.checked
+	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -144,6 +144,13 @@ $(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) | $(MOAT_NET) $(MOAT_NFT)
 
 $(MOAT_NET): $(NET_PIC_OBJS)
 	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) $(LIBS_CORE)
+
+# The shipped build reads no environment variable but the user's own (no
+# switches): every getenv() as the shipped build compiles it is checked.
+$(O)/env.checked: $(LIB_SRCS) $(CLI_SRCS) $(wildcard src/*/*.h include/moat/*.h) scripts/check-env.sh
+	@mkdir -p $(dir $@)
+	scripts/check-env.sh "$(CC) $(filter-out -MMD -MP,$(CPPFLAGS))" $(LIB_SRCS) $(CLI_SRCS)
+	@touch $@
 
 $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.sh
 	scripts/check-plugin-syms.sh $(MOAT) $(MOAT_NET) $(MOAT_NFT)
