@@ -226,8 +226,8 @@ struct st {
 /* `moat __probe NAME ARG...`: the only way a probe runs, chosen by argv
  * alone (no environment variable changes what moat does). A probe runs in the
  * calling process with the sandbox (or the control) it was started in; it
- * never sets up or removes a layer. A probe that starts itself again (rt072)
- * executes /proc/self/exe with `__probe NAME` in its argv. */
+ * never sets up or removes a layer. A probe that starts itself again (rt031,
+ * rt072) executes /proc/self/exe with `__probe NAME` in its argv. */
 int moat_cli_probe(int argc, char **argv)
 {
 	if (argc < 2) {

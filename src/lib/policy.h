@@ -207,24 +207,13 @@ extern const char *const moat_net_mode_names[3];
 extern const char *const moat_tty_mode_names[3];
 extern const char *const moat_apply_mode_names[3];
 
-/* Whether the test build's --test-disable-layer switched a layer off; always
- * false in the shipped build, where the branches it guards compile away. */
-static inline bool moat_policy_test_no_seccomp(const struct moat_policy *p)
-{
+/* Whether the test build's --test-disable-layer switched a layer off. In the
+ * shipped build a constant false (a macro: no trace in the binary), so the
+ * branches it guards compile away. */
 #ifdef MOAT_TESTING
-	return p->test_no_seccomp;
+#define moat_policy_test_no_seccomp(p) ((p)->test_no_seccomp)
+#define moat_policy_test_no_landlock(p) ((p)->test_no_landlock)
 #else
-	(void)p;
-	return false;
+#define moat_policy_test_no_seccomp(p) ((void)(p), false)
+#define moat_policy_test_no_landlock(p) ((void)(p), false)
 #endif
-}
-
-static inline bool moat_policy_test_no_landlock(const struct moat_policy *p)
-{
-#ifdef MOAT_TESTING
-	return p->test_no_landlock;
-#else
-	(void)p;
-	return false;
-#endif
-}

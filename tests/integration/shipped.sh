@@ -20,9 +20,10 @@ source "${MOAT_TEST_DIR:-$(dirname "$0")/..}/lib/tap.sh"
 
 # Test-only names by convention: MOAT_TEST_* / MOAT_SELFTEST_* environment
 # variables, --test-* options, the stall hook's message, the layers' "(test)"
-# degradation marks. Anything matching in the shipped binary (code, data or
-# debug information) fails, whatever it is: the whole class, not a list.
-STR_RE='MOAT_TEST_[A-Z0-9_]+|MOAT_SELFTEST_[A-Z0-9_]+|--test-[a-z-]+|test stall at|(landlock|seccomp)\(test\)'
+# degradation marks, the policy fields test_no_*. Anything matching in the
+# shipped binary (code, data or debug information) fails, whatever it is: the
+# whole class, not a list.
+STR_RE='MOAT_TEST_[A-Z0-9_]+|MOAT_SELFTEST_[A-Z0-9_]+|--test-[a-z-]+|test stall at|(landlock|seccomp)\(test\)|test_no_[a-z]+'
 SYM_RE='moat_test_|test_stall|set_test_disable'
 
 # scan FILE: prints every test-only string and symbol found in FILE.
@@ -49,6 +50,7 @@ t_scan_control_testing() {
 	echo "# in moat-testing: $(tr "\n" " " <<<"$found")"
 	for want in "string --test-disable-layer" "string MOAT_TEST_LAYERS" "string MOAT_TEST_STALL_AT" \
 		"string test stall at" "string landlock(test)" "string seccomp(test)" \
+		"string test_no_seccomp" "string test_no_landlock" \
 		"symbol moat_test_stall" "symbol moat_test_stall_arm" "symbol set_test_disable"; do
 		grep -qxF -- "$want" <<<"$found" || fail "the scan misses '$want' in $MOAT_TESTING_BIN"
 	done
