@@ -5,11 +5,19 @@
 BUILD ?= release
 ifeq ($(BUILD),san)
 O ?= build-san
+else ifeq ($(BUILD),fuzz)
+O ?= build-fuzz
 else
 O ?= build
 endif
 
 CC ?= cc
+# BUILD=fuzz (used by `make fuzz`): clang, every object instrumented for
+# libFuzzer and built under ASan + UBSan once, the fuzz targets linked with
+# libFuzzer's main against that one library.
+ifeq ($(BUILD),fuzz)
+CC := clang
+endif
 # The executable links only the core libraries; OpenSSL and libnftables are
 # linked into the network plugin moat-net.so, loaded for --net allow only
 # (src/cli/net_loader.c). The library, unit tests and fuzz targets link all.
@@ -28,9 +36,21 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
 ifeq ($(BUILD),san)
 CFLAGS += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(BUILD),fuzz)
+# clang may warn where gcc does not: the fuzz build reports, `make lint` and
+# the gcc builds are where warnings fail.
+CFLAGS += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined -Wno-error
+LDFLAGS += -fsanitize=address,undefined
+FUZZ_MAIN :=
+FUZZ_LINK := -fsanitize=fuzzer
 else
 CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
+# Fuzz targets: with gcc they link a replay driver that runs every file of
+# fuzz/corpus/<target>/ once (make check); BUILD=fuzz links libFuzzer instead.
+FUZZ_MAIN ?= fuzz/replay.c
+FUZZ_LINK ?=
 LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansson -lseccomp -lnettle -lpsl)
 LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcrypto)
 LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
@@ -82,8 +102,24 @@ MOAT_NFT := $(O)/moat-nft.so
 LIBMOAT := $(O)/libmoat.a
 LIBMOAT_CORE := $(O)/libmoat-core.a
 
-.PHONY: all deps check demo bench fuzz lint format clean install
-all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS)
+# The test build: the same sources compiled once more with -DMOAT_TESTING into
+# $(O)/test/, linked into $(O)/test/moat-testing with its own plugins next to
+# it. Only this binary has the test switches (--test-disable-layer, the
+# MOAT_TEST_STALL_AT hook, both behind MOAT_TEST_LAYERS=1); the tests that
+# need them run it (MOAT_TESTING_BIN). It is never installed: $(MOAT) has no
+# such code (tests/integration/shipped.sh scans it).
+TO := $(O)/test
+TEST_CPPFLAGS := -DMOAT_TESTING
+MOAT_TESTING := $(TO)/moat-testing
+TEST_CORE_OBJS := $(patsubst $(O)/%,$(TO)/%,$(filter-out $(O)/gen/%,$(CORE_OBJS))) \
+	$(O)/gen/seccomp_baked.o
+TEST_CLI_OBJS := $(CLI_SRCS:%.c=$(TO)/%.o)
+TEST_NET_PIC_OBJS := $(NET_SRCS:%.c=$(TO)/pic/%.o)
+TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
+
+.PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
+all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
+	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -111,6 +147,13 @@ $(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) | $(MOAT_NET) $(MOAT_NFT)
 $(MOAT_NET): $(NET_PIC_OBJS)
 	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) $(LIBS_CORE)
 
+# The shipped build reads no environment variable but the user's own (no
+# switches): every getenv() as the shipped build compiles it is checked.
+$(O)/env.checked: $(LIB_SRCS) $(CLI_SRCS) $(wildcard src/*/*.h include/moat/*.h) scripts/check-env.sh
+	@mkdir -p $(dir $@)
+	scripts/check-env.sh "$(CC) $(filter-out -MMD -MP,$(CPPFLAGS))" $(LIB_SRCS) $(CLI_SRCS)
+	@touch $@
+
 $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.sh
 	scripts/check-plugin-syms.sh $(MOAT) $(MOAT_NET) $(MOAT_NFT)
 	@touch $@
@@ -118,14 +161,43 @@ $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.
 $(MOAT_NFT): $(NFT_PIC_OBJS)
 	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NFT) $(LIBS_CORE)
 
+# The test build (see TO above): the same rules with -DMOAT_TESTING.
+$(TO)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(TO)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(TEST_CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+
+$(TO)/libmoat-core.a: $(TEST_CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(MOAT_TESTING): $(TEST_CLI_OBJS) $(PROBE_OBJS) $(TO)/libmoat-core.a | $(TO)/moat-net.so $(TO)/moat-nft.so
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TEST_CLI_OBJS) $(PROBE_OBJS) \
+		-Wl,--whole-archive $(TO)/libmoat-core.a -Wl,--no-whole-archive $(MOAT_LIBS)
+
+$(TO)/moat-net.so: $(TEST_NET_PIC_OBJS)
+	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) $(LIBS_CORE)
+
+$(TO)/moat-nft.so: $(TEST_NFT_PIC_OBJS)
+	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NFT) $(LIBS_CORE)
+
+$(TO)/plugins.checked: $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so scripts/check-plugin-syms.sh
+	scripts/check-plugin-syms.sh $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so
+	@touch $@
+
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
 
-# Fuzz targets: with the normal compiler they link a replay driver that runs
-# every file of fuzz/corpus/<target>/ once; `make fuzz` builds them with libFuzzer.
-$(O)/fuzz/%: fuzz/%.c fuzz/replay.c $(LIBMOAT)
+# Fuzz targets (see FUZZ_MAIN): each links the one library, nothing is
+# compiled again per target.
+$(O)/fuzz/%: fuzz/%.c $(FUZZ_MAIN) $(LIBMOAT)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay.c $(LIBMOAT) $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(FUZZ_LINK) -o $@ $< $(FUZZ_MAIN) $(LIBMOAT) $(LIBS)
+
+fuzz-bins: $(FUZZ_BINS)
 
 # Red-team probes are static so they run inside any root (also --rootfs).
 $(O)/probes/%: tests/redteam/probes/%.c tests/redteam/probes/probe.h
@@ -172,8 +244,12 @@ bench: deps
 	@$(MAKE) --no-print-directory $(MOAT)
 	@O=$(O) bench/run-all.sh
 
+# `make fuzz`: every fuzz/fuzz_*.c built with libFuzzer (BUILD=fuzz, in
+# build-fuzz/) and run for FUZZ_SECONDS each from its committed corpus; a
+# crash fails with the path of the input that caused it.
 FUZZ_SECONDS ?= 30
-fuzz:
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=fuzz O=build-fuzz fuzz-bins
 	@O=build-fuzz FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run-fuzz.sh
 
 lint:
@@ -185,4 +261,5 @@ format:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(NET_PIC_OBJS:.o=.d) $(NFT_PIC_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(NET_PIC_OBJS:.o=.d) $(NFT_PIC_OBJS:.o=.d) \
+	$(TEST_CORE_OBJS:.o=.d) $(TEST_CLI_OBJS:.o=.d) $(TEST_NET_PIC_OBJS:.o=.d) $(TEST_NFT_PIC_OBJS:.o=.d)

@@ -6,7 +6,9 @@ set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libjansson-dev libseccomp-dev nettle-dev libnftables-dev libssl-dev
 	libpsl-dev libidn2-dev libunistring-dev)
-test_pkgs=(clang python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
+# libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for `make fuzz`
+# (only recommended by clang-14, so not pulled in by --no-install-recommends).
+test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
 	shellcheck cppcheck clang-format busybox-static make gcc)
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then

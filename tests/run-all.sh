@@ -59,6 +59,9 @@ stage=$(mktemp -d /tmp/moat-check.XXXXXX)
 chmod 755 "$stage"
 mkdir -p "$stage/bin"
 cp "$O/moat" "$O/moat-net.so" "$O/moat-nft.so" "$stage/bin/"
+# The test build and its own plugins (the tests that need a test switch).
+mkdir -p "$stage/bin/test"
+cp "$O/test/moat-testing" "$O/test/moat-net.so" "$O/test/moat-nft.so" "$stage/bin/test/"
 [ -d "$O/probes" ] && cp -r "$O/probes" "$stage/probes"
 cp -r tests "$stage/tests"
 cp -r examples "$stage/examples" 2>/dev/null || true
@@ -92,7 +95,8 @@ for t in tests/integration/*.sh tests/redteam/*.sh; do
 	if [ -n "${MOAT_SUITES:-}" ] && [[ " $MOAT_SUITES " != *" $name "* ]]; then
 		continue
 	fi
-	env_common=(MOAT="$stage/bin/moat" MOAT_TEST_DIR="$stage/tests" MOAT_PROBES="$stage/probes"
+	env_common=(MOAT="$stage/bin/moat" MOAT_TESTING_BIN="$stage/bin/test/moat-testing"
+		MOAT_TEST_DIR="$stage/tests" MOAT_PROBES="$stage/probes"
 		MOAT_SRC="$top" MOAT_TEST_STRICT="$strict")
 	if [ "$(id -u)" -eq 0 ]; then
 		run_suite "$name-root" env "${env_common[@]}" bash "$stage/$t"

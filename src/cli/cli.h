@@ -18,11 +18,9 @@ int moat_cli_selftest(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
  * (net_loader.c, supervise_net.c); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);
-/* `moat __probe NAME ARGS`: one red-team probe built into moat (selftest.c). */
+/* `moat __probe NAME ARGS`: one red-team probe built into moat (selftest.c),
+ * selected by argv only. */
 int moat_cli_probe(int argc, char **argv);
-/* A probe re-executing /proc/self/exe (MOAT_SELFTEST_PROBE set by __probe):
- * runs it and returns its exit status; -1 if none. */
-int moat_cli_probe_reexec(int argc, char **argv);
 
 /* Parses policy options from argv[*i] on (--opt VALUE, --opt=VALUE, --policy FILE)
  * into p until "--" or a non-option; *i is left at the first unparsed argument.

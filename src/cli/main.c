@@ -64,9 +64,6 @@ int main(int argc, char **argv)
 		return moat_cli_proxy_helper(argc - 1, argv + 1);
 	if (strcmp(cmd, "__probe") == 0)
 		return moat_cli_probe(argc - 1, argv + 1);
-	int r = moat_cli_probe_reexec(argc, argv);
-	if (r >= 0)
-		return r;
 	fputs("moat: unknown command '", stderr);
 	moat_cli_put_safe(stderr, cmd);
 	fputs("'\n", stderr);

@@ -223,45 +223,28 @@ struct st {
 
 /* --------------------------------------------------------------- helpers */
 
-static bool is_probe(const char *name)
-{
-	for (const struct moat_probe_entry *e = moat_probes; e->name; e++)
-		if (strcmp(e->name, name) == 0)
-			return true;
-	return false;
-}
-
-static int run_probe_main(const char *name, int argc, char **argv)
-{
-	for (const struct moat_probe_entry *e = moat_probes; e->name; e++)
-		if (strcmp(e->name, name) == 0) {
-			/* A probe that re-executes /proc/self/exe (rt031, rt072) lands
-			 * in main() again, which dispatches through this variable. */
-			setenv("MOAT_SELFTEST_PROBE", name, 1);
-			fflush(stdout);
-			int r = e->main(argc, argv);
-			fflush(stdout);
-			return r;
-		}
-	fprintf(stderr, "moat: no probe '%s'\n", name);
-	return MOAT_EXIT_USAGE;
-}
-
+/* `moat __probe NAME ARG...`: the only way a probe runs, chosen by argv
+ * alone (no environment variable changes what moat does). A probe runs in the
+ * calling process with the sandbox (or the control) it was started in; it
+ * never sets up or removes a layer. A probe that starts itself again (rt031,
+ * rt072) executes /proc/self/exe with `__probe NAME` in its argv. */
 int moat_cli_probe(int argc, char **argv)
 {
 	if (argc < 2) {
 		fprintf(stderr, "usage: moat __probe NAME [ARG...]\n");
 		return MOAT_EXIT_USAGE;
 	}
-	return run_probe_main(argv[1], argc - 1, argv + 1);
-}
-
-int moat_cli_probe_reexec(int argc, char **argv)
-{
-	const char *name = getenv("MOAT_SELFTEST_PROBE");
-	if (!name || !is_probe(name))
-		return -1;
-	return run_probe_main(name, argc, argv);
+	for (const struct moat_probe_entry *e = moat_probes; e->name; e++)
+		if (strcmp(e->name, argv[1]) == 0) {
+			fflush(stdout);
+			int r = e->main(argc - 1, argv + 1);
+			fflush(stdout);
+			return r;
+		}
+	fputs("moat: no probe '", stderr);
+	moat_cli_put_safe(stderr, argv[1]);
+	fputs("'\n", stderr);
+	return MOAT_EXIT_USAGE;
 }
 
 /* Printable ASCII only: probe output from inside is not trusted. */
@@ -468,8 +451,9 @@ static pid_t st_spawn(struct st *s, enum st_as as, char **argv, bool fd3, const 
 		if (s->extra_env[j][0])
 			extra[ne++] = s->extra_env[j];
 	if (as == AS_CALLER) {
-		/* moat run needs the caller's environment (HOME, XDG_*, and
-		 * MOAT_TEST_LAYERS for the vacuity check); the extra variables win */
+		/* moat run needs the caller's environment (HOME, XDG_*, and for
+		 * the test build's vacuity check MOAT_TEST_LAYERS); the extra
+		 * variables win */
 		while (environ[k] && k < 4096)
 			k++;
 	} else {
@@ -480,7 +464,7 @@ static pid_t st_spawn(struct st *s, enum st_as as, char **argv, bool fd3, const 
 		return -1;
 	if (as == AS_CALLER) {
 		for (int i = 0; i < k; i++) {
-			bool over = startswith(environ[i], "MOAT_SELFTEST_PROBE=");
+			bool over = false;
 			for (int j = 0; j < ne; j++) {
 				const char *eq = strchr(extra[j], '=');
 				if (eq &&

@@ -69,7 +69,7 @@ int moat_hook_restrict_prepare(struct moat_sandbox *sb)
 {
 	sb->landlock_ruleset = -1;
 	sb->landlock_ready = false;
-	if (sb->p->test_no_landlock)
+	if (moat_policy_test_no_landlock(sb->p))
 		return 0;
 	if (prepare_landlock(sb) < 0)
 		return -1;
@@ -80,7 +80,7 @@ int moat_hook_restrict_prepare(struct moat_sandbox *sb)
 int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd)
 {
 	*ret_notify_fd = -1;
-	if (!sb->p->test_no_landlock) {
+	if (!moat_policy_test_no_landlock(sb->p)) {
 		if (!sb->landlock_ready) {
 			errno = EPROTO; /* never run without the rules that were asked for */
 			return -1;
@@ -95,7 +95,7 @@ int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd)
 			return -1;
 		}
 	}
-	if (sb->p->test_no_seccomp)
+	if (moat_policy_test_no_seccomp(sb->p))
 		return 0;
 	if (!sb->seccomp_prog) {
 		errno = EPROTO; /* never run without the filter that was asked for */

@@ -20,7 +20,15 @@
 struct moat_run;
 struct moat_sandbox;
 
-#define MOAT_NET_PLUGIN_ABI "moat-plugin " MOAT_VERSION " 4"
+/* The test build (-DMOAT_TESTING: moat-testing and its own plugins in
+ * build/test/) has other structure layouts and is marked apart: the shipped
+ * moat never loads a test build's plugin, nor the reverse. */
+#ifdef MOAT_TESTING
+#define MOAT_NET_PLUGIN_FLAVOUR " testing"
+#else
+#define MOAT_NET_PLUGIN_FLAVOUR ""
+#endif
+#define MOAT_NET_PLUGIN_ABI "moat-plugin " MOAT_VERSION " 4" MOAT_NET_PLUGIN_FLAVOUR
 
 struct moat_plugin_head {
 	const char *abi;

@@ -814,6 +814,8 @@ static int set_deny_syscall(struct moat_policy *p, const char *v, char *why, siz
 	return syscall_list_add(&p->deny_syscalls, &p->n_deny_syscalls, v, why, whylen);
 }
 
+#ifdef MOAT_TESTING
+/* Test build only (moat-testing): the shipped moat has no such option. */
 static int set_test_disable(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	const char *gate = getenv("MOAT_TEST_LAYERS");
@@ -832,6 +834,7 @@ static int set_test_disable(struct moat_policy *p, const char *v, char *why, siz
 	}
 	return 0;
 }
+#endif
 
 static int set_net(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
@@ -1111,8 +1114,10 @@ static const struct option_def options[] = {
 	{"--allow-syscall", "NAME", set_allow_syscall,
 	 "allow a syscall the default filter denies (e.g. ptrace)"},
 	{"--deny-syscall", "NAME", set_deny_syscall, "deny one more syscall (EPERM)"},
+#ifdef MOAT_TESTING
 	{"--test-disable-layer", "seccomp|landlock", set_test_disable,
-	 "test only (MOAT_TEST_LAYERS=1)"},
+	 "test build only (MOAT_TEST_LAYERS=1)"},
+#endif
 	{"--net", "none|allow|host", set_net, "network mode (default none: loopback only)"},
 	{"--allow-host", "PATTERN[:PORTS]", set_allow_host,
 	 "allow a destination by name (*.x.com = subdomains); implies --net allow"},

@@ -166,9 +166,13 @@ struct moat_policy {
 	unsigned n_allow_syscalls;
 	char **deny_syscalls;
 	unsigned n_deny_syscalls;
-	/* test-only switches (MOAT_TEST_LAYERS=1 required): disable one layer */
+#ifdef MOAT_TESTING
+	/* Test build only (moat-testing, never shipped; MOAT_TEST_LAYERS=1
+	 * required): --test-disable-layer switches one layer off. The shipped
+	 * build has neither the fields nor the option. */
 	bool test_no_seccomp;
 	bool test_no_landlock;
+#endif
 
 	/* network */
 	enum moat_net_mode net;
@@ -212,3 +216,14 @@ extern const char *const moat_ws_mode_names[3];
 extern const char *const moat_net_mode_names[3];
 extern const char *const moat_tty_mode_names[3];
 extern const char *const moat_apply_mode_names[3];
+
+/* Whether the test build's --test-disable-layer switched a layer off. In the
+ * shipped build a constant false (a macro: no trace in the binary), so the
+ * branches it guards compile away. */
+#ifdef MOAT_TESTING
+#define moat_policy_test_no_seccomp(p) ((p)->test_no_seccomp)
+#define moat_policy_test_no_landlock(p) ((p)->test_no_landlock)
+#else
+#define moat_policy_test_no_seccomp(p) ((void)(p), false)
+#define moat_policy_test_no_landlock(p) ((void)(p), false)
+#endif

@@ -28,7 +28,7 @@ static void degraded_add(struct moat_run *r, const char *what)
 static int prepare_landlock(struct moat_run *r)
 {
 	const struct moat_policy *p = r->p;
-	if (p->test_no_landlock) {
+	if (moat_policy_test_no_landlock(p)) {
 		degraded_add(r, "landlock(test)");
 		return 0;
 	}
@@ -51,7 +51,7 @@ static int prepare_seccomp(struct moat_run *r)
 	struct moat_seccomp_probe probe;
 	scmp_filter_ctx ctx = NULL;
 
-	if (p->test_no_seccomp) {
+	if (moat_policy_test_no_seccomp(p)) {
 		degraded_add(r, "seccomp(test)");
 		return 0;
 	}

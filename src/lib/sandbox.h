@@ -124,14 +124,21 @@ struct moat_sandbox {
 /* The sandbox's init: runs in the cloned child, never returns. */
 _Noreturn void moat_sandbox_init(struct moat_sandbox *sb);
 
-/* Test only (tests/integration/faults.sh): with MOAT_TEST_LAYERS=1 and
- * MOAT_TEST_STALL_AT=<stage> in moat's environment, the supervisor or the
+/* Test build only (-DMOAT_TESTING, the moat-testing binary that
+ * tests/integration/faults.sh runs): with MOAT_TEST_LAYERS=1 and
+ * MOAT_TEST_STALL_AT=<stage> in its environment, the supervisor or the
  * sandbox's init announces "moat: test stall at <stage>" on stderr and waits
  * there until killed, so a test can SIGKILL moat at that stage of setup.
  * moat_test_stall_arm() reads the environment (supervisor, before the clone);
- * moat_test_stall() is a no-op unless armed for that stage. */
+ * moat_test_stall() is a no-op unless armed for that stage. In the shipped
+ * build the calls compile to nothing: no code, no environment variable. */
+#ifdef MOAT_TESTING
 void moat_test_stall_arm(void);
 void moat_test_stall(const char *stage);
+#else
+#define moat_test_stall_arm() ((void)0)
+#define moat_test_stall(stage) ((void)0)
+#endif
 
 /* Opens the bind source of step s as O_PATH and returns it, or -errno. A user's
  * path (MOAT_STEPF_USER) is path, walked with no symlink at all (the supervisor

@@ -845,7 +845,8 @@ static long half_of_sysctl(const char *path)
 	return v <= 0 ? 0 : v / 2 > 0 ? v / 2 : 1;
 }
 
-/* Test only: see sandbox.h. A copy, since the init wipes its environment. */
+#ifdef MOAT_TESTING
+/* Test build only: see sandbox.h. A copy, since the init wipes its environment. */
 static char test_stall_at[32];
 
 void moat_test_stall_arm(void)
@@ -866,6 +867,7 @@ void moat_test_stall(const char *stage)
 	for (;;)
 		pause();
 }
+#endif
 
 int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
 	     struct moat_error *ret_err)

@@ -6,8 +6,9 @@
 # runs; 50 sandboxes in parallel and 500 in sequence stay isolated and moat's
 # resources return to baseline; bad values of every flag and policy key give
 # exit 2 naming the flag or key, and nothing crashes.
-# Stages are hit deterministically with the test-only hook
-# MOAT_TEST_STALL_AT=<stage> (honoured only with MOAT_TEST_LAYERS=1).
+# Stages are hit deterministically with the test build's hook
+# MOAT_TEST_STALL_AT=<stage> (only in moat-testing, and only with
+# MOAT_TEST_LAYERS=1; the shipped moat has no such hook: shipped.sh).
 # Everything is judged by the runs' own ids and pids: other work may run on
 # this machine at the same time.
 # shellcheck source=../lib/tap.sh
@@ -104,7 +105,7 @@ kill_at() {
 		pgrep -f -- "$marker" >/dev/null || { kill -9 "$pid"; fail "the command never ran: $(cat err)"; }
 	else
 		# shellcheck disable=SC2086 # word-split options
-		MOAT_TEST_LAYERS=1 MOAT_TEST_STALL_AT=$stage "$MOAT" run --quiet $opts -- /bin/sh -c 'sleep 300' \
+		MOAT_TEST_LAYERS=1 MOAT_TEST_STALL_AT=$stage "$MOAT_TESTING_BIN" run --quiet $opts -- /bin/sh -c 'sleep 300' \
 			"$marker" >out 2>err &
 		pid=$!
 		for _ in $(seq 100); do grep -q "test stall at $stage" err && break; sleep 0.1; done
@@ -144,10 +145,10 @@ t_kill_init_restricted() { kill_at init-restricted; }
 t_kill_started() { kill_at started; }
 t_kill_running() { kill_at running; }
 
-# The stall hook is test-only: without MOAT_TEST_LAYERS=1 it does nothing.
+# Even in the test build the stall hook does nothing without MOAT_TEST_LAYERS=1.
 t_stall_gated() {
 	local out
-	out=$(env -u MOAT_TEST_LAYERS MOAT_TEST_STALL_AT=prepared timeout 20 "$MOAT" run --quiet -- /bin/echo ran 2>&1) ||
+	out=$(env -u MOAT_TEST_LAYERS MOAT_TEST_STALL_AT=prepared timeout 20 "$MOAT_TESTING_BIN" run --quiet -- /bin/echo ran 2>&1) ||
 		fail "moat run failed or stalled: $out"
 	assert_eq ran "$out"
 }
@@ -611,7 +612,7 @@ run_test "SIGKILL after init's mounts" t_kill_init_mounted
 run_test "SIGKILL after init's Landlock and seccomp" t_kill_init_restricted
 run_test "SIGKILL after setup, command starting" t_kill_started
 run_test "SIGKILL while the command runs" t_kill_running
-run_test "the stall hook needs MOAT_TEST_LAYERS=1" t_stall_gated
+run_test "test build: the stall hook needs MOAT_TEST_LAYERS=1" t_stall_gated
 run_test "state directory on a full filesystem: clean exit 125" t_state_full
 run_test "read-only state directory: clean exit 125" t_state_ro
 run_test "live-run record on a full filesystem" t_state_live_full

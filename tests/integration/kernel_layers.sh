@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The seccomp and Landlock layers inside a real `moat run`: common tools still
 # work, each layer blocks its share, and each still holds with the other one
-# switched off (test-only switch, MOAT_TEST_LAYERS=1).
+# switched off (test-only switch of the test build moat-testing,
+# MOAT_TEST_LAYERS=1; the shipped moat has none: shipped.sh).
 # shellcheck source=../lib/tap.sh
 source "${MOAT_TEST_DIR:-$(dirname "$0")/..}/lib/tap.sh"
 
@@ -106,7 +107,7 @@ t_both_layers() {
 t_seccomp_alone() {
 	local w out
 	w=$(ws)
-	out=$(MOAT_TEST_LAYERS=1 probe "$w" --test-disable-layer landlock)
+	out=$(MOAT=$MOAT_TESTING_BIN MOAT_TEST_LAYERS=1 probe "$w" --test-disable-layer landlock)
 	for want in tiocsti=1 tiocsti_hi=1 io_uring=38 clone3=38 mount=1 bpf=1 keyctl=1 ptrace=1 \
 		personality=1 packet=1 open_by_handle=1 unshare=1 tcp=111; do
 		assert_contains "$out" "$want"
@@ -119,7 +120,7 @@ t_seccomp_alone() {
 t_landlock_alone() {
 	local w out
 	w=$(ws)
-	out=$(MOAT_TEST_LAYERS=1 probe "$w" --test-disable-layer seccomp)
+	out=$(MOAT=$MOAT_TESTING_BIN MOAT_TEST_LAYERS=1 probe "$w" --test-disable-layer seccomp)
 	for want in tiocsti=9 tiocsti_hi=9 clone3=14 personality=0 tcp=13; do
 		assert_contains "$out" "$want"
 	done
@@ -127,11 +128,11 @@ t_landlock_alone() {
 	assert_not_contains "$out" "io_uring=38"
 }
 
-# The switch is refused without the test gate.
+# Even in the test build the switch is refused without the test gate.
 t_switch_gated() {
 	local w rc=0
 	w=$(ws)
-	env -u MOAT_TEST_LAYERS "$MOAT" run --quiet --workspace "$w:rw" --test-disable-layer seccomp \
+	env -u MOAT_TEST_LAYERS "$MOAT_TESTING_BIN" run --quiet --workspace "$w:rw" --test-disable-layer seccomp \
 		-- true 2>/dev/null || rc=$?
 	assert_eq 2 "$rc" "exit status"
 }
@@ -172,7 +173,7 @@ sys.stdout.write("ready\n"); sys.stdout.flush(); time.sleep(30)' >listener.out &
 	for _ in $(seq 50); do [ -s listener.out ] && break; sleep 0.1; done
 	out=$(run_in "$w" --net host -- python3 -c "$abstract_probe") || true
 	local off
-	off=$(MOAT_TEST_LAYERS=1 run_in "$w" --net host --test-disable-layer landlock -- \
+	off=$(MOAT=$MOAT_TESTING_BIN MOAT_TEST_LAYERS=1 run_in "$w" --net host --test-disable-layer landlock -- \
 		python3 -c "$abstract_probe") || true
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
@@ -210,7 +211,7 @@ run_test "make -j2" t_make
 run_test "both layers block the probes" t_both_layers
 run_test "seccomp alone still blocks its share" t_seccomp_alone
 run_test "Landlock alone still blocks its share" t_landlock_alone
-run_test "layer switches need MOAT_TEST_LAYERS=1" t_switch_gated
+run_test "test build: layer switches need MOAT_TEST_LAYERS=1" t_switch_gated
 run_test "denials and execs are counted in the status" t_denials_in_status
 run_test "each exec counted once, PATH misses not" t_exec_count
 run_test "abstract unix sockets outside the domain (Landlock scope)" t_abstract_scope

@@ -67,7 +67,7 @@ t_text() {
 # Vacuity: with seccomp switched off, the seccomp-class probes must escape.
 t_vacuity_seccomp() {
 	local rc=0 esc
-	MOAT_TEST_LAYERS=1 "$MOAT" selftest --json --only rt013_keyring,rt014_bpf,rt015_iouring,rt_arch \
+	MOAT_TEST_LAYERS=1 "$MOAT_TESTING_BIN" selftest --json --only rt013_keyring,rt014_bpf,rt015_iouring,rt_arch \
 		--test-disable-layer seccomp >st.json 2>st.err || rc=$?
 	assert_eq 1 "$rc" "exit status with seccomp disabled"
 	esc=$(st_json st.json '",".join(sorted(p["probe"] for p in d["probes"] if p["verdict"] == "escaped"))')
@@ -82,16 +82,21 @@ t_vacuity_seccomp() {
 # while the selftest still runs: the switch reaches `moat run`.
 t_vacuity_landlock() {
 	local rc=0
-	MOAT_TEST_LAYERS=1 "$MOAT" selftest --json --only rt033_robind --test-disable-layer landlock \
+	MOAT_TEST_LAYERS=1 "$MOAT_TESTING_BIN" selftest --json --only rt033_robind --test-disable-layer landlock \
 		>st.json 2>st.err || rc=$?
 	assert_eq held "$(st_json st.json 'd["probes"][0]["verdict"]')" "rt033 with Landlock off"
 }
 
 t_gate() {
 	local rc=0 out
-	out=$(env -u MOAT_TEST_LAYERS "$MOAT" selftest --test-disable-layer seccomp 2>&1) || rc=$?
-	assert_eq 2 "$rc" "exit status without MOAT_TEST_LAYERS"
+	out=$(env -u MOAT_TEST_LAYERS "$MOAT_TESTING_BIN" selftest --test-disable-layer seccomp 2>&1) || rc=$?
+	assert_eq 2 "$rc" "test build: exit status without MOAT_TEST_LAYERS"
 	assert_contains "$out" "MOAT_TEST_LAYERS"
+	# the shipped moat has no such option at all, whatever the environment
+	rc=0
+	out=$(MOAT_TEST_LAYERS=1 "$MOAT" selftest --test-disable-layer seccomp 2>&1) || rc=$?
+	assert_eq 2 "$rc" "shipped moat: exit status with MOAT_TEST_LAYERS=1"
+	assert_contains "$out" "unknown option --test-disable-layer"
 }
 
 t_bad_input() {
@@ -112,6 +117,6 @@ run_test "selftest --json holds, controls ran, cleaned up" t_full
 run_test "selftest text table" t_text
 run_test "selftest reports escapes with seccomp disabled (vacuity)" t_vacuity_seccomp
 run_test "selftest passes run options through (landlock off, rt033)" t_vacuity_landlock
-run_test "selftest layer switch needs MOAT_TEST_LAYERS=1" t_gate
+run_test "selftest layer switch: test build and MOAT_TEST_LAYERS=1 only" t_gate
 run_test "selftest bad input: exit 2" t_bad_input
 t_done

@@ -14,7 +14,10 @@ trap 'rm -rf "$T_OUT"' EXIT
 unset SUDO_UID SUDO_GID SUDO_USER
 : "${MOAT:?MOAT must name the moat binary}"
 : "${MOAT_TEST_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
-export MOAT MOAT_TEST_DIR
+# The test build (-DMOAT_TESTING; the only binary with the test switches):
+# next to the shipped one in build/test/, and so in the staged copy.
+: "${MOAT_TESTING_BIN:=$(dirname "$MOAT")/test/moat-testing}"
+export MOAT MOAT_TEST_DIR MOAT_TESTING_BIN
 
 skip() {
 	echo "$*" >"$T_OUT/skip"

@@ -29,7 +29,9 @@ static pid_t start_copy(char *path)
 	close(out);
 	pid = fork();
 	if (pid == 0) {
-		execl(path, path, "--sleep", (char *)NULL);
+		/* `__probe rt031_exe` for the copy inside moat (selftest); the
+		 * standalone probe only looks at its options. */
+		execl(path, path, "__probe", "rt031_exe", "--sleep", (char *)NULL);
 		_exit(127);
 	}
 	usleep(200 * 1000);

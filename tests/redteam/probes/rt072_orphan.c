@@ -2,7 +2,8 @@
 /*
  * RT-072 orphans and daemons surviving the sandbox: double fork, setsid, ignore
  * SIGHUP/SIGTERM, and exec this probe again with argv[0] = the marker given by
- * --marker M, sleeping --seconds N (default 120). The probe itself exits at
+ * --marker M (then `__probe rt072_orphan`, see below), sleeping --seconds N
+ * (default 120). The probe itself exits at
  * once; the runner looks for the marker in the host's process list after the
  * run (only it can see whether the survivor outlived the sandbox).
  * --sleep is the survivor's own mode.
@@ -46,7 +47,11 @@ int main(int argc, char **argv)
 			dup2(null, 1);
 			dup2(null, 2);
 		}
-		execl("/proc/self/exe", marker, "--sleep", "--seconds", secs, (char *)NULL);
+		/* One argv for both builds: `moat __probe rt072_orphan ...` for the
+		 * copy inside moat (selftest), while the standalone probe only looks
+		 * at its options and skips the two words. */
+		execl("/proc/self/exe", marker, "__probe", "rt072_orphan", "--sleep", "--seconds",
+		      secs, (char *)NULL);
 		_exit(127);
 	}
 	waitpid(pid, NULL, 0);
