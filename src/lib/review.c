@@ -403,7 +403,7 @@ int moat_runs_gc(const char *runs_dir, unsigned long long retention_ms,
 		}
 		struct run_dir *r = &v[n++];
 		memset(r, 0, sizeof(*r));
-		snprintf(r->id, sizeof(r->id), "%s", e->d_name);
+		memcpy(r->id, e->d_name, strlen(e->d_name) + 1); /* length checked above */
 		r->bytes = tree_bytes(dfd, e->d_name, 0, &r->mtime);
 		for (size_t i = 0; live_ids && live_ids[i]; i++)
 			if (strcmp(live_ids[i], r->id) == 0)
