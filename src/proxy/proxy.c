@@ -1298,6 +1298,7 @@ static void enter_tls(struct conn *c)
 		.rules = cfg->http_rules,
 		.n_rules = cfg->n_http_rules,
 		.limits = c->p->hlim, /* one grammar, one set of limits */
+		.port = c->port,
 		.report = tls_report,
 		.userdata = c,
 	};
