@@ -698,4 +698,8 @@ TEST(intercept_host_port_is_the_dialled_one)
 	ASSERT_EQ(icpt_verdict(443, "GET / HTTP/1.1\r\nHost: api.github.test:80\r\n\r\n", why,
 			       sizeof(why)),
 		  MOAT_INTERCEPT_REFUSE);
+	/* held: an h2 preface after ALPN fell back to HTTP/1 (the proxy offers
+	 * only http/1.1) is refused by the one parser, nothing forwarded */
+	ASSERT_EQ(icpt_verdict(443, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", why, sizeof(why)),
+		  MOAT_INTERCEPT_REFUSE);
 }

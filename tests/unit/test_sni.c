@@ -501,6 +501,10 @@ TEST(first_bytes_nothing_after_or_before_the_hello)
 	wire.b[1] = 2;
 	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
 	ASSERT_STREQ(why, "not-tls");
+	/* an HTTP/2 prior-knowledge preface on a plain port: not HTTP/1 */
+	static const char pri[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	ASSERT_EQ(first(&c, "a.test", 80, pri, strlen(pri), &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "not-tls-or-http");
 	/* a second record with another version after a first good one */
 	records(&wire, &msg, 10);
 	wire.b[15 + 1] = 4;
