@@ -182,8 +182,18 @@ static int next_head(struct moat_intercept_requests *q, const struct moat_http1_
 	};
 	const char *m = r->method.p, *t = r->target.p;
 	size_t ml = r->method.len, tl = r->target.len;
+	uint16_t port = cfg->port ? cfg->port : 443;
 	int e;
 
+	/* One origin per connection, the one dialled: a Host (or absolute-form
+	 * authority) that names a port names this one, as on the tunnel path. */
+	if (r->has_host && r->port_explicit && r->port != port) {
+		char why[160];
+		snprintf(why, sizeof(why), "host-mismatch (port %u, connection is to port %u)",
+			 r->port, port);
+		report(cfg, q->host, m, ml, t, tl, false, 403, false, NULL, why, NULL);
+		return refuse_piece(q, r, 403, false, ret, "%s", why);
+	}
 	e = moat_secrets_rewrite(cfg->secrets, &rq, &res);
 	if (e == -ENOMEM)
 		return e;

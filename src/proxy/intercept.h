@@ -67,6 +67,9 @@ struct moat_intercept_config {
 	const struct moat_http_rule *rules; /* policy http_rules, may be NULL */
 	unsigned n_rules;
 	struct moat_http1_limits limits; /* request heads; zero = the parser's defaults */
+	/* The port dialled: a Host (or absolute-form authority) naming a port
+	 * must name this one. 0 means 443. */
+	uint16_t port;
 	void (*report)(void *userdata, const struct moat_intercept_report *r);
 	void *userdata;
 };

@@ -145,6 +145,7 @@ struct conn {
 	/* HTTP forwarding after the first request */
 	bool http; /* up half is fed by the HTTP request parser */
 	struct moat_http1_body body; /* framing of the request body being relayed */
+	uint64_t body_seen; /* body bytes the placeholder tripwire has scanned */
 	bool http_stop; /* no more requests: a refusal waits in `final` */
 	char *final; /* reply to send once the upstream response ended */
 	size_t final_len;
@@ -852,7 +853,39 @@ static int http_rewrite(struct conn *c, const struct moat_http1_request *r, size
 	if (n < 0 || buf_add(&c->up, head, (size_t)n) < 0)
 		return -ENOMEM;
 	moat_http1_body_start(&c->body, r, 0);
+	/* The window right after the head was scanned with it. */
+	c->body_seen =
+		c->body.active ? MIN(c->in_len - head_len, (size_t)MOAT_SECRETS_BODY_WINDOW) : 0;
 	return 0;
+}
+
+/* The placeholder tripwire on body bytes that come after the head (as the
+ * interceptor does): the verdict must not depend on how the client splits its
+ * writes. @before: body.length before these @k bytes at the start of c->in
+ * were framed. NULL, or the refusal reason (in buf). */
+static const char *http_body_check(struct conn *c, uint64_t before, size_t k, char *buf, size_t len)
+{
+	const struct moat_secrets *s = c->p->cfg->secrets;
+	size_t off, w;
+	int i;
+
+	if (!s || c->body_seen >= MOAT_SECRETS_BODY_WINDOW)
+		return NULL;
+	off = c->body_seen > before ? (size_t)(c->body_seen - before) : 0;
+	if (off >= k)
+		return NULL;
+	w = MIN(k - off, (size_t)(MOAT_SECRETS_BODY_WINDOW - c->body_seen));
+	i = moat_secrets_scan(s, c->in + off, w);
+	c->body_seen += w;
+	if (i == -ENOENT)
+		return NULL;
+	if (i < 0)
+		snprintf(buf, len, "request not understood by the credential check");
+	else
+		snprintf(buf, len,
+			 "alert: secret %s: placeholder in the request body (destination %s)",
+			 moat_secrets_name(s, (unsigned)i), c->name);
+	return buf;
 }
 
 /* Credential proxy on plain HTTP: a placeholder never travels in clear (the
@@ -927,11 +960,20 @@ static void http_process(struct conn *c)
 		if (c->body.active) {
 			/* Frame the body so the next request is found; the
 			 * bytes go on unchanged. */
+			uint64_t before = c->body.length;
 			int k = moat_http1_body_feed(&c->body, c->in, c->in_len);
+			char why_buf[400];
+			const char *why;
 			if (k < 0) {
 				req_event(c, false, moat_http1_strerror(k));
 				http_stop(c, moat_http1_err_status(k), moat_http1_strerror(k),
 					  NULL);
+				return;
+			}
+			why = http_body_check(c, before, (size_t)k, why_buf, sizeof(why_buf));
+			if (why) {
+				req_event(c, false, why);
+				http_stop(c, 403, why, NULL);
 				return;
 			}
 			if (buf_add(&c->up, c->in, (size_t)k) < 0) {
@@ -1300,6 +1342,7 @@ static void enter_tls(struct conn *c)
 		.rules = cfg->http_rules,
 		.n_rules = cfg->n_http_rules,
 		.limits = c->p->hlim, /* one grammar, one set of limits */
+		.port = c->port,
 		.report = tls_report,
 		.userdata = c,
 	};

@@ -172,7 +172,7 @@ int moat_sni_parse(const uint8_t *buf, size_t len, struct moat_sni_info *ret)
 	uint8_t scratch[MOAT_SNI_MAX_HELLO];
 	struct moat_sni_info tmp = {0};
 	struct moat_sni_info *r = ret ? ret : &tmp;
-	size_t have = 0, pos = 0, need = 0;
+	size_t have = 0, pos = 0, need = 0, declared = 0;
 
 	memset(r, 0, sizeof(*r));
 	if (!buf || len == 0)
@@ -195,6 +195,7 @@ int moat_sni_parse(const uint8_t *buf, size_t len, struct moat_sni_info *ret)
 		if (rlen == 0 || rlen > TLS_RECORD_MAX)
 			return malformed(r, "record length");
 		pos += 5;
+		declared += rlen;
 		size_t avail = MIN(rlen, len - pos);
 		size_t copy = MIN(avail, sizeof(scratch) - have);
 		memcpy(scratch + have, buf + pos, copy);
@@ -208,8 +209,14 @@ int moat_sni_parse(const uint8_t *buf, size_t len, struct moat_sni_info *ret)
 			if (need > MOAT_SNI_MAX_HELLO)
 				return malformed(r, "ClientHello larger than 16 KiB");
 		}
-		if (need && have >= need)
+		if (need && have >= need) {
+			/* The ClientHello is alone in the first flight: bytes after it
+			 * in its record (a second handshake message, another hello)
+			 * would be judged by the server, not here. */
+			if (declared != need)
+				return malformed(r, "bytes after the ClientHello in its record");
 			break;
+		}
 		if (avail < rlen)
 			return MOAT_SNI_NEED_MORE; /* this record is incomplete */
 		pos += rlen;

@@ -640,3 +640,66 @@ TEST(intercept_refusal_names_reason)
 	ASSERT_CONTAINS(rep, "allowed=0 status=400 alert=0 secret=- reason=bad-chunked-body");
 	world_down(&w);
 }
+
+/* Attack (red team): on an intercepted stream the Host check compared the
+ * name only, so "Host: api.github.test:8443" (or an absolute-form target
+ * with another port) reached the upstream naming another origin, which the
+ * tunnel path refuses as host-switch. One rule: a Host (or absolute-form
+ * authority) naming a port names the dialled one. Failed before the fix
+ * (the head was forwarded). */
+static int icpt_verdict(uint16_t port, const char *req, char *reason, size_t rlen)
+{
+	const struct moat_intercept_config cfg = {.port = port};
+	struct moat_intercept_requests q;
+	struct moat_intercept_piece pc;
+	int kind;
+
+	if (moat_intercept_requests_init(&q, &cfg, "api.github.test") < 0)
+		return -1;
+	if (moat_intercept_requests_next(&q, req, strlen(req), &pc) < 0)
+		return -1;
+	kind = (int)pc.kind;
+	snprintf(reason, rlen, "%s", pc.reason);
+	moat_intercept_piece_clear(&pc);
+	return kind;
+}
+
+TEST(intercept_host_port_is_the_dialled_one)
+{
+	char why[400];
+
+	/* positive controls: no port, the dialled port, port 0 meaning 443 */
+	ASSERT_EQ(icpt_verdict(443, "GET / HTTP/1.1\r\nHost: api.github.test\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_HEAD);
+	ASSERT_EQ(icpt_verdict(443, "GET / HTTP/1.1\r\nHost: api.github.test:443\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_HEAD);
+	ASSERT_EQ(icpt_verdict(0, "GET / HTTP/1.1\r\nHost: API.github.test.:443\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_HEAD);
+	ASSERT_EQ(icpt_verdict(8443, "GET / HTTP/1.1\r\nHost: api.github.test:8443\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_HEAD);
+	ASSERT_EQ(icpt_verdict(443, "GET http://api.github.test/x HTTP/1.1\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_HEAD);
+	/* the attack: another port in Host or in the absolute-form authority */
+	ASSERT_EQ(icpt_verdict(443, "GET / HTTP/1.1\r\nHost: api.github.test:8443\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_REFUSE);
+	ASSERT_CONTAINS(why, "host-mismatch");
+	ASSERT_EQ(icpt_verdict(8443, "GET / HTTP/1.1\r\nHost: api.github.test:443\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_REFUSE);
+	ASSERT_EQ(icpt_verdict(443, "GET http://api.github.test:9/x HTTP/1.1\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_REFUSE);
+	ASSERT_EQ(icpt_verdict(443, "GET / HTTP/1.1\r\nHost: api.github.test:80\r\n\r\n", why,
+			       sizeof(why)),
+		  MOAT_INTERCEPT_REFUSE);
+	/* held: an h2 preface after ALPN fell back to HTTP/1 (the proxy offers
+	 * only http/1.1) is refused by the one parser, nothing forwarded */
+	ASSERT_EQ(icpt_verdict(443, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", why, sizeof(why)),
+		  MOAT_INTERCEPT_REFUSE);
+}

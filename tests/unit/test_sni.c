@@ -452,3 +452,62 @@ TEST(first_bytes_which_hosts_are_intercepted)
 	c.inspect_all = false;
 	ASSERT_TRUE(!moat_proxy_intercepts(&c, "a.test"));
 }
+
+/* Red team: what follows or precedes the ClientHello. A second handshake
+ * message (here another ClientHello naming evil.test) appended in the same
+ * record went to a pass-through server unjudged before the fix (the parser
+ * stopped at the first hello: FIRST_TLS); records of another type before the
+ * hello (change_cipher_spec, alert) and record version bytes were refused
+ * already (regression). */
+TEST(first_bytes_nothing_after_or_before_the_hello)
+{
+	struct moat_proxy_config c = {0};
+	struct buf two = {.n = 0}, second = {.n = 0};
+	const char *why;
+	uint8_t d[600];
+
+	/* positive control: the hello alone, also split over records */
+	exts.n = 0;
+	ext(&exts, 0, d, sni_data(d, "evil.test"));
+	hello(&second, &exts, true);
+	run_sni("a.test", NULL);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_TLS);
+	records(&wire, &msg, 7);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_TLS);
+
+	/* another handshake message after the hello, in its record */
+	put(&two, msg.b, msg.n);
+	put(&two, second.b, second.n);
+	records(&wire, &two, 16384);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "tls-malformed");
+	/* ... also when the record straddles: hello ends mid-record */
+	records(&wire, &two, msg.n + 3);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "tls-malformed");
+	/* ... and when only the record header announces more */
+	records(&wire, &two, 16384);
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, 5 + msg.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "tls-malformed");
+
+	/* a change_cipher_spec or alert record first; an SSL 2/odd record version */
+	static const uint8_t ccs[] = {20, 3, 3, 0, 1, 1};
+	static const uint8_t alert[] = {21, 3, 3, 0, 2, 1, 0};
+	ASSERT_EQ(first(&c, "a.test", 443, ccs, sizeof(ccs), &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "not-tls");
+	ASSERT_EQ(first(&c, "a.test", 8443, alert, sizeof(alert), &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "not-tls-or-http");
+	run_sni("a.test", NULL);
+	wire.b[1] = 2;
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "not-tls");
+	/* an HTTP/2 prior-knowledge preface on a plain port: not HTTP/1 */
+	static const char pri[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+	ASSERT_EQ(first(&c, "a.test", 80, pri, strlen(pri), &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "not-tls-or-http");
+	/* a second record with another version after a first good one */
+	records(&wire, &msg, 10);
+	wire.b[15 + 1] = 4;
+	ASSERT_EQ(first(&c, "a.test", 443, wire.b, wire.n, &why), MOAT_PROXY_FIRST_DENY);
+	ASSERT_STREQ(why, "tls-malformed");
+}
