@@ -211,6 +211,119 @@ int moat_path_check(const char *path, char *why, size_t whylen)
 	return 0;
 }
 
+/* ---- host paths the user names ----------------------------------------------
+ * A host path may be given relative ("."), with "..", trailing or doubled
+ * slashes, or as "~" / "~/x" where no shell expanded it (--workspace=~/proj, a
+ * policy file). It is made absolute here, once, so that the plan, the audit
+ * start event and every later step see the same absolute path: relative to
+ * the policy file's directory for a key (p->base_dir while a file loads), to
+ * the caller's working directory (getcwd(), which names it without symlinks)
+ * for a flag. "." and empty components are dropped; ".." removes the
+ * component before it, by name. The kernel resolves "link/.." through the
+ * link instead, so a ".." is accepted only where the component it removes is
+ * a real directory (lstat: not a symlink), where both readings agree; else it
+ * is refused, naming the component. This check is only about meaning: the
+ * result is then walked by paths.c, which follows no symlink a sandbox could
+ * have planted, so a rename between the two cannot redirect anything. */
+static int host_path(const struct moat_policy *p, const char *v, char *out, size_t outlen,
+		     char *why, size_t whylen)
+{
+	char cwd[MOAT_MAX_PATH];
+	const char *base = "", *rest = v;
+	size_t len = 0;
+
+	if (!*v) {
+		snprintf(why, whylen, "must be a path");
+		return -EINVAL;
+	}
+	if (has_ctl(v)) {
+		snprintf(why, whylen, "contains control characters");
+		return -EINVAL;
+	}
+	if (v[0] == '~') {
+		const char *home = getenv("HOME");
+		if (v[1] && v[1] != '/') {
+			snprintf(why, whylen,
+				 "'~NAME' is not expanded: give the path (or ~/... for $HOME)");
+			return -EINVAL;
+		}
+		if (!home || home[0] != '/') {
+			snprintf(why, whylen, "'~' needs $HOME set to an absolute path");
+			return -EINVAL;
+		}
+		base = home;
+		rest = v + 1;
+	} else if (v[0] != '/') {
+		if (p->base_dir)
+			base = p->base_dir;
+		else if (getcwd(cwd, sizeof(cwd)))
+			base = cwd;
+		else {
+			snprintf(why, whylen, "relative, and the working directory is unknown: %s",
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	if (strlen(base) + strlen(rest) + 2 > outlen || outlen > MOAT_MAX_PATH) {
+		snprintf(why, whylen, "longer than %d bytes", MOAT_MAX_PATH - 1);
+		return -ENAMETOOLONG;
+	}
+	out[0] = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (const char *c = pass ? rest : base; *c;) {
+			const char *e = strchrnul(c, '/');
+			size_t n = (size_t)(e - c);
+			if (n == 2 && c[0] == '.' && c[1] == '.') {
+				struct stat st;
+				if (len > 0 && lstat(out, &st) < 0) {
+					int err = errno;
+					snprintf(why, whylen, "%s (before '..'): %s", out,
+						 strerror(err));
+					return -err;
+				}
+				if (len > 0 && S_ISLNK(st.st_mode)) {
+					snprintf(why, whylen,
+						 "%s is a symlink: moat resolves '..' by name, not "
+						 "through links; give the path without '..'",
+						 out);
+					return -ELOOP;
+				}
+				if (len > 0 && !S_ISDIR(st.st_mode)) {
+					snprintf(why, whylen, "%s (before '..'): %s", out,
+						 strerror(ENOTDIR));
+					return -ENOTDIR;
+				}
+				while (len > 0 && out[len - 1] != '/')
+					len--;
+				if (len > 0)
+					len--;
+				out[len] = 0;
+			} else if (n > 0 && !(n == 1 && c[0] == '.')) {
+				out[len++] = '/';
+				memcpy(out + len, c, n);
+				len += n;
+				out[len] = 0;
+			}
+			c = *e ? e + 1 : e;
+		}
+	}
+	if (len == 0)
+		snprintf(out, outlen, "/");
+	return moat_path_check(out, why, whylen);
+}
+
+/* host_path into a fresh string */
+static int host_path_dup(const struct moat_policy *p, const char *v, char **ret, char *why,
+			 size_t whylen)
+{
+	char buf[MOAT_MAX_PATH];
+	int r = host_path(p, v, buf, sizeof(buf), why, whylen);
+	if (r < 0)
+		return r;
+	*ret = strdup(buf);
+	return *ret ? 0 : -ENOMEM;
+}
+
 /* Destinations inside the sandbox may not replace its own structure. */
 static int dest_check(const char *dest, char *why, size_t whylen)
 {
@@ -251,10 +364,16 @@ static int mount_add(struct moat_policy *p, enum moat_mount_kind kind, const cha
 		snprintf(why, whylen, "more than %d mounts", MOAT_MAX_MOUNTS);
 		return -E2BIG;
 	}
+	_cleanup_free_ char *abs = NULL;
 	if (src) {
-		int r = moat_path_check(src, why, whylen);
+		/* the same path inside unless a destination was given */
+		bool same = streq(src, dest);
+		int r = host_path_dup(p, src, &abs, why, whylen);
 		if (r < 0)
 			return r;
+		src = abs;
+		if (same)
+			dest = abs;
 	}
 	int r = dest_check(dest, why, whylen);
 	if (r < 0)
@@ -518,15 +637,16 @@ static int set_workspace(struct moat_policy *p, const char *v, char *why, size_t
 			return r;
 		*colon = 0;
 	}
-	int r = moat_path_check(path, why, whylen);
+	_cleanup_free_ char *abs = NULL;
+	int r = host_path_dup(p, path, &abs, why, whylen);
 	if (r < 0)
 		return r;
-	if (streq(path, "/")) {
+	if (streq(abs, "/")) {
 		snprintf(why, whylen, "the whole filesystem cannot be the workspace");
 		return -EINVAL;
 	}
 	free(p->workspace);
-	p->workspace = TAKE_PTR(path);
+	p->workspace = TAKE_PTR(abs);
 	return 0;
 }
 
@@ -569,19 +689,31 @@ static int set_abs_path(char **dst, const char *v, char *why, size_t whylen)
 	return r < 0 ? r : str_set(dst, v);
 }
 
+/* a host path (host_path: relative, "..", "~" made absolute) */
+static int set_host_path(struct moat_policy *p, char **dst, const char *v, char *why, size_t whylen)
+{
+	char *abs = NULL;
+	int r = host_path_dup(p, v, &abs, why, whylen);
+	if (r < 0)
+		return r;
+	free(*dst);
+	*dst = abs;
+	return 0;
+}
+
 static int set_input(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->input, v, why, whylen);
+	return set_host_path(p, &p->input, v, why, whylen);
 }
 
 static int set_output(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->output, v, why, whylen);
+	return set_host_path(p, &p->output, v, why, whylen);
 }
 
 static int set_rootfs(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->rootfs, v, why, whylen);
+	return set_host_path(p, &p->rootfs, v, why, whylen);
 }
 
 static int set_output_overwrite(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -895,7 +1027,7 @@ static int set_resolve(struct moat_policy *p, const char *v, char *why, size_t w
 
 static int set_upstream_ca(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->upstream_ca, v, why, whylen);
+	return set_host_path(p, &p->upstream_ca, v, why, whylen);
 }
 
 static int set_inspect_tls(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -963,7 +1095,7 @@ out:
 
 static int set_log(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->log_path, v, why, whylen);
+	return set_host_path(p, &p->log_path, v, why, whylen);
 }
 
 static int set_status(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -972,7 +1104,7 @@ static int set_status(struct moat_policy *p, const char *v, char *why, size_t wh
 		snprintf(why, whylen, "must be a file name");
 		return -EINVAL;
 	}
-	return str_set(&p->status_path, v);
+	return set_host_path(p, &p->status_path, v, why, whylen);
 }
 
 static int set_on_alert(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -1718,9 +1850,14 @@ static int h_secrets(struct jctx *c, json_t *v, const struct key_handler *h)
 				s.source = streq(k, "from_env") ? MOAT_SECRET_ENV
 					: streq(k, "from_file") ? MOAT_SECRET_FILE
 								: MOAT_SECRET_COMMAND;
-				if (s.source == MOAT_SECRET_FILE && sv[0] != '/')
-					r = jfail(c, false, EINVAL, "must be an absolute path");
-				else
+				char why[256] = "";
+				if (s.source == MOAT_SECRET_FILE) {
+					free(s.from);
+					s.from = NULL;
+					r = host_path_dup(c->p, sv, &s.from, why, sizeof(why));
+					if (r < 0)
+						r = jfail(c, false, -r, "%s", why);
+				} else
 					r = str_set(&s.from, sv);
 			} else if (streq(k, "header")) {
 				if (has_ctl(sv) || strchr(sv, ':') || strchr(sv, ' '))
@@ -1870,7 +2007,19 @@ int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_e
 					      "cannot read %s", path);
 		got += (size_t)n;
 	}
-	return moat_policy_load_string(p, buf, got, path, ret_err);
+	/* relative paths in the file are relative to its directory, so that a
+	 * project can commit its policy (host_path) */
+	char dir[MOAT_MAX_PATH], why[256];
+	_cleanup_free_ char *abs = NULL;
+	int r = host_path_dup(p, path, &abs, why, sizeof(why));
+	if (r < 0)
+		return moat_error_set(ret_err, "policy", -r, "policy %s: %s", path, why);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(abs, '/') - abs), abs);
+	const char *saved = p->base_dir;
+	p->base_dir = dir[0] ? dir : "/";
+	r = moat_policy_load_string(p, buf, got, path, ret_err);
+	p->base_dir = saved;
+	return r;
 }
 
 /* ---- validation --------------------------------------------------------------- */

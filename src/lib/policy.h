@@ -198,6 +198,10 @@ struct moat_policy {
 	unsigned n_flag_patterns;
 	bool quiet;
 	bool log_sync; /* wait until the audit stream is on disk before exiting */
+
+	/* While a policy file loads: its directory, which relative host paths in
+	 * it are relative to (not owned; NULL otherwise: the working directory). */
+	const char *base_dir;
 };
 
 /* The words of the enumerated keys, indexed by their enum (policy.c). */
