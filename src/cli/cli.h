@@ -32,3 +32,6 @@ void moat_cli_print_error(const struct moat_error *e);
  * which must never reach the terminal raw. */
 void moat_cli_put_safe(FILE *f, const char *str);
 void moat_cli_options_help(void);
+/* The name in names[0..n) closest to word if it is plausibly a typo of it
+ * (edit distance <= 2), else NULL: for "did you mean". */
+const char *moat_cli_suggest(const char *word, const char *const *names, size_t n);

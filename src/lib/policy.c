@@ -1242,6 +1242,30 @@ int moat_policy_option_takes_value(const char *option)
 	return o ? (o->arg != NULL) : -ENOENT;
 }
 
+/* The options that hold one value: a second one on the command line would
+ * silently replace the first, so the CLI refuses it. Kept as a list beside
+ * the table (not a column in it) so that adding an option is one line; an
+ * option not listed here may be repeated, as before. */
+static const char *const single_value_options[] = {
+	"--workspace",	 "--input",	  "--output", "--rootfs",      "--cwd",
+	"--uid",	 "--gid",	  "--user",   "--hostname",    "--tty-mode",
+	"--cpus",	 "--memory",	  "--pids",   "--timeout",     "--kill-grace",
+	"--disk",	 "--max-output",  "--nofile", "--fsize",       "--net",
+	"--upstream-ca", "--inspect-tls", "--log",    "--json-status", "--on-alert",
+	"--apply",
+};
+
+int moat_policy_option_single(const char *option)
+{
+	const struct option_def *o = option_find(option);
+	if (!o)
+		return -ENOENT;
+	for (size_t i = 0; i < ELEMENTSOF(single_value_options); i++)
+		if (streq(single_value_options[i], option))
+			return 1;
+	return 0;
+}
+
 const char *const *moat_policy_option_help(void)
 {
 	static char *lines[ELEMENTSOF(options) + 1];
