@@ -149,6 +149,11 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 			policy_file = f;
 		if (argv[j][0] != '-')
 			break;
+		/* skip the value of "--opt VALUE" (it may start with anything),
+		 * so that --policy after it is still seen */
+		if (!strchr(argv[j], '=') && (f || moat_policy_option_takes_value(argv[j]) == 1) &&
+		    j + 1 < argc)
+			j++;
 	}
 	if (policy_file && moat_policy_load_file(p, policy_file, &err) < 0) {
 		moat_cli_print_error(&err);
