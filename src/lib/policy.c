@@ -664,6 +664,19 @@ static int set_rw(struct moat_policy *p, const char *v, char *why, size_t whylen
 	return r < 0 ? r : mount_add(p, MOAT_MOUNT_RW, src, dest, 0, why, whylen);
 }
 
+/* Bounds of the limits (docs/POLICY.md, "Values and units"): values that can
+ * mean nothing are refused with the accepted range, never clamped. Sizes end
+ * at 16 TiB (no cgroup, tmpfs or file this sandbox manages is larger; a typo
+ * such as 100T or 16E is caught), durations at 30 days. */
+#define MAX_SIZE (16ull << 40)
+#define MAX_DURATION_MS (30ull * 24 * 3600 * 1000)
+#define SIZE_SYNTAX \
+	"a number with an optional unit K, M, G, T (binary: 1K = 1024; any case), then " \
+	"optionally B or iB, e.g. 512M, 4G, 1.5GiB ('b' would be bits)"
+
+static int set_size_range(uint64_t *dst, const char *v, uint64_t min, uint64_t max, char *why,
+			  size_t whylen);
+
 static int set_tmpfs(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	_cleanup_free_ char *dest = NULL, *size_s = NULL;
@@ -671,9 +684,13 @@ static int set_tmpfs(struct moat_policy *p, const char *v, char *why, size_t why
 	int r = split_src_dest(v, &dest, &size_s);
 	if (r < 0)
 		return r;
-	if (strchr(v, ':') && moat_parse_size(size_s, &size) < 0) {
-		snprintf(why, whylen, "bad size '%s' (e.g. 64M, 1G)", size_s);
-		return -EINVAL;
+	if (strchr(v, ':')) {
+		char w[200];
+		r = set_size_range(&size, size_s, 4096, MAX_SIZE, w, sizeof(w));
+		if (r < 0) {
+			snprintf(why, whylen, "size '%s': %s", size_s, w);
+			return r;
+		}
 	}
 	return mount_add(p, MOAT_MOUNT_TMPFS, NULL, dest, size, why, whylen);
 }
@@ -818,24 +835,71 @@ static int set_tty_mode(struct moat_policy *p, const char *v, char *why, size_t 
 
 static int set_cpus(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (moat_parse_milli(v, &p->cpus_milli) < 0) {
-		snprintf(why, whylen, "must be a number of CPUs > 0, e.g. 2 or 0.5");
+	/* a policy written for a bigger machine still loads (up to 4x the CPUs
+	 * online here); more than that can only be a mistake */
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t max = online > 0 ? (uint64_t)online * 4 : 4096;
+	uint64_t m;
+	int r = moat_parse_milli(v, &m);
+	if (max > 4096)
+		max = 4096;
+	if (r == -EINVAL) {
+		snprintf(why, whylen, "not a number of CPUs, e.g. 2 or 0.5");
 		return -EINVAL;
 	}
+	if (r < 0 || m < 10 || m > max * 1000) {
+		snprintf(why, whylen,
+			 "out of range: from 0.01 to %llu CPUs (4 times the %ld online here)",
+			 (unsigned long long)max, online);
+		return -ERANGE;
+	}
+	p->cpus_milli = m;
 	p->limits_set |= MOAT_LIMIT_CPUS;
+	return 0;
+}
+
+static int set_size_range(uint64_t *dst, const char *v, uint64_t min, uint64_t max, char *why,
+			  size_t whylen)
+{
+	uint64_t n;
+	int r = moat_parse_size(v, &n);
+	if (r == -EINVAL) {
+		snprintf(why, whylen, "not a size: %s", SIZE_SYNTAX);
+		return -EINVAL;
+	}
+	if (r < 0 || n < min || n > max) {
+		char a[32], b[32];
+		snprintf(why, whylen, "out of range: from %s to %s",
+			 min ? moat_format_size(min, a, sizeof(a)) : "0",
+			 moat_format_size(max, b, sizeof(b)));
+		return -ERANGE;
+	}
+	*dst = n;
 	return 0;
 }
 
 static int set_size_min(uint64_t *dst, const char *v, uint64_t min, char *why, size_t whylen)
 {
-	uint64_t n;
-	if (moat_parse_size(v, &n) < 0 || n < min) {
-		char b[32];
-		snprintf(why, whylen, "must be a size of at least %s, e.g. 512M or 4G",
-			 moat_format_size(min, b, sizeof(b)));
+	return set_size_range(dst, v, min, MAX_SIZE, why, whylen);
+}
+
+/* A duration in [min_ms, max_ms]. */
+static int set_duration(uint64_t *dst, const char *v, uint64_t min_ms, uint64_t max_ms,
+			const char *maxname, char *why, size_t whylen)
+{
+	uint64_t ms;
+	int r = moat_parse_duration(v, &ms);
+	if (r == -EINVAL) {
+		snprintf(why, whylen,
+			 "not a duration: numbers with units ms, s, m, h, d (lowercase), e.g. "
+			 "90s, 10m, 1h30m; a bare number is seconds");
 		return -EINVAL;
 	}
-	*dst = n;
+	if (r < 0 || ms < min_ms || ms > max_ms) {
+		snprintf(why, whylen, "out of range: from %s to %s", min_ms ? "1ms" : "0", maxname);
+		return -ERANGE;
+	}
+	*dst = ms;
 	return 0;
 }
 
@@ -859,21 +923,15 @@ static int set_pids(struct moat_policy *p, const char *v, char *why, size_t whyl
 
 static int set_timeout(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (moat_parse_duration(v, &p->timeout_ms) < 0 || p->timeout_ms == 0) {
-		snprintf(why, whylen, "must be a duration > 0, e.g. 90s, 10m, 1h30m");
-		return -EINVAL;
-	}
-	p->limits_set |= MOAT_LIMIT_TIMEOUT;
-	return 0;
+	int r = set_duration(&p->timeout_ms, v, 1, MAX_DURATION_MS, "30d", why, whylen);
+	if (r >= 0)
+		p->limits_set |= MOAT_LIMIT_TIMEOUT;
+	return r;
 }
 
 static int set_kill_grace(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (moat_parse_duration(v, &p->kill_grace_ms) < 0 || p->kill_grace_ms > 600000) {
-		snprintf(why, whylen, "must be a duration up to 10m, e.g. 2s");
-		return -EINVAL;
-	}
-	return 0;
+	return set_duration(&p->kill_grace_ms, v, 0, 600000, "10m", why, whylen);
 }
 
 static int set_disk(struct moat_policy *p, const char *v, char *why, size_t whylen)

@@ -86,7 +86,7 @@ static void expect_bad(const char *file, unsigned line, unsigned col, const char
 TEST(policy_bad_fixtures)
 {
 	expect_bad("unknown-top.json", 3, 3, "unknown key \"limitz\"");
-	expect_bad("bad-size.json", 4, 15, "limits.memory: must be a size");
+	expect_bad("bad-size.json", 4, 15, "limits.memory: not a size");
 	expect_bad("version.json", 1, 14, "unsupported version");
 	expect_bad("uid0.json", 1, 37, "never 0");
 	expect_bad("mount-nosrc.json", 1, 45, "\"src\" is required");
@@ -391,4 +391,47 @@ TEST(policy_host_paths_policy_dir)
 	free(w);
 	ASSERT_STREQ(p->workspace, want);
 	moat_policy_free(p);
+}
+
+/* Flag values with bounds (issue 18): the user's exact values, the message
+ * names the flag, the value and the range; the valid spellings pass. */
+static void expect_flag(const char *opt, const char *val, const char *msg)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	int r = moat_policy_set_option(p, opt, val, &e);
+	if (msg) {
+		ASSERT_TRUE(r < 0);
+		ASSERT_CONTAINS(e.message, msg);
+	} else {
+		ASSERT_EQ(r, 0);
+	}
+	moat_policy_free(p);
+}
+
+TEST(policy_flag_bounds)
+{
+	expect_flag("--memory", "1Gb", "--memory 1Gb: not a size");
+	expect_flag("--memory", "16E", "--memory 16E: out of range: from 4.0 MiB to 16.0 TiB");
+	expect_flag("--memory", "1M", "--memory 1M: out of range: from 4.0 MiB");
+	expect_flag("--disk", "100T", "--disk 100T: out of range: from 1.0 MiB to 16.0 TiB");
+	expect_flag("--timeout", "99999999999h",
+		    "--timeout 99999999999h: out of range: from 1ms to 30d");
+	expect_flag("--timeout", "0", "out of range");
+	expect_flag("--timeout", "10M", "not a duration");
+	expect_flag("--cpus", "1000", "--cpus 1000: out of range: from 0.01 to");
+	expect_flag("--cpus", "0.001", "out of range");
+	expect_flag("--cpus", "many", "not a number of CPUs");
+	expect_flag("--tmpfs", "/scratch:1Gb", "size '1Gb': not a size");
+	expect_flag("--kill-grace", "1h", "out of range: from 0 to 10m");
+	/* positive controls */
+	expect_flag("--memory", "1g", NULL);
+	expect_flag("--memory", "1GiB", NULL);
+	expect_flag("--memory", "512MB", NULL);
+	expect_flag("--disk", "16T", NULL);
+	expect_flag("--timeout", "30d", NULL);
+	expect_flag("--timeout", "1h30m", NULL);
+	expect_flag("--cpus", "0.5", NULL);
+	expect_flag("--cpus", "1", NULL);
+	expect_flag("--tmpfs", "/scratch:64M", NULL);
 }
