@@ -49,42 +49,52 @@ void moat_cli_print_error(const struct moat_error *e)
 	fputc('\n', stderr);
 }
 
-void moat_cli_options_help(void)
+void moat_cli_options_help_to(FILE *f)
 {
 	const char *const *h = moat_policy_option_help();
-	fprintf(stderr,
-		"  --policy FILE\tload a JSON policy first (flags extend or override it)\n");
+	fprintf(f, "  %-34s %s\n", "--policy FILE",
+		"load a JSON policy first (flags extend or override it)");
 	for (; *h; h++) {
 		const char *tab = strchr(*h, '\t');
 		if (tab)
-			fprintf(stderr, "  %-34.*s %s\n", (int)(tab - *h), *h, tab + 1);
+			fprintf(f, "  %-34.*s %s\n", (int)(tab - *h), *h, tab + 1);
 	}
+	fputs("\nHost paths may be relative (to the working directory; in a policy file,\n"
+	      "to its directory), with '..' or '~/'. Sizes: K, M, G, T (1K = 1024, any case),\n"
+	      "optionally with B or iB. Durations: ms, s, m, h, d. See docs/POLICY.md.\n",
+	      f);
 }
 
-/* Levenshtein distance of a and b, capped at 9 (names are short). */
+void moat_cli_options_help(void)
+{
+	moat_cli_options_help_to(stderr);
+}
+
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * transpositions of neighbours: optimal string alignment), capped at 9. */
 static unsigned edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
-	unsigned row[65];
-	if (la > 63 || lb > 63)
+	unsigned d[65][65];
+	if (la > 64 || lb > 64)
 		return 9;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (unsigned)i;
 	for (size_t j = 0; j <= lb; j++)
-		row[j] = (unsigned)j;
-	for (size_t i = 1; i <= la; i++) {
-		unsigned diag = row[0];
-		row[0] = (unsigned)i;
+		d[0][j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++)
 		for (size_t j = 1; j <= lb; j++) {
-			unsigned up = row[j];
-			unsigned best = diag + (a[i - 1] != b[j - 1]);
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = up;
+			unsigned best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
 		}
-	}
-	return row[lb] > 9 ? 9 : row[lb];
+	return d[la][lb] > 9 ? 9 : d[la][lb];
 }
 
 const char *moat_cli_suggest(const char *word, const char *const *names, size_t n)
@@ -98,10 +108,10 @@ const char *moat_cli_suggest(const char *word, const char *const *names, size_t 
 			best = names[i];
 		}
 	}
-	/* close enough to be a typo: at most 2 edits, and fewer than a third
-	 * of the word (so "--x" does not suggest "--rw") */
+	/* close enough to be a typo: one edit, or two in a longer word (so
+	 * "--x" does not suggest "--rw") */
 	size_t len = strlen(word);
-	return best && bd <= 2 && bd * 3 <= len ? best : NULL;
+	return best && (bd == 1 || (bd == 2 && len >= 6)) ? best : NULL;
 }
 
 /* The policy option closest to name (the option table and --policy). */
