@@ -88,7 +88,9 @@ t_flag_values() {
 	out=$("$MOAT" policy show --memory 1g --disk 64MiB --timeout 1h30m --cpus 0.5)
 	assert_contains "$out" '"memory": 1073741824'
 	assert_contains "$out" '"disk": 67108864'
-	"$MOAT" run --quiet --memory 256MB --timeout 1m -- /bin/true
+	out=$("$MOAT" policy show --memory 256MB --fsize 1GiB --tmpfs /scratch:64m)
+	assert_contains "$out" '"memory": 268435456'
+	"$MOAT" run --quiet --timeout 1m --kill-grace 1s -- /bin/true
 }
 
 # Repeated single-value flags, and --net none with --allow-host either way.
