@@ -58,6 +58,10 @@ int moat_policy_load_string(struct moat_policy *p, const char *json, size_t len,
 int moat_policy_set_option(struct moat_policy *p, const char *option, const char *value,
 			   struct moat_error *ret_err);
 int moat_policy_option_takes_value(const char *option);
+/* 1 if the option holds one value (--workspace, --memory...), so that giving it
+ * twice on one command line is a mistake; 0 if it adds to a list (--ro,
+ * --allow-host...) or is a switch; -ENOENT unknown. */
+int moat_policy_option_single(const char *option);
 
 /* One help line per policy option, "--flag VALUE\tdescription", NULL-terminated.
  * Static storage. */

@@ -2,6 +2,7 @@
 /* The moat command: one file per subcommand, each using only moat/moat.h. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "moat/moat.h"
@@ -33,3 +34,16 @@ void moat_cli_print_error(const struct moat_error *e);
  * which must never reach the terminal raw. */
 void moat_cli_put_safe(FILE *f, const char *str);
 void moat_cli_options_help(void);
+/* The name in names[0..n) closest to word if it is plausibly a typo of it
+ * (edit distance <= 2), else NULL: for "did you mean". */
+const char *moat_cli_suggest(const char *word, const char *const *names, size_t n);
+
+/* The policy options' help lines, to f. */
+void moat_cli_options_help_to(FILE *f);
+/* help.c: the help of `moat CMD [SUB]` on stdout (0), or an error (2). */
+int moat_cli_help(const char *cmd, const char *sub);
+/* Whether argv asks for help (`moat CMD --help`, `moat policy SUB --help`);
+ * *ret_sub: the subcommand or NULL. */
+bool moat_cli_wants_help(int argc, char **argv, const char **ret_sub);
+/* The command closest to cmd if it looks like a typo of one, else NULL. */
+const char *moat_cli_suggest_command(const char *cmd);

@@ -20,7 +20,8 @@ static void usage(FILE *f)
 		"  moat ps                                  list the live runs\n"
 		"  moat gc                                  clean up after crashed runs\n"
 		"  moat selftest [--json] [--policy FILE]   the red-team battery on this machine\n"
-		"  moat --version\n\n"
+		"  moat help COMMAND / moat COMMAND --help      help of one command\n"
+		"  moat --version | -V\n\n"
 		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
 		"125 the sandbox could not be set up; 126/127 command not executable/found;\n"
 		"2 bad usage or policy.\n",
@@ -34,14 +35,20 @@ int main(int argc, char **argv)
 		return MOAT_EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
-	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0 ||
+	    strcmp(cmd, "-V") == 0) {
 		printf("moat %s\n", MOAT_VERSION);
 		return 0;
 	}
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		if (strcmp(cmd, "help") == 0 && argc >= 3)
+			return moat_cli_help(argv[2], argc >= 4 ? argv[3] : NULL);
 		usage(stdout);
 		return 0;
 	}
+	const char *help_sub;
+	if (cmd[0] != '_' && moat_cli_wants_help(argc, argv, &help_sub))
+		return moat_cli_help(cmd, help_sub);
 	if (strcmp(cmd, "run") == 0)
 		return moat_cli_run(argc - 1, argv + 1);
 	if (strcmp(cmd, "policy") == 0)
@@ -66,7 +73,10 @@ int main(int argc, char **argv)
 		return moat_cli_probe(argc - 1, argv + 1);
 	fputs("moat: unknown command '", stderr);
 	moat_cli_put_safe(stderr, cmd);
-	fputs("'\n", stderr);
+	fputs("'", stderr);
+	if (moat_cli_suggest_command(cmd))
+		fprintf(stderr, " (did you mean %s?)", moat_cli_suggest_command(cmd));
+	fputs("\n", stderr);
 	usage(stderr);
 	return MOAT_EXIT_USAGE;
 }

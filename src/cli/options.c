@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Policy options shared by `moat run` and `moat policy show`. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,16 +49,88 @@ void moat_cli_print_error(const struct moat_error *e)
 	fputc('\n', stderr);
 }
 
-void moat_cli_options_help(void)
+void moat_cli_options_help_to(FILE *f)
 {
 	const char *const *h = moat_policy_option_help();
-	fprintf(stderr,
-		"  --policy FILE\tload a JSON policy first (flags extend or override it)\n");
+	fprintf(f, "  %-34s %s\n", "--policy FILE",
+		"load a JSON policy first (flags extend or override it)");
 	for (; *h; h++) {
 		const char *tab = strchr(*h, '\t');
 		if (tab)
-			fprintf(stderr, "  %-34.*s %s\n", (int)(tab - *h), *h, tab + 1);
+			fprintf(f, "  %-34.*s %s\n", (int)(tab - *h), *h, tab + 1);
 	}
+	fputs("\nHost paths may be relative (to the working directory; in a policy file,\n"
+	      "to its directory), with '..' or '~/'. Sizes: K, M, G, T (1K = 1024, any case),\n"
+	      "optionally with B or iB. Durations: ms, s, m, h, d. See docs/POLICY.md.\n",
+	      f);
+}
+
+void moat_cli_options_help(void)
+{
+	moat_cli_options_help_to(stderr);
+}
+
+/* Edit distance of a and b (insertions, deletions, substitutions and
+ * transpositions of neighbours: optimal string alignment), capped at 9. */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned d[65][65];
+	if (la > 64 || lb > 64)
+		return 9;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (unsigned)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	return d[la][lb] > 9 ? 9 : d[la][lb];
+}
+
+const char *moat_cli_suggest(const char *word, const char *const *names, size_t n)
+{
+	const char *best = NULL;
+	unsigned bd = 9;
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = edit_distance(word, names[i]);
+		if (d < bd) {
+			bd = d;
+			best = names[i];
+		}
+	}
+	/* close enough to be a typo: one edit, or two in a longer word (so
+	 * "--x" does not suggest "--rw") */
+	size_t len = strlen(word);
+	return best && (bd == 1 || (bd == 2 && len >= 6)) ? best : NULL;
+}
+
+/* The policy option closest to name (the option table and --policy). */
+static const char *suggest_option(const char *name)
+{
+	static char flags[128][40];
+	static const char *names[128];
+	static size_t n;
+	if (n == 0) {
+		names[n++] = "--policy";
+		names[n++] = "--help";
+		for (const char *const *h = moat_policy_option_help(); *h && n < 128; h++) {
+			size_t k = strcspn(*h, " \t");
+			snprintf(flags[n], sizeof(flags[n]), "%.*s", (int)k, *h);
+			names[n] = flags[n];
+			n++;
+		}
+	}
+	return moat_cli_suggest(name, names, n);
 }
 
 int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, int *i,
@@ -69,17 +142,39 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 
 	/* --policy is loaded first wherever it appears: flags override the file. */
 	for (int j = start; j < argc && strcmp(argv[j], "--") != 0; j++) {
+		const char *f = NULL;
 		if (strcmp(argv[j], "--policy") == 0 && j + 1 < argc)
-			policy_file = argv[j + 1];
+			f = argv[j + 1];
 		else if (strncmp(argv[j], "--policy=", 9) == 0)
-			policy_file = argv[j] + 9;
+			f = argv[j] + 9;
+		if (f && policy_file) {
+			fprintf(stderr, "moat %s: --policy given twice (", cmd);
+			moat_cli_put_safe(stderr, policy_file);
+			fputs(", then ", stderr);
+			moat_cli_put_safe(stderr, f);
+			fputs("): it takes one value, give it once\n", stderr);
+			return -1;
+		}
+		if (f)
+			policy_file = f;
 		if (argv[j][0] != '-')
 			break;
+		/* skip the value of "--opt VALUE" (it may start with anything),
+		 * so that --policy after it is still seen */
+		if (!strchr(argv[j], '=') && (f || moat_policy_option_takes_value(argv[j]) == 1) &&
+		    j + 1 < argc)
+			j++;
 	}
 	if (policy_file && moat_policy_load_file(p, policy_file, &err) < 0) {
 		moat_cli_print_error(&err);
 		return -1;
 	}
+	/* single-value options seen (a second one is refused) and the network
+	 * options that contradict each other in either order */
+	char seen[64][64], net_opt[64] = "";
+	const char *seen_val[64], *net_val = NULL;
+	size_t n_seen = 0;
+	bool net_none = false;
 	while (*i < argc) {
 		char *a = argv[*i];
 		if (strcmp(a, "--") == 0) {
@@ -98,14 +193,14 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 		} else {
 			snprintf(name, sizeof(name), "%s", a);
 		}
-		if (strcmp(name, "--policy") == 0) {
-			*i += value ? 1 : 2;
-			continue;
-		}
-		int takes = moat_policy_option_takes_value(name);
+		bool is_policy = strcmp(name, "--policy") == 0;
+		int takes = is_policy ? 1 : moat_policy_option_takes_value(name);
 		if (takes < 0) {
+			const char *hint = suggest_option(name);
 			fprintf(stderr, "moat %s: unknown option ", cmd);
 			moat_cli_put_safe(stderr, name);
+			if (hint)
+				fprintf(stderr, " (did you mean %s?)", hint);
 			fprintf(stderr, " (see moat %s --help)\n", cmd);
 			return -1;
 		}
@@ -118,6 +213,39 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 		} else if (!takes && value) {
 			fprintf(stderr, "moat %s: %s takes no value\n", cmd, name);
 			return -1;
+		}
+		if (is_policy || moat_policy_option_single(name) == 1) {
+			for (size_t j = 0; j < n_seen; j++)
+				if (strcmp(seen[j], name) == 0) {
+					fprintf(stderr, "moat %s: %s given twice (", cmd, name);
+					moat_cli_put_safe(stderr, seen_val[j]);
+					fputs(", then ", stderr);
+					moat_cli_put_safe(stderr, value);
+					fputs("): it takes one value, give it once\n", stderr);
+					return -1;
+				}
+			if (n_seen < 64) {
+				snprintf(seen[n_seen], sizeof(seen[n_seen]), "%s", name);
+				seen_val[n_seen++] = value;
+			}
+		}
+		if (strcmp(name, "--net") == 0 && strcmp(value, "none") == 0)
+			net_none = true;
+		else if (!net_opt[0] &&
+			 (strcmp(name, "--allow-host") == 0 || strcmp(name, "--allow-cidr") == 0 ||
+			  strcmp(name, "--secret") == 0)) {
+			snprintf(net_opt, sizeof(net_opt), "%s", name);
+			net_val = value;
+		}
+		if (net_none && net_opt[0]) {
+			fprintf(stderr, "moat %s: --net none conflicts with %s ", cmd, net_opt);
+			moat_cli_put_safe(stderr, net_val);
+			fputs(" (which needs the network): give one of them\n", stderr);
+			return -1;
+		}
+		if (is_policy) {
+			(*i)++;
+			continue;
 		}
 		if (moat_policy_set_option(p, name, value, &err) < 0) {
 			moat_cli_print_error(&err);

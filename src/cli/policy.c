@@ -51,9 +51,14 @@ int moat_cli_policy(int argc, char **argv)
 		free(json);
 		free(plan);
 	} else {
+		static const char *const subs[] = {"check", "show"};
+		const char *hint = moat_cli_suggest(argv[1], subs, 2);
 		fputs("moat policy: unknown subcommand '", stderr);
 		moat_cli_put_safe(stderr, argv[1]);
-		fputs("' (check, show)\n", stderr);
+		fputs("'", stderr);
+		if (hint)
+			fprintf(stderr, " (did you mean %s?)", hint);
+		fputs(" (check, show)\n", stderr);
 		rc = MOAT_EXIT_USAGE;
 	}
 	moat_policy_free(p);

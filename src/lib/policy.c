@@ -217,6 +217,119 @@ int moat_path_check(const char *path, char *why, size_t whylen)
 	return 0;
 }
 
+/* ---- host paths the user names ----------------------------------------------
+ * A host path may be given relative ("."), with "..", trailing or doubled
+ * slashes, or as "~" / "~/x" where no shell expanded it (--workspace=~/proj, a
+ * policy file). It is made absolute here, once, so that the plan, the audit
+ * start event and every later step see the same absolute path: relative to
+ * the policy file's directory for a key (p->base_dir while a file loads), to
+ * the caller's working directory (getcwd(), which names it without symlinks)
+ * for a flag. "." and empty components are dropped; ".." removes the
+ * component before it, by name. The kernel resolves "link/.." through the
+ * link instead, so a ".." is accepted only where the component it removes is
+ * a real directory (lstat: not a symlink), where both readings agree; else it
+ * is refused, naming the component. This check is only about meaning: the
+ * result is then walked by paths.c, which follows no symlink a sandbox could
+ * have planted, so a rename between the two cannot redirect anything. */
+static int host_path(const struct moat_policy *p, const char *v, char *out, size_t outlen,
+		     char *why, size_t whylen)
+{
+	char cwd[MOAT_MAX_PATH];
+	const char *base = "", *rest = v;
+	size_t len = 0;
+
+	if (!*v) {
+		snprintf(why, whylen, "must be a path");
+		return -EINVAL;
+	}
+	if (has_ctl(v)) {
+		snprintf(why, whylen, "contains control characters");
+		return -EINVAL;
+	}
+	if (v[0] == '~') {
+		const char *home = getenv("HOME");
+		if (v[1] && v[1] != '/') {
+			snprintf(why, whylen,
+				 "'~NAME' is not expanded: give the path (or ~/... for $HOME)");
+			return -EINVAL;
+		}
+		if (!home || home[0] != '/') {
+			snprintf(why, whylen, "'~' needs $HOME set to an absolute path");
+			return -EINVAL;
+		}
+		base = home;
+		rest = v + 1;
+	} else if (v[0] != '/') {
+		if (p->base_dir)
+			base = p->base_dir;
+		else if (getcwd(cwd, sizeof(cwd)))
+			base = cwd;
+		else {
+			snprintf(why, whylen, "relative, and the working directory is unknown: %s",
+				 strerror(errno));
+			return -errno;
+		}
+	}
+	if (strlen(base) + strlen(rest) + 2 > outlen || outlen > MOAT_MAX_PATH) {
+		snprintf(why, whylen, "longer than %d bytes", MOAT_MAX_PATH - 1);
+		return -ENAMETOOLONG;
+	}
+	out[0] = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (const char *c = pass ? rest : base; *c;) {
+			const char *e = strchrnul(c, '/');
+			size_t n = (size_t)(e - c);
+			if (n == 2 && c[0] == '.' && c[1] == '.') {
+				struct stat st;
+				if (len > 0 && lstat(out, &st) < 0) {
+					int err = errno;
+					snprintf(why, whylen, "%s (before '..'): %s", out,
+						 strerror(err));
+					return -err;
+				}
+				if (len > 0 && S_ISLNK(st.st_mode)) {
+					snprintf(why, whylen,
+						 "%s is a symlink: moat resolves '..' by name, not "
+						 "through links; give the path without '..'",
+						 out);
+					return -ELOOP;
+				}
+				if (len > 0 && !S_ISDIR(st.st_mode)) {
+					snprintf(why, whylen, "%s (before '..'): %s", out,
+						 strerror(ENOTDIR));
+					return -ENOTDIR;
+				}
+				while (len > 0 && out[len - 1] != '/')
+					len--;
+				if (len > 0)
+					len--;
+				out[len] = 0;
+			} else if (n > 0 && !(n == 1 && c[0] == '.')) {
+				out[len++] = '/';
+				memcpy(out + len, c, n);
+				len += n;
+				out[len] = 0;
+			}
+			c = *e ? e + 1 : e;
+		}
+	}
+	if (len == 0)
+		snprintf(out, outlen, "/");
+	return moat_path_check(out, why, whylen);
+}
+
+/* host_path into a fresh string */
+static int host_path_dup(const struct moat_policy *p, const char *v, char **ret, char *why,
+			 size_t whylen)
+{
+	char buf[MOAT_MAX_PATH];
+	int r = host_path(p, v, buf, sizeof(buf), why, whylen);
+	if (r < 0)
+		return r;
+	*ret = strdup(buf);
+	return *ret ? 0 : -ENOMEM;
+}
+
 /* Destinations inside the sandbox may not replace its own structure. */
 static int dest_check(const char *dest, char *why, size_t whylen)
 {
@@ -257,10 +370,16 @@ static int mount_add(struct moat_policy *p, enum moat_mount_kind kind, const cha
 		snprintf(why, whylen, "more than %d mounts", MOAT_MAX_MOUNTS);
 		return -E2BIG;
 	}
+	_cleanup_free_ char *abs = NULL;
 	if (src) {
-		int r = moat_path_check(src, why, whylen);
+		/* the same path inside unless a destination was given */
+		bool same = streq(src, dest);
+		int r = host_path_dup(p, src, &abs, why, whylen);
 		if (r < 0)
 			return r;
+		src = abs;
+		if (same)
+			dest = abs;
 	}
 	int r = dest_check(dest, why, whylen);
 	if (r < 0)
@@ -524,15 +643,16 @@ static int set_workspace(struct moat_policy *p, const char *v, char *why, size_t
 			return r;
 		*colon = 0;
 	}
-	int r = moat_path_check(path, why, whylen);
+	_cleanup_free_ char *abs = NULL;
+	int r = host_path_dup(p, path, &abs, why, whylen);
 	if (r < 0)
 		return r;
-	if (streq(path, "/")) {
+	if (streq(abs, "/")) {
 		snprintf(why, whylen, "the whole filesystem cannot be the workspace");
 		return -EINVAL;
 	}
 	free(p->workspace);
-	p->workspace = TAKE_PTR(path);
+	p->workspace = TAKE_PTR(abs);
 	return 0;
 }
 
@@ -550,6 +670,19 @@ static int set_rw(struct moat_policy *p, const char *v, char *why, size_t whylen
 	return r < 0 ? r : mount_add(p, MOAT_MOUNT_RW, src, dest, 0, why, whylen);
 }
 
+/* Bounds of the limits (docs/POLICY.md, "Values and units"): values that can
+ * mean nothing are refused with the accepted range, never clamped. Sizes end
+ * at 16 TiB (no cgroup, tmpfs or file this sandbox manages is larger; a typo
+ * such as 100T or 16E is caught), durations at 30 days. */
+#define MAX_SIZE (16ull << 40)
+#define MAX_DURATION_MS (30ull * 24 * 3600 * 1000)
+#define SIZE_SYNTAX \
+	"a number with an optional unit K, M, G, T (binary: 1K = 1024; any case), then " \
+	"optionally B or iB, e.g. 512M, 4G, 1.5GiB ('b' would be bits)"
+
+static int set_size_range(uint64_t *dst, const char *v, uint64_t min, uint64_t max, char *why,
+			  size_t whylen);
+
 static int set_tmpfs(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	_cleanup_free_ char *dest = NULL, *size_s = NULL;
@@ -557,9 +690,13 @@ static int set_tmpfs(struct moat_policy *p, const char *v, char *why, size_t why
 	int r = split_src_dest(v, &dest, &size_s);
 	if (r < 0)
 		return r;
-	if (strchr(v, ':') && moat_parse_size(size_s, &size) < 0) {
-		snprintf(why, whylen, "bad size '%s' (e.g. 64M, 1G)", size_s);
-		return -EINVAL;
+	if (strchr(v, ':')) {
+		char w[200];
+		r = set_size_range(&size, size_s, 4096, MAX_SIZE, w, sizeof(w));
+		if (r < 0) {
+			snprintf(why, whylen, "size '%s': %s", size_s, w);
+			return r;
+		}
 	}
 	return mount_add(p, MOAT_MOUNT_TMPFS, NULL, dest, size, why, whylen);
 }
@@ -575,19 +712,31 @@ static int set_abs_path(char **dst, const char *v, char *why, size_t whylen)
 	return r < 0 ? r : str_set(dst, v);
 }
 
+/* a host path (host_path: relative, "..", "~" made absolute) */
+static int set_host_path(struct moat_policy *p, char **dst, const char *v, char *why, size_t whylen)
+{
+	char *abs = NULL;
+	int r = host_path_dup(p, v, &abs, why, whylen);
+	if (r < 0)
+		return r;
+	free(*dst);
+	*dst = abs;
+	return 0;
+}
+
 static int set_input(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->input, v, why, whylen);
+	return set_host_path(p, &p->input, v, why, whylen);
 }
 
 static int set_output(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->output, v, why, whylen);
+	return set_host_path(p, &p->output, v, why, whylen);
 }
 
 static int set_rootfs(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->rootfs, v, why, whylen);
+	return set_host_path(p, &p->rootfs, v, why, whylen);
 }
 
 static int set_output_overwrite(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -692,24 +841,71 @@ static int set_tty_mode(struct moat_policy *p, const char *v, char *why, size_t 
 
 static int set_cpus(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (moat_parse_milli(v, &p->cpus_milli) < 0) {
-		snprintf(why, whylen, "must be a number of CPUs > 0, e.g. 2 or 0.5");
+	/* a policy written for a bigger machine still loads (up to 4x the CPUs
+	 * online here); more than that can only be a mistake */
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t max = online > 0 ? (uint64_t)online * 4 : 4096;
+	uint64_t m;
+	int r = moat_parse_milli(v, &m);
+	if (max > 4096)
+		max = 4096;
+	if (r == -EINVAL) {
+		snprintf(why, whylen, "not a number of CPUs, e.g. 2 or 0.5");
 		return -EINVAL;
 	}
+	if (r < 0 || m < 10 || m > max * 1000) {
+		snprintf(why, whylen,
+			 "out of range: from 0.01 to %llu CPUs (4 times the %ld online here)",
+			 (unsigned long long)max, online);
+		return -ERANGE;
+	}
+	p->cpus_milli = m;
 	p->limits_set |= MOAT_LIMIT_CPUS;
+	return 0;
+}
+
+static int set_size_range(uint64_t *dst, const char *v, uint64_t min, uint64_t max, char *why,
+			  size_t whylen)
+{
+	uint64_t n;
+	int r = moat_parse_size(v, &n);
+	if (r == -EINVAL) {
+		snprintf(why, whylen, "not a size: %s", SIZE_SYNTAX);
+		return -EINVAL;
+	}
+	if (r < 0 || n < min || n > max) {
+		char a[32], b[32];
+		snprintf(why, whylen, "out of range: from %s to %s",
+			 min ? moat_format_size(min, a, sizeof(a)) : "0",
+			 moat_format_size(max, b, sizeof(b)));
+		return -ERANGE;
+	}
+	*dst = n;
 	return 0;
 }
 
 static int set_size_min(uint64_t *dst, const char *v, uint64_t min, char *why, size_t whylen)
 {
-	uint64_t n;
-	if (moat_parse_size(v, &n) < 0 || n < min) {
-		char b[32];
-		snprintf(why, whylen, "must be a size of at least %s, e.g. 512M or 4G",
-			 moat_format_size(min, b, sizeof(b)));
+	return set_size_range(dst, v, min, MAX_SIZE, why, whylen);
+}
+
+/* A duration in [min_ms, max_ms]. */
+static int set_duration(uint64_t *dst, const char *v, uint64_t min_ms, uint64_t max_ms,
+			const char *maxname, char *why, size_t whylen)
+{
+	uint64_t ms;
+	int r = moat_parse_duration(v, &ms);
+	if (r == -EINVAL) {
+		snprintf(why, whylen,
+			 "not a duration: numbers with units ms, s, m, h, d (lowercase), e.g. "
+			 "90s, 10m, 1h30m; a bare number is seconds");
 		return -EINVAL;
 	}
-	*dst = n;
+	if (r < 0 || ms < min_ms || ms > max_ms) {
+		snprintf(why, whylen, "out of range: from %s to %s", min_ms ? "1ms" : "0", maxname);
+		return -ERANGE;
+	}
+	*dst = ms;
 	return 0;
 }
 
@@ -733,21 +929,15 @@ static int set_pids(struct moat_policy *p, const char *v, char *why, size_t whyl
 
 static int set_timeout(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (moat_parse_duration(v, &p->timeout_ms) < 0 || p->timeout_ms == 0) {
-		snprintf(why, whylen, "must be a duration > 0, e.g. 90s, 10m, 1h30m");
-		return -EINVAL;
-	}
-	p->limits_set |= MOAT_LIMIT_TIMEOUT;
-	return 0;
+	int r = set_duration(&p->timeout_ms, v, 1, MAX_DURATION_MS, "30d", why, whylen);
+	if (r >= 0)
+		p->limits_set |= MOAT_LIMIT_TIMEOUT;
+	return r;
 }
 
 static int set_kill_grace(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	if (moat_parse_duration(v, &p->kill_grace_ms) < 0 || p->kill_grace_ms > 600000) {
-		snprintf(why, whylen, "must be a duration up to 10m, e.g. 2s");
-		return -EINVAL;
-	}
-	return 0;
+	return set_duration(&p->kill_grace_ms, v, 0, 600000, "10m", why, whylen);
 }
 
 static int set_disk(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -904,7 +1094,7 @@ static int set_resolve(struct moat_policy *p, const char *v, char *why, size_t w
 
 static int set_upstream_ca(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->upstream_ca, v, why, whylen);
+	return set_host_path(p, &p->upstream_ca, v, why, whylen);
 }
 
 static int set_inspect_tls(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -972,7 +1162,7 @@ out:
 
 static int set_log(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
-	return set_abs_path(&p->log_path, v, why, whylen);
+	return set_host_path(p, &p->log_path, v, why, whylen);
 }
 
 static int set_status(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -981,7 +1171,7 @@ static int set_status(struct moat_policy *p, const char *v, char *why, size_t wh
 		snprintf(why, whylen, "must be a file name");
 		return -EINVAL;
 	}
-	return str_set(&p->status_path, v);
+	return set_host_path(p, &p->status_path, v, why, whylen);
 }
 
 static int set_on_alert(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -1167,6 +1357,30 @@ int moat_policy_option_takes_value(const char *option)
 {
 	const struct option_def *o = option_find(option);
 	return o ? (o->arg != NULL) : -ENOENT;
+}
+
+/* The options that hold one value: a second one on the command line would
+ * silently replace the first, so the CLI refuses it. Kept as a list beside
+ * the table (not a column in it) so that adding an option is one line; an
+ * option not listed here may be repeated, as before. */
+static const char *const single_value_options[] = {
+	"--workspace",	 "--input",	  "--output",	"--rootfs",	 "--cwd",
+	"--uid",	 "--gid",	  "--user",	"--hostname",	 "--tty-mode",
+	"--cpus",	 "--memory",	  "--pids",	"--timeout",	 "--kill-grace",
+	"--disk",	 "--max-output",  "--nofile",	"--fsize",	 "--net",
+	"--upstream-ca", "--inspect-tls", "--log",	"--json-status", "--on-alert",
+	"--apply",	 "--held-max",	  "--runs-max", "--retention",
+};
+
+int moat_policy_option_single(const char *option)
+{
+	const struct option_def *o = option_find(option);
+	if (!o)
+		return -ENOENT;
+	for (size_t i = 0; i < ELEMENTSOF(single_value_options); i++)
+		if (streq(single_value_options[i], option))
+			return 1;
+	return 0;
 }
 
 const char *const *moat_policy_option_help(void)
@@ -1789,9 +2003,14 @@ static int h_secrets(struct jctx *c, json_t *v, const struct key_handler *h)
 				s.source = streq(k, "from_env") ? MOAT_SECRET_ENV
 					: streq(k, "from_file") ? MOAT_SECRET_FILE
 								: MOAT_SECRET_COMMAND;
-				if (s.source == MOAT_SECRET_FILE && sv[0] != '/')
-					r = jfail(c, false, EINVAL, "must be an absolute path");
-				else
+				char why[256] = "";
+				if (s.source == MOAT_SECRET_FILE) {
+					free(s.from);
+					s.from = NULL;
+					r = host_path_dup(c->p, sv, &s.from, why, sizeof(why));
+					if (r < 0)
+						r = jfail(c, false, -r, "%s", why);
+				} else
 					r = str_set(&s.from, sv);
 			} else if (streq(k, "header")) {
 				if (has_ctl(sv) || strchr(sv, ':') || strchr(sv, ' '))
@@ -1944,7 +2163,19 @@ int moat_policy_load_file(struct moat_policy *p, const char *path, struct moat_e
 					      "cannot read %s", path);
 		got += (size_t)n;
 	}
-	return moat_policy_load_string(p, buf, got, path, ret_err);
+	/* relative paths in the file are relative to its directory, so that a
+	 * project can commit its policy (host_path) */
+	char dir[MOAT_MAX_PATH], why[256];
+	_cleanup_free_ char *abs = NULL;
+	int r = host_path_dup(p, path, &abs, why, sizeof(why));
+	if (r < 0)
+		return moat_error_set(ret_err, "policy", -r, "policy %s: %s", path, why);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(abs, '/') - abs), abs);
+	const char *saved = p->base_dir;
+	p->base_dir = dir[0] ? dir : "/";
+	r = moat_policy_load_string(p, buf, got, path, ret_err);
+	p->base_dir = saved;
+	return r;
 }
 
 /* ---- validation --------------------------------------------------------------- */

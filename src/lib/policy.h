@@ -209,6 +209,10 @@ struct moat_policy {
 	uint64_t held_max; /* per run, bytes (default 256 MiB) */
 	uint64_t runs_max; /* everything under the runs directory, bytes (default 4 GiB) */
 	uint64_t retention_ms; /* `moat gc` removes runs older than this (default 14 days) */
+
+	/* While a policy file loads: its directory, which relative host paths in
+	 * it are relative to (not owned; NULL otherwise: the working directory). */
+	const char *base_dir;
 };
 
 /* The words of the enumerated keys, indexed by their enum (policy.c). */

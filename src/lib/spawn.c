@@ -256,6 +256,15 @@ static const char *step_option(const struct moat_run *r, const struct moat_step 
 	return s->flags & MOAT_STEPF_RO ? "--ro" : "--rw";
 }
 
+/* The error stage for a failed resolution of a path the user named: "usage"
+ * (exit 2, nothing started) if it does not exist or is not a directory where
+ * one is needed, "mount" (exit 125) for anything else, such as a refused
+ * symlink (ELOOP) or a permission error. */
+static const char *missing_stage(int k)
+{
+	return k == -ENOENT || k == -ENOTDIR ? "usage" : "mount";
+}
+
 /* Every host path the user named, resolved once (paths.h) and held as an fd
  * before anything else touches it: the bind sources (workspace, --input,
  * --ro, --rw), --rootfs and every source below it, and --json-status (checked
@@ -270,7 +279,8 @@ static int resolve_user_paths(struct moat_run *r)
 	if (pl->sysroot && *pl->sysroot) {
 		r->sb.rootfs_fd = k = moat_path_open(pl->sysroot, MOAT_PATH_DIR, 0, why);
 		if (k < 0) {
-			k = moat_path_error(r->err, "mount", "--rootfs", pl->sysroot, k, why);
+			k = moat_path_error(r->err, missing_stage(k), "--rootfs", pl->sysroot, k,
+					    why);
 			goto out;
 		}
 		if (!(r->sb.rootfs_path = strdup(why->resolved))) {
@@ -308,7 +318,11 @@ static int resolve_user_paths(struct moat_run *r)
 		k = moat_path_open(s->src, (s->flags & MOAT_STEPF_WORKSPACE) ? MOAT_PATH_DIR : 0, 0,
 				   why);
 		if (k < 0) {
-			k = moat_path_error(r->err, "mount", opt, s->src, k, why);
+			/* a path that is not there is the user's mistake (exit 2);
+			 * one refused for safety (a symlink) stays a setup failure */
+			k = moat_path_error(r->err, missing_stage(k),
+					    k == -ENOENT || k == -ENOTDIR ? step_option(r, s) : opt,
+					    s->src, k, why);
 			goto out;
 		}
 		r->sb.user_fd[i] = k;

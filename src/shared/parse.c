@@ -8,16 +8,6 @@
 #include <string.h>
 #include <strings.h>
 
-static int streq_ci(const char *a, const char *b)
-{
-	return strcasecmp(a, b) == 0;
-}
-
-static int startswith_ci(const char *s, const char *p)
-{
-	return strncasecmp(s, p, strlen(p)) == 0;
-}
-
 int moat_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
 {
 	char *end;
@@ -73,52 +63,33 @@ static int parse_decimal(const char **s, uint64_t *ret_int, uint64_t *ret_milli)
 
 static int mul_milli(uint64_t ip, uint64_t milli, uint64_t unit, uint64_t *ret)
 {
-	if (unit && ip > UINT64_MAX / unit)
+	/* 128-bit products: a unit of up to 2^60 times up to 999 thousandths,
+	 * and any overflow is an error, never a wrap */
+	unsigned __int128 v = (unsigned __int128)ip * unit + (unsigned __int128)milli * unit / 1000;
+	if (v > UINT64_MAX)
 		return -ERANGE;
-	uint64_t v = ip * unit;
-	uint64_t f = milli * unit / 1000; /* milli < 1000 and unit <= 2^40: no overflow */
-	if (v > UINT64_MAX - f)
-		return -ERANGE;
-	*ret = v + f;
+	*ret = (uint64_t)v;
 	return 0;
 }
 
 int moat_parse_size(const char *s, uint64_t *ret_bytes)
 {
+	static const char units[] = "KMGTPE";
 	uint64_t ip, milli, unit = 1;
 	if (!s)
 		return -EINVAL;
 	int r = parse_decimal(&s, &ip, &milli);
 	if (r < 0)
 		return r;
-	switch (toupper((unsigned char)*s)) {
-	case 0:
-		break;
-	case 'B':
+	const char *u = *s ? strchr(units, toupper((unsigned char)*s)) : NULL;
+	if (u) {
+		unit = 1ull << (10 * (unsigned)(u - units + 1));
 		s++;
-		break;
-	case 'K':
-		unit = 1ull << 10;
-		s++;
-		break;
-	case 'M':
-		unit = 1ull << 20;
-		s++;
-		break;
-	case 'G':
-		unit = 1ull << 30;
-		s++;
-		break;
-	case 'T':
-		unit = 1ull << 40;
-		s++;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (unit > 1) {
-		if (streq_ci(s, "ib") || streq_ci(s, "b"))
+		/* "B" or "iB" after the unit; a lowercase "b" would be bits */
+		if (strcmp(s, "B") == 0 || strcmp(s, "iB") == 0)
 			s += strlen(s);
+	} else if (strcmp(s, "B") == 0) {
+		s++;
 	}
 	if (*s)
 		return -EINVAL;
@@ -137,7 +108,7 @@ int moat_parse_duration(const char *s, uint64_t *ret_ms)
 		int r = parse_decimal(&s, &ip, &milli);
 		if (r < 0)
 			return r;
-		if (startswith_ci(s, "ms")) {
+		if (strncmp(s, "ms", 2) == 0) {
 			unit = 1;
 			s += 2;
 		} else if (*s == 's') {
@@ -148,6 +119,9 @@ int moat_parse_duration(const char *s, uint64_t *ret_ms)
 			s++;
 		} else if (*s == 'h') {
 			unit = 3600 * 1000;
+			s++;
+		} else if (*s == 'd') {
+			unit = 24ull * 3600 * 1000;
 			s++;
 		} else if (*s == 0) {
 			unit = 1000;

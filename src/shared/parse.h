@@ -5,10 +5,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* "4096", "512K", "4G", "1.5GiB" (binary units; K/M/G/T with optional "iB"/"B").
- * Returns 0 or -EINVAL / -ERANGE. */
+/* "4096", "4096B", "512K", "4g", "1.5GiB": binary units K, M, G, T, P, E in
+ * either case (1K = 1024), optionally followed by "B" or "iB" (uppercase B: a
+ * lowercase "b" would be bits and is refused). Returns 0, -EINVAL (not a
+ * size) or -ERANGE (more than 2^64-1 bytes: never wraps). */
 int moat_parse_size(const char *s, uint64_t *ret_bytes);
-/* "250ms", "90s", "10m", "2h", "1h30m", bare number = seconds. Returns milliseconds. */
+/* "250ms", "90s", "10m", "2h", "1d", "1h30m", bare number = seconds; units
+ * lowercase ("M" is not minutes). Returns milliseconds; -ERANGE on overflow. */
 int moat_parse_duration(const char *s, uint64_t *ret_ms);
 /* A decimal integer in [min, max]. */
 int moat_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);

@@ -279,15 +279,19 @@ $ws" "$out"
 
 t_impossible_setup_125() {
 	local rc=0 err
-	err=$(mrun --ro /nonexistent/moat-path:/opt/x -- /bin/true 2>&1) || rc=$?
+	# a source refused for safety (a symlink moat does not follow) is a
+	# set-up failure; a source that does not exist is a usage error (exit 2,
+	# issue 18: tests/integration/cli.sh)
+	ln -s /usr "$T_OUT/moat-link"
+	err=$(mrun --ro "$T_OUT/moat-link:/opt/x" -- /bin/true 2>&1) || rc=$?
 	assert_eq 125 $rc
 	assert_contains "$err" "mount step failed"
-	assert_contains "$err" "/nonexistent/moat-path"
-	assert_contains "$err" "No such file or directory"
+	assert_contains "$err" "$T_OUT/moat-link"
+	assert_contains "$err" "is a symlink"
 	rc=0
 	err=$(mrun --workspace /nonexistent/ws -- /bin/true 2>&1) || rc=$?
-	assert_eq 125 $rc
-	assert_contains "$err" "/nonexistent/ws"
+	assert_eq 2 $rc
+	assert_contains "$err" "/nonexistent/ws: No such file or directory"
 }
 
 t_symlink_in_workspace_not_followed() {
@@ -432,7 +436,7 @@ run_test "SIGKILL of moat leaves no sandbox process" t_sigkill_leaves_nothing
 run_test "SIGINT is forwarded to the command" t_signal_forwarding
 run_test "a malformed policy gives line:column and exit 2" t_bad_policy_exit2
 run_test "a policy file is applied and flags override it" t_policy_file_works
-run_test "an impossible setup step exits 125 naming the step" t_impossible_setup_125
+run_test "a refused setup step exits 125 naming the step, a missing path 2" t_impossible_setup_125
 run_test "bind sources are not resolved through workspace symlinks" t_symlink_in_workspace_not_followed
 run_test "/proc kernel files masked, /proc/sys read-only" t_proc_masks
 run_test "a terminal is a pty from the sandbox's own devpts" t_pty

@@ -50,3 +50,40 @@ TEST(parse_milli)
 	ASSERT_EQ(moat_parse_milli("0", &v), -ERANGE);
 	ASSERT_EQ(moat_parse_milli("abc", &v), -EINVAL);
 }
+
+/* Unit spellings (issue 18): K/M/G/T/P/E in either case, then B or iB; a
+ * lowercase b (bits) is refused; overflow is an error, never a wrap. */
+TEST(parse_size_units_and_overflow)
+{
+	uint64_t v = 0;
+	ASSERT_EQ(moat_parse_size("1g", &v), 0);
+	ASSERT_EQ(v, 1ull << 30);
+	ASSERT_EQ(moat_parse_size("1GB", &v), 0);
+	ASSERT_EQ(v, 1ull << 30);
+	ASSERT_EQ(moat_parse_size("1GiB", &v), 0);
+	ASSERT_EQ(v, 1ull << 30);
+	ASSERT_EQ(moat_parse_size("2kib", &v), -EINVAL);
+	ASSERT_EQ(moat_parse_size("100B", &v), 0);
+	ASSERT_EQ(v, 100);
+	ASSERT_EQ(moat_parse_size("1Gb", &v), -EINVAL);
+	ASSERT_EQ(moat_parse_size("1b", &v), -EINVAL);
+	ASSERT_EQ(moat_parse_size("1E", &v), 0);
+	ASSERT_EQ(v, 1ull << 60);
+	ASSERT_EQ(moat_parse_size("15.999E", &v), 0);
+	ASSERT_EQ(moat_parse_size("16E", &v), -ERANGE);
+	ASSERT_EQ(moat_parse_size("17179869184G", &v), -ERANGE);
+	ASSERT_EQ(moat_parse_size("1844674407370955161", &v), 0);
+	ASSERT_EQ(moat_parse_size("18446744073709551616", &v), -ERANGE);
+}
+
+TEST(parse_duration_units_and_overflow)
+{
+	uint64_t v = 0;
+	ASSERT_EQ(moat_parse_duration("1d", &v), 0);
+	ASSERT_EQ(v, 86400000);
+	ASSERT_EQ(moat_parse_duration("10M", &v), -EINVAL);
+	ASSERT_EQ(moat_parse_duration("99999999999h", &v), 0); /* in range of u64 */
+	ASSERT_EQ(moat_parse_duration("9999999999999999d", &v), -ERANGE);
+	ASSERT_EQ(moat_parse_duration("5124095576030h", &v), 0);
+	ASSERT_EQ(moat_parse_duration("5124095576030432h", &v), -ERANGE);
+}

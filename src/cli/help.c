@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* `moat CMD --help`, `moat help CMD`, and "did you mean" for commands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+struct help {
+	const char *cmd, *sub; /* sub: "" for commands without subcommands */
+	const char *text;
+	bool options; /* followed by the policy options */
+};
+
+static const struct help helps[] = {
+	{"run", "",
+	 "usage: moat run [OPTIONS] -- COMMAND [ARG...]\n"
+	 "Runs COMMAND in a fresh sandbox. Exit status: the command's; 128+N if killed by\n"
+	 "signal N; 124 timeout; 125 the sandbox could not be set up; 126/127 command not\n"
+	 "executable/found; 2 bad usage or policy (nothing was started).\n\noptions:\n",
+	 true},
+	{"policy", "",
+	 "usage: moat policy check FILE | moat policy show [OPTIONS]\n"
+	 "  check FILE    validate a policy file (exit 0 ok, 2 with the line:column)\n"
+	 "  show          print the effective policy and the setup plan\n",
+	 false},
+	{"policy", "check",
+	 "usage: moat policy check FILE\n"
+	 "Validates the policy file; relative paths in it are relative to its directory.\n",
+	 false},
+	{"policy", "show",
+	 "usage: moat policy show [OPTIONS]\n"
+	 "Prints the effective policy (JSON) and the setup plan for the options given,\n"
+	 "with every host path made absolute.\n\noptions:\n",
+	 true},
+	{"doctor", "",
+	 "usage: moat doctor [--json]\n"
+	 "Kernel features found, what moat enforces and what it will refuse.\n",
+	 false},
+	{"log", "",
+	 "usage: moat log [--type TYPE[,TYPE...]] [--denied] [--json] RUN-ID|FILE\n"
+	 "The audit log of a run. types: start exec net dns syscall limit file alert exit\n",
+	 false},
+	{"diff", "", "usage: moat diff [--json] RUN-ID\nThe workspace changes of a run.\n", false},
+	{"apply", "",
+	 "usage: moat apply RUN-ID [--] [PATH...]\n"
+	 "Applies the run's held-back workspace changes (all, or only PATHs); refused\n"
+	 "entries (devices, FIFOs, sockets, set-id files) are never applied.\n",
+	 false},
+	{"ps", "",
+	 "usage: moat ps [--state-dir DIR]\n"
+	 "The live runs of this user (root: all of root's): id, pid, start time.\n",
+	 false},
+	{"gc", "", "usage: moat gc [--quiet] [--state-dir DIR]\nCleans up after crashed runs.\n",
+	 false},
+	{"selftest", "",
+	 "usage: moat selftest [--json] [--only NAME[,NAME...]] [--policy FILE] [RUN-OPTIONS...]\n"
+	 "The red-team battery built into moat, against this machine and policy.\n"
+	 "Exit 0: everything held or was skipped; 1: something escaped; 3: inconclusive.\n",
+	 false},
+	{"version", "", "usage: moat --version | moat -V\n", false},
+	{"help", "", "usage: moat help [COMMAND [SUBCOMMAND]]\n", false},
+};
+
+static const char *const commands[] = {"run", "policy", "doctor",   "log",     "diff", "apply",
+				       "ps",  "gc",	"selftest", "version", "help"};
+
+const char *moat_cli_suggest_command(const char *cmd)
+{
+	return moat_cli_suggest(cmd, commands, sizeof(commands) / sizeof(commands[0]));
+}
+
+int moat_cli_help(const char *cmd, const char *sub)
+{
+	for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
+		const struct help *h = &helps[i];
+		if (strcmp(h->cmd, cmd) != 0 || strcmp(h->sub, sub ? sub : "") != 0)
+			continue;
+		fputs(h->text, stdout);
+		if (h->options)
+			moat_cli_options_help_to(stdout);
+		return 0;
+	}
+	if (sub && *sub)
+		return moat_cli_help(cmd, NULL);
+	fputs("moat help: no command '", stderr);
+	moat_cli_put_safe(stderr, cmd);
+	const char *hint = moat_cli_suggest_command(cmd);
+	fputs("'", stderr);
+	if (hint)
+		fprintf(stderr, " (did you mean %s?)", hint);
+	fputc('\n', stderr);
+	return MOAT_EXIT_USAGE;
+}
+
+bool moat_cli_wants_help(int argc, char **argv, const char **ret_sub)
+{
+	/* moat CMD --help, moat CMD SUB --help (policy) */
+	*ret_sub = NULL;
+	if (argc >= 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0))
+		return true;
+	if (argc >= 4 && strcmp(argv[1], "policy") == 0 &&
+	    (strcmp(argv[3], "--help") == 0 || strcmp(argv[3], "-h") == 0)) {
+		*ret_sub = argv[2];
+		return true;
+	}
+	return false;
+}
