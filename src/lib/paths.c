@@ -461,3 +461,63 @@ int moat_path_error(struct moat_error *e, const char *stage, const char *what, c
 						    : " (fifo, device or socket)");
 	return moat_error_set(e, stage, err, "%s %s: %s", what, path, strerror(err));
 }
+
+/* Whether the directory anc is dir or one of its ancestors: dir's ".." chain
+ * up to / (where ".." is the directory itself), compared by device and inode,
+ * so that a second name of the same directory (a bind mount) is no way
+ * around it. */
+static int is_ancestor(int anc, int dir)
+{
+	struct stat a, st;
+	if (fstat(anc, &a) < 0 || fstat(dir, &st) < 0)
+		return negerrno();
+	_cleanup_close_ int cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	if (cur < 0)
+		return negerrno();
+	for (unsigned depth = 0; depth < MOAT_MAX_PATH / 2; depth++) {
+		if (st.st_dev == a.st_dev && st.st_ino == a.st_ino)
+			return 1;
+		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct stat ust;
+		if (up < 0 || fstat(up, &ust) < 0) {
+			int e = negerrno();
+			safe_close(up);
+			return e;
+		}
+		safe_close(cur);
+		cur = up;
+		if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
+			return 0; /* "/" */
+		st = ust;
+	}
+	return -ELOOP;
+}
+
+int moat_path_overlaps(int fd, const char *path)
+{
+	char p[MOAT_MAX_PATH];
+	bool whole = true;
+	if (!path || path[0] != '/' || strlen(path) >= sizeof(p))
+		return -EINVAL;
+	snprintf(p, sizeof(p), "%s", path);
+	for (;;) {
+		_cleanup_close_ int pfd = moat_path_open(p, MOAT_PATH_DIR, 0, NULL);
+		if (pfd >= 0) {
+			/* fd holds what is at path (or what would be created there) */
+			int r = is_ancestor(fd, pfd);
+			if (r != 0 || !whole)
+				return r;
+			/* path holds fd */
+			return is_ancestor(pfd, fd);
+		}
+		if (pfd != -ENOENT && pfd != -ELOOP && pfd != -ENOTDIR)
+			return pfd;
+		/* not there (yet): the nearest existing directory on the way */
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			snprintf(p, sizeof(p), "/");
+		else
+			*slash = 0;
+		whole = false;
+	}
+}
