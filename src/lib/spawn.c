@@ -701,6 +701,7 @@ static int event_loop(struct moat_run *r)
 	}
 	moat_stdio_stdin_finish(r);
 	drain_stdio(r);
+	moat_stdio_report(r);
 	return 0;
 }
 
