@@ -493,22 +493,32 @@ static int is_ancestor(int anc, int dir)
 	return -ELOOP;
 }
 
-int moat_path_overlaps(int fd, const char *path)
+int moat_path_overlaps(int fd, const char *fd_path, const char *path)
 {
 	char p[MOAT_MAX_PATH];
 	bool whole = true;
-	if (!path || path[0] != '/' || strlen(path) >= sizeof(p))
+	struct stat st;
+	if (!path || path[0] != '/' || strlen(path) >= sizeof(p) || fstat(fd, &st) < 0)
 		return -EINVAL;
+	_cleanup_close_ int parent = -1;
+	if (!S_ISDIR(st.st_mode)) {
+		/* a file holds nothing: only whether it lies in path, through
+		 * the directory it is in (fd_path: the symlink-free name) */
+		const char *name;
+		parent = moat_path_open_parent(fd_path, 0, 0, &name, NULL);
+		if (parent < 0)
+			return parent;
+	}
 	snprintf(p, sizeof(p), "%s", path);
 	for (;;) {
 		_cleanup_close_ int pfd = moat_path_open(p, MOAT_PATH_DIR, 0, NULL);
 		if (pfd >= 0) {
 			/* fd holds what is at path (or what would be created there) */
-			int r = is_ancestor(fd, pfd);
+			int r = parent >= 0 ? 0 : is_ancestor(fd, pfd);
 			if (r != 0 || !whole)
 				return r;
 			/* path holds fd */
-			return is_ancestor(pfd, fd);
+			return is_ancestor(pfd, parent >= 0 ? parent : fd);
 		}
 		if (pfd != -ENOENT && pfd != -ELOOP && pfd != -ENOTDIR)
 			return pfd;

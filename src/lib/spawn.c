@@ -260,7 +260,8 @@ static const char *step_option(const struct moat_run *r, const struct moat_step 
  * sandbox: a record planted there would make a later `moat gc` remove, or
  * `moat apply` write, wherever it names. A writable bind (rw workspace, --rw)
  * that holds a state directory, or lies inside one, is refused. */
-static int check_state_dirs(struct moat_run *r, const char *opt, const char *src, int fd)
+static int check_state_dirs(struct moat_run *r, const char *opt, const char *src, int fd,
+			    const char *resolved)
 {
 	char live[MOAT_STATE_PATH];
 	_cleanup_free_ char *runs = NULL;
@@ -272,7 +273,7 @@ static int check_state_dirs(struct moat_run *r, const char *opt, const char *src
 	for (unsigned j = 0; j < ELEMENTSOF(dirs); j++) {
 		if (!dirs[j])
 			continue;
-		int k = moat_path_overlaps(fd, dirs[j]);
+		int k = moat_path_overlaps(fd, resolved, dirs[j]);
 		if (k < 0)
 			return moat_error_set(
 				r->err, "mount", -k,
@@ -359,7 +360,7 @@ static int resolve_user_paths(struct moat_run *r)
 			goto out;
 		}
 		if (s->op == MOAT_STEP_BIND && (s->flags & MOAT_STEPF_WRITABLE) &&
-		    (k = check_state_dirs(r, opt, s->src, r->sb.user_fd[i])) < 0)
+		    (k = check_state_dirs(r, opt, s->src, r->sb.user_fd[i], why->resolved)) < 0)
 			goto out;
 		if (!(r->sb.user_path[i] = strdup(why->resolved))) {
 			k = -ENOMEM;

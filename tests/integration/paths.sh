@@ -362,6 +362,18 @@ t_state_dir_not_writable() {
 		is_root || assert_eq 125 "$rc" "--rw $ws ($err)"
 	done
 	rm -rf "$home/.local/state/moat/live/$id"
+	# a file: refused inside the state directory, fine elsewhere
+	echo f >"$home/.local/state/moat/live/afile"
+	echo f >"$T_OUT/plainfile"
+	rc=0
+	err=$(env HOME="$home" XDG_STATE_HOME= timeout 60 "$MOAT" run --quiet \
+		--rw "$home/.local/state/moat/live/afile" -- /bin/true 2>&1 </dev/null) || rc=$?
+	is_root || assert_eq 125 "$rc" "--rw of a file in the state directory ($err)"
+	rc=0
+	err=$(env HOME="$home" XDG_STATE_HOME= timeout 60 "$MOAT" run --quiet \
+		--rw "$T_OUT/plainfile" -- /bin/true 2>&1 </dev/null) || rc=$?
+	assert_eq 0 "$rc" "--rw of a file elsewhere ($err)"
+	rm -f "$home/.local/state/moat/live/afile"
 	env HOME="$home" XDG_STATE_HOME= "$MOAT" gc >/dev/null 2>&1 || true
 	assert_eq keep "$(cat "$victim/file")" "the victim after moat gc"
 	# the same state under / is refused as root too
