@@ -131,6 +131,7 @@ struct moat_status {
 	uint64_t files_applied, files_held, files_flagged, files_refused;
 	uint64_t output_files, output_skipped; /* /output: copied, skipped (links, specials) */
 	char output_error[256]; /* "" or why /output was not fully collected */
+	char stdio_error[256]; /* "" or why the command's stdout/stderr was not all written */
 	char review[2048]; /* held/refused/failed entries, one a line, escaped */
 	/* the most denied network destinations, one a line:
 	 * "COUNT DESTINATION\tNARROW-RULE" (rule may be empty), "" if none */

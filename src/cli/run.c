@@ -153,6 +153,12 @@ int moat_cli_run(int argc, char **argv)
 	}
 	if (!moat_policy_quiet(p) && k >= 0)
 		summary(&st);
+	if (st.stdio_error[0]) {
+		/* the command never saw the error: moat says it, and fails */
+		fprintf(stderr, "moat: %s\n", st.stdio_error);
+		if (st.exit_code == 0)
+			st.exit_code = 1;
+	}
 	moat_policy_free(p);
 	return st.exit_code;
 }

@@ -461,3 +461,73 @@ int moat_path_error(struct moat_error *e, const char *stage, const char *what, c
 						    : " (fifo, device or socket)");
 	return moat_error_set(e, stage, err, "%s %s: %s", what, path, strerror(err));
 }
+
+/* Whether the directory anc is dir or one of its ancestors: dir's ".." chain
+ * up to / (where ".." is the directory itself), compared by device and inode,
+ * so that a second name of the same directory (a bind mount) is no way
+ * around it. */
+static int is_ancestor(int anc, int dir)
+{
+	struct stat a, st;
+	if (fstat(anc, &a) < 0 || fstat(dir, &st) < 0)
+		return negerrno();
+	_cleanup_close_ int cur = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+	if (cur < 0)
+		return negerrno();
+	for (unsigned depth = 0; depth < MOAT_MAX_PATH / 2; depth++) {
+		if (st.st_dev == a.st_dev && st.st_ino == a.st_ino)
+			return 1;
+		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct stat ust;
+		if (up < 0 || fstat(up, &ust) < 0) {
+			int e = negerrno();
+			safe_close(up);
+			return e;
+		}
+		safe_close(cur);
+		cur = up;
+		if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
+			return 0; /* "/" */
+		st = ust;
+	}
+	return -ELOOP;
+}
+
+int moat_path_overlaps(int fd, const char *fd_path, const char *path)
+{
+	char p[MOAT_MAX_PATH];
+	bool whole = true;
+	struct stat st;
+	if (!path || path[0] != '/' || strlen(path) >= sizeof(p) || fstat(fd, &st) < 0)
+		return -EINVAL;
+	_cleanup_close_ int parent = -1;
+	if (!S_ISDIR(st.st_mode)) {
+		/* a file holds nothing: only whether it lies in path, through
+		 * the directory it is in (fd_path: the symlink-free name) */
+		const char *name;
+		parent = moat_path_open_parent(fd_path, 0, 0, &name, NULL);
+		if (parent < 0)
+			return parent;
+	}
+	snprintf(p, sizeof(p), "%s", path);
+	for (;;) {
+		_cleanup_close_ int pfd = moat_path_open(p, MOAT_PATH_DIR, 0, NULL);
+		if (pfd >= 0) {
+			/* fd holds what is at path (or what would be created there) */
+			int r = parent >= 0 ? 0 : is_ancestor(fd, pfd);
+			if (r != 0 || !whole)
+				return r;
+			/* path holds fd */
+			return is_ancestor(pfd, parent >= 0 ? parent : fd);
+		}
+		if (pfd != -ENOENT && pfd != -ELOOP && pfd != -ENOTDIR)
+			return pfd;
+		/* not there (yet): the nearest existing directory on the way */
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			snprintf(p, sizeof(p), "/");
+		else
+			*slash = 0;
+		whole = false;
+	}
+}

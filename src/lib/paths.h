@@ -83,6 +83,13 @@ int moat_path_check_writable(const char *path, unsigned flags, struct moat_path_
 int moat_path_error(struct moat_error *e, const char *stage, const char *what, const char *path,
 		    int err, const struct moat_path_info *why);
 
+/* Whether fd (reached at fd_path) and the absolute path overlap: fd is path or one
+ * of its ancestors (for a path not there yet: of its nearest existing
+ * ancestor, where it would be created), or path is an ancestor of fd. Compared
+ * by device and inode; a file fd only by the directory it is in. 1, 0 or -errno. For moat's own state: no sandbox may
+ * write where a later moat invocation reads its records (spawn.c). */
+int moat_path_overlaps(int fd, const char *fd_path, const char *path);
+
 /* Whether a symlink (owned by link_uid) found in directory parent (the path so
  * far, "" for /) may be followed, given that every directory down to it is
  * owned by root and writable by no one else (system_chain). Pure, for tests. */

@@ -30,10 +30,12 @@
 #include <termios.h>
 #include <time.h>
 
+#include "lib/audit.h"
 #include "lib/errors.h"
 #include "lib/paths.h"
 #include "lib/restrict.h"
 #include "lib/run.h"
+#include "lib/state.h"
 #include "lib/stdio_relay.h"
 #include "lib/supervise.h"
 #include "shared/macro.h"
@@ -265,6 +267,43 @@ static const char *missing_stage(int k)
 	return k == -ENOENT || k == -ENOTDIR ? "usage" : "mount";
 }
 
+/* moat's own state (the run records gc and ps read, the logs, manifests and
+ * held-back changes that log, diff and apply read) must not be writable in the
+ * sandbox: a record planted there would make a later `moat gc` remove, or
+ * `moat apply` write, wherever it names. A writable bind (rw workspace, --rw)
+ * that holds a state directory, or lies inside one, is refused. */
+static int check_state_dirs(struct moat_run *r, const char *opt, const char *src, int fd,
+			    const char *resolved)
+{
+	char live[MOAT_STATE_PATH];
+	_cleanup_free_ char *runs = NULL;
+	const char *dirs[2] = {NULL, NULL};
+	if (moat_runs_dir(&runs) >= 0)
+		dirs[0] = runs;
+	if (moat_state_default_dir(live, sizeof(live)) >= 0)
+		dirs[1] = live;
+	for (unsigned j = 0; j < ELEMENTSOF(dirs); j++) {
+		if (!dirs[j])
+			continue;
+		int k = moat_path_overlaps(fd, resolved, dirs[j]);
+		if (k < 0)
+			return moat_error_set(
+				r->err, "mount", -k,
+				"%s %s: cannot compare it with moat's state directory "
+				"%s: %s",
+				opt, src, dirs[j], strerror(-k));
+		if (k > 0)
+			return moat_error_set(
+				r->err, "mount", EPERM,
+				"%s %s: holds or lies in moat's state directory %s, which cannot "
+				"be writable in the sandbox (a record planted there would direct "
+				"a later moat gc or apply); use an overlay workspace, a narrower "
+				"directory, or another XDG_STATE_HOME",
+				opt, src, dirs[j]);
+	}
+	return 0;
+}
+
 /* Every host path the user named, resolved once (paths.h) and held as an fd
  * before anything else touches it: the bind sources (workspace, --input,
  * --ro, --rw), --rootfs and every source below it, and --json-status (checked
@@ -337,6 +376,9 @@ static int resolve_user_paths(struct moat_run *r)
 					   opt, s->src, why->resolved);
 			goto out;
 		}
+		if (s->op == MOAT_STEP_BIND && (s->flags & MOAT_STEPF_WRITABLE) &&
+		    (k = check_state_dirs(r, opt, s->src, r->sb.user_fd[i], why->resolved)) < 0)
+			goto out;
 		if (!(r->sb.user_path[i] = strdup(why->resolved))) {
 			k = -ENOMEM;
 			goto out;
@@ -677,6 +719,7 @@ static int event_loop(struct moat_run *r)
 	}
 	moat_stdio_stdin_finish(r);
 	drain_stdio(r);
+	moat_stdio_report(r);
 	return 0;
 }
 

@@ -33,7 +33,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "lib/audit.h"
 #include "lib/errors.h"
+#include "lib/observe.h"
 #include "lib/run.h"
 #include "lib/stdio_relay.h"
 #include "lib/supervise.h"
@@ -286,6 +288,8 @@ static void output_step(struct moat_run *r, unsigned i)
 				return;
 			}
 			if (n <= 0) {
+				if (n < 0 && errno != EPIPE && errno != ECONNRESET)
+					s->err = errno;
 				relay_end(io, i);
 				return;
 			}
@@ -351,10 +355,11 @@ static void output_step(struct moat_run *r, unsigned i)
 				s->mode = MOAT_RELAY_COPY; /* a file that takes no splice */
 				continue;
 			}
-			{
-				relay_end(io, i);
-				return;
-			} /* EPIPE: the reader went away */
+			/* EPIPE: the reader went away; anything else lost bytes */
+			if (errno != EPIPE && errno != ECONNRESET)
+				s->err = errno;
+			relay_end(io, i);
+			return;
 		}
 		n = read(s->from, s->buf, MIN((size_t)RELAY_BUF, want));
 		if (n < 0 && errno == EINTR)
@@ -604,4 +609,21 @@ void moat_stdio_free(struct moat_run *r)
 		r->sb.std_fd[i] = -1;
 	if (forked_io == io)
 		forked_io = NULL;
+}
+
+void moat_stdio_report(struct moat_run *r)
+{
+	for (unsigned i = 1; i < 3; i++) {
+		const struct moat_relay *s = &r->io.s[i];
+		if (!s->err || r->st->stdio_error[0])
+			continue;
+		snprintf(r->st->stdio_error, sizeof(r->st->stdio_error),
+			 "cannot write the command's %s: %s (after %llu bytes; the rest was lost)",
+			 i == 1 ? "stdout" : "stderr", strerror(s->err),
+			 (unsigned long long)s->moved);
+		MOAT_AUDIT(moat_run_audit(r), MOAT_EV_LIMIT, MOAT_F_STR("what", "stdio"),
+			   MOAT_F_STR("stream", i == 1 ? "stdout" : "stderr"),
+			   MOAT_F_STR("error", strerrorname_np(s->err)),
+			   MOAT_F_UINT("bytes", s->moved));
+	}
 }

@@ -31,6 +31,7 @@ struct moat_relay {
 	int wait_fd; /* registered on the epoll set (-1: none) */
 	uint32_t wait_ev;
 	bool output, done, is_socket, is_pipe;
+	int err; /* output: errno of a failed write to the caller's fd (not EPIPE), 0 */
 	uint64_t moved; /* bytes moved to the destination */
 	uint64_t pending; /* TEE: bytes tee'd, not yet discarded from the caller's pipe */
 	off_t start, offset; /* FILE_IN: the caller's offset at the start, ours */
@@ -47,6 +48,12 @@ struct moat_stdio {
 	int epfd;
 	uint32_t tag;
 };
+
+/* After the last byte: a write to the caller's stdout/stderr that failed
+ * (ENOSPC, EIO...: bytes the command wrote were lost) is recorded in
+ * r->st->stdio_error and the audit log. A reader that went away (EPIPE) is
+ * not an error, as without moat. */
+void moat_stdio_report(struct moat_run *r);
 
 /* At the start of moat_run(), before anything is opened: notes which of 0..2
  * are closed and holds /dev/null there, so that no fd of moat lands on them. */

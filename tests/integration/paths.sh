@@ -335,6 +335,66 @@ t_rename_exchange_race() {
 	untouched
 }
 
+# moat's own state (run records, logs, manifests) written by a sandbox whose
+# rw workspace holds it: a planted live record names a "temporary directory"
+# outside the workspace, and the next `moat gc` removed it. The run that could
+# plant is refused; the control plants the same record by hand.
+t_state_dir_not_writable() {
+	local home="$T_OUT/home" victim="$T_OUT/victim/moat-keep" id=deadbeef rc=0 err
+	mkdir -p "$home/.local/state/moat/live" "$victim"
+	echo keep >"$victim/file"
+	local rec="{\"id\":\"$id\",\"pid\":1,\"start_us\":0,\"cgroups\":[],\"tmpdirs\":[\"$victim\"]}"
+	local plant_rec="mkdir -p .local/state/moat/live/$id && echo '$rec' >.local/state/moat/live/$id/run.json"
+	for ws in "$home" "$home/.local" "$home/.local/state/moat/live"; do
+		rc=0
+		err=$(env HOME="$home" XDG_STATE_HOME= timeout 60 "$MOAT" run --quiet \
+			--workspace "$ws:rw" -- /bin/sh -c "cd '$home' 2>/dev/null; $plant_rec" \
+			2>&1 </dev/null) || rc=$?
+		if is_root; then
+			# root's state is in /var/lib/moat and /run/moat: not in $home
+			assert_eq 0 "$rc" "root: --workspace $ws:rw ($err)"
+		else
+			assert_eq 125 "$rc" "--workspace $ws:rw ($err)"
+			assert_contains "$err" "moat's state directory"
+		fi
+		rc=0
+		err=$(env HOME="$home" XDG_STATE_HOME= timeout 60 "$MOAT" run --quiet \
+			--workspace "$T_OUT/ws:overlay" --apply never --rw "$ws" -- /bin/true \
+			2>&1 </dev/null) || rc=$?
+		is_root || assert_eq 125 "$rc" "--rw $ws ($err)"
+	done
+	rm -rf "$home/.local/state/moat/live/$id"
+	# a file: refused inside the state directory, fine elsewhere
+	echo f >"$home/.local/state/moat/live/afile"
+	echo f >"$T_OUT/plainfile"
+	rc=0
+	err=$(env HOME="$home" XDG_STATE_HOME= timeout 60 "$MOAT" run --quiet \
+		--rw "$home/.local/state/moat/live/afile" -- /bin/true 2>&1 </dev/null) || rc=$?
+	is_root || assert_eq 125 "$rc" "--rw of a file in the state directory ($err)"
+	rc=0
+	err=$(env HOME="$home" XDG_STATE_HOME= timeout 60 "$MOAT" run --quiet \
+		--rw "$T_OUT/plainfile" -- /bin/true 2>&1 </dev/null) || rc=$?
+	assert_eq 0 "$rc" "--rw of a file elsewhere ($err)"
+	rm -f "$home/.local/state/moat/live/afile"
+	env HOME="$home" XDG_STATE_HOME= "$MOAT" gc >/dev/null 2>&1 || true
+	assert_eq keep "$(cat "$victim/file")" "the victim after moat gc"
+	# the same state under / is refused as root too
+	if is_root; then
+		rc=0
+		err=$(timeout 60 "$MOAT" run --quiet --workspace /var/lib:rw -- /bin/true \
+			2>&1 </dev/null) || rc=$?
+		assert_eq 125 "$rc" "root: --workspace /var/lib:rw ($err)"
+		assert_contains "$err" "moat's state directory"
+	fi
+	# control: the record, planted by hand, does direct gc (unprivileged only)
+	if ! is_root; then
+		mkdir -p "$home/.local/state/moat/live/$id"
+		echo "$rec" >"$home/.local/state/moat/live/$id/run.json"
+		env HOME="$home" XDG_STATE_HOME= "$MOAT" gc >/dev/null 2>&1 || true
+		[ ! -e "$victim" ] || fail "control: the planted record did not direct moat gc"
+	fi
+}
+
 run_test "control: a plain program follows the planted links to the secret" t_control_plant_reaches_secret
 run_test "--workspace through a planted link is refused" t_workspace_links
 run_test "--ro, --rw, --input through a planted link are refused" t_bind_sources
@@ -345,4 +405,5 @@ run_test "moat apply never writes through a planted workspace link" t_apply_thro
 run_test "--rootfs: no planted link to or inside the tree" t_rootfs
 run_test "root's symlinks in / are still followed" t_system_links_trusted
 run_test "rename-exchange race: the secret is never the workspace" t_rename_exchange_race
+run_test "moat's state is never writable in the sandbox (gc, apply)" t_state_dir_not_writable
 t_done

@@ -284,6 +284,30 @@ t_stalled_reader_timeout() {
 	[ $(((t1 - t0) / 1000000)) -lt 8000 ] || fail "moat took $(((t1 - t0) / 1000000)) ms"
 }
 
+# The caller's stdout cannot take the bytes (ENOSPC: /dev/full stands for a
+# full disk). The command wrote into moat's pipe and never saw the error, so
+# moat must say so and fail; a plain program to the same file fails too.
+t_write_error_reported() {
+	local rc=0 err
+	direct /bin/sh -c 'echo hi' >/dev/full 2>/dev/null || rc=$?
+	[ "$rc" -ne 0 ] || skip "control: writing to /dev/full does not fail here"
+	rc=0
+	err=$(mrun --log "$T_OUT/full.jsonl" -- /bin/sh -c 'echo hi; echo more' 2>&1 >/dev/full) ||
+		rc=$?
+	# 1, or 141 if the second echo met the closed pipe (SIGPIPE)
+	[ "$rc" -ne 0 ] || fail "a run whose stdout got ENOSPC exited 0 ($err)"
+	assert_contains "$err" "cannot write the command's stdout: No space left on device"
+	assert_contains "$(cat "$T_OUT/full.jsonl")" '"error":"ENOSPC"'
+	# the command's own failure is kept
+	rc=0
+	mrun -- /bin/sh -c 'echo hi; exit 3' >/dev/full 2>/dev/null || rc=$?
+	assert_eq 3 "$rc"
+	# a reader that went away is no error (as without moat)
+	rc=0
+	err=$(mrun -- /bin/sh -c 'echo hi' 2>&1 | true) || rc=$?
+	assert_not_contains "$err" "cannot write"
+}
+
 run_test "stdout >> host file: the sandbox cannot rewrite it" t_stdout_append_hostile
 run_test "stderr >> host file: the sandbox cannot rewrite it" t_stderr_append_hostile
 run_test "stdout > file shared with the shell: offsets kept" t_stdout_shared_offset
@@ -300,4 +324,5 @@ run_test "a reader that goes away: SIGPIPE for the command" t_reader_goes_away
 run_test "exit status through the relay" t_exit_status_kept
 run_test "stdin and stdout on sockets" t_socket_streams
 run_test "a stalled reader: the time limit still ends the run" t_stalled_reader_timeout
+run_test "a write error on the caller's stdout is reported (ENOSPC)" t_write_error_reported
 t_done
