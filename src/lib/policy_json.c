@@ -257,6 +257,10 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	json_object_set_new(o, "files_applied", json_integer((json_int_t)st->files_applied));
 	json_object_set_new(o, "files_held", json_integer((json_int_t)st->files_held));
 	json_object_set_new(o, "files_refused", json_integer((json_int_t)st->files_refused));
+	json_object_set_new(o, "net_none_attempts",
+			    json_integer((json_int_t)st->net_none_attempts));
+	json_object_set_new(o, "stdio_error",
+			    st->stdio_error[0] ? json_string(st->stdio_error) : json_null());
 	json_t *top = json_array();
 	for (const char *l = st->net_top_denied; *l;) {
 		const char *nl = strchr(l, '\n');

@@ -24,7 +24,8 @@ need_py() { [ -x "$PY" ] || skip "python3 not installed"; }
 nrun() {
 	local name=$1 code=$2
 	rm -f "$name.jsonl"
-	"$MOAT" run --log "$T_OUT/$name.jsonl" -- "$PY" -c "$code" >"$name.out" 2>"$name.err" || true
+	"$MOAT" run --log "$T_OUT/$name.jsonl" --json-status "$T_OUT/$name.status.json" \
+		-- "$PY" -c "$code" >"$name.out" 2>"$name.err" || true
 }
 
 # count TYPE FILE [GREP]: events of a type (optionally also matching GREP)
@@ -54,6 +55,7 @@ except OSError as e:
 	assert_contains "$ev" '"denied":true'
 	assert_eq 1 "$(count alert tcp.jsonl '"cause":"net_denied"')" "alerts"
 	assert_contains "$(grep '"type":"exit"' tcp.jsonl)" '"net_denied":1'
+	assert_contains "$(cat tcp.status.json)" '"net_none_attempts":1'
 	assert_contains "$(cat tcp.err)" "tried the network 1 time(s)"
 	assert_contains "$(cat tcp.err)" "to allow: --allow-cidr 192.0.2.1/32"
 }

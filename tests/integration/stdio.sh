@@ -292,12 +292,13 @@ t_write_error_reported() {
 	direct /bin/sh -c 'echo hi' >/dev/full 2>/dev/null || rc=$?
 	[ "$rc" -ne 0 ] || skip "control: writing to /dev/full does not fail here"
 	rc=0
-	err=$(mrun --log "$T_OUT/full.jsonl" -- /bin/sh -c 'echo hi; echo more' 2>&1 >/dev/full) ||
-		rc=$?
+	err=$(mrun --log "$T_OUT/full.jsonl" --json-status "$T_OUT/full.status.json" \
+		-- /bin/sh -c 'echo hi; echo more' 2>&1 >/dev/full) || rc=$?
 	# 1, or 141 if the second echo met the closed pipe (SIGPIPE)
 	[ "$rc" -ne 0 ] || fail "a run whose stdout got ENOSPC exited 0 ($err)"
 	assert_contains "$err" "cannot write the command's stdout: No space left on device"
 	assert_contains "$(cat "$T_OUT/full.jsonl")" '"error":"ENOSPC"'
+	assert_contains "$(cat "$T_OUT/full.status.json")" '"stdio_error":"cannot write the command'"'"'s stdout'
 	# the command's own failure is kept
 	rc=0
 	mrun -- /bin/sh -c 'echo hi; exit 3' >/dev/full 2>/dev/null || rc=$?
