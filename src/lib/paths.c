@@ -300,6 +300,21 @@ static void parent_of(char *buf, size_t len, const char *path)
 	snprintf(buf, len, "%.*s", slash ? (int)(slash - path) : 0, path);
 }
 
+/* The common start of a file moat writes or checks for the user: the
+ * invoking user (with MOAT_PATH_AS_INVOKER), the held parent directory
+ * (returned), the last component in *ret_name and the parent's path in dir. */
+static int open_target(const char *path, unsigned flags, const char **ret_name, char *dir,
+		       size_t dirlen, uid_t *ret_uid, gid_t *ret_gid, struct moat_path_info *why)
+{
+	if (flags & MOAT_PATH_AS_INVOKER)
+		moat_path_invoker(ret_uid, ret_gid);
+	int pfd = moat_path_open_parent(path, flags & (MOAT_PATH_AS_INVOKER | MOAT_PATH_MKDIR),
+					0700, ret_name, why);
+	if (pfd >= 0)
+		parent_of(dir, dirlen, path);
+	return pfd;
+}
+
 int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned flags,
 			 struct moat_path_info *why)
 {
@@ -309,13 +324,10 @@ int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned fla
 	uid_t uid = 0;
 	gid_t gid = 0;
 	const bool as = flags & MOAT_PATH_AS_INVOKER;
-	if (as)
-		moat_path_invoker(&uid, &gid);
-	_cleanup_close_ int pfd = moat_path_open_parent(
-		path, flags & (MOAT_PATH_AS_INVOKER | MOAT_PATH_MKDIR), 0700, &name, why);
+	_cleanup_close_ int pfd =
+		open_target(path, flags, &name, dir, sizeof(dir), &uid, &gid, why);
 	if (pfd < 0)
 		return pfd;
-	parent_of(dir, sizeof(dir), path);
 	/* O_NONBLOCK: a fifo planted at the path must not block us */
 	const int fl =
 		O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (oflags & O_APPEND);
@@ -339,9 +351,10 @@ int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned fla
 	}
 	if (fd < 0) {
 		int e = errno;
+		int r;
 		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    check_existing(pfd, dir, name, &st, why) < 0)
-			return check_existing(pfd, dir, name, &st, why);
+		    (r = check_existing(pfd, dir, name, &st, why)) < 0)
+			return r;
 		return -e;
 	}
 	if (fstat(fd, &st) < 0)
@@ -392,13 +405,10 @@ int moat_path_check_writable(const char *path, unsigned flags, struct moat_path_
 	uid_t uid = 0;
 	gid_t gid = 0;
 	const bool as = flags & MOAT_PATH_AS_INVOKER;
-	if (as)
-		moat_path_invoker(&uid, &gid);
-	_cleanup_close_ int pfd = moat_path_open_parent(
-		path, flags & (MOAT_PATH_AS_INVOKER | MOAT_PATH_MKDIR), 0700, &name, why);
+	_cleanup_close_ int pfd =
+		open_target(path, flags, &name, dir, sizeof(dir), &uid, &gid, why);
 	if (pfd < 0)
 		return pfd;
-	parent_of(dir, sizeof(dir), path);
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT)
 			return negerrno();
