@@ -151,6 +151,81 @@ const char *moat_reason_name(enum moat_reason r);
 int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
 	     struct moat_error *ret_err);
 
+/* ---- sandboxes with a lifecycle ------------------------------------------- */
+
+/* A sandbox that outlives one command: moat_sandbox_create() brings up the
+ * namespaces, the root, the limits, the network and its helpers, with
+ * nothing of the caller's running; moat_sandbox_exec() starts processes in
+ * it (any number, concurrently, each recorded); moat_sandbox_destroy() kills
+ * everything, collects /output, computes the change manifest, writes the
+ * exit record and removes every temporary. moat_run() is create + exec +
+ * wait + destroy.
+ *
+ * Driving: every sandbox has one descriptor (moat_sandbox_fd) that becomes
+ * readable when something is to be done; moat_sandbox_dispatch() does it
+ * without blocking, so one thread can supervise many sandboxes with poll().
+ * moat_proc_wait() blocks (dispatching that sandbox) until a process ended.
+ * The caller must block or ignore SIGPIPE (moat writes to pipes whose
+ * reader may be gone). If the thread that created a sandbox dies, even by
+ * SIGKILL, every process of that sandbox dies with it.
+ * Reentrant: sandboxes share no state; each is used by one thread at a time. */
+struct moat_sandbox;
+struct moat_proc;
+
+int moat_sandbox_create(const struct moat_policy *p, struct moat_sandbox **ret,
+			struct moat_error *ret_err);
+/* The run id (also the audit log's name). */
+const char *moat_sandbox_id(const struct moat_sandbox *sb);
+int moat_sandbox_fd(const struct moat_sandbox *sb);
+/* Handles what is ready; returns >= 0, or < 0 if the sandbox failed (its
+ * init died: every process is gone). */
+int moat_sandbox_dispatch(struct moat_sandbox *sb);
+/* Sends sig to every process of the sandbox. */
+int moat_sandbox_signal(struct moat_sandbox *sb, int sig);
+
+struct moat_exec {
+	char *const *argv; /* argv[0] is looked up in the sandbox's PATH */
+	char *const *env; /* "NAME=VALUE" set over the sandbox's environment, or NULL */
+	const char *cwd; /* NULL: the sandbox's working directory */
+	int fd[3]; /* the caller's fds relayed to the process's 0..2; -1: closed */
+	unsigned tty_mask; /* bits 0..2: these streams are on a new terminal of the
+			    * sandbox instead (relayed from fd[0], to fd[1] or else fd[2]) */
+	uint64_t timeout_ms; /* 0: the policy's --timeout (0 there: none) */
+};
+
+/* Starts a process. Returns when it was executed, or < 0 when it could not
+ * be (-ENOENT: not found, ...; ret_err says why; nothing is left of it). */
+int moat_sandbox_exec(struct moat_sandbox *sb, const struct moat_exec *x, struct moat_proc **ret,
+		      struct moat_error *ret_err);
+
+struct moat_proc_status {
+	enum moat_reason reason; /* EXITED, SIGNALED or TIMEOUT */
+	int exit_code; /* as `moat run` would exit */
+	int status, signal;
+	uint32_t id; /* the process's number in the sandbox's audit stream */
+	int pid; /* in the sandbox */
+	uint64_t wall_us, cpu_user_us, cpu_sys_us, mem_peak;
+	char stdio_error[256];
+};
+
+/* 1 when the process ended and its output was relayed, else 0. */
+int moat_proc_done(const struct moat_proc *pr);
+/* Blocks until the process ended and its output was relayed; fills *ret. */
+int moat_proc_wait(struct moat_proc *pr, struct moat_proc_status *ret);
+/* The status of a process that is done (-EBUSY before). */
+int moat_proc_status(const struct moat_proc *pr, struct moat_proc_status *ret);
+/* Sends sig to the process's group (its session: each process has its own). */
+int moat_proc_signal(struct moat_proc *pr, int sig);
+/* The terminal's size (tty_mask processes). */
+int moat_proc_resize(struct moat_proc *pr, unsigned rows, unsigned cols);
+/* Forgets a process: one that still runs is killed first. */
+void moat_proc_release(struct moat_proc *pr);
+
+/* Kills every process, then does what a run's end does. ret_status may be
+ * NULL; the sandbox (and every moat_proc of it) is freed. */
+int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status,
+			 struct moat_error *ret_err);
+
 /* Write the status record as one JSON object to path (mode 0600). */
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err);

@@ -140,7 +140,7 @@ static const void *plugin_dlopen(const char *name, const char *sym, struct moat_
 	if (!head || !streq(head->abi, MOAT_NET_PLUGIN_ABI) ||
 	    head->run_size != sizeof(struct moat_run) ||
 	    head->policy_size != sizeof(struct moat_policy) ||
-	    head->sandbox_size != sizeof(struct moat_sandbox)) {
+	    head->sandbox_size != sizeof(struct moat_init)) {
 		dlclose(h);
 		moat_error_set(err, "network", ELIBBAD,
 			       "the network plugin %s is from another build of moat (want %s)",
@@ -251,7 +251,7 @@ int moat_cli_proxy_helper(int argc, char **argv)
 
 /* In the init's network child (hook_net.c), in its own copy of the host's
  * mount table: only the nftables plugin. */
-int moat_net_sandbox_setup(struct moat_sandbox *sb)
+int moat_net_sandbox_setup(struct moat_init *sb)
 {
 	struct moat_error e = {0};
 

@@ -3,7 +3,7 @@
 #include "lib/hooks.h"
 #include "lib/sandbox.h"
 
-int moat_hook_before_caps(struct moat_sandbox *sb)
+int moat_hook_before_caps(struct moat_init *sb)
 {
 	(void)sb;
 	return 0;

@@ -33,7 +33,7 @@
 
 static int net_status_fd = -1;
 
-int moat_hook_network(struct moat_sandbox *sb)
+int moat_hook_network(struct moat_init *sb)
 {
 	int p[2];
 	pid_t pid;
@@ -88,7 +88,7 @@ int moat_hook_network(struct moat_sandbox *sb)
 	return 0;
 }
 
-int moat_hook_network_join(struct moat_sandbox *sb)
+int moat_hook_network_join(struct moat_init *sb)
 {
 	int32_t e = 0;
 	ssize_t n;

@@ -22,7 +22,7 @@
  *   --rw/--tmpfs, /dev/shm), the device nodes and /dev/pts: every right.
  * Anything written elsewhere is denied by Landlock even if a mount went wrong.
  */
-static int prepare_landlock(struct moat_sandbox *sb)
+static int prepare_landlock(struct moat_init *sb)
 {
 	static struct moat_landlock_path paths[MOAT_PLAN_MAX_STEPS + 1];
 	const struct moat_policy *p = sb->p;
@@ -65,7 +65,7 @@ static int prepare_landlock(struct moat_sandbox *sb)
 	return 0;
 }
 
-int moat_hook_restrict_prepare(struct moat_sandbox *sb)
+int moat_hook_restrict_prepare(struct moat_init *sb)
 {
 	sb->landlock_ruleset = -1;
 	sb->landlock_ready = false;
@@ -77,7 +77,7 @@ int moat_hook_restrict_prepare(struct moat_sandbox *sb)
 	return 0;
 }
 
-int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd)
+int moat_hook_restrict(struct moat_init *sb, int *ret_notify_fd)
 {
 	*ret_notify_fd = -1;
 	if (!moat_policy_test_no_landlock(sb->p)) {

@@ -8,18 +8,18 @@
  */
 #pragma once
 
-struct moat_sandbox;
+struct moat_init;
 
 /* Inside the new network namespace, with capabilities (lo is already up):
  * starts the setup in a child; moat_hook_network_join waits for its result
  * (before capabilities are dropped). */
-int moat_hook_network(struct moat_sandbox *sb);
-int moat_hook_network_join(struct moat_sandbox *sb);
+int moat_hook_network(struct moat_init *sb);
+int moat_hook_network_join(struct moat_init *sb);
 /* After pivot_root, before capabilities are dropped. */
-int moat_hook_before_caps(struct moat_sandbox *sb);
+int moat_hook_before_caps(struct moat_init *sb);
 /* After pivot_root, while the supervisor still works: builds the Landlock
  * ruleset (not enforced yet). */
-int moat_hook_restrict_prepare(struct moat_sandbox *sb);
+int moat_hook_restrict_prepare(struct moat_init *sb);
 /* After capabilities are dropped, last before fork+exec: Landlock (as
  * prepared), then seccomp. *ret_notify_fd receives the seccomp listener, or -1. */
-int moat_hook_restrict(struct moat_sandbox *sb, int *ret_notify_fd);
+int moat_hook_restrict(struct moat_init *sb, int *ret_notify_fd);

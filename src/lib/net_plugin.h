@@ -18,7 +18,7 @@
 #include "moat/moat.h"
 
 struct moat_run;
-struct moat_sandbox;
+struct moat_init;
 
 /* The test build (-DMOAT_TESTING: moat-testing and its own plugins in
  * build/test/) has other structure layouts and is marked apart: the shipped
@@ -39,7 +39,7 @@ struct moat_plugin_head {
 	{ \
 		.abi = MOAT_NET_PLUGIN_ABI, .run_size = sizeof(struct moat_run), \
 		.policy_size = sizeof(struct moat_policy), \
-		.sandbox_size = sizeof(struct moat_sandbox) \
+		.sandbox_size = sizeof(struct moat_init) \
 	}
 
 struct moat_net_plugin {
@@ -57,7 +57,7 @@ struct moat_net_plugin {
 
 struct moat_nft_plugin {
 	struct moat_plugin_head head;
-	int (*sandbox_setup)(struct moat_sandbox *sb);
+	int (*sandbox_setup)(struct moat_init *sb);
 };
 
 extern const struct moat_net_plugin moat_net_plugin;

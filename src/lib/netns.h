@@ -65,8 +65,8 @@ int moat_netns_fds_from_array(const int *array, unsigned n, struct moat_netns_fd
 int moat_netns_setup(const struct moat_netns_opts *o, struct moat_netns_fds *ret);
 /* In the sandbox's network namespace, with its capabilities: moat_netns_setup
  * and each listener sent to the supervisor (netns_send.c, in the plugin). */
-struct moat_sandbox;
-int moat_net_sandbox_setup(struct moat_sandbox *sb);
+struct moat_init;
+int moat_net_sandbox_setup(struct moat_init *sb);
 
 /* --net none: only bring `lo` up. */
 int moat_netns_setup_loopback(void);

@@ -7,7 +7,7 @@
 #include "lib/netns.h"
 #include "lib/sandbox.h"
 
-int moat_net_sandbox_setup(struct moat_sandbox *sb)
+int moat_net_sandbox_setup(struct moat_init *sb)
 {
 	struct moat_netns_fds f;
 	int arr[MOAT_NETNS_N_FDS];

@@ -43,7 +43,7 @@
 
 #define NEWROOT "/tmp"
 
-static struct moat_sandbox *g_sb;
+static struct moat_init *g_sb;
 
 const char *moat_setup_stage_name(enum moat_setup_stage s)
 {
@@ -971,63 +971,6 @@ static void set_rlimits(void)
 	}
 }
 
-static volatile sig_atomic_t unused_sig;
-
-/* The command's fds 0..2, set in the init before it forks the command: from
- * here on no process of the sandbox holds a file description of the caller
- * (stdio_relay.h). The relay pipes' sandbox ends, or closed: a stream on the
- * pty gets the pty slave in exec_command, a stream the caller had closed
- * stays closed. The supervisor kept 0..2 occupied, so the ends are >= 3. */
-static void set_std_fds(struct moat_sandbox *sb)
-{
-	for (int i = 0; i < 3; i++) {
-		if (sb->std_fd[i] >= 0 && sb->std_fd[i] < 3)
-			die(MOAT_STAGE_STDIO, EBADF, -1, "relay pipe on a standard fd");
-		if (sb->std_fd[i] >= 0 ? dup2(sb->std_fd[i], i) < 0
-				       : close(i) < 0 && errno != EBADF)
-			die(MOAT_STAGE_STDIO, errno, -1, "cannot set up fd %d", i);
-	}
-	for (int i = 0; i < 3; i++)
-		if (sb->std_fd[i] >= 0 && (i != 2 || sb->std_fd[2] != sb->std_fd[1]))
-			close(sb->std_fd[i]);
-}
-
-static _Noreturn void exec_command(const sigset_t *oldmask, int pty_slave_fd)
-{
-	struct moat_sandbox *sb = g_sb;
-	/* The command: its own session, no host terminal, only fds 0-2. */
-	if (setsid() < 0)
-		die(MOAT_STAGE_EXEC, errno, -1, "setsid failed");
-	if (pty_slave_fd >= 0) {
-		if (ioctl(pty_slave_fd, TIOCSCTTY, 0) < 0)
-			die(MOAT_STAGE_PTY, errno, -1,
-			    "cannot make the pty the controlling terminal");
-		for (int i = 0; i < 3; i++)
-			if (sb->tty_fds[i] && dup2(pty_slave_fd, i) < 0)
-				die(MOAT_STAGE_PTY, errno, -1, "dup2 pty");
-		if (pty_slave_fd > 2)
-			close(pty_slave_fd);
-	}
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, oldmask, NULL);
-	/* everything but 0-2 and the CLOEXEC setup pipe is closed */
-	if (sb->setup_w > 3 && syscall(SYS_close_range, 3, sb->setup_w - 1, 0) < 0)
-		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
-	if (syscall(SYS_close_range, sb->setup_w + 1, ~0U, 0) < 0)
-		die(MOAT_STAGE_EXEC, errno, -1, "close_range");
-	extern char **environ;
-	environ = sb->envp;
-	/* The exec recorder (seccomp notification) reads this process's memory
-	 * while it waits in execve. The init made itself non-dumpable and this
-	 * fork has not exec'd, so its mm still belongs to moat's user namespace:
-	 * an unprivileged supervisor could not read it. exec recomputes
-	 * dumpability anyway, and nothing else in the sandbox can ptrace. */
-	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	execvp(sb->argv[0], sb->argv);
-	die(MOAT_STAGE_EXEC, errno, -1, "%s", sb->argv[0]);
-}
-
 /* The init is a fork of moat: its argument and environment areas still hold
  * moat's command line and environment (which may name secrets). /proc/1/cmdline
  * is readable by everyone in the sandbox, so both areas are wiped; the
@@ -1084,19 +1027,14 @@ static void rearm_parent_death(void)
 		_exit(MOAT_EXIT_SETUP);
 }
 
-_Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
+_Noreturn void moat_sandbox_init(struct moat_init *sb)
 {
 	char go;
-	sigset_t all, old;
 	g_sb = sb;
 
 	close(sb->setup_r);
 	close(sb->go_w);
-	close(sb->status_r);
 	close(sb->sock_sup);
-	for (int i = 0; i < 3; i++)
-		if (sb->std_sup[i] >= 0)
-			close(sb->std_sup[i]);
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
 	 * is outside the pid namespace. If moat died before this line, the go
@@ -1145,18 +1083,18 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 	if (chdir(sb->plan->cwd) < 0)
 		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
 
-	int pty_master = -1, pty_slave = -1;
-	if (sb->use_pty) {
-		pty_master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (pty_master < 0 || unlockpt(pty_master) < 0)
-			die(MOAT_STAGE_PTY, errno, -1, "cannot open the sandbox's /dev/ptmx");
-		pty_slave = ioctl(pty_master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
-		if (pty_slave < 0)
-			die(MOAT_STAGE_PTY, errno, -1, "cannot open the pty peer");
-		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_PTY, pty_master) < 0)
-			die(MOAT_STAGE_PTY, errno, -1, "cannot hand the pty to moat");
-		close(pty_master);
+	/* Terminals are made per process by the supervisor, in this sandbox's
+	 * own devpts instance: it gets the instance's ptmx (O_PATH). /dev/null
+	 * for 0..2 of the init, which keeps none of the caller's files. */
+	int ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
+	if (ptmx >= 0) {
+		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_PTMX, ptmx) < 0)
+			die(MOAT_STAGE_PTY, errno, -1, "cannot hand the pty device to moat");
+		close(ptmx);
 	}
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		die(MOAT_STAGE_STDIO, errno, -1, "cannot open /dev/null");
 
 	/* the capture rules and listeners, set up by a child meanwhile */
 	if (moat_hook_network_join(sb) < 0)
@@ -1195,44 +1133,13 @@ _Noreturn void moat_sandbox_init(struct moat_sandbox *sb)
 		close(notify_fd);
 	}
 	moat_test_stall("init-restricted");
+	for (int i = 0; i < 3; i++)
+		if (dup2(devnull, i) < 0)
+			die(MOAT_STAGE_STDIO, errno, -1, "cannot set up fd %d", i);
+	close(devnull);
 	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
 		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
-	close(sb->sock_child);
-
-	set_std_fds(sb);
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	pid_t cmd = fork();
-	if (cmd < 0)
-		die(MOAT_STAGE_FORK, errno, -1, "cannot fork the command");
-	if (cmd == 0)
-		exec_command(&old, pty_slave);
-	if (pty_slave >= 0)
-		close(pty_slave);
+	/* setup is done: EOF on the setup pipe; from now on the control channel */
 	close(sb->setup_w);
-
-	/* PID 1: reap everything, forward signals, exit with the command. */
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(&all, &si);
-		if (sig < 0)
-			continue;
-		if (sig == SIGCHLD) {
-			int st;
-			pid_t w;
-			while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-				if (w == cmd) {
-					int32_t rec = st;
-					(void)!write(sb->status_w, &rec, sizeof(rec));
-					_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-				}
-			}
-		} else if (sig == SIGTERM) {
-			kill(-1, SIGTERM); /* the whole sandbox */
-		} else if (sig == SIGINT || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||
-			   sig == SIGUSR2 || sig == SIGWINCH) {
-			if (kill(-cmd, sig) < 0)
-				kill(cmd, sig);
-		}
-	}
+	moat_init_serve(sb->sock_child);
 }

@@ -48,7 +48,7 @@ struct moat_setup_error {
 /* Kinds of file descriptors the init hands to the supervisor. */
 enum moat_fd_kind {
 	MOAT_FD_OUTPUT = 1, /* the /output tmpfs root, collected after the run */
-	MOAT_FD_PTY = 2, /* the pty master from the sandbox's own devpts */
+	MOAT_FD_PTMX = 2, /* O_PATH of the ptmx of the sandbox's own devpts */
 	MOAT_FD_NOTIFY = 3, /* the seccomp user-notification listener */
 	MOAT_FD_UPPER = 4, /* the overlay upper dir of the workspace */
 	/* the seccomp listener, taken by moat with pidfd_getfd: the next message
@@ -58,28 +58,20 @@ enum moat_fd_kind {
 	MOAT_FD_DONE = 99, /* no more fds follow */
 };
 
-struct moat_sandbox {
+struct moat_init {
 	const struct moat_policy *p;
 	struct moat_plan *plan;
-	char *const *argv;
-	char **envp;
 
 	pid_t supervisor_pid;
 	uid_t host_uid; /* what the sandbox's uid maps to on the host */
 	gid_t host_gid;
 	bool root_mode; /* moat runs as root: maps to an allocated unprivileged uid */
-	bool use_pty;
-	bool tty_fds[3]; /* which of 0..2 were terminals (pty mode replaces them) */
-	/* The command's fds 0..2 (stdio_relay.h): the sandbox's ends of the
-	 * supervisor's relay pipes, -1 = on the pty or closed (as the caller's
-	 * was); std_sup: the supervisor's ends, closed by the init at once. */
-	int std_fd[3];
-	int std_sup[3];
 
 	int setup_w, setup_r; /* sandbox -> supervisor: error record or EOF at exec */
 	int go_r, go_w; /* supervisor -> sandbox: maps written, proceed */
-	int status_w, status_r; /* init -> supervisor: the command's wait status */
-	int sock_child, sock_sup; /* fd passing, sandbox -> supervisor */
+	/* fd passing during setup, sandbox -> supervisor; then the control
+	 * channel (ctl.h) */
+	int sock_child, sock_sup;
 
 	/* --allow-degraded cgroup: RLIMIT_AS / RLIMIT_NPROC instead (0 = not set) */
 	uint64_t rlimit_as, rlimit_nproc;
@@ -122,7 +114,9 @@ struct moat_sandbox {
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */
-_Noreturn void moat_sandbox_init(struct moat_sandbox *sb);
+_Noreturn void moat_sandbox_init(struct moat_init *sb);
+/* Its last part: serves the control channel (init_serve.c, ctl.h). */
+_Noreturn void moat_init_serve(int sock);
 
 /* Test build only (-DMOAT_TESTING, the moat-testing binary that
  * tests/integration/faults.sh runs): with MOAT_TEST_LAYERS=1 and

@@ -454,275 +454,6 @@ static pid_t clone_sandbox(struct moat_run *r, int *ret_pidfd)
 	return (pid_t)pid;
 }
 
-/* ---- terminal relay --------------------------------------------------------- */
-
-static void tty_restore(struct moat_run *r)
-{
-	if (r->tty_raw && r->saved_tty) {
-		tcsetattr(STDIN_FILENO, TCSADRAIN, r->saved_tty);
-		r->tty_raw = false;
-	}
-}
-
-static void tty_winsize(struct moat_run *r)
-{
-	struct winsize ws;
-	int src = isatty(STDIN_FILENO) ? STDIN_FILENO : isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
-	if (r->pty_fd >= 0 && src >= 0 && ioctl(src, TIOCGWINSZ, &ws) == 0)
-		ioctl(r->pty_fd, TIOCSWINSZ, &ws);
-}
-
-/* Copies what is readable from `from` to `to` (to < 0: discards it). Returns
- * bytes, 0 at EOF, -1 on a read error, -2 on a write error.
- * At most one page per call: after POLLOUT a pipe takes that without blocking. */
-static ssize_t relay_once(int from, int to)
-{
-	char buf[4096];
-	ssize_t n = read(from, buf, sizeof(buf));
-	if (n <= 0)
-		return n < 0 && (errno == EAGAIN || errno == EINTR) ? 1 : n;
-	if (to < 0)
-		return n; /* discarded */
-	for (ssize_t off = 0; off < n;) {
-		ssize_t w = write(to, buf + off, (size_t)(n - off));
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN) {
-			struct pollfd pfd = {.fd = to, .events = POLLOUT};
-			poll(&pfd, 1, 1000);
-			continue;
-		}
-		if (w <= 0)
-			return -2; /* the writing side failed */
-		off += w;
-	}
-	return n;
-}
-
-/* ---- the loop --------------------------------------------------------------- */
-
-enum {
-	EV_PIDFD = 1,
-	EV_SIGNAL,
-	EV_TIMER,
-	EV_TTY_IN,
-	EV_PTY,
-	EV_TTY_OUT,
-	EV_STDIO, /* EV_STDIO + 0..2: the relay of stdin, stdout, stderr */
-	EV_EXTRA = EV_STDIO + 3
-};
-
-static int ep_add(int epfd, int fd, uint32_t tag)
-{
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
-	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? negerrno() : 0;
-}
-
-static void arm_timer(int tfd, uint64_t ms)
-{
-	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ms / 1000),
-					      .tv_nsec = (long)(ms % 1000) * 1000000L}};
-	if (ms == 0)
-		its.it_value.tv_nsec = 1;
-	timerfd_settime(tfd, 0, &its, NULL);
-}
-
-static void on_signal(struct moat_run *r)
-{
-	struct signalfd_siginfo si;
-	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		int sig = (int)si.ssi_signo;
-		if (sig == SIGCHLD)
-			continue;
-		if (sig == SIGWINCH) {
-			tty_winsize(r);
-			continue;
-		}
-		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT)
-			r->interrupted = true;
-		/* init forwards: SIGTERM to every process, others to the command */
-		pidfd_send_signal(r->pidfd, sig, NULL, 0);
-		if (sig == SIGTERM && !r->grace_armed && r->timerfd >= 0) {
-			r->grace_armed = true;
-			arm_timer(r->timerfd, r->p->kill_grace_ms);
-		}
-	}
-}
-
-static void on_timer(struct moat_run *r)
-{
-	uint64_t x;
-	(void)!read(r->timerfd, &x, sizeof(x));
-	if (!r->grace_armed) {
-		/* the wall-clock limit: SIGTERM everything, SIGKILL after the grace */
-		r->timed_out = true;
-		r->grace_armed = true;
-		moat_supervise_event_limit(r, "timeout");
-		pidfd_send_signal(r->pidfd, SIGTERM, NULL, 0);
-		arm_timer(r->timerfd, r->p->kill_grace_ms);
-	} else {
-		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
-		moat_supervise_kill_all(r);
-	}
-}
-
-/* After the init exited every process of the sandbox is gone (its pid
- * namespace died with it), so the relay pipes reach EOF once drained: what
- * the command wrote last is never lost. The caller's reader sets the pace, as
- * it did for the command: moat waits for a slow reader, but the wall-clock
- * limit still ends the wait (after a timeout: one more second), as do the
- * signals that stop a run. A pipe that neither brings data nor EOF for a
- * second is held open outside the sandbox: not waited for. */
-static void drain_stdio(struct moat_run *r)
-{
-	uint64_t cap_us = r->timed_out ? moat_now_us() + 1000000u : 0;
-	for (;;) {
-		struct pollfd pfd[4];
-		unsigned idx[2];
-		unsigned n = moat_stdio_pending(r, pfd, idx);
-		if (n == 0)
-			return;
-		pfd[n] = (struct pollfd){.fd = r->sigfd, .events = POLLIN};
-		pfd[n + 1] = (struct pollfd){.fd = r->timerfd, .events = POLLIN};
-		int wait_ms = 1000;
-		if (cap_us) {
-			uint64_t now = moat_now_us();
-			if (now >= cap_us)
-				return;
-			wait_ms = (int)MIN((cap_us - now) / 1000u + 1, 1000u);
-		}
-		int k = poll(pfd, n + 2, wait_ms);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return;
-		if (k == 0) {
-			if (moat_stdio_waiting_input_only(r))
-				return;
-			continue;
-		}
-		if (pfd[n].revents) {
-			struct signalfd_siginfo si;
-			while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
-				if (si.ssi_signo != SIGCHLD && si.ssi_signo != SIGWINCH)
-					return;
-		}
-		if (pfd[n + 1].revents)
-			return; /* the time limit (or its grace) */
-		for (unsigned i = 0; i < n; i++)
-			if (pfd[i].revents)
-				moat_stdio_dispatch(r, idx[i]);
-	}
-}
-
-static int event_loop(struct moat_run *r)
-{
-	struct epoll_event evs[16];
-	int k;
-	if ((k = ep_add(r->epfd, r->pidfd, EV_PIDFD)) < 0 ||
-	    (k = ep_add(r->epfd, r->sigfd, EV_SIGNAL)) < 0)
-		return k;
-	if (r->timerfd >= 0 && (k = ep_add(r->epfd, r->timerfd, EV_TIMER)) < 0)
-		return k;
-	if (r->pty_fd >= 0) {
-		if ((k = ep_add(r->epfd, r->pty_fd, EV_PTY)) < 0)
-			return k;
-		if (r->tty_in >= 0 && ep_add(r->epfd, r->tty_in, EV_TTY_IN) < 0)
-			r->tty_in = -1; /* e.g. /dev/null cannot be polled: nothing to relay */
-	}
-	if ((k = moat_stdio_register(r, r->epfd, EV_STDIO)) < 0 ||
-	    (k = moat_supervise_register(r, r->epfd, EV_EXTRA)) < 0)
-		return k;
-	while (!r->init_exited) {
-		int n = epoll_wait(r->epfd, evs, (int)ELEMENTSOF(evs), -1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negerrno();
-		}
-		for (int i = 0; i < n; i++) {
-			uint32_t tag = evs[i].data.u32;
-			switch (tag) {
-			case EV_PIDFD:
-				r->init_exited = true;
-				break;
-			case EV_SIGNAL:
-				on_signal(r);
-				break;
-			case EV_TIMER:
-				on_timer(r);
-				break;
-			case EV_TTY_IN:
-				if (relay_once(r->tty_in, r->pty_fd) <= 0) {
-					epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->tty_in, NULL);
-					r->tty_in = -1;
-					/* stdin ended: send EOF to the terminal's reader */
-					char eof = 4;
-					(void)!write(r->pty_fd, &eof, 1);
-				}
-				break;
-			case EV_PTY: {
-				/* RT-069: a reader of moat's output that stalls must not
-				 * block the supervisor (timeout, signals): stop reading the
-				 * pty (the sandbox then blocks on its own terminal) until
-				 * the output drains. Regular files never stall and cannot
-				 * be polled (epoll_ctl fails): they are written directly. */
-				struct pollfd out = {.fd = r->tty_out, .events = POLLOUT};
-				struct epoll_event ev = {.events = EPOLLOUT,
-							 .data.u32 = EV_TTY_OUT};
-				if (!r->out_broken && poll(&out, 1, 0) == 0 &&
-				    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->tty_out, &ev) == 0) {
-					epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pty_fd, NULL);
-					break;
-				}
-				ssize_t k2 = relay_once(r->pty_fd, r->out_broken ? -1 : r->tty_out);
-				if (k2 == 0 || k2 == -1) {
-					epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pty_fd, NULL);
-					r->pty_done = true;
-				} else if (k2 < 0) {
-					/* the reader went away: keep draining the terminal
-					 * (its output is lost), so the command neither blocks
-					 * nor outlives its limits */
-					r->out_broken = true;
-				}
-				break;
-			}
-			case EV_TTY_OUT:
-				epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->tty_out, NULL);
-				if (!r->pty_done)
-					(void)ep_add(r->epfd, r->pty_fd, EV_PTY);
-				break;
-			case EV_STDIO:
-			case EV_STDIO + 1:
-			case EV_STDIO + 2:
-				moat_stdio_dispatch(r, tag - EV_STDIO);
-				break;
-			default:
-				moat_supervise_dispatch(r, tag, evs[i].events);
-				break;
-			}
-		}
-	}
-	/* drain what the command wrote last (up to 2 s for a slow reader) */
-	if (r->pty_fd >= 0 && !r->pty_done && !r->out_broken) {
-		int fl = fcntl(r->pty_fd, F_GETFL);
-		fcntl(r->pty_fd, F_SETFL, fl | O_NONBLOCK);
-		for (int waits = 0; waits < 20;) {
-			struct pollfd out = {.fd = r->tty_out, .events = POLLOUT};
-			if (poll(&out, 1, 100) == 0) {
-				waits++;
-				continue;
-			}
-			if (relay_once(r->pty_fd, r->tty_out) <= 1)
-				break;
-		}
-	}
-	moat_stdio_stdin_finish(r);
-	drain_stdio(r);
-	moat_stdio_report(r);
-	return 0;
-}
-
 /* ---- setup result ------------------------------------------------------------ */
 
 /* Reads the setup pipe: EOF means the command was executed; a record means a
@@ -750,8 +481,8 @@ static int wait_setup(struct moat_run *r)
 		case MOAT_FD_UPPER:
 			r->upper_fd = fd;
 			break;
-		case MOAT_FD_PTY:
-			r->pty_fd = fd;
+		case MOAT_FD_PTMX:
+			r->ptmx_fd = fd;
 			break;
 		case MOAT_FD_NOTIFY:
 			r->notify_fd = fd;
@@ -774,8 +505,8 @@ static int wait_setup(struct moat_run *r)
 				safe_close(fd);
 		}
 	}
-	/* With exec recording the command's execve waits for our answer, and only
-	 * then closes the setup pipe: serve the seccomp listener meanwhile. */
+	/* Serve the seccomp listener until the init closed the setup pipe (its
+	 * last steps may be recorded). */
 	while (r->notify_fd >= 0) {
 		struct pollfd pf[2] = {{.fd = r->sb.setup_r, .events = POLLIN},
 				       {.fd = r->notify_fd, .events = POLLIN}};
@@ -790,7 +521,7 @@ static int wait_setup(struct moat_run *r)
 	}
 	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)
 		;
-	/* EOF after DONE: the command was executed (its copy closed on exec).
+	/* EOF after DONE: the sandbox is ready (the init closed its end).
 	 * EOF without DONE: the init died before finishing setup. */
 	if (n == 0 && done)
 		return 0;
@@ -798,11 +529,6 @@ static int wait_setup(struct moat_run *r)
 		return moat_error_set(r->err, "setup", EPROTO,
 				      "the sandbox died during setup without saying why");
 	e.detail[sizeof(e.detail) - 1] = 0;
-	if (e.stage == MOAT_STAGE_EXEC) {
-		r->exec_errno = e.err ? e.err : ENOEXEC;
-		return moat_error_set(r->err, "exec", e.err, "cannot execute %s: %s", e.detail,
-				      strerror(e.err));
-	}
 	char step[32] = "";
 	if (e.step >= 0)
 		snprintf(step, sizeof(step), " (plan step %d)", e.step + 1);
@@ -811,26 +537,12 @@ static int wait_setup(struct moat_run *r)
 			      e.detail, strerror(e.err));
 }
 
-/* Back to the caller's signal mask, without a SIGPIPE we caused on the way. */
-static void restore_mask(const sigset_t *oldmask)
-{
-	sigset_t pipe_set;
-	struct timespec zero = {0, 0};
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	if (!sigismember(oldmask, SIGPIPE))
-		while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
-			;
-	sigprocmask(SIG_SETMASK, oldmask, NULL);
-}
-
-/* ---- run ------------------------------------------------------------------- */
+/* ---- a sandbox ------------------------------------------------------------- */
 
 static void run_free(struct moat_run *r)
 {
-	tty_restore(r);
-	moat_stdio_free(r);
-	free(r->saved_tty);
+	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
+		moat_proc_free(r->procs[i]);
 	for (unsigned i = 0; i < r->n_envp; i++)
 		free(r->envp[i]);
 	free(r->envp);
@@ -840,18 +552,14 @@ static void run_free(struct moat_run *r)
 	free(r->plan);
 	safe_close(r->pidfd);
 	safe_close(r->epfd);
-	safe_close(r->sigfd);
-	safe_close(r->timerfd);
 	safe_close(r->output_fd);
 	safe_close(r->upper_fd);
-	safe_close(r->pty_fd);
+	safe_close(r->ptmx_fd);
 	safe_close(r->notify_fd);
 	safe_close(r->sb.setup_r);
 	safe_close(r->sb.setup_w);
 	safe_close(r->sb.go_r);
 	safe_close(r->sb.go_w);
-	safe_close(r->sb.status_r);
-	safe_close(r->sb.status_w);
 	safe_close(r->sb.sock_sup);
 	safe_close(r->sb.sock_child);
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++) {
@@ -862,20 +570,6 @@ static void run_free(struct moat_run *r)
 	safe_close(r->sb.rootfs_fd);
 	free(r->sb.rootfs_path);
 	safe_close(r->uid_slot_fd);
-}
-
-static void fill_status_from_wait(struct moat_run *r, int wst)
-{
-	struct moat_status *st = r->st;
-	if (WIFEXITED(wst)) {
-		st->reason = MOAT_REASON_EXITED;
-		st->status = WEXITSTATUS(wst);
-		st->exit_code = st->status;
-	} else if (WIFSIGNALED(wst)) {
-		st->reason = MOAT_REASON_SIGNALED;
-		st->signal = WTERMSIG(wst);
-		st->exit_code = 128 + st->signal;
-	}
 }
 
 static int pipe_pair(int *ret_r, int *ret_w)
@@ -926,102 +620,96 @@ void moat_test_stall(const char *stage)
 }
 #endif
 
-int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
-	     struct moat_error *ret_err)
+static struct moat_sandbox *sandbox_new(const struct moat_policy *p, struct moat_error *err)
 {
-	struct moat_run run = {.p = p,
-			       .st = ret_status,
-			       .err = ret_err,
-			       .pidfd = -1,
-			       .epfd = -1,
-			       .sigfd = -1,
-			       .timerfd = -1,
-			       .output_fd = -1,
-			       .upper_fd = -1,
-			       .pty_fd = -1,
-			       .notify_fd = -1,
-			       .notify_root_fd = -1,
-			       .tty_in = -1,
-			       .tty_out = -1,
-			       .uid_slot_fd = -1,
-			       .status_record = -1};
-	struct moat_run *r = &run;
-	sigset_t mask, oldmask;
-	int k;
-
-	memset(ret_status, 0, sizeof(*ret_status));
-	ret_status->reason = MOAT_REASON_SETUP_FAILED;
-	ret_status->exit_code = MOAT_EXIT_SETUP;
-	r->start_us = moat_now_us();
+	struct moat_sandbox *sbx = calloc(1, sizeof(*sbx));
+	if (!sbx)
+		return NULL;
+	struct moat_run *r = &sbx->r;
+	r->p = p;
+	r->st = &r->status;
+	r->err = err ? err : &r->errbuf;
+	r->pidfd = r->epfd = r->output_fd = r->upper_fd = r->ptmx_fd = r->notify_fd = -1;
+	r->notify_root_fd = r->uid_slot_fd = -1;
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		r->sb.premounted[i] = r->sb.user_fd[i] = -1;
 	r->sb.rootfs_fd = -1;
 	r->sb.setup_r = r->sb.setup_w = r->sb.go_r = r->sb.go_w = -1;
-	r->sb.status_r = r->sb.status_w = r->sb.sock_sup = r->sb.sock_child = -1;
+	r->sb.sock_sup = r->sb.sock_child = -1;
+	r->st->reason = MOAT_REASON_SETUP_FAILED;
+	r->st->exit_code = MOAT_EXIT_SETUP;
+	return sbx;
+}
 
-	if (!argv || !argv[0] || !argv[0][0])
-		return moat_error_set(ret_err, "usage", EINVAL, "no command given");
+/* Kills the sandbox's init (and so every process) and waits until it is gone. */
+static void kill_init(struct moat_run *r)
+{
+	if (r->pidfd >= 0 && !r->killed) {
+		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+		r->killed = true;
+		moat_proc_init_died(r);
+	}
+}
+
+/* Everything up to a ready sandbox (the init serves its control channel).
+ * argv: the start record's command (moat_run()), or NULL. SIGPIPE must be
+ * blocked or ignored by the caller. */
+int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
+			    struct moat_sandbox **ret, struct moat_error *ret_err)
+{
+	int k;
+	*ret = NULL;
+	struct moat_sandbox *sbx = sandbox_new(p, ret_err);
+	if (!sbx)
+		return moat_error_set(ret_err, "setup", ENOMEM, "out of memory");
+	struct moat_run *r = &sbx->r;
+	r->start_us = moat_now_us();
 	moat_test_stall_arm();
 	if ((k = moat_policy_validate(p, ret_err)) < 0)
-		return k;
-	if ((k = random_hex(r->run_id, 8)) < 0)
-		return moat_error_set(ret_err, "setup", -k, "no randomness for the run id");
-	memcpy(ret_status->run_id, r->run_id, sizeof(ret_status->run_id));
-	/* before anything is opened: no fd of moat may land on a closed 0..2 */
-	moat_stdio_claim(r);
+		goto fail;
+	if ((k = random_hex(r->run_id, 8)) < 0) {
+		k = moat_error_set(ret_err, "setup", -k, "no randomness for the run id");
+		goto fail;
+	}
+	memcpy(r->st->run_id, r->run_id, sizeof(r->st->run_id));
 
 	r->plan = malloc(sizeof(*r->plan));
 	if (!r->plan) {
-		run_free(r);
-		return -ENOMEM;
-	}
-	if ((k = moat_plan_build(p, r->plan)) < 0) {
-		run_free(r);
-		return moat_error_set(ret_err, "plan", -k,
-				      "the policy needs more setup steps than allowed");
-	}
-	if ((k = build_env(r)) < 0)
-		goto fail;
-
-	/* Terminal: the command never gets the host's terminal. */
-	bool any_tty = false;
-	for (int i = 0; i < 3; i++) {
-		r->sb.tty_fds[i] = isatty(i);
-		any_tty |= r->sb.tty_fds[i];
-	}
-	if (p->tty == MOAT_TTY_ALWAYS || (p->tty == MOAT_TTY_AUTO && any_tty)) {
-		r->sb.use_pty = true;
-		if (p->tty == MOAT_TTY_ALWAYS)
-			r->sb.tty_fds[0] = r->sb.tty_fds[1] = r->sb.tty_fds[2] = true;
-	} else if (any_tty) {
-		k = moat_error_set(
-			ret_err, "tty", ENOTTY,
-			"a standard stream is a terminal and --no-tty was given: redirect it "
-			"(the sandbox never receives the host's terminal)");
-		goto fail;
-	}
-
-	r->sb.p = p;
-	r->sb.plan = r->plan;
-	/* a heap copy: the init wipes moat's own argument area (see sandbox.c) */
-	r->argv_copy = calloc(MOAT_MAX_ARGS + 1, sizeof(char *));
-	if (!r->argv_copy) {
 		k = -ENOMEM;
 		goto fail;
 	}
-	for (unsigned i = 0; argv[i]; i++) {
-		if (i >= MOAT_MAX_ARGS) {
+	if ((k = moat_plan_build(p, r->plan)) < 0) {
+		k = moat_error_set(ret_err, "plan", -k,
+				   "the policy needs more setup steps than allowed");
+		goto fail;
+	}
+	if ((k = build_env(r)) < 0)
+		goto fail;
+	if (argv) {
+		unsigned n = 0;
+		while (argv[n])
+			n++;
+		if (n > MOAT_MAX_ARGS) {
 			k = moat_error_set(ret_err, "usage", E2BIG, "more than %d arguments",
 					   MOAT_MAX_ARGS);
 			goto fail;
 		}
-		if (!(r->argv_copy[i] = strdup(argv[i]))) {
+		if (!(r->argv_copy = calloc(n + 1, sizeof(char *)))) {
 			k = -ENOMEM;
 			goto fail;
 		}
+		for (unsigned i = 0; i < n; i++)
+			if (!(r->argv_copy[i] = strdup(argv[i]))) {
+				k = -ENOMEM;
+				goto fail;
+			}
 	}
-	r->sb.argv = r->argv_copy;
-	r->sb.envp = r->envp;
+
+	r->sb.p = p;
+	r->sb.plan = r->plan;
 	r->sb.ucount_inotify_instances = half_of_sysctl("/proc/sys/user/max_inotify_instances");
 	r->sb.ucount_inotify_watches = half_of_sysctl("/proc/sys/user/max_inotify_watches");
 	r->sb.supervisor_pid = getpid();
@@ -1050,8 +738,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 
 	int sp[2];
 	if ((k = pipe_pair(&r->sb.setup_r, &r->sb.setup_w)) < 0 ||
-	    (k = pipe_pair(&r->sb.go_r, &r->sb.go_w)) < 0 ||
-	    (k = pipe_pair(&r->sb.status_r, &r->sb.status_w)) < 0) {
+	    (k = pipe_pair(&r->sb.go_r, &r->sb.go_w)) < 0) {
 		k = moat_error_set(ret_err, "setup", -k, "cannot create pipes: %s", strerror(-k));
 		goto fail;
 	}
@@ -1062,35 +749,27 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	}
 	r->sb.sock_sup = sp[0];
 	r->sb.sock_child = sp[1];
-
-	/* Signals are taken through a signalfd; the sandbox's init resets its mask. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	sigaddset(&mask, SIGWINCH);
-	r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	/* SIGPIPE is blocked too (not read from the signalfd): a write to a
-	 * sandbox that died gives EPIPE; pending ones are dropped at the end. */
-	sigaddset(&mask, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &mask, &oldmask);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (p->timeout_ms || true)
-		r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (r->sigfd < 0 || r->epfd < 0 || r->timerfd < 0) {
+	if (r->epfd < 0) {
 		k = moat_error_set(ret_err, "setup", errno, "cannot create event fds: %s",
 				   strerror(errno));
-		goto fail_mask;
+		goto fail;
 	}
 
-	/* the relay pipes last: no helper forked before the clone holds them */
-	if ((k = moat_stdio_prepare(r)) < 0)
-		goto fail_mask;
+	/* The init resets its signal mask; meanwhile none of ours reaches it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
 	pid_t pid = clone_sandbox(r, &r->pidfd);
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		moat_sandbox_init(&r->sb);
+	}
+	int e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
-		int e = errno;
 		k = moat_error_set(
 			ret_err, "namespaces", e,
 			"cannot create the sandbox's namespaces (clone3 with user, mount, pid, "
@@ -1099,33 +778,16 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 			e == EPERM || e == ENOSPC
 				? " (are unprivileged user namespaces enabled? see `moat doctor`)"
 				: "");
-		goto fail_mask;
-	}
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		moat_sandbox_init(&r->sb);
+		goto fail;
 	}
 	r->init_pid = pid;
-	moat_stdio_after_clone(r);
 	moat_test_stall("cloned");
-	safe_close(r->sb.setup_w);
-	r->sb.setup_w = -1;
-	safe_close(r->sb.go_r);
-	r->sb.go_r = -1;
-	safe_close(r->sb.status_w);
-	r->sb.status_w = -1;
-	safe_close(r->sb.sock_child);
-	r->sb.sock_child = -1;
+	r->sb.setup_w = safe_close(r->sb.setup_w);
+	r->sb.go_r = safe_close(r->sb.go_r);
+	r->sb.sock_child = safe_close(r->sb.sock_child);
 
-	if ((k = write_maps(r)) < 0) {
-		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
-		waitid(P_PIDFD, (id_t)r->pidfd, NULL, WEXITED);
-		goto fail_mask;
-	}
-	if (p->timeout_ms)
-		arm_timer(r->timerfd, p->timeout_ms);
+	if ((k = write_maps(r)) < 0)
+		goto fail_kill;
 	moat_test_stall("child");
 	if (write(r->sb.go_w, "g", 1) != 1) {
 		k = moat_error_set(ret_err, "sync", errno, "the sandbox vanished during setup");
@@ -1145,79 +807,146 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 					   "the sandbox vanished during setup");
 		goto fail_kill;
 	}
-	safe_close(r->sb.go_w);
-	r->sb.go_w = -1;
+	r->sb.go_w = safe_close(r->sb.go_w);
 
 	k = wait_setup(r);
 	if (k < 0)
 		goto fail_kill;
+	r->sb.setup_r = safe_close(r->sb.setup_r);
 	moat_test_stall("started");
-
-	if (r->pty_fd >= 0) {
-		r->tty_in = r->sb.tty_fds[0] ? STDIN_FILENO : -1;
-		r->tty_out = r->sb.tty_fds[1] ? STDOUT_FILENO : STDERR_FILENO;
-		if (isatty(STDIN_FILENO)) {
-			struct termios raw;
-			r->saved_tty = malloc(sizeof(*r->saved_tty));
-			if (r->saved_tty && tcgetattr(STDIN_FILENO, r->saved_tty) == 0) {
-				raw = *r->saved_tty;
-				cfmakeraw(&raw);
-				if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0)
-					r->tty_raw = true;
-			}
-		}
-		tty_winsize(r);
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_PIDFD};
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->pidfd, &ev) < 0 ||
+	    (ev.data.u32 = MOAT_TAG_CTL, epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sb.sock_sup, &ev)) <
+		    0) {
+		k = moat_error_set(ret_err, "setup", errno, "epoll: %s", strerror(errno));
+		goto fail_kill;
 	}
-
-	k = event_loop(r);
-	siginfo_t si = {0};
-	waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED);
-	tty_restore(r);
-	int32_t rec;
-	if (read(r->sb.status_r, &rec, sizeof(rec)) == sizeof(rec))
-		fill_status_from_wait(r, rec);
-	else {
-		/* init itself was killed (timeout grace ran out, moat's SIGKILL) */
-		ret_status->reason = MOAT_REASON_SIGNALED;
-		ret_status->signal = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED
-			? si.si_status
-			: SIGKILL;
-		ret_status->exit_code = 128 + ret_status->signal;
-	}
-	if (r->timed_out) {
-		ret_status->reason = MOAT_REASON_TIMEOUT;
-		ret_status->exit_code = MOAT_EXIT_TIMEOUT;
-	}
-	struct rusage ru;
-	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
-		ret_status->cpu_user_us =
-			(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
-		ret_status->cpu_sys_us =
-			(uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
-		ret_status->mem_peak = (uint64_t)ru.ru_maxrss * 1024u;
-	}
-	ret_status->wall_us = moat_now_us() - r->start_us;
-	restore_mask(&oldmask);
-	k = moat_supervise_finish(r, k);
-	moat_supervise_teardown(r);
-	run_free(r);
-	return k;
+	if ((k = moat_supervise_register(r, r->epfd, MOAT_TAG_EXTRA)) < 0)
+		goto fail_kill;
+	r->ready = true;
+	r->err = &r->errbuf;
+	*ret = sbx;
+	return 0;
 
 fail_kill:
-	if (r->pidfd >= 0) {
-		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
-		waitid(P_PIDFD, (id_t)r->pidfd, NULL, WEXITED);
-	}
-	if (r->exec_errno) {
-		bool nf = r->exec_errno == ENOENT;
-		ret_status->reason = nf ? MOAT_REASON_NOT_FOUND : MOAT_REASON_CANNOT_EXEC;
-		ret_status->exit_code = nf ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC;
-	}
-fail_mask:
-	restore_mask(&oldmask);
+	kill_init(r);
 fail:
-	ret_status->wall_us = moat_now_us() - r->start_us;
+	r->st->wall_us = moat_now_us() - r->start_us;
 	moat_supervise_teardown(r);
 	run_free(r);
+	free(sbx);
 	return k < 0 ? k : -EIO;
+}
+
+int moat_sandbox_create(const struct moat_policy *p, struct moat_sandbox **ret,
+			struct moat_error *ret_err)
+{
+	return moat_sandbox_create_for(p, NULL, ret, ret_err);
+}
+
+const char *moat_sandbox_id(const struct moat_sandbox *sbx)
+{
+	return sbx->r.run_id;
+}
+
+int moat_sandbox_fd(const struct moat_sandbox *sbx)
+{
+	return sbx->r.epfd;
+}
+
+int moat_sandbox_poll(struct moat_run *r, int timeout_ms)
+{
+	struct epoll_event evs[16];
+	int n = epoll_wait(r->epfd, evs, (int)ELEMENTSOF(evs), timeout_ms);
+	if (n < 0)
+		return negerrno();
+	for (int i = 0; i < n; i++) {
+		uint32_t tag = evs[i].data.u32;
+		if (tag == MOAT_TAG_PIDFD) {
+			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pidfd, NULL);
+			moat_proc_init_died(r);
+		} else if (tag == MOAT_TAG_CTL)
+			moat_proc_on_ctl(r);
+		else if (tag >= MOAT_TAG_PROC_BASE)
+			moat_proc_dispatch(r, tag);
+		else
+			moat_supervise_dispatch(r, tag, evs[i].events);
+	}
+	return r->init_exited && !r->killed ? -ESRCH : 0;
+}
+
+int moat_sandbox_dispatch(struct moat_sandbox *sbx)
+{
+	int k = moat_sandbox_poll(&sbx->r, 0);
+	return k == -EINTR ? 0 : k;
+}
+
+int moat_sandbox_signal(struct moat_sandbox *sbx, int sig)
+{
+	struct moat_ctl_req rq = {.type = MOAT_CTL_SIGNAL_ALL, .sig = sig};
+	if (sig <= 0 || sig >= NSIG)
+		return -EINVAL;
+	return sbx->r.init_exited ? -ESRCH : moat_ctl_send(&sbx->r, &rq, NULL, 0);
+}
+
+/* Kills everything; the processes' output is drained. */
+void moat_sandbox_kill(struct moat_sandbox *sbx, int stop_fd)
+{
+	struct moat_run *r = &sbx->r;
+	kill_init(r);
+	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
+		if (r->procs[i] && !r->procs[i]->released)
+			moat_proc_drain(r->procs[i], stop_fd);
+}
+
+/* The end of a run: /output, the manifest, the exit record, then every
+ * temporary; *ret_status as `moat run` reports it (r->st filled). */
+int moat_sandbox_finish(struct moat_sandbox *sbx, int k, struct moat_status *ret_status)
+{
+	struct moat_run *r = &sbx->r;
+	r->st->wall_us = moat_now_us() - r->start_us;
+	k = moat_supervise_finish(r, k);
+	moat_supervise_teardown(r);
+	if (ret_status)
+		*ret_status = *r->st;
+	run_free(r);
+	free(sbx);
+	return k;
+}
+
+/* A sandbox whose first command could not run (moat_run()): gone without
+ * the end of a run (no exit record), as a failed setup. */
+void moat_sandbox_abort(struct moat_sandbox *sbx)
+{
+	struct moat_run *r = &sbx->r;
+	kill_init(r);
+	moat_supervise_teardown(r);
+	run_free(r);
+	free(sbx);
+}
+
+int moat_sandbox_destroy(struct moat_sandbox *sbx, struct moat_status *ret_status,
+			 struct moat_error *ret_err)
+{
+	if (!sbx)
+		return 0;
+	struct moat_run *r = &sbx->r;
+	moat_sandbox_kill(sbx, -1);
+	r->err = ret_err ? ret_err : &r->errbuf;
+	/* a session's status: how its last process ended */
+	struct moat_proc *last = NULL;
+	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
+		if (r->procs[i] && (!last || r->procs[i]->id > last->id))
+			last = r->procs[i];
+	r->st->reason = MOAT_REASON_EXITED;
+	r->st->exit_code = r->st->status = 0;
+	if (last) {
+		struct moat_proc_status ps;
+		moat_proc_status(last, &ps);
+		r->st->reason = ps.reason;
+		r->st->exit_code = ps.exit_code;
+		r->st->status = ps.status;
+		r->st->signal = ps.signal;
+	}
+	return moat_sandbox_finish(sbx, 0, ret_status);
 }

@@ -31,7 +31,6 @@
  *   stdin <- socket, device          read ahead (at most one pipe's worth)
  */
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -55,60 +54,30 @@
 #define RELAY_BUF (1u << 20) /* the COPY bounce buffer */
 #define RELAY_ROUNDS 16 /* calls per wake-up, then the loop serves others */
 
-/* The run whose relay fds a fork()ed helper must not keep (one run per
- * process at a time, as moat_run() is used). */
-static struct moat_stdio *forked_io;
-
-/* In every child the supervisor fork()s (the proxy worker, alert hooks, the
- * id-mapping helper): the relay's ends are closed at once. A helper holding
- * the stdin pipe's write end would keep the command from ever seeing EOF;
- * one holding an output pipe's read end would keep its SIGPIPE from it. (The
- * init is made by clone3, which runs no fork handlers: it closes them itself.) */
-static void close_in_child(void)
+void moat_stdio_claim(int placeholder[3])
 {
-	struct moat_stdio *io = forked_io;
-	if (!io)
-		return;
 	for (int i = 0; i < 3; i++) {
-		struct moat_relay *s = &io->s[i];
-		if (s->mode == MOAT_RELAY_NONE)
-			continue;
-		if (s->from > 2)
-			close(s->from);
-		if (s->to > 2)
-			close(s->to);
-		if (s->keep_r > 2)
-			close(s->keep_r);
-	}
-	forked_io = NULL;
-}
-
-void moat_stdio_claim(struct moat_run *r)
-{
-	static bool registered;
-	if (!registered && pthread_atfork(NULL, NULL, close_in_child) == 0)
-		registered = true;
-	forked_io = &r->io;
-	struct moat_stdio *io = &r->io;
-	for (int i = 0; i < 3; i++) {
-		io->placeholder[i] = -1;
-		io->s[i].from = io->s[i].to = io->s[i].keep_r = io->s[i].wait_fd = -1;
-	}
-	io->epfd = -1;
-	for (int i = 0; i < 3; i++)
-		r->sb.std_fd[i] = r->sb.std_sup[i] = -1;
-	for (int i = 0; i < 3; i++) {
+		placeholder[i] = -1;
 		if (fcntl(i, F_GETFD) >= 0 || errno != EBADF)
 			continue;
-		io->closed[i] = true;
 		/* lowest free fd: i, since 0..i-1 are open (or were just filled) */
 		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (fd >= 0 && fd != i) {
 			close(fd);
 			fd = -1;
 		}
-		io->placeholder[i] = fd;
+		placeholder[i] = fd;
 	}
+}
+
+void moat_stdio_init(struct moat_proc *pr)
+{
+	struct moat_stdio *io = &pr->io;
+	for (int i = 0; i < 3; i++) {
+		io->s[i].from = io->s[i].to = io->s[i].keep_r = io->s[i].wait_fd = -1;
+		pr->std_fd[i] = -1;
+	}
+	io->epfd = -1;
 }
 
 /* Same open file description (kcmp), or without kcmp the same file. */
@@ -129,18 +98,18 @@ static int relay_buf(struct moat_relay *s)
 	return 0;
 }
 
-static int prepare_output(struct moat_run *r, int i)
+static int prepare_output(struct moat_proc *pr, int i)
 {
-	struct moat_relay *s = &r->io.s[i];
+	struct moat_relay *s = &pr->io.s[i];
 	struct stat st;
 	int p[2];
-	if (fstat(i, &st) < 0)
+	if (fstat(pr->caller_fd[i], &st) < 0)
 		return negerrno();
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return negerrno();
 	s->output = true;
 	s->from = p[0];
-	r->sb.std_fd[i] = p[1];
+	pr->std_fd[i] = p[1];
 	(void)fcntl(s->from, F_SETFL, O_NONBLOCK);
 	/* best effort: a larger pipe means fewer wake-ups (the per-user pipe
 	 * allowance may refuse it; the default 64 KiB works too) */
@@ -149,7 +118,7 @@ static int prepare_output(struct moat_run *r, int i)
 			break;
 	/* a dup: the same description (nothing of it changes), but an epoll key
 	 * of our own (the pty relay may watch fd i too) */
-	if ((s->to = fcntl(i, F_DUPFD_CLOEXEC, 3)) < 0)
+	if ((s->to = fcntl(pr->caller_fd[i], F_DUPFD_CLOEXEC, 3)) < 0)
 		return negerrno();
 	s->is_pipe = S_ISFIFO(st.st_mode);
 	s->is_socket = S_ISSOCK(st.st_mode);
@@ -160,20 +129,20 @@ static int prepare_output(struct moat_run *r, int i)
 	return s->mode == MOAT_RELAY_COPY ? relay_buf(s) : 0;
 }
 
-static int prepare_input(struct moat_run *r)
+static int prepare_input(struct moat_proc *pr)
 {
-	struct moat_relay *s = &r->io.s[0];
+	struct moat_relay *s = &pr->io.s[0];
 	struct stat st;
 	int p[2];
-	if (fstat(0, &st) < 0)
+	if (fstat(pr->caller_fd[0], &st) < 0)
 		return negerrno();
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return negerrno();
 	s->to = p[1];
 	s->keep_r = p[0];
-	r->sb.std_fd[0] = p[0];
+	pr->std_fd[0] = p[0];
 	(void)fcntl(s->to, F_SETFL, O_NONBLOCK);
-	if ((s->from = fcntl(0, F_DUPFD_CLOEXEC, 3)) < 0)
+	if ((s->from = fcntl(pr->caller_fd[0], F_DUPFD_CLOEXEC, 3)) < 0)
 		return negerrno();
 	s->is_pipe = S_ISFIFO(st.st_mode);
 	s->is_socket = S_ISSOCK(st.st_mode);
@@ -184,7 +153,7 @@ static int prepare_input(struct moat_run *r)
 		s->mode = MOAT_RELAY_TEE;
 		return relay_buf(s);
 	}
-	if (S_ISREG(st.st_mode) && (s->start = lseek(0, 0, SEEK_CUR)) >= 0) {
+	if (S_ISREG(st.st_mode) && (s->start = lseek(pr->caller_fd[0], 0, SEEK_CUR)) >= 0) {
 		s->offset = s->start;
 		s->mode = MOAT_RELAY_FILE_IN;
 		return 0;
@@ -194,41 +163,38 @@ static int prepare_input(struct moat_run *r)
 	return relay_buf(s);
 }
 
-int moat_stdio_prepare(struct moat_run *r)
+int moat_stdio_prepare(struct moat_proc *pr)
 {
-	struct moat_stdio *io = &r->io;
+	struct moat_stdio *io = &pr->io;
 	int k = 0;
 	for (int i = 0; i < 3; i++)
-		r->sb.std_fd[i] = r->sb.std_sup[i] = -1;
+		pr->std_fd[i] = -1;
 	for (int i = 0; i < 3 && k >= 0; i++) {
-		if (io->closed[i] || (r->sb.use_pty && r->sb.tty_fds[i]))
+		if (pr->caller_fd[i] < 0 || (pr->tty_mask & (1u << i)))
 			continue;
-		if (i == 2 && io->s[1].mode != MOAT_RELAY_NONE && same_description(1, 2)) {
+		if (i == 2 && io->s[1].mode != MOAT_RELAY_NONE &&
+		    same_description(pr->caller_fd[1], pr->caller_fd[2])) {
 			/* 2>&1: one pipe, so the order between the two is kept */
-			r->sb.std_fd[2] = r->sb.std_fd[1];
+			pr->std_fd[2] = pr->std_fd[1];
 			continue;
 		}
-		k = i == 0 ? prepare_input(r) : prepare_output(r, i);
+		k = i == 0 ? prepare_input(pr) : prepare_output(pr, i);
 	}
 	if (k < 0)
-		return moat_error_set(r->err, "stdio", -k,
+		return moat_error_set(pr->r->err, "stdio", -k,
 				      "cannot create the pipes for the standard streams: %s",
 				      strerror(-k));
-	/* the init closes the supervisor's ends first thing */
-	r->sb.std_sup[0] = io->s[0].to;
-	r->sb.std_sup[1] = io->s[1].from;
-	r->sb.std_sup[2] = io->s[2].from;
 	return 0;
 }
 
-void moat_stdio_after_clone(struct moat_run *r)
+void moat_stdio_sent(struct moat_proc *pr)
 {
 	/* stdin's read end stays: FIONREAD tells what the command left unread */
 	for (int i = 1; i < 3; i++) {
-		if (r->sb.std_fd[i] >= 0 && (i == 1 || r->sb.std_fd[2] != r->sb.std_fd[1]))
-			close(r->sb.std_fd[i]);
+		if (pr->std_fd[i] >= 0 && (i == 1 || pr->std_fd[2] != pr->std_fd[1]))
+			close(pr->std_fd[i]);
 	}
-	r->sb.std_fd[1] = r->sb.std_fd[2] = -1;
+	pr->std_fd[1] = pr->std_fd[2] = -1;
 }
 
 /* ---- moving bytes ----------------------------------------------------------- */
@@ -271,11 +237,11 @@ static void relay_end(struct moat_stdio *io, unsigned i)
 		s->to = safe_close(s->to);
 }
 
-static void output_step(struct moat_run *r, unsigned i)
+static void output_step(struct moat_proc *pr, unsigned i)
 {
-	struct moat_stdio *io = &r->io;
+	struct moat_stdio *io = &pr->io;
 	struct moat_relay *s = &io->s[i];
-	uint64_t limit = r->p->max_output;
+	uint64_t limit = pr->r->p->max_output;
 	for (int round = 0; round < RELAY_ROUNDS && !s->done; round++) {
 		ssize_t n;
 		if (s->buf_off < s->buf_len) {
@@ -321,7 +287,7 @@ static void output_step(struct moat_run *r, unsigned i)
 				}
 				if (!io->limited) {
 					io->limited = true;
-					moat_supervise_event_limit(r, "stdio");
+					moat_supervise_event_limit(pr->r, "stdio");
 				}
 				{
 					relay_end(io, i);
@@ -401,9 +367,9 @@ static void discard(struct moat_relay *s, uint64_t len)
 	}
 }
 
-static void input_step(struct moat_run *r)
+static void input_step(struct moat_proc *pr)
 {
-	struct moat_stdio *io = &r->io;
+	struct moat_stdio *io = &pr->io;
 	struct moat_relay *s = &io->s[0];
 	for (int round = 0; round < RELAY_ROUNDS && !s->done; round++) {
 		ssize_t n;
@@ -506,32 +472,32 @@ static void input_step(struct moat_run *r)
 	}
 }
 
-void moat_stdio_dispatch(struct moat_run *r, unsigned stream)
+void moat_stdio_dispatch(struct moat_proc *pr, unsigned stream)
 {
-	if (stream >= 3 || r->io.s[stream].done || r->io.s[stream].mode == MOAT_RELAY_NONE)
+	if (stream >= 3 || pr->io.s[stream].done || pr->io.s[stream].mode == MOAT_RELAY_NONE)
 		return;
 	if (stream == 0)
-		input_step(r);
+		input_step(pr);
 	else
-		output_step(r, stream);
+		output_step(pr, stream);
 }
 
-int moat_stdio_register(struct moat_run *r, int epfd, uint32_t tag)
+int moat_stdio_register(struct moat_proc *pr, int epfd, uint32_t tag)
 {
-	r->io.epfd = epfd;
-	r->io.tag = tag;
+	pr->io.epfd = epfd;
+	pr->io.tag = tag;
 	for (unsigned i = 0; i < 3; i++)
-		moat_stdio_dispatch(r, i);
+		moat_stdio_dispatch(pr, i);
 	return 0;
 }
 
-void moat_stdio_stdin_finish(struct moat_run *r)
+void moat_stdio_stdin_finish(struct moat_proc *pr)
 {
-	struct moat_relay *s = &r->io.s[0];
+	struct moat_relay *s = &pr->io.s[0];
 	int unread = 0;
 	if (s->mode == MOAT_RELAY_NONE)
 		return;
-	relay_wait(&r->io, 0, -1, 0);
+	relay_wait(&pr->io, 0, -1, 0);
 	if (s->keep_r >= 0 && ioctl(s->keep_r, FIONREAD, &unread) < 0)
 		unread = 0;
 	uint64_t left = (uint64_t)unread + (s->buf_len - s->buf_off);
@@ -555,15 +521,15 @@ void moat_stdio_stdin_finish(struct moat_run *r)
 	s->keep_r = safe_close(s->keep_r);
 }
 
-unsigned moat_stdio_pending(struct moat_run *r, struct pollfd *pfd, unsigned *idx)
+unsigned moat_stdio_pending(struct moat_proc *pr, struct pollfd *pfd, unsigned *idx)
 {
 	unsigned n = 0;
 	for (unsigned i = 1; i < 3; i++) {
-		struct moat_relay *s = &r->io.s[i];
+		struct moat_relay *s = &pr->io.s[i];
 		if (s->mode == MOAT_RELAY_NONE || s->done)
 			continue;
 		if (s->wait_fd < 0)
-			relay_wait(&r->io, i, s->from, EPOLLIN);
+			relay_wait(&pr->io, i, s->from, EPOLLIN);
 		if (s->done)
 			continue;
 		pfd[n].fd = s->wait_fd;
@@ -574,10 +540,10 @@ unsigned moat_stdio_pending(struct moat_run *r, struct pollfd *pfd, unsigned *id
 	return n;
 }
 
-bool moat_stdio_waiting_input_only(struct moat_run *r)
+bool moat_stdio_waiting_input_only(struct moat_proc *pr)
 {
 	for (unsigned i = 1; i < 3; i++) {
-		struct moat_relay *s = &r->io.s[i];
+		struct moat_relay *s = &pr->io.s[i];
 		if (s->mode != MOAT_RELAY_NONE && !s->done &&
 		    (s->wait_ev == EPOLLOUT || s->buf_off < s->buf_len))
 			return false;
@@ -585,9 +551,9 @@ bool moat_stdio_waiting_input_only(struct moat_run *r)
 	return true;
 }
 
-void moat_stdio_free(struct moat_run *r)
+void moat_stdio_free(struct moat_proc *pr)
 {
-	struct moat_stdio *io = &r->io;
+	struct moat_stdio *io = &pr->io;
 	for (int i = 0; i < 3; i++) {
 		struct moat_relay *s = &io->s[i];
 		if (s->wait_fd >= 0 && io->epfd >= 0)
@@ -605,27 +571,25 @@ void moat_stdio_free(struct moat_run *r)
 	/* before clone (a failed setup): the sandbox's output ends; its stdin
 	 * end is keep_r, closed above */
 	for (int i = 1; i < 3; i++)
-		if (r->sb.std_fd[i] >= 0 && (i != 2 || r->sb.std_fd[2] != r->sb.std_fd[1]))
-			close(r->sb.std_fd[i]);
+		if (pr->std_fd[i] >= 0 && (i != 2 || pr->std_fd[2] != pr->std_fd[1]))
+			close(pr->std_fd[i]);
 	/* the /dev/null placeholders stay: nothing opened later (by moat's
 	 * caller) may become its stdout by accident */
 	for (int i = 0; i < 3; i++)
-		r->sb.std_fd[i] = -1;
-	if (forked_io == io)
-		forked_io = NULL;
+		pr->std_fd[i] = -1;
 }
 
-void moat_stdio_report(struct moat_run *r)
+void moat_stdio_report(struct moat_proc *pr)
 {
 	for (unsigned i = 1; i < 3; i++) {
-		const struct moat_relay *s = &r->io.s[i];
-		if (!s->err || r->st->stdio_error[0])
+		const struct moat_relay *s = &pr->io.s[i];
+		if (!s->err || pr->stdio_error[0])
 			continue;
-		snprintf(r->st->stdio_error, sizeof(r->st->stdio_error),
+		snprintf(pr->stdio_error, sizeof(pr->stdio_error),
 			 "cannot write the command's %s: %s (after %llu bytes; the rest was lost)",
 			 i == 1 ? "stdout" : "stderr", strerror(s->err),
 			 (unsigned long long)s->moved);
-		MOAT_AUDIT(moat_run_audit(r), MOAT_EV_LIMIT, MOAT_F_STR("what", "stdio"),
+		MOAT_AUDIT(moat_run_audit(pr->r), MOAT_EV_LIMIT, MOAT_F_STR("what", "stdio"),
 			   MOAT_F_STR("stream", i == 1 ? "stdout" : "stderr"),
 			   MOAT_F_STR("error", strerrorname_np(s->err)),
 			   MOAT_F_UINT("bytes", s->moved));

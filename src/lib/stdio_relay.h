@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct moat_run;
+struct moat_proc;
 
 enum moat_relay_mode {
 	MOAT_RELAY_NONE = 0, /* not relayed: on the pty, closed, or merged into stdout */
@@ -41,36 +41,42 @@ struct moat_relay {
 
 struct moat_stdio {
 	struct moat_relay s[3];
-	int placeholder[3]; /* /dev/null held over a 0..2 the caller had closed (left open) */
-	bool closed[3]; /* the caller's fd i was closed: the command's is closed too */
 	uint64_t total; /* stdout + stderr bytes relayed (limits.max_output) */
 	bool limited; /* max_output reached: the output pipes were closed */
 	int epfd;
 	uint32_t tag;
 };
 
+/* The functions below work on one process of a sandbox (run.h): its
+ * caller_fd[] (the caller's fds for 0..2, -1 = closed), tty_mask (streams on
+ * its terminal, not relayed here), std_fd[] (the sandbox's ends, sent with
+ * the exec request) and stdio_error. */
+
 /* After the last byte: a write to the caller's stdout/stderr that failed
  * (ENOSPC, EIO...: bytes the command wrote were lost) is recorded in
- * r->st->stdio_error and the audit log. A reader that went away (EPIPE) is
+ * pr->stdio_error and the audit log. A reader that went away (EPIPE) is
  * not an error, as without moat. */
-void moat_stdio_report(struct moat_run *r);
+void moat_stdio_report(struct moat_proc *pr);
 
-/* At the start of moat_run(), before anything is opened: notes which of 0..2
- * are closed and holds /dev/null there, so that no fd of moat lands on them. */
-void moat_stdio_claim(struct moat_run *r);
-/* Before clone: the relay pipes; fills r->sb.std_fd / std_sup. */
-int moat_stdio_prepare(struct moat_run *r);
-/* After clone (parent): closes the sandbox's ends of the pipes. */
-void moat_stdio_after_clone(struct moat_run *r);
+/* At the start of moat_run(), before anything is opened: holds /dev/null
+ * over each of 0..2 that is closed (placeholder[i], else -1), so that no fd
+ * of moat lands on them; the command's fd i is then closed too. */
+void moat_stdio_claim(int placeholder[3]);
+/* Empty relays (no fds). */
+void moat_stdio_init(struct moat_proc *pr);
+/* The relay pipes; fills pr->std_fd. */
+int moat_stdio_prepare(struct moat_proc *pr);
+/* After the exec request carried std_fd[]: closes the sandbox's ends. */
+void moat_stdio_sent(struct moat_proc *pr);
 /* Starts relaying; later readiness arrives as tag + stream index. */
-int moat_stdio_register(struct moat_run *r, int epfd, uint32_t tag);
-void moat_stdio_dispatch(struct moat_run *r, unsigned stream);
-/* After the init exited: the caller's stdin is left where the command
+int moat_stdio_register(struct moat_proc *pr, int epfd, uint32_t tag);
+void moat_stdio_dispatch(struct moat_proc *pr, unsigned stream);
+/* After the process exited: the caller's stdin is left where the command
  * stopped reading (consumed bytes only). */
-void moat_stdio_stdin_finish(struct moat_run *r);
+void moat_stdio_stdin_finish(struct moat_proc *pr);
 /* The output streams still relaying: fills pfd[] (at most 2) with what each
  * waits for, the stream index in idx[]. */
-unsigned moat_stdio_pending(struct moat_run *r, struct pollfd *pfd, unsigned *idx);
+unsigned moat_stdio_pending(struct moat_proc *pr, struct pollfd *pfd, unsigned *idx);
 /* true if every stream still relaying waits for input from the sandbox. */
-bool moat_stdio_waiting_input_only(struct moat_run *r);
-void moat_stdio_free(struct moat_run *r);
+bool moat_stdio_waiting_input_only(struct moat_proc *pr);
+void moat_stdio_free(struct moat_proc *pr);
