@@ -119,7 +119,7 @@ TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
 .PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
 all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
-	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked
+	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/testbin/lifecycle_probe
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -187,6 +187,11 @@ $(TO)/moat-nft.so: $(TEST_NFT_PIC_OBJS)
 $(TO)/plugins.checked: $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so scripts/check-plugin-syms.sh
 	scripts/check-plugin-syms.sh $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so
 	@touch $@
+
+# Programs the integration tests drive libmoat with (tests/integration/*_probe.c).
+$(O)/testbin/%: tests/integration/%.c $(LIBMOAT)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-write-strings $(LDFLAGS) -o $@ $< $(LIBMOAT) $(LIBS)
 
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
 	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)

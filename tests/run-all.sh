@@ -63,6 +63,7 @@ cp "$O/moat" "$O/moat-net.so" "$O/moat-nft.so" "$stage/bin/"
 mkdir -p "$stage/bin/test"
 cp "$O/test/moat-testing" "$O/test/moat-net.so" "$O/test/moat-nft.so" "$stage/bin/test/"
 [ -d "$O/probes" ] && cp -r "$O/probes" "$stage/probes"
+[ -d "$O/testbin" ] && cp -r "$O/testbin" "$stage/testbin"
 cp -r tests "$stage/tests"
 cp -r examples "$stage/examples" 2>/dev/null || true
 chmod -R a+rX "$stage"
@@ -96,7 +97,7 @@ for t in tests/integration/*.sh tests/redteam/*.sh; do
 		continue
 	fi
 	env_common=(MOAT="$stage/bin/moat" MOAT_TESTING_BIN="$stage/bin/test/moat-testing"
-		MOAT_TEST_DIR="$stage/tests" MOAT_PROBES="$stage/probes"
+		MOAT_TEST_DIR="$stage/tests" MOAT_PROBES="$stage/probes" MOAT_TESTBIN="$stage/testbin"
 		MOAT_SRC="$top" MOAT_TEST_STRICT="$strict")
 	if [ "$(id -u)" -eq 0 ]; then
 		run_suite "$name-root" env "${env_common[@]}" bash "$stage/$t"

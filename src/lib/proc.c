@@ -278,12 +278,12 @@ static int wait_started(struct moat_proc *pr, struct moat_error *err)
 int moat_sandbox_exec(struct moat_sandbox *sbx, const struct moat_exec *x, struct moat_proc **ret,
 		      struct moat_error *err)
 {
-	return moat_sandbox_exec_for(sbx, x, ret, err, NULL, NULL);
+	return moat_sandbox_exec_for(sbx, x, false, ret, err, NULL, NULL);
 }
 
 /* moat_sandbox_exec(); when the new process could not exec its command,
  * *ret_stage and *ret_errno say at which step and why (else 0). */
-int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x,
+int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, bool main_proc,
 			  struct moat_proc **ret, struct moat_error *err, int *ret_stage,
 			  int *ret_errno)
 {
@@ -313,6 +313,7 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x,
 	pr->id = ++r->next_id;
 	pr->timerfd = pr->pty_fd = pr->tty_in = pr->tty_out = -1;
 	pr->tty_mask = x->tty_mask;
+	pr->main = main_proc;
 	pr->timeout_ms = x->timeout_ms ? x->timeout_ms : r->p->timeout_ms;
 	pr->grace_ms = r->p->kill_grace_ms;
 	for (int i = 0; i < 3; i++)
@@ -445,17 +446,54 @@ static struct moat_proc *by_id(struct moat_run *r, uint32_t id)
 	return NULL;
 }
 
+static void arm_drain_deadline(struct moat_proc *pr);
+
 static void exited(struct moat_proc *pr, int status)
 {
 	pr->exited = true;
 	pr->wait_status = status;
 	pr->end_us = moat_now_us();
-	if (pr->timerfd >= 0 && !pr->timed_out) {
-		struct itimerspec off = {0};
-		timerfd_settime(pr->timerfd, 0, &off, NULL);
-	}
-	if (pr->released)
+	if (pr->released) {
 		moat_proc_free(pr);
+		return;
+	}
+	arm_drain_deadline(pr);
+}
+
+/* After the exit, driven by dispatch: the output is relayed until EOF, or
+ * for one more second if another process of the sandbox holds it open (as
+ * moat_proc_drain() waits; after a timeout the grace timer ends it). */
+static void arm_drain_deadline(struct moat_proc *pr)
+{
+	if (pr->timerfd >= 0 && !pr->timed_out && !pr->main)
+		arm_timer(pr->timerfd, 1000);
+}
+
+static bool outputs_idle(struct moat_proc *pr)
+{
+	for (int i = 1; i < 3; i++)
+		if (pr->io.s[i].mode != MOAT_RELAY_NONE && !pr->io.s[i].done)
+			return false;
+	return pr->pty_fd < 0 || pr->pty_done || pr->out_broken;
+}
+
+static void finalize(struct moat_proc *pr)
+{
+	if (pr->drained)
+		return;
+	moat_stdio_stdin_finish(pr);
+	moat_stdio_report(pr);
+	pr->drained = true;
+}
+
+/* After a pass of the event loop: processes whose output has ended. */
+void moat_proc_settle(struct moat_run *r)
+{
+	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++) {
+		struct moat_proc *pr = r->procs[i];
+		if (pr && pr->exited && !pr->drained && !pr->main && outputs_idle(pr))
+			finalize(pr);
+	}
 }
 
 void moat_proc_on_ctl(struct moat_run *r)
@@ -511,8 +549,13 @@ static void on_timer(struct moat_proc *pr)
 {
 	struct moat_run *r = pr->r;
 	uint64_t x;
-	if (read(pr->timerfd, &x, sizeof(x)) != sizeof(x) || pr->exited)
+	if (read(pr->timerfd, &x, sizeof(x)) != sizeof(x))
 		return;
+	if (pr->exited) {
+		if (!pr->main)
+			finalize(pr); /* the drain's deadline, or the grace after a timeout */
+		return;
+	}
 	struct moat_ctl_req rq = {.type = pr->main ? MOAT_CTL_SIGNAL_ALL : MOAT_CTL_SIGNAL,
 				  .id = pr->id,
 				  .flags = MOAT_CTL_GROUP};
@@ -683,8 +726,7 @@ void moat_proc_drain(struct moat_proc *pr, int stop_fd)
 			if (pfd[i].revents)
 				moat_stdio_dispatch(pr, idx[i]);
 	}
-	moat_stdio_report(pr);
-	pr->drained = true;
+	finalize(pr);
 }
 
 static void fill(const struct moat_proc *pr, struct moat_proc_status *st)

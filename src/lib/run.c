@@ -114,7 +114,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto out;
 	}
 
-	if ((k = moat_sandbox_create_for(p, argv, &sbx, ret_err)) < 0)
+	if ((k = moat_sandbox_create_for(p, argv, &sbx, ret_status, ret_err)) < 0)
 		goto out;
 	struct moat_run *r = &sbx->r;
 	memcpy(ret_status->run_id, r->run_id, sizeof(ret_status->run_id));
@@ -123,7 +123,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	for (int i = 0; i < 3; i++)
 		x.fd[i] = placeholder[i] >= 0 ? -1 : i;
 	int exec_stage = 0, exec_errno = 0;
-	k = moat_sandbox_exec_for(sbx, &x, &pr, ret_err, &exec_stage, &exec_errno);
+	k = moat_sandbox_exec_for(sbx, &x, true, &pr, ret_err, &exec_stage, &exec_errno);
 	if (k < 0) {
 		/* nothing ran: as a failed setup (no exit record), with the
 		 * shell's codes for a command that is missing or not executable */
@@ -140,7 +140,6 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		ret_status->wall_us = moat_now_us() - t0;
 		goto out;
 	}
-	pr->main = true;
 	if (pr->pty_fd >= 0 && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
 		struct termios t = saved;
 		cfmakeraw(&t);

@@ -133,6 +133,8 @@ enum {
 void moat_proc_dispatch(struct moat_run *r, uint32_t tag);
 void moat_proc_on_ctl(struct moat_run *r);
 void moat_proc_init_died(struct moat_run *r);
+/* after a pass of the loop: processes whose output ended are done */
+void moat_proc_settle(struct moat_run *r);
 /* Drains a process's output after it exited (and, for moat_run(), after the
  * sandbox was killed); stop_fd readable (or -1) ends the wait early. */
 void moat_proc_drain(struct moat_proc *pr, int stop_fd);
@@ -140,14 +142,16 @@ void moat_proc_free(struct moat_proc *pr);
 int moat_ctl_send(struct moat_run *r, const struct moat_ctl_req *rq, const int *fds, unsigned nfds);
 /* moat_run()'s SIGTERM: every process, SIGKILL after the grace. */
 void moat_proc_terminate(struct moat_proc *pr);
-/* moat_sandbox_exec(); when the new process could not exec its command,
+/* moat_sandbox_exec(); main_proc: moat_run()'s command (its limits act on
+ * the whole sandbox, moat_run() drains it); when the new process could not exec its command,
  * *ret_stage and *ret_errno (may be NULL) say at which step and why. */
-int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x,
+int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, bool main_proc,
 			  struct moat_proc **ret, struct moat_error *err, int *ret_stage,
 			  int *ret_errno);
 /* spawn.c: create with the start record's command (moat_run()) */
 int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
-			    struct moat_sandbox **ret, struct moat_error *ret_err);
+			    struct moat_sandbox **ret, struct moat_status *ret_status,
+			    struct moat_error *ret_err);
 /* kills every process and drains the processes' output */
 void moat_sandbox_kill(struct moat_sandbox *sbx, int stop_fd);
 /* the end of a run (output, manifest, exit record), then freed */

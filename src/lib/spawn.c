@@ -658,7 +658,8 @@ static void kill_init(struct moat_run *r)
  * argv: the start record's command (moat_run()), or NULL. SIGPIPE must be
  * blocked or ignored by the caller. */
 int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
-			    struct moat_sandbox **ret, struct moat_error *ret_err)
+			    struct moat_sandbox **ret, struct moat_status *ret_status,
+			    struct moat_error *ret_err)
 {
 	int k;
 	*ret = NULL;
@@ -833,6 +834,8 @@ fail_kill:
 fail:
 	r->st->wall_us = moat_now_us() - r->start_us;
 	moat_supervise_teardown(r);
+	if (ret_status)
+		*ret_status = *r->st; /* the run id, what the layers recorded */
 	run_free(r);
 	free(sbx);
 	return k < 0 ? k : -EIO;
@@ -841,7 +844,7 @@ fail:
 int moat_sandbox_create(const struct moat_policy *p, struct moat_sandbox **ret,
 			struct moat_error *ret_err)
 {
-	return moat_sandbox_create_for(p, NULL, ret, ret_err);
+	return moat_sandbox_create_for(p, NULL, ret, NULL, ret_err);
 }
 
 const char *moat_sandbox_id(const struct moat_sandbox *sbx)
@@ -872,6 +875,7 @@ int moat_sandbox_poll(struct moat_run *r, int timeout_ms)
 		else
 			moat_supervise_dispatch(r, tag, evs[i].events);
 	}
+	moat_proc_settle(r);
 	return r->init_exited && !r->killed ? -ESRCH : 0;
 }
 

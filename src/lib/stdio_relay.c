@@ -230,10 +230,13 @@ static void relay_end(struct moat_stdio *io, unsigned i)
 	relay_wait(io, i, -1, 0);
 	s->done = true;
 	/* output: closing our read end gives the command EPIPE/SIGPIPE on its
-	 * next write, as a reader that went away would; stdin: EOF */
-	if (s->output)
+	 * next write, as a reader that went away would; our copy of the
+	 * caller's fd goes too (its reader sees EOF once nobody else holds
+	 * it); stdin: EOF */
+	if (s->output) {
 		s->from = safe_close(s->from);
-	else
+		s->to = safe_close(s->to);
+	} else
 		s->to = safe_close(s->to);
 }
 
@@ -495,8 +498,8 @@ void moat_stdio_stdin_finish(struct moat_proc *pr)
 {
 	struct moat_relay *s = &pr->io.s[0];
 	int unread = 0;
-	if (s->mode == MOAT_RELAY_NONE)
-		return;
+	if (s->mode == MOAT_RELAY_NONE || (s->from < 0 && s->to < 0 && s->keep_r < 0))
+		return; /* none, or finished already */
 	relay_wait(&pr->io, 0, -1, 0);
 	if (s->keep_r >= 0 && ioctl(s->keep_r, FIONREAD, &unread) < 0)
 		unread = 0;

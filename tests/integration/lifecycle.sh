@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The lifecycle API (issue 14): sandboxes created, used by several processes
+# and destroyed through libmoat (tests/integration/lifecycle_probe.c, linked
+# against libmoat.a): two sandboxes in one process destroyed in either order,
+# concurrent processes with their own statuses, environment, working
+# directory, signals and time limits per process, one poll() loop driving
+# two sandboxes, destroy while processes run, and SIGKILL of the process
+# holding a sandbox: nothing of it survives.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+LC="${MOAT_TESTBIN:-$(dirname "$MOAT")/testbin}/lifecycle_probe"
+
+need_lc() { [ -x "$LC" ] || fail "the lifecycle probe $LC was not built"; }
+
+# The value after KEY on the probe's line starting with KEY.
+line() {
+	local l
+	l=$(grep -m1 -F -- "$1 " "$2" | grep -m1 -- "^$1 ") || true
+	echo "${l#"$1 "}"
+}
+
+t_two() {
+	need_lc
+	local order
+	for order in ab ba; do
+		"$LC" two "$order" >"out-$order" 2>"err-$order" || fail "probe: $(cat "err-$order")"
+		assert_eq "from-a exit 0" "$(line a-wrote "out-$order")" "$order: a wrote and read its file"
+		assert_eq "none exit 0" "$(line b-reads "out-$order")" "$order: b does not see a's file"
+		# b's /proc: its init, the sh, ls and grep; a's sleep is not there
+		assert_eq "4 exit 0" "$(line b-procs "out-$order")" "$order: b sees only its own processes"
+		assert_contains "$(line ids "out-$order")" differ "$order: two run ids"
+		local first second
+		first=$(grep '^destroyed' "out-$order" | head -1 | cut -d' ' -f2)
+		second=$(grep '^destroyed' "out-$order" | tail -1 | cut -d' ' -f2)
+		assert_eq "${order:0:1} ${order:1:1}" "$first $second" "destroyed in the order $order"
+	done
+}
+
+t_two_control() {
+	need_lc
+	# positive control for "b does not see a's file": in ONE sandbox the
+	# second process does see what the first wrote (the probe reads the same
+	# path in a's own sandbox through its 'concurrent' scenario's /tmp/go)
+	"$LC" concurrent >out 2>err || fail "probe: $(cat err)"
+	assert_eq "0" "$(line go out | sed 's/exit //')" "touch /tmp/go in the sandbox"
+	# the five processes waited for /tmp/go: they saw the file of another process
+	for i in 0 1 2 3 4; do
+		assert_eq "out p$i exit $((10 + i))" "$(line "proc $i" out)" "process $i: its output and status"
+	done
+}
+
+t_exec_options() {
+	need_lc
+	"$LC" concurrent >out 2>err || fail "probe: $(cat err)"
+	# env over the sandbox's, cwd, the policy's user
+	assert_eq "bar baz|/elsewhere|/tmp|agent exit 0" "$(line env out)" "env, cwd and user of one exec"
+	assert_eq "-2 exec" "$(line notfound out)" "a missing command: -ENOENT at the exec step"
+	assert_eq "exit 0" "$(line after out)" "the sandbox still works after a failed exec"
+	assert_eq "15 exit 143" "$(line signaled out)" "SIGTERM to one process"
+	assert_eq "reason timeout exit 124" "$(line timeout out)" "a per-exec time limit"
+}
+
+t_loop() {
+	need_lc
+	"$LC" loop >out 2>err || fail "probe: $(cat err)"
+	assert_eq "done 1 out first exit 0" "$(line "loop 0" out)" "sandbox a through poll + dispatch"
+	assert_eq "done 1 out second exit 7" "$(line "loop 1" out)" "sandbox b through poll + dispatch"
+}
+
+# The processes whose command line holds MARK (other than the probe itself).
+marked() { pgrep -f -- "$1" | grep -vx "${2:-0}" || true; }
+
+t_destroy_running() {
+	need_lc
+	local mark="moat-lc-destroy-$$-$RANDOM"
+	"$LC" destroy-running "$mark" >out 2>err || fail "probe: $(cat err)"
+	assert_contains "$(cat out)" running "the processes were started"
+	assert_contains "$(cat out)" "destroyed s" "destroy returned"
+	[ -z "$(marked "$mark")" ] || fail "processes survived destroy: $(marked "$mark")"
+}
+
+t_sigkill_holder() {
+	need_lc
+	local mark="moat-lc-hold-$$-$RANDOM" pid id left
+	"$LC" hold "$mark" >out 2>err &
+	pid=$!
+	for _ in $(seq 100); do grep -q '^ready' out && break; sleep 0.1; done
+	grep -q '^ready' out || { kill -9 "$pid"; fail "the holder never got ready: $(cat err)"; }
+	id=$(line ready out)
+	# positive control: the sandbox's processes are there before the kill
+	[ -n "$(marked "$mark" "$pid")" ] || { kill -9 "$pid"; fail "no process of the sandbox found"; }
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		left=$(marked "$mark" "$pid")
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	[ -z "$left" ] || fail "processes of the sandbox survived its holder's SIGKILL: $left"
+	"$MOAT" gc --quiet || fail "moat gc failed"
+	if grep -F "$id" /proc/self/mountinfo; then fail "mounts of $id left"; fi
+	if find /sys/fs/cgroup -maxdepth 6 -name "*$id*" 2>/dev/null | grep .; then
+		fail "a cgroup of $id is left after moat gc"
+	fi
+}
+
+run_test "two sandboxes in one process, destroyed in either order" t_two
+run_test "concurrent processes in one sandbox, each with its status" t_two_control
+run_test "exec: env, cwd, missing command, signal, time limit" t_exec_options
+run_test "one poll() loop drives two sandboxes" t_loop
+run_test "destroy while processes run leaves none" t_destroy_running
+run_test "SIGKILL of the holding process: every process of the sandbox dies" t_sigkill_holder
+t_done

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Drives libmoat's lifecycle API (create / exec / wait / signal / destroy)
+ * for tests/integration/lifecycle.sh. One scenario per run, named by argv[1];
+ * it prints what it observed, one "key value" a line, and the script checks
+ * it. Exits 0 when the scenario ran to its end, 1 on an API error (printed).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "moat/moat.h"
+
+static struct moat_policy *policy(void)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	const char *ws = getenv("LC_WORKSPACE");
+	if (!p)
+		exit(1);
+	if (ws && moat_policy_set_option(p, "--workspace", ws, &e) < 0) {
+		fprintf(stderr, "policy: %s\n", e.message);
+		exit(1);
+	}
+	return p;
+}
+
+static struct moat_sandbox *create(const struct moat_policy *p)
+{
+	struct moat_sandbox *sb;
+	struct moat_error e = {0};
+	if (moat_sandbox_create(p, &sb, &e) < 0) {
+		fprintf(stderr, "create: %s: %s\n", e.stage, e.message);
+		exit(1);
+	}
+	return sb;
+}
+
+/* Runs argv with stdout into a pipe; returns the process, *ret_out the pipe. */
+static struct moat_proc *start(struct moat_sandbox *sb, char *const *argv, char *const *env,
+			       const char *cwd, int *ret_out)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		exit(1);
+	struct moat_exec x = {.argv = argv, .env = env, .cwd = cwd, .fd = {-1, p[1], 2}};
+	struct moat_proc *pr;
+	struct moat_error e = {0};
+	int k = moat_sandbox_exec(sb, &x, &pr, &e);
+	close(p[1]);
+	if (k < 0) {
+		fprintf(stderr, "exec %s: %s: %s\n", argv[0], e.stage, e.message);
+		exit(1);
+	}
+	if (ret_out)
+		*ret_out = p[0];
+	else
+		close(p[0]);
+	return pr;
+}
+
+static void read_all(int fd, char *buf, size_t size)
+{
+	size_t off = 0;
+	ssize_t n;
+	while (off + 1 < size && (n = read(fd, buf + off, size - 1 - off)) > 0)
+		off += (size_t)n;
+	buf[off] = '\0';
+	while (off && buf[off - 1] == '\n')
+		buf[--off] = '\0';
+	close(fd);
+}
+
+static int wait_code(struct moat_proc *pr)
+{
+	struct moat_proc_status st;
+	if (moat_proc_wait(pr, &st) < 0)
+		exit(1);
+	return st.exit_code;
+}
+
+static void destroy(struct moat_sandbox *sb, const char *name)
+{
+	struct moat_status st;
+	struct moat_error e = {0};
+	if (moat_sandbox_destroy(sb, &st, &e) < 0) {
+		fprintf(stderr, "destroy: %s\n", e.message);
+		exit(1);
+	}
+	printf("destroyed %s %s\n", name, st.run_id);
+}
+
+/* Two sandboxes in one process: each sees only its own files and
+ * processes; destroyed in the order given (ab or ba). */
+static int two(const char *order)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *a = create(p), *b = create(p);
+	char buf[256];
+	int fd;
+	char *const wa[] = {"sh", "-c", "echo from-a >/tmp/mine; cat /tmp/mine", NULL};
+	char *const rb[] = {"sh", "-c", "cat /tmp/mine 2>/dev/null || echo none", NULL};
+	char *const ps[] = {"sh", "-c", "ls /proc | grep -c '^[0-9]'", NULL};
+	struct moat_proc *pa = start(a, wa, NULL, NULL, &fd);
+	int code = wait_code(pa);
+	read_all(fd, buf, sizeof(buf));
+	printf("a-wrote %s exit %d\n", buf, code);
+	struct moat_proc *pb = start(b, rb, NULL, NULL, &fd);
+	code = wait_code(pb);
+	read_all(fd, buf, sizeof(buf));
+	printf("b-reads %s exit %d\n", buf, code);
+	/* a long process in a: b's /proc shows init and its own two only */
+	char *const sl[] = {"sleep", "30", NULL};
+	struct moat_proc *long_a = start(a, sl, NULL, NULL, NULL);
+	struct moat_proc *pc = start(b, ps, NULL, NULL, &fd);
+	code = wait_code(pc);
+	read_all(fd, buf, sizeof(buf));
+	printf("b-procs %s exit %d\n", buf, code);
+	printf("ids %s %s %s\n", moat_sandbox_id(a), moat_sandbox_id(b),
+	       strcmp(moat_sandbox_id(a), moat_sandbox_id(b)) ? "differ" : "same");
+	(void)long_a;
+	if (strcmp(order, "ba") == 0) {
+		destroy(b, "b");
+		destroy(a, "a");
+	} else {
+		destroy(a, "a");
+		destroy(b, "b");
+	}
+	moat_policy_free(p);
+	return 0;
+}
+
+/* Several processes at once in one sandbox, each with its own status, and
+ * the environment and working directory of one exec. */
+static int concurrent(void)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *sb = create(p);
+	struct moat_proc *pr[5];
+	int fd[5];
+	char excode[5][8], script[5][160];
+	for (int i = 0; i < 5; i++) {
+		snprintf(excode[i], sizeof(excode[i]), "%d", 10 + i);
+		/* each waits for a file the last one creates: they overlap */
+		snprintf(
+			script[i], sizeof(script[i]),
+			"i=0; while [ ! -e /tmp/go ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
+			"echo p%d; exit %s",
+			i, excode[i]);
+		char *const argv[] = {"sh", "-c", script[i], NULL};
+		pr[i] = start(sb, argv, NULL, NULL, &fd[i]);
+	}
+	char *const go[] = {"touch", "/tmp/go", NULL};
+	printf("go exit %d\n", wait_code(start(sb, go, NULL, NULL, NULL)));
+	for (int i = 4; i >= 0; i--) {
+		char buf[64];
+		int code = wait_code(pr[i]);
+		read_all(fd[i], buf, sizeof(buf));
+		printf("proc %d out %s exit %d\n", i, buf, code);
+	}
+	char *const env[] = {"LC_FOO=bar baz", "HOME=/elsewhere", NULL};
+	char *const show[] = {"sh", "-c", "echo \"$LC_FOO|$HOME|$(pwd)|$USER\"", NULL};
+	int efd;
+	struct moat_proc *pe = start(sb, show, env, "/tmp", &efd);
+	char buf[256];
+	int ecode = wait_code(pe);
+	read_all(efd, buf, sizeof(buf));
+	printf("env %s exit %d\n", buf, ecode);
+	/* not found: an error, and the sandbox still works */
+	char *const nf[] = {"no-such-command-here", NULL};
+	struct moat_exec x = {.argv = nf, .fd = {-1, -1, -1}};
+	struct moat_proc *dummy;
+	struct moat_error e = {0};
+	int k = moat_sandbox_exec(sb, &x, &dummy, &e);
+	printf("notfound %d %s\n", k, e.stage);
+	char *const t[] = {"true", NULL};
+	printf("after exit %d\n", wait_code(start(sb, t, NULL, NULL, NULL)));
+	/* a signal to one process */
+	char *const sl[] = {"sleep", "30", NULL};
+	struct moat_proc *ps = start(sb, sl, NULL, NULL, NULL);
+	moat_proc_signal(ps, SIGTERM);
+	struct moat_proc_status st;
+	moat_proc_wait(ps, &st);
+	printf("signaled %d exit %d\n", st.signal, st.exit_code);
+	/* a per-exec time limit */
+	struct moat_exec tx = {.argv = sl, .fd = {-1, -1, -1}, .timeout_ms = 200};
+	struct moat_proc *pt;
+	if (moat_sandbox_exec(sb, &tx, &pt, &e) < 0)
+		return 1;
+	moat_proc_wait(pt, &st);
+	printf("timeout reason %s exit %d\n", moat_reason_name(st.reason), st.exit_code);
+	destroy(sb, "s");
+	moat_policy_free(p);
+	return 0;
+}
+
+/* Driven from one poll() loop: two sandboxes, their processes' end and
+ * output seen through moat_sandbox_fd + moat_sandbox_dispatch only. */
+static int loop(void)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *sb[2] = {create(p), create(p)};
+	struct moat_proc *pr[2];
+	int fd[2];
+	char out[2][64];
+	for (int i = 0; i < 2; i++) {
+		char *const argv[] = {"sh", "-c",
+				      i ? "sleep 0.3; echo second; exit 7" : "echo first", NULL};
+		pr[i] = start(sb[i], argv, NULL, NULL, &fd[i]);
+	}
+	unsigned rounds = 0;
+	while (!(moat_proc_done(pr[0]) && moat_proc_done(pr[1])) && rounds < 10000) {
+		struct pollfd pf[2] = {{.fd = moat_sandbox_fd(sb[0]), .events = POLLIN},
+				       {.fd = moat_sandbox_fd(sb[1]), .events = POLLIN}};
+		if (poll(pf, 2, 5000) <= 0)
+			break;
+		rounds++;
+		for (int i = 0; i < 2; i++)
+			if (pf[i].revents && moat_sandbox_dispatch(sb[i]) < 0)
+				return 1;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct moat_proc_status st;
+		int k = moat_proc_status(pr[i], &st);
+		read_all(fd[i], out[i], sizeof(out[i]));
+		printf("loop %d done %d out %s exit %d\n", i, k == 0, out[i],
+		       k == 0 ? st.exit_code : -1);
+	}
+	destroy(sb[1], "b");
+	destroy(sb[0], "a");
+	moat_policy_free(p);
+	return 0;
+}
+
+/* destroy while processes run (a background one and a foreground one). */
+static int destroy_running(char *marker)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *sb = create(p);
+	char *const bg[] = {"sh", "-c", "sleep 300 & sleep 300; :", marker, NULL};
+	char *const fg[] = {"sh", "-c", "sleep 300", marker, NULL};
+	start(sb, bg, NULL, NULL, NULL);
+	start(sb, fg, NULL, NULL, NULL);
+	printf("running\n");
+	fflush(stdout);
+	destroy(sb, "s");
+	moat_policy_free(p);
+	return 0;
+}
+
+/* The holder is SIGKILLed by the script once it printed "ready". */
+static _Noreturn void hold(char *marker)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *sb = create(p);
+	char *const cmd[] = {"sh", "-c", "sleep 300 & exec sleep 300", marker, NULL};
+	start(sb, cmd, NULL, NULL, NULL);
+	printf("ready %s\n", moat_sandbox_id(sb));
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 3 && strcmp(argv[1], "two") == 0)
+		return two(argv[2]);
+	if (argc >= 2 && strcmp(argv[1], "concurrent") == 0)
+		return concurrent();
+	if (argc >= 2 && strcmp(argv[1], "loop") == 0)
+		return loop();
+	if (argc >= 3 && strcmp(argv[1], "destroy-running") == 0)
+		return destroy_running(argv[2]);
+	if (argc >= 3 && strcmp(argv[1], "hold") == 0)
+		hold(argv[2]);
+	fprintf(stderr,
+		"usage: lifecycle_probe two ab|ba | concurrent | loop | "
+		"destroy-running MARK | hold MARK\n");
+	return 2;
+}
