@@ -60,35 +60,22 @@ static int add(struct moat_plan *pl, struct moat_step s)
 	return 0;
 }
 
-/* sysroot-prefixed path in static per-plan storage is avoided: bind steps
- * whose source is under --rootfs carry the rootfs in `src` via a small arena. */
-struct arena {
-	char buf[16384];
-	size_t used;
-};
-
-static const char *arena_join(struct arena *a, const char *x, const char *y)
+/* Bind steps whose source is under --rootfs carry the joined path in the
+ * plan's own arena (each plan owns its strings: two sandboxes in one process
+ * have two plans). */
+static const char *arena_join(struct moat_plan *pl, const char *x, const char *y)
 {
-	int n = snprintf(a->buf + a->used, sizeof(a->buf) - a->used, "%s%s", x, y);
-	if (n < 0 || (size_t)n >= sizeof(a->buf) - a->used)
+	size_t room = sizeof(pl->arena) - pl->arena_used;
+	int n = snprintf(pl->arena + pl->arena_used, room, "%s%s", x, y);
+	if (n < 0 || (size_t)n >= room)
 		return NULL;
-	const char *r = a->buf + a->used;
-	a->used += (size_t)n + 1;
+	const char *r = pl->arena + pl->arena_used;
+	pl->arena_used += (size_t)n + 1;
 	return r;
-}
-
-static struct arena *plan_arena(struct moat_plan *pl)
-{
-	/* The arena lives in a static buffer per process: plans are built once
-	 * per run in the supervisor, never concurrently. */
-	static struct arena a;
-	(void)pl;
-	return &a;
 }
 
 int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 {
-	struct arena *ar = plan_arena(pl);
 	const char *sys = p->rootfs ? p->rootfs : "";
 	/* sources below --rootfs are resolved beneath it, never through a symlink */
 	const unsigned sysf = *sys ? MOAT_STEPF_SYSROOT : 0;
@@ -96,7 +83,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	int r = 0;
 
 	memset(pl, 0, sizeof(*pl));
-	ar->used = 0;
+	pl->arena_used = 0;
 	pl->sysroot = sys;
 	snprintf(home, sizeof(home), "/home/%s", p->user);
 
@@ -105,7 +92,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		if ((r = add(pl, (struct moat_step){__VA_ARGS__})) < 0) \
 			return r; \
 	} while (0)
-#define SYS(path) (*sys ? arena_join(ar, sys, path) : (path))
+#define SYS(path) (*sys ? arena_join(pl, sys, path) : (path))
 
 	for (size_t i = 0; i < ELEMENTSOF(system_dirs); i++)
 		ADD(.op = MOAT_STEP_BIND, .src = SYS(system_dirs[i]), .dest = system_dirs[i],
@@ -151,8 +138,8 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	ADD(.op = MOAT_STEP_FILE, .dest = "/etc/nsswitch.conf", .data = pl->nsswitch,
 	    .data_len = strlen(pl->nsswitch), .mode = 0644);
 	for (size_t i = 0; i < ELEMENTSOF(etc_allow); i++) {
-		const char *dest = arena_join(ar, "/etc/", etc_allow[i]);
-		const char *src = *sys ? arena_join(ar, sys, dest) : dest;
+		const char *dest = arena_join(pl, "/etc/", etc_allow[i]);
+		const char *src = *sys ? arena_join(pl, sys, dest) : dest;
 		if (!dest || !src)
 			return -E2BIG;
 		/* small files are copied into the /etc tmpfs: a mount each would
@@ -188,7 +175,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	ADD(.op = MOAT_STEP_MKDIR, .dest = "/var", .mode = 0755);
 	ADD(.op = MOAT_STEP_SYMLINK, .src = "/tmp", .dest = "/var/tmp");
 	ADD(.op = MOAT_STEP_MKDIR, .dest = "/home", .mode = 0755);
-	const char *home_dest = arena_join(ar, home, "");
+	const char *home_dest = arena_join(pl, home, "");
 	if (!home_dest)
 		return -E2BIG;
 	ADD(.op = MOAT_STEP_TMPFS, .dest = home_dest, .size = p->disk, .mode = 0700,

@@ -61,6 +61,9 @@ struct moat_plan {
 	char passwd[512], group[256], hosts[256], hostname[80], resolv[128], nsswitch[256];
 	const char *sysroot; /* "" for the host, else the --rootfs path */
 	char cwd[MOAT_MAX_PATH];
+	/* strings the steps point to (sources joined below --rootfs) */
+	char arena[16384];
+	size_t arena_used;
 };
 
 /* Build the plan for p. Pure: touches no file. Returns -E2BIG if the policy

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/backend.h"
 #include "lib/ctl.h"
 #include "lib/limits.h"
 #include "lib/sandbox.h"
@@ -67,6 +68,7 @@ struct moat_run {
 	char **argv_copy;
 	struct moat_shared_filter *shared_filter;
 
+	const struct moat_backend_ops *backend; /* backend.h */
 	pid_t init_pid;
 	/* supervise_limits.c: how the init reaches its cgroups */
 	bool self_attached; /* the init writes "0" to the v1 groups' tasks files */

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "lib/audit.h"
+#include "lib/backend.h"
 #include "lib/errors.h"
 #include "lib/paths.h"
 #include "lib/restrict.h"
@@ -122,8 +123,6 @@ static int build_env(struct moat_run *r)
 	return moat_supervise_env(r, env_push);
 }
 
-/* ---- identity --------------------------------------------------------------- */
-
 /* Root mode: every concurrent sandbox gets its own unprivileged host uid,
  * held by a lock for the run's lifetime. */
 static int alloc_uid_slot(struct moat_run *r)
@@ -157,386 +156,6 @@ static int alloc_uid_slot(struct moat_run *r)
 			      ROOT_UID_SLOTS);
 }
 
-static int write_file(pid_t pid, const char *name, const char *data)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return negerrno();
-	ssize_t n = write(fd, data, strlen(data));
-	int e = n < 0 ? errno : 0;
-	close(fd);
-	if (n < 0)
-		return -e;
-	return (size_t)n == strlen(data) ? 0 : -EIO;
-}
-
-static int write_maps(struct moat_run *r)
-{
-	char map[64];
-	int k;
-	if ((k = write_file(r->init_pid, "setgroups", "deny")) < 0)
-		return moat_error_set(r->err, "identity", -k, "cannot deny setgroups: %s",
-				      strerror(-k));
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)r->p->uid, (unsigned)r->sb.host_uid);
-	if ((k = write_file(r->init_pid, "uid_map", map)) < 0)
-		return moat_error_set(r->err, "identity", -k,
-				      "cannot write uid_map (%u -> host %u): %s",
-				      (unsigned)r->p->uid, (unsigned)r->sb.host_uid, strerror(-k));
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)r->p->gid, (unsigned)r->sb.host_gid);
-	if ((k = write_file(r->init_pid, "gid_map", map)) < 0)
-		return moat_error_set(r->err, "identity", -k,
-				      "cannot write gid_map (%u -> host %u): %s",
-				      (unsigned)r->p->gid, (unsigned)r->sb.host_gid, strerror(-k));
-	return 0;
-}
-
-/* Root mode: the sandbox's uid is an unprivileged host uid that owns nothing,
- * so the user's own directories are bound through idmapped mounts in which
- * their owner appears as the sandbox user (and the sandbox's writes land as
- * that owner). Needs CAP_SYS_ADMIN in the initial namespace, so the
- * supervisor prepares these detached mounts before clone. */
-static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_fd)
-{
-	int pfd[2];
-	char map[64], path[64];
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return negerrno();
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return negerrno();
-	}
-	if (pid == 0) {
-		char c;
-		/* only its end of the pipe: none of the supervisor's descriptors */
-		if (dup2(pfd[0], 0) < 0 || syscall(SYS_close_range, 1u, ~0u, 0u) < 0)
-			_exit(1);
-		pfd[0] = 0;
-		if (unshare(CLONE_NEWUSER) < 0)
-			_exit(1);
-		/* wait until the parent has opened our namespace, then leave */
-		(void)!read(pfd[0], &c, 1);
-		_exit(0);
-	}
-	close(pfd[0]);
-	int k = 0;
-	/* the child unshares asynchronously: wait until its ns differs from ours */
-	for (int tries = 0; tries < 1000; tries++) {
-		struct stat a, b;
-		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-		if (stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 &&
-		    a.st_ino != b.st_ino)
-			break;
-		usleep(50);
-	}
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner, (unsigned)r->sb.host_uid);
-	if ((k = write_file(pid, "uid_map", map)) >= 0) {
-		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)group, (unsigned)r->sb.host_gid);
-		k = write_file(pid, "gid_map", map);
-	}
-	if (k >= 0) {
-		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-		*ret_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (*ret_fd < 0)
-			k = negerrno();
-	}
-	close(pfd[1]);
-	waitpid(pid, NULL, 0);
-	return k;
-}
-
-/* The option a plan step comes from, for messages. */
-static const char *step_option(const struct moat_run *r, const struct moat_step *s)
-{
-	if (s->flags & MOAT_STEPF_WORKSPACE)
-		return "--workspace";
-	if (r->p->input && streq(s->dest, "/data") && streq(s->src, r->p->input))
-		return "--input";
-	return s->flags & MOAT_STEPF_RO ? "--ro" : "--rw";
-}
-
-/* The error stage for a failed resolution of a path the user named: "usage"
- * (exit 2, nothing started) if it does not exist or is not a directory where
- * one is needed, "mount" (exit 125) for anything else, such as a refused
- * symlink (ELOOP) or a permission error. */
-static const char *missing_stage(int k)
-{
-	return k == -ENOENT || k == -ENOTDIR ? "usage" : "mount";
-}
-
-/* moat's own state (the run records gc and ps read, the logs, manifests and
- * held-back changes that log, diff and apply read) must not be writable in the
- * sandbox: a record planted there would make a later `moat gc` remove, or
- * `moat apply` write, wherever it names. A writable bind (rw workspace, --rw)
- * that holds a state directory, or lies inside one, is refused. */
-static int check_state_dirs(struct moat_run *r, const char *opt, const char *src, int fd,
-			    const char *resolved)
-{
-	char live[MOAT_STATE_PATH];
-	_cleanup_free_ char *runs = NULL;
-	const char *dirs[2] = {NULL, NULL};
-	if (moat_runs_dir(&runs) >= 0)
-		dirs[0] = runs;
-	if (moat_state_default_dir(live, sizeof(live)) >= 0)
-		dirs[1] = live;
-	for (unsigned j = 0; j < ELEMENTSOF(dirs); j++) {
-		if (!dirs[j])
-			continue;
-		int k = moat_path_overlaps(fd, resolved, dirs[j]);
-		if (k < 0)
-			return moat_error_set(
-				r->err, "mount", -k,
-				"%s %s: cannot compare it with moat's state directory "
-				"%s: %s",
-				opt, src, dirs[j], strerror(-k));
-		if (k > 0)
-			return moat_error_set(
-				r->err, "mount", EPERM,
-				"%s %s: holds or lies in moat's state directory %s, which cannot "
-				"be writable in the sandbox (a record planted there would direct "
-				"a later moat gc or apply); use an overlay workspace, a narrower "
-				"directory, or another XDG_STATE_HOME",
-				opt, src, dirs[j]);
-	}
-	return 0;
-}
-
-/* Every host path the user named, resolved once (paths.h) and held as an fd
- * before anything else touches it: the bind sources (workspace, --input,
- * --ro, --rw), --rootfs and every source below it, and --json-status (checked
- * here so that a refused one stops the run before it starts). */
-static int resolve_user_paths(struct moat_run *r)
-{
-	const struct moat_plan *pl = r->plan;
-	struct moat_path_info *why = malloc(sizeof(*why));
-	int k = 0;
-	if (!why)
-		return -ENOMEM;
-	if (pl->sysroot && *pl->sysroot) {
-		r->sb.rootfs_fd = k = moat_path_open(pl->sysroot, MOAT_PATH_DIR, 0, why);
-		if (k < 0) {
-			k = moat_path_error(r->err, missing_stage(k), "--rootfs", pl->sysroot, k,
-					    why);
-			goto out;
-		}
-		if (!(r->sb.rootfs_path = strdup(why->resolved))) {
-			k = -ENOMEM;
-			goto out;
-		}
-	}
-	for (unsigned i = 0; i < pl->n_steps; i++) {
-		const struct moat_step *s = &pl->steps[i];
-		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) || !s->src)
-			continue;
-		if (s->flags & MOAT_STEPF_SYSROOT) {
-			/* inside --rootfs: no symlink on the way to what is mounted */
-			_cleanup_close_ int fd =
-				moat_sandbox_open_source(s, NULL, r->sb.rootfs_fd, pl->sysroot);
-			if (fd == -ENOENT && (s->flags & MOAT_STEPF_OPTIONAL))
-				continue;
-			if (fd < 0) {
-				k = moat_error_set(
-					r->err, "mount", -fd, "--rootfs %s: cannot open %s%s: %s",
-					pl->sysroot, s->src + strlen(pl->sysroot),
-					fd == -ELOOP ? " (a symlink on the way: moat mounts only "
-						       "real directories of the tree)"
-						     : "",
-					strerror(-fd));
-				goto out;
-			}
-			continue;
-		}
-		if (!(s->flags & MOAT_STEPF_USER))
-			continue;
-		char opt[64];
-		snprintf(opt, sizeof(opt), "mount step failed (plan step %u): %s", i + 1,
-			 step_option(r, s));
-		k = moat_path_open(s->src, (s->flags & MOAT_STEPF_WORKSPACE) ? MOAT_PATH_DIR : 0, 0,
-				   why);
-		if (k < 0) {
-			/* a path that is not there is the user's mistake (exit 2);
-			 * one refused for safety (a symlink) stays a setup failure */
-			k = moat_path_error(r->err, missing_stage(k),
-					    k == -ENOENT || k == -ENOTDIR ? step_option(r, s) : opt,
-					    s->src, k, why);
-			goto out;
-		}
-		r->sb.user_fd[i] = k;
-		/* A writable bind of / or of /usr or /var (where a root-owned
-		 * symlink is trusted) would let the sandbox plant trusted links */
-		if ((s->flags & MOAT_STEPF_WRITABLE) &&
-		    (streq(why->resolved, "/") || streq(why->resolved, "/usr") ||
-		     streq(why->resolved, "/var"))) {
-			k = moat_error_set(r->err, "mount", EPERM,
-					   "%s %s: %s cannot be writable in the sandbox (moat "
-					   "trusts root's symlinks directly in it)",
-					   opt, s->src, why->resolved);
-			goto out;
-		}
-		if (s->op == MOAT_STEP_BIND && (s->flags & MOAT_STEPF_WRITABLE) &&
-		    (k = check_state_dirs(r, opt, s->src, r->sb.user_fd[i], why->resolved)) < 0)
-			goto out;
-		if (!(r->sb.user_path[i] = strdup(why->resolved))) {
-			k = -ENOMEM;
-			goto out;
-		}
-	}
-	const char *status = moat_policy_status_path(r->p);
-	if (status && (k = moat_path_check_writable(status, MOAT_PATH_AS_INVOKER, why)) < 0) {
-		k = moat_path_error(r->err, "status", "--json-status", status, k, why);
-		goto out;
-	}
-	k = 0;
-out:
-	free(why);
-	return k;
-}
-
-static int prepare_idmapped(struct moat_run *r)
-{
-	const struct moat_plan *pl = r->plan;
-	for (unsigned i = 0; i < pl->n_steps; i++) {
-		const struct moat_step *s = &pl->steps[i];
-		if ((s->op != MOAT_STEP_BIND && s->op != MOAT_STEP_OVERLAY) ||
-		    !(s->flags & MOAT_STEPF_USER))
-			continue;
-		/* the supervisor's own resolution (resolve_user_paths) */
-		int src = r->sb.user_fd[i];
-		struct stat st;
-		if (src < 0 || fstat(src, &st) < 0)
-			return moat_error_set(r->err, "mount", src < 0 ? EBADF : errno,
-					      "mount step failed (plan step %u): cannot open %s",
-					      i + 1, s->src);
-		_cleanup_close_ int uns = -1;
-		int k = idmap_userns(r, st.st_uid, st.st_gid, &uns);
-		if (k < 0)
-			return moat_error_set(r->err, "mount", -k,
-					      "cannot create the id mapping for %s: %s", s->src,
-					      strerror(-k));
-		int tree = (int)open_tree(src, "",
-					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-						  AT_RECURSIVE);
-		if (tree < 0)
-			return moat_error_set(r->err, "mount", errno,
-					      "cannot clone mount of %s: %s", s->src,
-					      strerror(errno));
-		r->sb.premounted[i] = tree;
-		struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)uns};
-		if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0)
-			return moat_error_set(
-				r->err, "mount", errno,
-				"cannot make an idmapped mount of %s (owner %u shown as the sandbox user): %s",
-				s->src, (unsigned)st.st_uid, strerror(errno));
-	}
-	return 0;
-}
-
-/* ---- clone ------------------------------------------------------------------ */
-
-static pid_t clone_sandbox(struct moat_run *r, int *ret_pidfd)
-{
-	uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-		CLONE_PIDFD;
-	if (r->p->net != MOAT_NET_HOST)
-		flags |= CLONE_NEWNET;
-	struct clone_args ca = {
-		.flags = flags, .pidfd = (uint64_t)(uintptr_t)ret_pidfd, .exit_signal = SIGCHLD};
-	moat_supervise_clone_args(r, &ca);
-	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid < 0 && errno == ENOSYS) {
-		/* kernels before 5.3: clone with a pidfd through the parent_tid slot */
-		pid = syscall(SYS_clone, (unsigned long)(flags | SIGCHLD), NULL, ret_pidfd, NULL,
-			      0);
-	}
-	return (pid_t)pid;
-}
-
-/* ---- setup result ------------------------------------------------------------ */
-
-/* Reads the setup pipe: EOF means the command was executed; a record means a
- * step failed. Also receives the fds the init hands over. */
-static int wait_setup(struct moat_run *r)
-{
-	struct moat_setup_error e;
-	ssize_t n;
-	bool done = false;
-
-	/* fds first: the init sends them before it execs, DONE last */
-	for (;;) {
-		int kind = 0, fd = -1;
-		int k = moat_sandbox_recv_fd(r->sb.sock_sup, &kind, &fd);
-		if (k < 0)
-			break; /* the init died during setup: the pipe says why */
-		if (kind == MOAT_FD_DONE) {
-			done = true;
-			break;
-		}
-		switch (kind) {
-		case MOAT_FD_OUTPUT:
-			r->output_fd = fd;
-			break;
-		case MOAT_FD_UPPER:
-			r->upper_fd = fd;
-			break;
-		case MOAT_FD_PTMX:
-			r->ptmx_fd = fd;
-			break;
-		case MOAT_FD_NOTIFY:
-			r->notify_fd = fd;
-			break;
-		case MOAT_FD_NOTIFY_TAKE: {
-			/* The init's listener, by its number there (sandbox.c). */
-			int num = -1, ok = 0;
-			k = moat_sandbox_recv_fd(r->sb.sock_sup, &num, &fd);
-			safe_close(fd);
-			if (k >= 0 && num >= 0 && r->notify_fd < 0) {
-				r->notify_fd = (int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
-				ok = r->notify_fd >= 0; /* pidfd_getfd sets O_CLOEXEC */
-			}
-			int32_t ack = ok;
-			(void)!send(r->sb.sock_sup, &ack, sizeof(ack), MSG_NOSIGNAL);
-			break;
-		}
-		default:
-			if (moat_supervise_take_fd(r, kind, fd) <= 0)
-				safe_close(fd);
-		}
-	}
-	/* Serve the seccomp listener until the init closed the setup pipe (its
-	 * last steps may be recorded). */
-	while (r->notify_fd >= 0) {
-		struct pollfd pf[2] = {{.fd = r->sb.setup_r, .events = POLLIN},
-				       {.fd = r->notify_fd, .events = POLLIN}};
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (pf[0].revents)
-			break;
-		if (pf[1].revents & POLLIN)
-			moat_restrict_notify(r);
-		else if (pf[1].revents)
-			break;
-	}
-	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)
-		;
-	/* EOF after DONE: the sandbox is ready (the init closed its end).
-	 * EOF without DONE: the init died before finishing setup. */
-	if (n == 0 && done)
-		return 0;
-	if (n != sizeof(e))
-		return moat_error_set(r->err, "setup", EPROTO,
-				      "the sandbox died during setup without saying why");
-	e.detail[sizeof(e.detail) - 1] = 0;
-	char step[32] = "";
-	if (e.step >= 0)
-		snprintf(step, sizeof(step), " (plan step %d)", e.step + 1);
-	return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err,
-			      "%s step failed%s: %s: %s", moat_setup_stage_name(e.stage), step,
-			      e.detail, strerror(e.err));
-}
-
 /* ---- a sandbox ------------------------------------------------------------- */
 
 static void run_free(struct moat_run *r)
@@ -556,44 +175,10 @@ static void run_free(struct moat_run *r)
 	safe_close(r->upper_fd);
 	safe_close(r->ptmx_fd);
 	safe_close(r->notify_fd);
-	safe_close(r->sb.setup_r);
-	safe_close(r->sb.setup_w);
-	safe_close(r->sb.go_r);
-	safe_close(r->sb.go_w);
+	if (r->backend)
+		r->backend->release(r);
 	safe_close(r->sb.sock_sup);
-	safe_close(r->sb.sock_child);
-	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++) {
-		safe_close(r->sb.premounted[i]);
-		safe_close(r->sb.user_fd[i]);
-		free(r->sb.user_path[i]);
-	}
-	safe_close(r->sb.rootfs_fd);
-	free(r->sb.rootfs_path);
 	safe_close(r->uid_slot_fd);
-}
-
-static int pipe_pair(int *ret_r, int *ret_w)
-{
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return negerrno();
-	*ret_r = p[0];
-	*ret_w = p[1];
-	return 0;
-}
-
-/* Half of a /proc/sys/user limit of moat's own user namespace (at least 1),
- * or 0 if it cannot be read. */
-static long half_of_sysctl(const char *path)
-{
-	char buf[32];
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	long v = strtol(buf, NULL, 10);
-	return v <= 0 ? 0 : v / 2 > 0 ? v / 2 : 1;
 }
 
 #ifdef MOAT_TESTING
@@ -639,19 +224,6 @@ static struct moat_sandbox *sandbox_new(const struct moat_policy *p, struct moat
 	r->st->reason = MOAT_REASON_SETUP_FAILED;
 	r->st->exit_code = MOAT_EXIT_SETUP;
 	return sbx;
-}
-
-/* Kills the sandbox's init (and so every process) and waits until it is gone. */
-static void kill_init(struct moat_run *r)
-{
-	if (r->pidfd >= 0 && !r->killed) {
-		pidfd_send_signal(r->pidfd, SIGKILL, NULL, 0);
-		siginfo_t si;
-		while (waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-			;
-		r->killed = true;
-		moat_proc_init_died(r);
-	}
 }
 
 /* Everything up to a ready sandbox (the init serves its control channel).
@@ -709,11 +281,6 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 			}
 	}
 
-	r->sb.p = p;
-	r->sb.plan = r->plan;
-	r->sb.ucount_inotify_instances = half_of_sysctl("/proc/sys/user/max_inotify_instances");
-	r->sb.ucount_inotify_watches = half_of_sysctl("/proc/sys/user/max_inotify_watches");
-	r->sb.supervisor_pid = getpid();
 	r->sb.root_mode = geteuid() == 0;
 	if (r->sb.root_mode) {
 		if ((k = alloc_uid_slot(r)) < 0)
@@ -729,91 +296,19 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 		r->sb.host_gid = getegid();
 	}
 
-	if ((k = resolve_user_paths(r)) < 0)
+	r->backend = moat_backend_ns();
+	if ((k = r->backend->prepare(r)) < 0)
 		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)
 		goto fail;
-	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
-		goto fail;
-	moat_test_stall("prepared");
-
-	int sp[2];
-	if ((k = pipe_pair(&r->sb.setup_r, &r->sb.setup_w)) < 0 ||
-	    (k = pipe_pair(&r->sb.go_r, &r->sb.go_w)) < 0) {
-		k = moat_error_set(ret_err, "setup", -k, "cannot create pipes: %s", strerror(-k));
-		goto fail;
-	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-		k = moat_error_set(ret_err, "setup", errno, "cannot create socketpair: %s",
-				   strerror(errno));
-		goto fail;
-	}
-	r->sb.sock_sup = sp[0];
-	r->sb.sock_child = sp[1];
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0) {
 		k = moat_error_set(ret_err, "setup", errno, "cannot create event fds: %s",
 				   strerror(errno));
 		goto fail;
 	}
-
-	/* The init resets its signal mask; meanwhile none of ours reaches it. */
-	sigset_t all, old;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	pid_t pid = clone_sandbox(r, &r->pidfd);
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		moat_sandbox_init(&r->sb);
-	}
-	int e = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (pid < 0) {
-		k = moat_error_set(
-			ret_err, "namespaces", e,
-			"cannot create the sandbox's namespaces (clone3 with user, mount, pid, "
-			"ipc, uts%s namespaces): %s%s",
-			p->net == MOAT_NET_HOST ? "" : ", net", strerror(e),
-			e == EPERM || e == ENOSPC
-				? " (are unprivileged user namespaces enabled? see `moat doctor`)"
-				: "");
-		goto fail;
-	}
-	r->init_pid = pid;
-	moat_test_stall("cloned");
-	r->sb.setup_w = safe_close(r->sb.setup_w);
-	r->sb.go_r = safe_close(r->sb.go_r);
-	r->sb.sock_child = safe_close(r->sb.sock_child);
-
-	if ((k = write_maps(r)) < 0)
+	if ((k = r->backend->start(r)) < 0)
 		goto fail_kill;
-	moat_test_stall("child");
-	if (write(r->sb.go_w, "g", 1) != 1) {
-		k = moat_error_set(ret_err, "sync", errno, "the sandbox vanished during setup");
-		goto fail_kill;
-	}
-	/* While the sandbox assembles its root: the work it needs only before its
-	 * command runs (the cgroup attach, which on cgroup v1 waits for an RCU
-	 * grace period; the seccomp filter's compilation; the secrets), and the
-	 * audit log's start record. */
-	if ((k = moat_supervise_child(r)) < 0 || (k = moat_supervise_started(r)) < 0)
-		goto fail_kill;
-	if (write(r->sb.go_w, "f", 1) != 1) {
-		/* EPIPE (SIGPIPE is blocked): the sandbox failed a step meanwhile */
-		k = wait_setup(r);
-		if (k >= 0)
-			k = moat_error_set(ret_err, "sync", EPIPE,
-					   "the sandbox vanished during setup");
-		goto fail_kill;
-	}
-	r->sb.go_w = safe_close(r->sb.go_w);
-
-	k = wait_setup(r);
-	if (k < 0)
-		goto fail_kill;
-	r->sb.setup_r = safe_close(r->sb.setup_r);
 	moat_test_stall("started");
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_PIDFD};
 	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->pidfd, &ev) < 0 ||
@@ -830,7 +325,7 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 	return 0;
 
 fail_kill:
-	kill_init(r);
+	r->backend->kill(r);
 fail:
 	r->st->wall_us = moat_now_us() - r->start_us;
 	moat_supervise_teardown(r);
@@ -897,7 +392,7 @@ int moat_sandbox_signal(struct moat_sandbox *sbx, int sig)
 void moat_sandbox_kill(struct moat_sandbox *sbx, int stop_fd)
 {
 	struct moat_run *r = &sbx->r;
-	kill_init(r);
+	r->backend->kill(r);
 	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
 		if (r->procs[i] && !r->procs[i]->released)
 			moat_proc_drain(r->procs[i], stop_fd);
@@ -923,7 +418,7 @@ int moat_sandbox_finish(struct moat_sandbox *sbx, int k, struct moat_status *ret
 void moat_sandbox_abort(struct moat_sandbox *sbx)
 {
 	struct moat_run *r = &sbx->r;
-	kill_init(r);
+	r->backend->kill(r);
 	moat_supervise_teardown(r);
 	run_free(r);
 	free(sbx);

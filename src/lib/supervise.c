@@ -62,14 +62,12 @@ int moat_supervise_take_fd(struct moat_run *r, int kind, int fd)
 	return moat_net_take_fd(r, kind, fd);
 }
 
-/* The base tag of moat_supervise_register(): tags of this file are base + offset. */
-static uint32_t tag_base;
 /* base + MOAT_SUPERVISE_TAG_NET: the proxy worker's event pipe. */
 #define MOAT_SUPERVISE_TAG_NET 0
 
 int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
-	tag_base = base;
+	r->tag_base = base; /* tags of this file are base + offset */
 	if (r->notify_fd >= 0) {
 		struct epoll_event ev = {.events = EPOLLIN,
 					 .data.u32 = base + MOAT_RESTRICT_TAG_NOTIFY};
@@ -84,9 +82,9 @@ int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 {
 	(void)events;
-	if (tag == tag_base + MOAT_RESTRICT_TAG_NOTIFY)
+	if (tag == r->tag_base + MOAT_RESTRICT_TAG_NOTIFY)
 		moat_restrict_notify(r);
-	else if (tag == tag_base + MOAT_SUPERVISE_TAG_NET)
+	else if (tag == r->tag_base + MOAT_SUPERVISE_TAG_NET)
 		moat_net_dispatch(r);
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "moat/moat.h"
@@ -266,6 +267,50 @@ static _Noreturn void hold(char *marker)
 		pause();
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* bench/exec.sh: N times exec + wait of /bin/true in one sandbox; prints
+ * the median and the 90th percentile in microseconds. */
+static int bench(unsigned n)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *sb = create(p);
+	uint64_t *t = calloc(n, sizeof(*t));
+	char *const argv[] = {"/bin/true", NULL};
+	if (!t || n == 0)
+		return 1;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t t0 = now_us();
+		struct moat_exec x = {.argv = argv, .fd = {-1, -1, -1}};
+		struct moat_proc *pr;
+		struct moat_error e = {0};
+		if (moat_sandbox_exec(sb, &x, &pr, &e) < 0 || wait_code(pr) != 0) {
+			fprintf(stderr, "exec: %s\n", e.message);
+			return 1;
+		}
+		moat_proc_release(pr);
+		t[i] = now_us() - t0;
+	}
+	qsort(t, n, sizeof(*t), cmp_u64);
+	printf("exec_us median %llu p90 %llu\n", (unsigned long long)t[n / 2],
+	       (unsigned long long)t[n * 9 / 10]);
+	free(t);
+	destroy(sb, "s");
+	moat_policy_free(p);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -274,6 +319,8 @@ int main(int argc, char **argv)
 		return two(argv[2]);
 	if (argc >= 2 && strcmp(argv[1], "concurrent") == 0)
 		return concurrent();
+	if (argc >= 3 && strcmp(argv[1], "bench") == 0)
+		return bench((unsigned)strtoul(argv[2], NULL, 10));
 	if (argc >= 2 && strcmp(argv[1], "loop") == 0)
 		return loop();
 	if (argc >= 3 && strcmp(argv[1], "destroy-running") == 0)
