@@ -411,6 +411,11 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 			pr->tty_in = safe_close(pr->tty_in); /* e.g. /dev/null: nothing to relay */
 	}
 	moat_stdio_register(pr, r->epfd, base + MOAT_PT_STDIO);
+	MOAT_AUDIT(moat_run_audit(r), MOAT_EV_PROCESS, MOAT_F_STR("event", "start"),
+		   MOAT_F_UINT("id", pr->id), MOAT_F_INT("pid", pr->pid),
+		   MOAT_F_STRV("argv", (const char *const *)x->argv),
+		   MOAT_F_STR("cwd", x->cwd ? x->cwd : r->plan->cwd),
+		   MOAT_F_UINT("tty", pr->tty_mask), MOAT_F_UINT("timeout_ms", pr->timeout_ms));
 	r->err = saved_err;
 	if (ret)
 		*ret = pr;
@@ -448,11 +453,24 @@ static struct moat_proc *by_id(struct moat_run *r, uint32_t id)
 
 static void arm_drain_deadline(struct moat_proc *pr);
 
+static void fill(const struct moat_proc *pr, struct moat_proc_status *st);
+
 static void exited(struct moat_proc *pr, int status)
 {
 	pr->exited = true;
 	pr->wait_status = status;
 	pr->end_us = moat_now_us();
+	if (pr->started && !pr->exec_errno) {
+		struct moat_proc_status st;
+		fill(pr, &st);
+		MOAT_AUDIT(moat_run_audit(pr->r), MOAT_EV_PROCESS, MOAT_F_STR("event", "exit"),
+			   MOAT_F_UINT("id", pr->id), MOAT_F_INT("pid", pr->pid),
+			   MOAT_F_STR("reason", moat_reason_name(st.reason)),
+			   MOAT_F_INT("exit_code", st.exit_code), MOAT_F_INT("status", st.status),
+			   MOAT_F_INT("signal", st.signal), MOAT_F_UINT("wall_us", st.wall_us),
+			   MOAT_F_UINT("cpu_user_us", st.cpu_user_us),
+			   MOAT_F_UINT("cpu_sys_us", st.cpu_sys_us));
+	}
 	if (pr->released) {
 		moat_proc_free(pr);
 		return;

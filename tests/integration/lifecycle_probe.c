@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "moat/moat.h"
@@ -280,15 +281,16 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* bench/exec.sh: N times exec + wait of /bin/true in one sandbox; prints
- * the median and the 90th percentile in microseconds. */
-static int bench(unsigned n)
+/* bench/lifecycle.sh: N rounds, each one exec + wait of /bin/true in one
+ * ready sandbox and, side by side, one start of argv[...] (bubblewrap) as a
+ * child; prints both medians and 90th percentiles in microseconds. */
+static int bench(unsigned n, char **peer)
 {
 	struct moat_policy *p = policy();
 	struct moat_sandbox *sb = create(p);
-	uint64_t *t = calloc(n, sizeof(*t));
+	uint64_t *t = calloc(n, sizeof(*t)), *b = calloc(n, sizeof(*b));
 	char *const argv[] = {"/bin/true", NULL};
-	if (!t || n == 0)
+	if (!t || !b || n == 0)
 		return 1;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t t0 = now_us();
@@ -301,12 +303,94 @@ static int bench(unsigned n)
 		}
 		moat_proc_release(pr);
 		t[i] = now_us() - t0;
+		if (!peer || !peer[0])
+			continue;
+		t0 = now_us();
+		pid_t pid = fork();
+		if (pid == 0) {
+			int fd = open("/dev/null", O_RDWR);
+			dup2(fd, 0), dup2(fd, 1), dup2(fd, 2);
+			execvp(peer[0], peer);
+			_exit(127);
+		}
+		int st;
+		if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "%s failed\n", peer[0]);
+			return 1;
+		}
+		b[i] = now_us() - t0;
 	}
 	qsort(t, n, sizeof(*t), cmp_u64);
+	qsort(b, n, sizeof(*b), cmp_u64);
 	printf("exec_us median %llu p90 %llu\n", (unsigned long long)t[n / 2],
 	       (unsigned long long)t[n * 9 / 10]);
+	if (peer && peer[0])
+		printf("peer_us median %llu p90 %llu\n", (unsigned long long)b[n / 2],
+		       (unsigned long long)b[n * 9 / 10]);
 	free(t);
+	free(b);
 	destroy(sb, "s");
+	moat_policy_free(p);
+	return 0;
+}
+
+/* PSS (kB) of a process from smaps_rollup, 0 if unreadable. */
+static unsigned long pss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long v = 0;
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pss: %lu kB", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* The memory of N idle sandboxes held by this process: its own PSS growth
+ * plus each child's (the inits; no helper runs without --net allow). */
+static int idle(unsigned n)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox **sb = calloc(n, sizeof(*sb));
+	if (!sb)
+		return 1;
+	unsigned long before = pss_kb(getpid());
+	for (unsigned i = 0; i < n; i++)
+		sb[i] = create(p);
+	unsigned long self = pss_kb(getpid()), kids = 0, nk = 0;
+	char path[64], buf[65536];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
+	FILE *f = fopen(path, "re");
+	size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[len] = '\0';
+	unsigned long unreadable = 0;
+	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n")) {
+		unsigned long k = pss_kb((pid_t)atoi(tok));
+		kids += k;
+		unreadable += k == 0;
+		nk++;
+	}
+	if (unreadable || nk != n) {
+		/* e.g. unprivileged: the inits are not dumpable, their smaps not ours */
+		printf("idle sandboxes %u children %lu unreadable %lu\n", n, nk, unreadable);
+		for (unsigned i = 0; i < n; i++)
+			destroy(sb[i], "s");
+		free(sb);
+		moat_policy_free(p);
+		return 0;
+	}
+	printf("idle sandboxes %u children %lu supervisor_kb %lu (%lu -> %lu) inits_kb %lu per_sandbox_kb %lu\n", n,
+	       nk, self > before ? self - before : 0, before, self, kids,
+	       (self + kids > before ? self + kids - before : 0) / n);
+	for (unsigned i = 0; i < n; i++)
+		destroy(sb[i], "s");
+	free(sb);
 	moat_policy_free(p);
 	return 0;
 }
@@ -320,7 +404,9 @@ int main(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "concurrent") == 0)
 		return concurrent();
 	if (argc >= 3 && strcmp(argv[1], "bench") == 0)
-		return bench((unsigned)strtoul(argv[2], NULL, 10));
+		return bench((unsigned)strtoul(argv[2], NULL, 10), argv + 3);
+	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
+		return idle((unsigned)strtoul(argv[2], NULL, 10));
 	if (argc >= 2 && strcmp(argv[1], "loop") == 0)
 		return loop();
 	if (argc >= 3 && strcmp(argv[1], "destroy-running") == 0)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Issue 14: a sandbox with a lifecycle. (1) exec of /bin/true into a ready
+# sandbox (moat_sandbox_exec + moat_proc_wait, through libmoat) and, side by
+# side in the same process, one start of bubblewrap (BENCH_BWRAP, the same
+# isolation moat gives by default) per round: targets median <= 1 ms and
+# <= 0.25x bubblewrap's start-up. (2) the memory of idle sandboxes held by
+# one process: PSS of the holder's growth plus every init, per sandbox:
+# target <= 0.5 MiB. Root and unprivileged.
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_setup
+
+PROBE_SRC="$BENCH_TOP/$O/testbin/lifecycle_probe"
+[ -x "$PROBE_SRC" ] || { echo "lifecycle: $PROBE_SRC not built (make all)" >&2; exit 1; }
+cp "$PROBE_SRC" "$BENCH_STAGE/bin/"
+chmod a+rx "$BENCH_STAGE/bin/lifecycle_probe"
+PROBE=$BENCH_STAGE/bin/lifecycle_probe
+rounds=$(bench_runs 400)
+idle_n=$(bench_runs 50)
+
+for BENCH_USER in $(bench_users); do
+	echo "lifecycle (as $BENCH_USER, $rounds rounds)"
+	out=$(bench_as_user "$PROBE" bench "$rounds" "${BENCH_BWRAP[@]}" /bin/true) || {
+		bench_note lifecycle "exec bench failed"
+		continue
+	}
+	echo "$out" | grep '_us ' | sed 's/^/  # /'
+	exec_med=$(awk '$1 == "exec_us" { print $3 }' <<<"$out")
+	exec_p90=$(awk '$1 == "exec_us" { print $5 }' <<<"$out")
+	peer_med=$(awk '$1 == "peer_us" { print $3 }' <<<"$out")
+	peer_p90=$(awk '$1 == "peer_us" { print $5 }' <<<"$out")
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' lifecycle "$BENCH_USER" "exec into a sandbox" \
+		"$exec_med" "$exec_p90" "$rounds" 0 0 0 >>"$BENCH_OUT/results.tsv"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' lifecycle "$BENCH_USER" "bwrap start" \
+		"$peer_med" "$peer_p90" "$rounds" 0 0 0 >>"$BENCH_OUT/results.tsv"
+	printf '  %-28s %10s %10s\n' "exec into a sandbox" "$(_bench_fmt "$exec_med")" "$(_bench_fmt "$exec_p90")"
+	printf '  %-28s %10s %10s\n' "bwrap start" "$(_bench_fmt "$peer_med")" "$(_bench_fmt "$peer_p90")"
+	bench_target lifecycle "exec /bin/true into a ready sandbox, median" \
+		"$(awk -v u="$exec_med" 'BEGIN { printf "%.3f", u / 1000 }')" "<=" 1 ms
+	bench_ratio lifecycle "exec into a sandbox vs bwrap start" "exec into a sandbox" "bwrap start" "<=" 0.25
+	out=$(bench_as_user "$PROBE" idle "$idle_n") || {
+		bench_note lifecycle "idle bench failed"
+		continue
+	}
+	line=$(grep '^idle sandboxes' <<<"$out" || true)
+	per=$(sed -n 's/.*per_sandbox_kb \([0-9][0-9]*\).*/\1/p' <<<"$line")
+	echo "  $line"
+	if [ -z "$per" ]; then
+		bench_note lifecycle "PSS of the inits not readable as $BENCH_USER (not dumpable): measured as root"
+		continue
+	fi
+	bench_target lifecycle "PSS per idle sandbox ($idle_n held by one process)" \
+		"$([ -n "$per" ] && awk -v k="$per" 'BEGIN { printf "%.3f", k / 1024 }')" "<=" 0.5 MiB
+done
