@@ -170,6 +170,10 @@ int moat_http1_parse_authority(const char *s, size_t len, bool require_port, uin
  * @start, or -ENOENT. */
 int moat_http1_find_header(const struct moat_http1_request *r, const char *name, unsigned start);
 
+/* Is s[0..len) a token (RFC 9110 tchar+: a method or field name)? False when
+ * empty. Also what the secrets' definitions (methods, header names) must be. */
+bool moat_http1_is_token(const char *s, size_t len);
+
 /* Case-insensitive comparison of a slice with a NUL-terminated string. */
 bool moat_http1_slice_eq(struct moat_http1_slice s, const char *str);
 
