@@ -19,7 +19,7 @@
  * O(lines * head) even for a client that sends one byte at a time.
  *
  * This is moat's one HTTP/1 request grammar: the plain proxy path, the
- * credential rewriter (secrets.c) and the TLS interceptor (intercept.c) all
+ * credential rewriter (secrets_rewrite.c) and the TLS interceptor (intercept.c) all
  * consume this parser's output and frame bodies with moat_http1_body_*()
  * below, so no two paths can disagree on where a request ends (the table of
  * what is refused is in docs/NETWORK.md). Anything ambiguous between two HTTP
