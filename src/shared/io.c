@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The one write-until-done loop (see io.h), for the library, the supervisor,
+ * the sandbox's init before exec and the proxy worker alike. */
 #include "shared/io.h"
 
 #include <errno.h>
