@@ -5,7 +5,7 @@
  * (fuzz_http_diff.c) and the unit tests that check every smuggling case gets
  * the same verdict everywhere (tests/unit/test_http1.c):
  *
- *   plain      the explicit proxy port (proxy.c http_head/http_process):
+ *   plain      the explicit proxy port (proxy_http.c http_head/http_process):
  *              moat_http1_parse_request(), absolute-form required, the head
  *              sent on by moat_http1_write_origin_head(), the body framed
  *              by moat_http1_body_feed();
@@ -125,7 +125,7 @@ static inline long path_body(struct path_run *r, struct moat_http1_body *b, stru
 	return k;
 }
 
-/* The explicit proxy port (proxy.c: http_head, then http_process). */
+/* The explicit proxy port (proxy_http.c: http_head, then http_process). */
 static inline void path_plain(const char *in, size_t len, struct path_run *r)
 {
 	static struct moat_http1_request q;

@@ -16,7 +16,7 @@ shift
 ALLOWED=" HOME XDG_STATE_HOME XDG_CONFIG_HOME TERM LANG SUDO_UID SUDO_GID "
 ALLOWED_COMPUTED=(
 	"src/lib/spawn.c: p->env[i].name"     # --env NAME: copy the caller's NAME
-	"src/proxy/secrets.c: def->from"      # --secret NAME@HOST: the real value
+	"src/proxy/secrets_source.c: def->from" # --secret NAME@HOST: the real value
 )
 
 # calls SRC [FLAGS...]: "literal NAME" / "computed EXPR" per getenv call

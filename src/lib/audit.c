@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "shared/io.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
@@ -350,24 +351,9 @@ static int put_field(struct moat_audit *a, struct moat_jbuf *b, const struct moa
 	return -EINVAL;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return negerrno();
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int emit(struct moat_audit *a, struct moat_jbuf *b)
 {
-	int r = write_all(a->fd, b->data, b->len);
+	int r = moat_write_all(a->fd, b->data, b->len);
 	if (r < 0)
 		return r;
 	a->seq++;

@@ -6,6 +6,7 @@
 #include <nettle/sha2.h>
 #include <sys/stat.h>
 
+#include "shared/io.h"
 #include "shared/macro.h"
 
 struct walk {
@@ -50,15 +51,9 @@ int moat_copytree_copy_data(int in_fd, int out_fd, uint64_t max, struct sha256_c
 		}
 		if (sha)
 			sha256_update(sha, (size_t)n, (const uint8_t *)buf);
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out_fd, buf + off, (size_t)(n - off));
-			if (w < 0) {
-				if (errno == EINTR)
-					continue;
-				return negerrno();
-			}
-			off += w;
-		}
+		int r = moat_write_all(out_fd, buf, (size_t)n);
+		if (r < 0)
+			return r;
 		total += (uint64_t)n;
 	}
 	if (ret_bytes)

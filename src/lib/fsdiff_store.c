@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "lib/audit.h"
+#include "shared/io.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
@@ -272,16 +273,7 @@ static int write_file_atomic(int dirfd, const char *name, const char *data, size
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return negerrno();
-	for (size_t off = 0; off < len;) {
-		ssize_t w = write(fd, data + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			r = negerrno();
-			break;
-		}
-		off += (size_t)w;
-	}
+	r = moat_write_all(fd, data, len);
 	if (r >= 0 && fsync(fd) < 0)
 		r = negerrno();
 	if (r >= 0 && renameat(dirfd, tmp, dirfd, name) < 0)

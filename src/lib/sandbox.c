@@ -29,6 +29,7 @@
 #include "lib/hooks.h"
 #include "lib/paths.h"
 #include "lib/sandbox.h"
+#include "shared/io.h"
 #include "shared/macro.h"
 
 #ifndef SECBIT_NOROOT
@@ -456,15 +457,9 @@ static void do_file(const struct moat_step *s, int idx)
 	int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, s->mode);
 	if (fd < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create %s", s->dest);
-	size_t off = 0;
-	while (off < s->data_len) {
-		ssize_t n = write(fd, s->data + off, s->data_len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			die(MOAT_STAGE_MOUNT, n < 0 ? errno : EIO, idx, "cannot write %s", s->dest);
-		off += (size_t)n;
-	}
+	int r = moat_write_all(fd, s->data, s->data_len);
+	if (r < 0)
+		die(MOAT_STAGE_MOUNT, -r, idx, "cannot write %s", s->dest);
 	close(fd);
 }
 

@@ -33,6 +33,7 @@
 #include "proxy/secrets.h"
 #include "proxy/tls.h"
 #include "shared/fdset.h"
+#include "shared/io.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
@@ -261,21 +262,6 @@ struct cfg_rec {
 	uint32_t len;
 };
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? negerrno() : -EIO;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static int put_rec(int fd, uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
 {
 	struct cfg_rec h = {.type = type, .len = (uint32_t)(alen + blen)};
@@ -283,9 +269,9 @@ static int put_rec(int fd, uint32_t type, const void *a, size_t alen, const void
 
 	if (alen + blen > CFG_MAX_BYTES)
 		return -E2BIG;
-	if ((k = write_all(fd, &h, sizeof(h))) < 0 || (k = write_all(fd, a, alen)) < 0)
+	if ((k = moat_write_all(fd, &h, sizeof(h))) < 0 || (k = moat_write_all(fd, a, alen)) < 0)
 		return k;
-	return blen ? write_all(fd, b, blen) : 0;
+	return blen ? moat_write_all(fd, b, blen) : 0;
 }
 
 /* The network and secrets sections of the effective policy. */
@@ -335,7 +321,7 @@ static int helper_config(struct moat_run *r, struct moat_net_run *n, int *ret_fd
 	if (fd < 0)
 		return negerrno();
 	h.n_records = 1 + (n->ca ? 1 : 0) + moat_secrets_count(n->secrets);
-	if ((k = write_all(fd, &h, sizeof(h))) < 0 ||
+	if ((k = moat_write_all(fd, &h, sizeof(h))) < 0 ||
 	    (k = put_rec(fd, CFG_POLICY, policy, strlen(policy), NULL, 0)) < 0)
 		return k;
 	if (n->ca) {

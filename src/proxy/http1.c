@@ -16,6 +16,16 @@ static bool is_tchar(unsigned char c)
 	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+bool moat_http1_is_token(const char *s, size_t len)
+{
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!is_tchar((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
 static bool is_ctl(unsigned char c)
 {
 	return c < 0x20 || c == 0x7f;
@@ -158,9 +168,8 @@ static int parse_request_line(const char *line, size_t len, struct moat_http1_re
 	mlen = (size_t)(sp1 - line);
 	if (mlen == 0)
 		return -MOAT_HTTP1_E_REQUEST_LINE;
-	for (size_t i = 0; i < mlen; i++)
-		if (!is_tchar((unsigned char)line[i]))
-			return -MOAT_HTTP1_E_METHOD;
+	if (!moat_http1_is_token(line, mlen))
+		return -MOAT_HTTP1_E_METHOD;
 	target = sp1 + 1;
 	sp2 = memchr(target, ' ', len - mlen - 1);
 	if (!sp2)
@@ -304,9 +313,8 @@ static int parse_header_line(const char *line, size_t len, struct moat_http1_req
 		return -MOAT_HTTP1_E_HEADER_NAME;
 	if (line[nlen - 1] == ' ' || line[nlen - 1] == '\t')
 		return -MOAT_HTTP1_E_SPACE_BEFORE_COLON;
-	for (size_t i = 0; i < nlen; i++)
-		if (!is_tchar((unsigned char)line[i]))
-			return -MOAT_HTTP1_E_HEADER_NAME;
+	if (!moat_http1_is_token(line, nlen))
+		return -MOAT_HTTP1_E_HEADER_NAME;
 	const char *v = colon + 1, *end = line + len;
 	while (v < end && (*v == ' ' || *v == '\t'))
 		v++;

@@ -19,7 +19,7 @@
  * O(lines * head) even for a client that sends one byte at a time.
  *
  * This is moat's one HTTP/1 request grammar: the plain proxy path, the
- * credential rewriter (secrets.c) and the TLS interceptor (intercept.c) all
+ * credential rewriter (secrets_rewrite.c) and the TLS interceptor (intercept.c) all
  * consume this parser's output and frame bodies with moat_http1_body_*()
  * below, so no two paths can disagree on where a request ends (the table of
  * what is refused is in docs/NETWORK.md). Anything ambiguous between two HTTP
@@ -169,6 +169,10 @@ int moat_http1_parse_authority(const char *s, size_t len, bool require_port, uin
 /* Index of the first header named @name (case-insensitive) at index >=
  * @start, or -ENOENT. */
 int moat_http1_find_header(const struct moat_http1_request *r, const char *name, unsigned start);
+
+/* Is s[0..len) a token (RFC 9110 tchar+: a method or field name)? False when
+ * empty. Also what the secrets' definitions (methods, header names) must be. */
+bool moat_http1_is_token(const char *s, size_t len);
 
 /* Case-insensitive comparison of a slice with a NUL-terminated string. */
 bool moat_http1_slice_eq(struct moat_http1_slice s, const char *str);

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "shared/io.h"
 #include "shared/macro.h"
 
 #define CA_VALIDITY_S (24 * 3600)
@@ -342,22 +343,6 @@ const char *const *moat_tls_bundle_env(void)
 	return vars;
 }
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return negerrno();
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int moat_tls_write_bundle(const struct moat_tls_ca *ca, const char *system_bundle, int out_fd)
 {
 	_cleanup_free_ char *pem = NULL;
@@ -392,19 +377,19 @@ int moat_tls_write_bundle(const struct moat_tls_ca *ca, const char *system_bundl
 			total += (uint64_t)n;
 			if (total > MOAT_TLS_MAX_BUNDLE)
 				return -EFBIG;
-			r = write_all(out_fd, buf, (size_t)n);
+			r = moat_write_all(out_fd, buf, (size_t)n);
 			if (r < 0)
 				return r;
 			newline = buf[n - 1] == '\n';
 		}
-		if (!newline && (r = write_all(out_fd, "\n", 1)) < 0)
+		if (!newline && (r = moat_write_all(out_fd, "\n", 1)) < 0)
 			return r;
 	}
 	static const char hdr[] = "# moat per-run CA (its key exists only in moat's proxy)\n";
-	r = write_all(out_fd, hdr, sizeof(hdr) - 1);
+	r = moat_write_all(out_fd, hdr, sizeof(hdr) - 1);
 	if (r < 0)
 		return r;
-	return write_all(out_fd, pem, strlen(pem));
+	return moat_write_all(out_fd, pem, strlen(pem));
 }
 
 /* Refuse a ClientHello whose SNI names another host than the leaf: a client
