@@ -655,95 +655,112 @@ int moat_pset_retention(struct moat_policy *p, const char *v, char *why, size_t 
 	return 0;
 }
 
+/* How often an option may be given. ONE: it holds one value, so a second
+ * would silently replace the first, and the CLI refuses it
+ * (moat_policy_option_single). MANY: it adds to a list, sets bits or is a
+ * switch, and may be repeated. A column of the table, so a new option cannot
+ * be added without saying which (tests/unit/test_policy.c checks each against
+ * what its setter does). */
+enum option_count {
+	MANY,
+	ONE
+};
+
 struct option_def {
 	const char *flag;
 	const char *arg; /* NULL: takes no value */
+	enum option_count count;
 	moat_policy_setter set;
 	const char *help;
 };
 
 static const struct option_def options[] = {
-	{"--workspace", "DIR[:MODE]", moat_pset_workspace,
+	{"--workspace", "DIR[:MODE]", ONE, moat_pset_workspace,
 	 "the project directory, at the same path, the working directory (MODE rw, ro, overlay)"},
-	{"--ro", "PATH[:DEST]", set_ro, "bind PATH read-only at DEST (default: the same path)"},
-	{"--rw", "PATH[:DEST]", set_rw, "bind PATH read-write at DEST"},
-	{"--tmpfs", "DEST[:SIZE]", set_tmpfs, "a fresh tmpfs at DEST (size default: --disk)"},
-	{"--hide", "PATH", set_hide, "an empty read-only file or directory over PATH"},
-	{"--input", "DIR", moat_pset_input, "DIR read-only at /data"},
-	{"--output", "DIR", moat_pset_output,
+	{"--ro", "PATH[:DEST]", MANY, set_ro,
+	 "bind PATH read-only at DEST (default: the same path)"},
+	{"--rw", "PATH[:DEST]", MANY, set_rw, "bind PATH read-write at DEST"},
+	{"--tmpfs", "DEST[:SIZE]", MANY, set_tmpfs, "a fresh tmpfs at DEST (size default: --disk)"},
+	{"--hide", "PATH", MANY, set_hide, "an empty read-only file or directory over PATH"},
+	{"--input", "DIR", ONE, moat_pset_input, "DIR read-only at /data"},
+	{"--output", "DIR", ONE, moat_pset_output,
 	 "an empty writable /output, copied to DIR after the run"},
-	{"--output-overwrite", NULL, set_output_overwrite, "allow --output into a non-empty DIR"},
-	{"--rootfs", "DIR", moat_pset_rootfs,
+	{"--output-overwrite", NULL, MANY, set_output_overwrite,
+	 "allow --output into a non-empty DIR"},
+	{"--rootfs", "DIR", ONE, moat_pset_rootfs,
 	 "use DIR (e.g. a debootstrap tree) as the read-only system"},
-	{"--cwd", "DIR", moat_pset_cwd,
+	{"--cwd", "DIR", ONE, moat_pset_cwd,
 	 "working directory inside (default: the workspace or /home/agent)"},
-	{"--uid", "N", moat_pset_uid, "uid inside (default 1000)"},
-	{"--gid", "N", moat_pset_gid, "gid inside (default 1000)"},
-	{"--user", "NAME", moat_pset_user, "user name inside (default agent)"},
-	{"--hostname", "NAME", moat_pset_hostname, "hostname inside (default moat)"},
-	{"--env", "NAME[=VALUE]", set_env,
+	{"--uid", "N", ONE, moat_pset_uid, "uid inside (default 1000)"},
+	{"--gid", "N", ONE, moat_pset_gid, "gid inside (default 1000)"},
+	{"--user", "NAME", ONE, moat_pset_user, "user name inside (default agent)"},
+	{"--hostname", "NAME", ONE, moat_pset_hostname, "hostname inside (default moat)"},
+	{"--env", "NAME[=VALUE]", MANY, set_env,
 	 "set NAME inside (without =VALUE: copy moat's own NAME)"},
-	{"--tty", NULL, set_tty, "always give the command a pseudo-terminal"},
-	{"--no-tty", NULL, set_no_tty, "never give the command a pseudo-terminal"},
-	{"--tty-mode", "auto|always|never", moat_pset_tty_mode, "pseudo-terminal mode"},
-	{"--cpus", "N", moat_pset_cpus, "CPU limit, fractional allowed"},
-	{"--memory", "SIZE", moat_pset_memory, "memory limit (swap off)"},
-	{"--pids", "N", moat_pset_pids, "process limit (default 4096)"},
-	{"--timeout", "DURATION", moat_pset_timeout, "wall-clock limit (exit 124), e.g. 90s, 10m"},
-	{"--kill-grace", "DURATION", moat_pset_kill_grace,
+	{"--tty", NULL, MANY, set_tty, "always give the command a pseudo-terminal"},
+	{"--no-tty", NULL, MANY, set_no_tty, "never give the command a pseudo-terminal"},
+	{"--tty-mode", "auto|always|never", ONE, moat_pset_tty_mode, "pseudo-terminal mode"},
+	{"--cpus", "N", ONE, moat_pset_cpus, "CPU limit, fractional allowed"},
+	{"--memory", "SIZE", ONE, moat_pset_memory, "memory limit (swap off)"},
+	{"--pids", "N", ONE, moat_pset_pids, "process limit (default 4096)"},
+	{"--timeout", "DURATION", ONE, moat_pset_timeout,
+	 "wall-clock limit (exit 124), e.g. 90s, 10m"},
+	{"--kill-grace", "DURATION", ONE, moat_pset_kill_grace,
 	 "time between SIGTERM and SIGKILL at the limit (default 2s)"},
-	{"--disk", "SIZE", moat_pset_disk, "size of every writable tmpfs (default 1G)"},
-	{"--max-output", "SIZE", moat_pset_max_output,
+	{"--disk", "SIZE", ONE, moat_pset_disk, "size of every writable tmpfs (default 1G)"},
+	{"--max-output", "SIZE", ONE, moat_pset_max_output,
 	 "bytes collected from /output, and of stdout+stderr (default 1G)"},
-	{"--nofile", "N", moat_pset_nofile, "open file limit (default 4096)"},
-	{"--fsize", "SIZE", moat_pset_fsize, "largest file the command may write"},
-	{"--allow-degraded", "LAYER", moat_pset_allow_degraded,
+	{"--nofile", "N", ONE, moat_pset_nofile, "open file limit (default 4096)"},
+	{"--fsize", "SIZE", ONE, moat_pset_fsize, "largest file the command may write"},
+	{"--allow-degraded", "LAYER", MANY, moat_pset_allow_degraded,
 	 "run even if LAYER (landlock, cgroup, seccomp-notify) cannot be applied"},
-	{"--allow-syscall", "NAME", moat_pset_allow_syscall,
+	{"--allow-syscall", "NAME", MANY, moat_pset_allow_syscall,
 	 "allow a syscall the default filter denies (e.g. ptrace)"},
-	{"--deny-syscall", "NAME", moat_pset_deny_syscall, "deny one more syscall (EPERM)"},
+	{"--deny-syscall", "NAME", MANY, moat_pset_deny_syscall, "deny one more syscall (EPERM)"},
 #ifdef MOAT_TESTING
-	{"--test-disable-layer", "seccomp|landlock", set_test_disable,
+	{"--test-disable-layer", "seccomp|landlock", MANY, set_test_disable,
 	 "test build only (MOAT_TEST_LAYERS=1)"},
 #endif
-	{"--net", "none|allow|host", moat_pset_net, "network mode (default none: loopback only)"},
-	{"--allow-host", "PATTERN[:PORTS]", moat_pset_allow_host,
+	{"--net", "none|allow|host", ONE, moat_pset_net,
+	 "network mode (default none: loopback only)"},
+	{"--allow-host", "PATTERN[:PORTS]", MANY, moat_pset_allow_host,
 	 "allow a destination by name (*.x.com = subdomains); implies --net allow"},
-	{"--deny-host", "PATTERN", moat_pset_deny_host,
+	{"--deny-host", "PATTERN", MANY, moat_pset_deny_host,
 	 "deny a destination by name (wins over allow)"},
-	{"--allow-cidr", "CIDR[:PORTS]", moat_pset_allow_cidr, "allow destinations by address"},
-	{"--resolve", "NAME=ADDR", moat_pset_resolve,
+	{"--allow-cidr", "CIDR[:PORTS]", MANY, moat_pset_allow_cidr,
+	 "allow destinations by address"},
+	{"--resolve", "NAME=ADDR", MANY, moat_pset_resolve,
 	 "map NAME to ADDR (also allows that address)"},
-	{"--upstream-ca", "FILE", moat_pset_upstream_ca,
+	{"--upstream-ca", "FILE", ONE, moat_pset_upstream_ca,
 	 "verify TLS upstreams with this CA instead of the system store"},
-	{"--inspect-tls", "auto|all", moat_pset_inspect_tls,
+	{"--inspect-tls", "auto|all", ONE, moat_pset_inspect_tls,
 	 "all: intercept every allowed TLS host (placeholder and http rules everywhere)"},
-	{"--no-inspect", "HOST", moat_pset_no_inspect,
+	{"--no-inspect", "HOST", MANY, moat_pset_no_inspect,
 	 "with --inspect-tls all: pass TLS to HOST through (pinned clients)"},
-	{"--secret", "NAME@HOST[,HOST]", set_secret,
+	{"--secret", "NAME@HOST[,HOST]", MANY, set_secret,
 	 "inject moat's $NAME for HOST; the sandbox sees a placeholder"},
-	{"--log", "FILE", moat_pset_log, "write the audit stream (JSON lines) to FILE"},
-	{"--json-status", "FILE", moat_pset_status,
+	{"--log", "FILE", ONE, moat_pset_log, "write the audit stream (JSON lines) to FILE"},
+	{"--json-status", "FILE", ONE, moat_pset_status,
 	 "write the status record (JSON) to FILE at the end"},
-	{"--on-alert", "COMMAND", moat_pset_on_alert,
+	{"--on-alert", "COMMAND", ONE, moat_pset_on_alert,
 	 "run COMMAND on the host with each alert as JSON on stdin"},
-	{"--no-record-exec", NULL, set_no_record_exec, "do not record every exec"},
-	{"--apply", "never|safe|all", moat_pset_apply,
+	{"--no-record-exec", NULL, MANY, set_no_record_exec, "do not record every exec"},
+	{"--apply", "never|safe|all", ONE, moat_pset_apply,
 	 "how overlay workspace changes are applied (default safe)"},
-	{"--flag-pattern", "GLOB", moat_pset_flag_pattern,
+	{"--flag-pattern", "GLOB", MANY, moat_pset_flag_pattern,
 	 "hold back changes to paths matching GLOB"},
-	{"--allow-rw-git", NULL, set_allow_rw_git,
+	{"--allow-rw-git", NULL, MANY, set_allow_rw_git,
 	 "allow --workspace DIR:rw over a git repository (no review of hooks and config)"},
-	{"--allow-hardlinks", NULL, set_allow_hardlinks,
+	{"--allow-hardlinks", NULL, MANY, set_allow_hardlinks,
 	 "allow --workspace DIR:rw with files that have other names outside"},
-	{"--held-max", "SIZE", moat_pset_held_max,
+	{"--held-max", "SIZE", ONE, moat_pset_held_max,
 	 "held-back workspace data kept per run (default 256M; over it none is kept)"},
-	{"--runs-max", "SIZE", moat_pset_runs_max,
+	{"--runs-max", "SIZE", ONE, moat_pset_runs_max,
 	 "total size of the runs directory (default 4G; moat gc trims to it)"},
-	{"--retention", "DURATION", moat_pset_retention,
+	{"--retention", "DURATION", ONE, moat_pset_retention,
 	 "age past which moat gc removes a run's logs and held data (default 14d)"},
-	{"--quiet", NULL, set_quiet, "no summary on stderr"},
-	{"--log-sync", NULL, set_log_sync,
+	{"--quiet", NULL, MANY, set_quiet, "no summary on stderr"},
+	{"--log-sync", NULL, MANY, set_log_sync,
 	 "wait until the audit stream is on disk before exiting (fdatasync)"},
 };
 
@@ -761,28 +778,10 @@ int moat_policy_option_takes_value(const char *option)
 	return o ? (o->arg != NULL) : -ENOENT;
 }
 
-/* The options that hold one value: a second one on the command line would
- * silently replace the first, so the CLI refuses it. Kept as a list beside
- * the table (not a column in it) so that adding an option is one line; an
- * option not listed here may be repeated, as before. */
-static const char *const single_value_options[] = {
-	"--workspace",	 "--input",	  "--output",	"--rootfs",	 "--cwd",
-	"--uid",	 "--gid",	  "--user",	"--hostname",	 "--tty-mode",
-	"--cpus",	 "--memory",	  "--pids",	"--timeout",	 "--kill-grace",
-	"--disk",	 "--max-output",  "--nofile",	"--fsize",	 "--net",
-	"--upstream-ca", "--inspect-tls", "--log",	"--json-status", "--on-alert",
-	"--apply",	 "--held-max",	  "--runs-max", "--retention",
-};
-
 int moat_policy_option_single(const char *option)
 {
 	const struct option_def *o = option_find(option);
-	if (!o)
-		return -ENOENT;
-	for (size_t i = 0; i < ELEMENTSOF(single_value_options); i++)
-		if (streq(single_value_options[i], option))
-			return 1;
-	return 0;
+	return o ? (o->count == ONE) : -ENOENT;
 }
 
 const char *const *moat_policy_option_help(void)
