@@ -94,30 +94,13 @@ TEST(rmtree_depth_is_bounded)
 	ASSERT_EQ(rmdir(tmp), 0);
 }
 
-static void write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		moat_tap_fail(__FILE__, __LINE__, "write %s: %m", path);
-	close(fd);
-}
-
 /* A mount below the tree (here a tmpfs in a throw-away user+mount
  * namespace) is neither entered nor removed. */
 TEST(rmtree_never_enters_a_mount)
 {
-	char tmp[64], map[64], mnt[128];
-	uid_t uid = getuid();
-	gid_t gid = getgid();
+	char tmp[64], mnt[128];
 	int t = tmp_dir(tmp, sizeof(tmp));
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-		moat_tap_fail(__FILE__, __LINE__,
-			      "unshare(user|mnt): %m (user namespaces are required by moat)");
-	write_str("/proc/self/setgroups", "deny");
-	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-	write_str("/proc/self/uid_map", map);
-	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-	write_str("/proc/self/gid_map", map);
+	moat_tap_enter_userns(CLONE_NEWNS);
 	ASSERT_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
 	/* an fd opened before unshare walks the old namespace's mounts */
 	close(t);
