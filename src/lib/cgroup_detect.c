@@ -28,15 +28,23 @@ static void unescape(char *s)
 	*w = 0;
 }
 
-static int read_mountinfo(const char *root, struct mnt *m, unsigned max, unsigned *ret_n)
+/* root/proc/self/NAME, for reading. */
+static int open_proc_self(const char *root, const char *name, FILE **ret)
 {
 	char path[MOAT_CGROUP_PATH];
-	int r = moat_cgroup_path_fmt(path, sizeof(path), "%s/proc/self/mountinfo", root);
+	int r = moat_cgroup_path_fmt(path, sizeof(path), "%s/proc/self/%s", root, name);
 	if (r < 0)
 		return r;
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	if (!f)
-		return negerrno();
+	*ret = fopen(path, "re");
+	return *ret ? 0 : negerrno();
+}
+
+static int read_mountinfo(const char *root, struct mnt *m, unsigned max, unsigned *ret_n)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	int r = open_proc_self(root, "mountinfo", &f);
+	if (r < 0)
+		return r;
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
 	unsigned n = 0;
@@ -84,13 +92,10 @@ static int read_mountinfo(const char *root, struct mnt *m, unsigned max, unsigne
  * unified one (v2). */
 static int self_path(const char *root, int version, unsigned ctrls, char *buf, size_t len)
 {
-	char path[MOAT_CGROUP_PATH];
-	int r = moat_cgroup_path_fmt(path, sizeof(path), "%s/proc/self/cgroup", root);
+	_cleanup_fclose_ FILE *f = NULL;
+	int r = open_proc_self(root, "cgroup", &f);
 	if (r < 0)
 		return r;
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	if (!f)
-		return negerrno();
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
