@@ -22,7 +22,7 @@ int moat_pset_workspace_mode(struct moat_policy *p, const char *v, char *why, si
 }
 
 /* ---- the option table -------------------------------------------------------
- * Every option is a (name, takes value, setter, help). The same setters serve
+ * Every option is a (name, value, how often, setter, help). The same setters serve
  * the policy keys that hold strings, so "--ro X" and {"mounts":[{"ro":"X"}]}
  * cannot mean different things. */
 
