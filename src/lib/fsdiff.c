@@ -10,12 +10,12 @@
 #include <linux/openat2.h>
 #include <nettle/sha2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
+#include "shared/openat2.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -50,16 +50,12 @@ bool moat_fsdiff_link_escapes(const char *path, const char *target)
 
 int moat_fsdiff_openat2_beneath(int dirfd, const char *path, uint64_t flags, mode_t mode)
 {
-	struct open_how how = {
-		.flags = flags | O_CLOEXEC | O_NOFOLLOW,
-		.mode = mode,
-		/* NO_XDEV: a mount inside the host directory was not visible in
-		 * the overlay (overlayfs does not cross mounts), so nothing the
-		 * sandbox did may reach into one */
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-			RESOLVE_NO_XDEV,
-	};
-	long fd = syscall(SYS_openat2, dirfd, path && *path ? path : ".", &how, sizeof(how));
+	/* NO_XDEV: a mount inside the host directory was not visible in the
+	 * overlay (overlayfs does not cross mounts), so nothing the sandbox did
+	 * may reach into one */
+	long fd = moat_openat2(
+		dirfd, path && *path ? path : ".", flags | O_CLOEXEC | O_NOFOLLOW, mode,
+		RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
 	return fd < 0 ? negerrno() : (int)fd;
 }
 

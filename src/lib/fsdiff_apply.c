@@ -10,39 +10,12 @@
 
 #include "lib/copytree.h"
 #include "shared/macro.h"
+#include "shared/rmtree.h"
+
+/* how deep a directory the apply removes may be */
+#define MAX_TREE_DEPTH 256
 
 /* ---- apply ---------------------------------------------------------------- */
-
-static int remove_tree_at(int dirfd, const char *name, unsigned depth)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int r;
-
-	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return negerrno();
-	if (depth > 256)
-		return -ELOOP;
-	_cleanup_close_ int fd =
-		openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return negerrno();
-	/* never into another mount (the sandbox could not see inside it) */
-	struct stat pst, cst;
-	if (fstat(dirfd, &pst) < 0 || fstat(fd, &cst) < 0)
-		return negerrno();
-	if (pst.st_dev != cst.st_dev)
-		return -EXDEV;
-	r = moat_fsdiff_list_dir(fd, &names, &n);
-	for (size_t i = 0; r >= 0 && i < n; i++)
-		r = remove_tree_at(fd, names[i], depth + 1);
-	moat_fsdiff_free_names(names, n);
-	if (r >= 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		r = negerrno();
-	return r;
-}
 
 int moat_fsdiff_tmp_name(char buf[32])
 {
@@ -160,7 +133,7 @@ static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, i
 
 	switch (e->change) {
 	case MOAT_FS_DELETED:
-		return S_ISDIR(e->old_type) ? remove_tree_at(parent, name, 0)
+		return S_ISDIR(e->old_type) ? moat_rmtree_at(parent, name, MAX_TREE_DEPTH)
 					    : (unlinkat(parent, name, 0) < 0 ? negerrno() : 0);
 	case MOAT_FS_MODE:
 		if (S_ISDIR(e->type))
@@ -208,7 +181,7 @@ static int apply_entry(const struct moat_manifest *m, struct moat_fs_entry *e, i
 	if (r >= 0)
 		own_like(parent, tmp, exists ? &cur : NULL);
 	if (r >= 0 && exists && S_ISDIR(cur.st_mode))
-		r = remove_tree_at(parent, name, 0);
+		r = moat_rmtree_at(parent, name, MAX_TREE_DEPTH);
 	if (r >= 0 && renameat(parent, tmp, parent, name) < 0)
 		r = negerrno();
 	if (r < 0)

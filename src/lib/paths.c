@@ -14,11 +14,11 @@
 #include <pwd.h>
 #include <stdarg.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "lib/errors.h"
 #include "lib/paths.h"
 #include "shared/macro.h"
+#include "shared/openat2.h"
 
 #define MAX_FOLLOW 16 /* trusted links followed in one resolution */
 
@@ -115,10 +115,8 @@ static int push_all(char *buf, size_t *len, const char *s)
 
 static long openat2_one(int dfd, const char *name, uint64_t flags)
 {
-	struct open_how how = {.flags = flags,
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-				       RESOLVE_NO_MAGICLINKS};
-	return syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+	return moat_openat2(dfd, name, flags, 0,
+			    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 }
 
 static void refuse(struct moat_path_info *why, const char *dir, const char *name, int lfd,

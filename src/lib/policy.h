@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The internal shape of a policy. Pure data: parse (policy.c) fills it, plan
+ * The internal shape of a policy. Pure data: parse (policy_set.c for options,
+ * policy_load.c for the file; policy_int.h lists the files) fills it, plan
  * (plan.c) reads it, apply (spawn.c and friends) never changes it.
  * Every list has a hard limit (MOAT_MAX_*), checked by the parser.
  */

@@ -12,16 +12,6 @@
 #include "shared/macro.h"
 #include "shared/parse.h"
 
-const char *moat_policy_status_path(const struct moat_policy *p)
-{
-	return p->status_path;
-}
-
-bool moat_policy_quiet(const struct moat_policy *p)
-{
-	return p->quiet;
-}
-
 static json_t *strv_json(char **v, unsigned n)
 {
 	json_t *a = json_array();

@@ -14,6 +14,10 @@
 #include "lib/sandbox.h"
 #include "moat/moat.h"
 #include "shared/macro.h"
+#include "shared/rmtree.h"
+
+/* how deep a run directory moat run forget removes may be */
+#define FORGET_MAX_DEPTH 32
 
 struct moat_log {
 	struct moat_audit_reader *r;
@@ -250,35 +254,6 @@ out:
 	return k;
 }
 
-static int forget_tree_at(int dfd, const char *name, unsigned depth)
-{
-	if (depth > 32)
-		return -ELOOP;
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return negerrno();
-	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return negerrno();
-	DIR *d = fdopendir(fd);
-	if (!d)
-		return -ENOMEM;
-	TAKE_FD(fd);
-	struct dirent *e;
-	int r = 0;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			int k = forget_tree_at(dirfd(d), e->d_name, depth + 1);
-			if (k < 0 && r == 0)
-				r = k;
-		}
-	closedir(d);
-	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
-		r = negerrno();
-	return r;
-}
-
 int moat_run_forget(const char *run_id, struct moat_error *ret_err)
 {
 	_cleanup_free_ char *runs = NULL;
@@ -293,7 +268,7 @@ int moat_run_forget(const char *run_id, struct moat_error *ret_err)
 	if (dfd < 0)
 		return moat_error_set(ret_err, "usage", errno, "cannot open %s: %s", runs,
 				      strerror(errno));
-	k = forget_tree_at(dfd, run_id, 0);
+	k = moat_rmtree_at(dfd, run_id, FORGET_MAX_DEPTH);
 	if (k < 0)
 		return moat_error_set(ret_err, "usage", -k, "cannot remove run %s: %s", run_id,
 				      strerror(-k));
@@ -421,7 +396,7 @@ int moat_runs_gc(const char *runs_dir, unsigned long long retention_ms,
 		bool over = max_total && total > max_total;
 		if (r->live || !(old || over))
 			continue;
-		k = forget_tree_at(dfd, r->id, 0);
+		k = moat_rmtree_at(dfd, r->id, FORGET_MAX_DEPTH);
 		if (k < 0) {
 			ret->failed++;
 			first = first ?: k;

@@ -31,6 +31,7 @@
 #include "lib/sandbox.h"
 #include "shared/io.h"
 #include "shared/macro.h"
+#include "shared/openat2.h"
 
 #ifndef SECBIT_NOROOT
 #define SECBIT_NOROOT (1 << 0)
@@ -295,12 +296,6 @@ static const char *fd_path(char buf[static 32], int fd)
 	return buf;
 }
 
-long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
-{
-	struct open_how how = {.flags = flags, .resolve = resolve};
-	return syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-}
-
 int moat_sandbox_open_source(const struct moat_step *s, const char *path, int rootfs_fd,
 			     const char *sysroot)
 {
@@ -312,10 +307,10 @@ int moat_sandbox_open_source(const struct moat_step *s, const char *path, int ro
 		size_t n = sysroot ? strlen(sysroot) : 0;
 		if (rootfs_fd < 0 || !n || strncmp(s->src, sysroot, n) != 0 || s->src[n] != '/')
 			return -EINVAL;
-		fd = moat_openat2(rootfs_fd, s->src + n + 1, fl,
+		fd = moat_openat2(rootfs_fd, s->src + n + 1, fl, 0,
 				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	} else {
-		fd = moat_openat2(AT_FDCWD, s->src, fl, RESOLVE_NO_MAGICLINKS);
+		fd = moat_openat2(AT_FDCWD, s->src, fl, 0, RESOLVE_NO_MAGICLINKS);
 	}
 	return fd < 0 ? negerrno() : (int)fd;
 }
@@ -557,7 +552,7 @@ static void do_hide(const struct moat_step *s, int idx)
 	if (root < 0)
 		die(MOAT_STAGE_MOUNT, -root, idx, "cannot open the new root");
 	_cleanup_close_ int pfd =
-		(int)moat_openat2(root, *parent ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC,
+		(int)moat_openat2(root, *parent ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
 				  RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 	if (pfd < 0 && errno == ENOENT)
 		return; /* nothing to hide */

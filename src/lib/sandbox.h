@@ -142,7 +142,6 @@ void moat_test_stall(const char *stage);
 int moat_sandbox_open_source(const struct moat_step *s, const char *path, int rootfs_fd,
 			     const char *sysroot);
 const char *moat_open_source_hint(int err);
-long moat_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve);
 
 const char *moat_setup_stage_name(enum moat_setup_stage s);
 

@@ -14,6 +14,7 @@
 
 #include "lib/paths.h"
 #include "shared/macro.h"
+#include "shared/rmtree.h"
 
 #define GC_STALE_DOT_S 60 /* half-built or half-removed entries older than this are garbage */
 #define RM_MAX_DEPTH 64
@@ -384,41 +385,6 @@ int moat_state_list(const char *dir, struct moat_state_record **ret, size_t *ret
 	return 0;
 }
 
-/* rm -rf below dfd/name without following symlinks or leaving the device. */
-static int rm_rf_at(int dfd, const char *name, dev_t dev, int depth)
-{
-	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : negerrno();
-	if (st.st_dev != dev)
-		return -EXDEV; /* a mount: never descend into it */
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 ? negerrno() : 0;
-	if (depth > RM_MAX_DEPTH)
-		return -ELOOP;
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return negerrno();
-	_cleanup_(closedirp) DIR *d = fdopendir(fd);
-	if (!d) {
-		int r = negerrno();
-		close(fd);
-		return r;
-	}
-	int first = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		int r = rm_rf_at(dirfd(d), de->d_name, dev, depth + 1);
-		if (r < 0 && !first)
-			first = r;
-	}
-	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && !first)
-		first = negerrno();
-	return first;
-}
-
 static int remove_tmpdir(const char *path)
 {
 	char parent[MOAT_STATE_PATH];
@@ -435,7 +401,7 @@ static int remove_tmpdir(const char *path)
 		return errno == ENOENT ? 0 : negerrno();
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	return rm_rf_at(pfd, slash + 1, st.st_dev, 0);
+	return moat_rmtree_at(pfd, slash + 1, RM_MAX_DEPTH);
 }
 
 /* Clean the dead entry dfd/name (its lock is held by us: lfd). */

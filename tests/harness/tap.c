@@ -2,6 +2,7 @@
 /* The TAP runner: forks every registered test, with a timeout, and prints TAP. */
 #include "tap.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -55,6 +56,30 @@ void moat_tap_skip(const char *fmt, ...)
 		(void)!write(skip_fd, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 	fflush(stdout);
 	_exit(EXIT_SKIP);
+}
+
+static void write_proc(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		moat_tap_fail(__FILE__, __LINE__, "write %s: %m", path);
+	close(fd);
+}
+
+void moat_tap_enter_userns(int more_ns)
+{
+	char map[64];
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	if (unshare(CLONE_NEWUSER | more_ns) < 0)
+		moat_tap_fail(__FILE__, __LINE__,
+			      "unshare(user|0x%x): %m (user namespaces are required by moat)",
+			      (unsigned)more_ns);
+	write_proc("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+	write_proc("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+	write_proc("/proc/self/gid_map", map);
 }
 
 int main(int argc, char **argv)

@@ -17,6 +17,10 @@ void moat_tap_register(const char *name, const char *file, moat_tap_fn fn);
 _Noreturn void moat_tap_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 _Noreturn void moat_tap_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* unshare(CLONE_NEWUSER | more_ns) with the caller's uid and gid mapped to 0
+ * inside: a throw-away namespace to mount in (more_ns CLONE_NEWNS) as root or
+ * as an unprivileged user. Fails the test when it cannot. */
+void moat_tap_enter_userns(int more_ns);
 /* Directory of the test fixtures (tests/), from MOAT_TEST_DIR or the default. */
 const char *moat_tap_dir(void);
 

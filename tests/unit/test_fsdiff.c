@@ -282,28 +282,6 @@ TEST(fsdiff_trusted_opaque_as_root)
 	moat_manifest_free(m);
 }
 
-static void write_file(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "we");
-	if (!f || fputs(s, f) < 0 || fclose(f) != 0)
-		moat_tap_fail(__FILE__, __LINE__, "write %s: %m", path);
-}
-
-static void enter_userns(void)
-{
-	char map[64];
-	uid_t uid = getuid();
-	gid_t gid = getgid();
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-		moat_tap_fail(__FILE__, __LINE__,
-			      "unshare(user|mnt): %m (user namespaces are required by moat)");
-	write_file("/proc/self/setgroups", "deny");
-	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-	write_file("/proc/self/uid_map", map);
-	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-	write_file("/proc/self/gid_map", map);
-}
-
 /* The real thing: an overlay mount, changes made through it, the diff of its
  * upper layer, then apply (safe), apply one held path, save/load and apply
  * the rest (all). userxattr: as an unprivileged user would mount it. */
@@ -337,7 +315,7 @@ static void overlay_scenario(bool userns)
 	put(outside, "canary", "H1-canary", 0644);
 
 	if (userns) {
-		enter_userns();
+		moat_tap_enter_userns(CLONE_NEWNS);
 	} else {
 		if (unshare(CLONE_NEWNS) < 0)
 			moat_tap_fail(__FILE__, __LINE__, "unshare(mnt): %m");
@@ -547,7 +525,7 @@ TEST(fsdiff_apply_stops_at_mounts)
 	ASSERT_EQ(moat_fsdiff_compute(upper, lower, NULL, &m), 0);
 	ASSERT_EQ(must(m, "mnt")->change, MOAT_FS_DELETED);
 
-	enter_userns();
+	moat_tap_enter_userns(CLONE_NEWNS);
 	ASSERT_EQ(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
 	snprintf(mp, sizeof(mp), "%s/lower/mnt", d);
 	ASSERT_EQ(mount("tmpfs", mp, "tmpfs", 0, "size=1m"), 0);

@@ -464,3 +464,120 @@ TEST(policy_flag_bounds)
 	expect_flag("--cpus", "1", NULL);
 	expect_flag("--tmpfs", "/scratch:64M", NULL);
 }
+
+/* The "single value" column of the option table (moat_policy_option_single,
+ * which the CLI uses to refuse a second --memory) against what each setter
+ * does: an option is single exactly when its second value replaces the
+ * first, i.e. when giving v1 then v2 yields the same effective policy as v2
+ * alone. Every option that takes a value needs a pair of valid values here,
+ * so a new option fails this test until it is listed, and then is checked.
+ * Both outcomes occur below (list options keep v1, scalar ones lose it), so
+ * the comparison can tell them apart; a scalar option marked as a list, or a
+ * list marked single, fails. */
+static const struct {
+	const char *flag, *v1, *v2;
+} option_samples[] = {
+	{"--workspace", "/tmp/ws-a", "/tmp/ws-b"},
+	{"--ro", "/tmp/a", "/tmp/b"},
+	{"--rw", "/tmp/a", "/tmp/b"},
+	{"--tmpfs", "/tmp/a", "/tmp/b"},
+	{"--hide", "/tmp/a", "/tmp/b"},
+	{"--input", "/tmp/a", "/tmp/b"},
+	{"--output", "/tmp/a", "/tmp/b"},
+	{"--rootfs", "/tmp/a", "/tmp/b"},
+	{"--cwd", "/a", "/b"},
+	{"--uid", "1001", "1002"},
+	{"--gid", "1001", "1002"},
+	{"--user", "alice", "bob"},
+	{"--hostname", "h1", "h2"},
+	{"--env", "A=1", "B=2"},
+	{"--tty-mode", "always", "never"},
+	{"--cpus", "1", "0.5"},
+	{"--memory", "64M", "128M"},
+	{"--pids", "10", "20"},
+	{"--timeout", "10s", "20s"},
+	{"--kill-grace", "1s", "3s"},
+	{"--disk", "2M", "4M"},
+	{"--max-output", "1M", "2M"},
+	{"--nofile", "100", "200"},
+	{"--fsize", "1M", "2M"},
+	{"--allow-degraded", "landlock", "cgroup"},
+	{"--allow-syscall", "ptrace", "kcmp"},
+	{"--deny-syscall", "ptrace", "kcmp"},
+	{"--net", "allow", "host"},
+	{"--allow-host", "a.example.com", "b.example.com"},
+	{"--deny-host", "a.example.com", "b.example.com"},
+	{"--allow-cidr", "10.0.0.0/8", "192.168.0.0/16"},
+	{"--resolve", "a.example=127.0.0.2", "b.example=127.0.0.3"},
+	{"--upstream-ca", "/tmp/a.pem", "/tmp/b.pem"},
+	{"--inspect-tls", "all", "auto"},
+	{"--no-inspect", "a.example.com", "b.example.com"},
+	{"--secret", "A@a.example.com", "B@b.example.com"},
+	{"--log", "/tmp/a.log", "/tmp/b.log"},
+	{"--json-status", "/tmp/a.json", "/tmp/b.json"},
+	{"--on-alert", "cat", "true"},
+	{"--apply", "never", "all"},
+	{"--flag-pattern", "*.a", "*.b"},
+	{"--held-max", "2M", "4M"},
+	{"--runs-max", "2M", "4M"},
+	{"--retention", "1d", "2d"},
+};
+
+static char *policy_after(const char *flag, const char *v1, const char *v2)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	char *json = NULL;
+	ASSERT_TRUE(p);
+	if (v1 && moat_policy_set_option(p, flag, v1, &e) < 0)
+		moat_tap_fail(__FILE__, __LINE__, "%s %s: %s", flag, v1, e.message);
+	if (moat_policy_set_option(p, flag, v2, &e) < 0)
+		moat_tap_fail(__FILE__, __LINE__, "%s %s: %s", flag, v2, e.message);
+	ASSERT_EQ(moat_policy_to_json(p, &json), 0);
+	moat_policy_free(p);
+	return json;
+}
+
+TEST(policy_option_single_matches_setter)
+{
+	unsigned checked = 0, singles = 0;
+	for (const char *const *h = moat_policy_option_help(); *h; h++) {
+		char flag[64];
+		snprintf(flag, sizeof(flag), "%.*s", (int)strcspn(*h, " \t"), *h);
+		int single = moat_policy_option_single(flag);
+		ASSERT_GE(single, 0);
+		if (moat_policy_option_takes_value(flag) != 1) {
+			/* a switch may be repeated */
+			if (single)
+				moat_tap_fail(__FILE__, __LINE__, "%s takes no value but is single",
+					      flag);
+			continue;
+		}
+		size_t i = 0;
+		while (i < ELEMENTSOF(option_samples) && !streq(option_samples[i].flag, flag))
+			i++;
+		if (i == ELEMENTSOF(option_samples))
+			moat_tap_fail(__FILE__, __LINE__,
+				      "%s: no sample values in option_samples (add two)", flag);
+		char *both = policy_after(flag, option_samples[i].v1, option_samples[i].v2);
+		char *second = policy_after(flag, NULL, option_samples[i].v2);
+		bool replaced = streq(both, second);
+		free(both);
+		free(second);
+		if (replaced != (single == 1))
+			moat_tap_fail(__FILE__, __LINE__,
+				      "%s: a second value %s the first, but the table says %s",
+				      flag, replaced ? "replaces" : "adds to",
+				      single ? "single" : "repeatable");
+		checked++;
+		singles += replaced;
+	}
+	ASSERT_EQ(checked, ELEMENTSOF(option_samples));
+	/* both kinds were seen: the comparison distinguishes them */
+	ASSERT_GE(singles, 20);
+	ASSERT_GE(checked - singles, 10);
+	ASSERT_EQ(moat_policy_option_single("--ro"), 0);
+	ASSERT_EQ(moat_policy_option_single("--allow-host"), 0);
+	ASSERT_EQ(moat_policy_option_single("--memory"), 1);
+	ASSERT_EQ(moat_policy_option_single("--bogus"), -ENOENT);
+}
