@@ -221,6 +221,38 @@ int moat_proc_resize(struct moat_proc *pr, unsigned rows, unsigned cols);
 /* Forgets a process: one that still runs is killed first. */
 void moat_proc_release(struct moat_proc *pr);
 
+/* Files of a ready sandbox. Each is done by a process of the sandbox (with
+ * its user, mounts, seccomp and Landlock: what its own processes could do,
+ * recorded like them). Paths are absolute paths inside the sandbox. */
+enum moat_file_type {
+	MOAT_FILE_REG,
+	MOAT_FILE_DIR,
+	MOAT_FILE_SYMLINK,
+	MOAT_FILE_OTHER
+};
+struct moat_file_info {
+	enum moat_file_type type;
+	uint64_t size;
+	unsigned mode; /* permission bits */
+	uint64_t mtime_s;
+	char name[256]; /* the last component */
+};
+/* At most max bytes; *ret_truncated (may be NULL) if there was more.
+ * -ENOENT if it cannot be read. Caller frees *ret_data. */
+int moat_sandbox_read_file(struct moat_sandbox *sb, const char *path, uint64_t max, char **ret_data,
+			   size_t *ret_len, bool *ret_truncated, struct moat_error *ret_err);
+/* Creates or replaces the file (the directory must exist). */
+int moat_sandbox_write_file(struct moat_sandbox *sb, const char *path, const void *data, size_t len,
+			    struct moat_error *ret_err);
+/* The entries of a directory (not . and ..); 1 if the listing was cut at
+ * 16 MiB. Caller frees *ret. */
+int moat_sandbox_list_dir(struct moat_sandbox *sb, const char *path, struct moat_file_info **ret,
+			  size_t *ret_n, struct moat_error *ret_err);
+int moat_sandbox_stat(struct moat_sandbox *sb, const char *path, struct moat_file_info *ret,
+		      struct moat_error *ret_err);
+int moat_sandbox_remove(struct moat_sandbox *sb, const char *path, bool recursive,
+			struct moat_error *ret_err);
+
 /* Kills every process, then does what a run's end does. ret_status may be
  * NULL; the sandbox (and every moat_proc of it) is freed. */
 int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status,

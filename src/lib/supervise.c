@@ -28,8 +28,8 @@ static int restrict_watch(struct moat_run *r, int epfd, uint32_t tag)
 		return 0;
 	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
-		return moat_error_set(r->err, "seccomp", errno, "cannot watch the seccomp listener: %s",
-				      strerror(errno));
+		return moat_error_set(r->err, "seccomp", errno,
+				      "cannot watch the seccomp listener: %s", strerror(errno));
 	return 0;
 }
 

@@ -106,10 +106,26 @@ t_sigkill_holder() {
 	fi
 }
 
+t_files() {
+	need_lc
+	"$LC" files >out 2>err || fail "probe: $(cat err)"
+	assert_eq "0" "$(line write out)" "write a file (a space in its name)"
+	assert_eq "0 len 14 same 1 cut 0" "$(line read out)" "read it back byte for byte"
+	assert_eq "0 len 5 cut 1" "$(line short out)" "a read bounded at 5 bytes says it was cut"
+	assert_eq "0 type 0 size 14 name a file" "$(line stat out)" "stat"
+	assert_eq "0 seen 2" "$(line list out)" "list the directory"
+	assert_eq "0" "$(line remove out)" "remove"
+	assert_eq "-2" "$(line gone out)" "a removed file is gone (-ENOENT)"
+	# the sandbox's own limits hold: /usr is read-only inside
+	assert_eq "-5" "$(line outside out)" "writing where the sandbox cannot fails"
+	assert_eq "-22" "$(line relative out)" "a relative path is refused"
+}
+
 run_test "two sandboxes in one process, destroyed in either order" t_two
 run_test "concurrent processes in one sandbox, each with its status" t_two_control
 run_test "exec: env, cwd, missing command, signal, time limit" t_exec_options
 run_test "one poll() loop drives two sandboxes" t_loop
 run_test "destroy while processes run leaves none" t_destroy_running
+run_test "files of a sandbox: write, read, stat, list, remove" t_files
 run_test "SIGKILL of the holding process: every process of the sandbox dies" t_sigkill_holder
 t_done

@@ -268,6 +268,48 @@ static _Noreturn void hold(char *marker)
 		pause();
 }
 
+/* The file operations: write, read, stat, list, remove, and their errors. */
+static int files(void)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *sb = create(p);
+	struct moat_error e = {0};
+	char *data = NULL;
+	size_t len = 0;
+	bool cut = false;
+	const char body[] = "hello\nworld\t\x01\n";
+	printf("write %d\n",
+	       moat_sandbox_write_file(sb, "/tmp/a file", body, sizeof(body) - 1, &e));
+	int k = moat_sandbox_read_file(sb, "/tmp/a file", 1 << 20, &data, &len, &cut, &e);
+	printf("read %d len %zu same %d cut %d\n", k, len,
+	       k == 0 && len == sizeof(body) - 1 && memcmp(data, body, len) == 0, cut);
+	free(data);
+	k = moat_sandbox_read_file(sb, "/tmp/a file", 5, &data, &len, &cut, &e);
+	printf("short %d len %zu cut %d\n", k, len, cut);
+	free(data);
+	struct moat_file_info fi;
+	k = moat_sandbox_stat(sb, "/tmp/a file", &fi, &e);
+	printf("stat %d type %d size %llu name %s\n", k, fi.type, (unsigned long long)fi.size,
+	       fi.name);
+	moat_sandbox_write_file(sb, "/tmp/b", "x", 1, &e);
+	struct moat_file_info *v = NULL;
+	size_t n = 0;
+	k = moat_sandbox_list_dir(sb, "/tmp", &v, &n, &e);
+	int seen = 0;
+	for (size_t i = 0; i < n; i++)
+		seen += strcmp(v[i].name, "a file") == 0 || strcmp(v[i].name, "b") == 0;
+	printf("list %d seen %d\n", k, seen);
+	free(v);
+	printf("remove %d\n", moat_sandbox_remove(sb, "/tmp/a file", false, &e));
+	data = NULL;
+	printf("gone %d\n", moat_sandbox_read_file(sb, "/tmp/a file", 100, &data, &len, &cut, &e));
+	printf("outside %d\n", moat_sandbox_write_file(sb, "/usr/moat-x", "x", 1, &e));
+	printf("relative %d\n", moat_sandbox_write_file(sb, "tmp/x", "x", 1, &e));
+	destroy(sb, "s");
+	moat_policy_free(p);
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -385,8 +427,8 @@ static int idle(unsigned n)
 		moat_policy_free(p);
 		return 0;
 	}
-	printf("idle sandboxes %u children %lu supervisor_kb %lu (%lu -> %lu) inits_kb %lu per_sandbox_kb %lu\n", n,
-	       nk, self > before ? self - before : 0, before, self, kids,
+	printf("idle sandboxes %u children %lu supervisor_kb %lu (%lu -> %lu) inits_kb %lu per_sandbox_kb %lu\n",
+	       n, nk, self > before ? self - before : 0, before, self, kids,
 	       (self + kids > before ? self + kids - before : 0) / n);
 	for (unsigned i = 0; i < n; i++)
 		destroy(sb[i], "s");
@@ -407,6 +449,8 @@ int main(int argc, char **argv)
 		return bench((unsigned)strtoul(argv[2], NULL, 10), argv + 3);
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
 		return idle((unsigned)strtoul(argv[2], NULL, 10));
+	if (argc >= 2 && strcmp(argv[1], "files") == 0)
+		return files();
 	if (argc >= 2 && strcmp(argv[1], "loop") == 0)
 		return loop();
 	if (argc >= 3 && strcmp(argv[1], "destroy-running") == 0)
