@@ -26,6 +26,7 @@
 
 #include "lib/ctl.h"
 #include "lib/sandbox.h"
+#include "shared/fdpass.h"
 #include "shared/macro.h"
 
 #define MAX_REQ_FDS 5 /* blob, report, fds 0..2 */
@@ -137,10 +138,11 @@ static struct {
 	uint32_t id;
 } procs[MOAT_MAX_PROCS];
 
+/* A plain write (not send: under network recording sendto goes to the
+ * seccomp listener); SIGPIPE is blocked here. */
 static void send_ev(int sock, const struct moat_ctl_ev *ev)
 {
-	while (send(sock, ev, sizeof(*ev), MSG_NOSIGNAL) < 0 && errno == EINTR)
-		;
+	(void)moat_msg_send(sock, ev, sizeof(*ev), NULL, 0);
 }
 
 static void on_request(int sock, const struct moat_ctl_req *rq, int *fds, unsigned nfds)
@@ -240,36 +242,14 @@ _Noreturn void moat_init_serve(int sock)
 		if (!pf[0].revents)
 			continue;
 		struct moat_ctl_req rq;
-		union {
-			char buf[CMSG_SPACE(sizeof(int) * MAX_REQ_FDS)];
-			struct cmsghdr align;
-		} u;
-		struct iovec iov = {.iov_base = &rq, .iov_len = sizeof(rq)};
-		struct msghdr mh = {.msg_iov = &iov,
-				    .msg_iovlen = 1,
-				    .msg_control = u.buf,
-				    .msg_controllen = sizeof(u.buf)};
-		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			_exit(0); /* the supervisor is gone: so is the sandbox */
 		int fds[MAX_REQ_FDS];
 		unsigned nfds = 0;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t j = 0; j < k; j++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
-				if (nfds < MAX_REQ_FDS)
-					fds[nfds++] = fd;
-				else
-					close(fd);
-			}
-		}
-		if (n == (ssize_t)sizeof(rq) && !(mh.msg_flags & MSG_CTRUNC))
+		ssize_t n = moat_msg_recv(sock, &rq, sizeof(rq), fds, MAX_REQ_FDS, &nfds);
+		if (n == -EINTR || n == -EBADMSG)
+			continue; /* a bad record is dropped (its fds closed) */
+		if (n <= 0)
+			_exit(0); /* the supervisor is gone: so is the sandbox */
+		if (n == (ssize_t)sizeof(rq))
 			on_request(sock, &rq, fds, nfds);
 		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]);

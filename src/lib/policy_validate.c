@@ -88,12 +88,30 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 				ret_err, "policy", EINVAL,
 				"--allow-syscall %s: not a syscall of this architecture",
 				p->allow_syscalls[i]);
-	for (unsigned i = 0; i < p->n_deny_syscalls; i++)
+	/* The sandbox's init lives under the same filter as everything it
+	 * starts (init_serve.c): what it needs to start, signal and reap
+	 * processes cannot be denied, or a time limit could not be enforced. */
+	static const char *const init_needs[] = {
+		"read",	    "write", "recvmsg",	  "poll",	    "ppoll", "wait4",
+		"waitid",   "clone", "clone3",	  "fork",	    "vfork", "execve",
+		"execveat", "kill",  "signalfd4", "rt_sigprocmask", "close", "close_range",
+		"mmap",	    "dup2",  "dup3",	  "setsid",	    "exit",  "exit_group",
+		"chdir",    "fcntl", "fstat",	  "newfstatat",
+	};
+	for (unsigned i = 0; i < p->n_deny_syscalls; i++) {
 		if (moat_seccomp_validate_name(p->deny_syscalls[i]) < 0)
 			return moat_error_set(
 				ret_err, "policy", EINVAL,
 				"--deny-syscall %s: not a syscall of this architecture",
 				p->deny_syscalls[i]);
+		for (unsigned j = 0; j < ELEMENTSOF(init_needs); j++)
+			if (streq(p->deny_syscalls[i], init_needs[j]))
+				return moat_error_set(
+					ret_err, "policy", EINVAL,
+					"--deny-syscall %s: the sandbox's init needs it to start, "
+					"signal and reap processes (it runs under the same filter)",
+					p->deny_syscalls[i]);
+	}
 	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
 		for (unsigned j = 0; j < p->n_deny_syscalls; j++)
 			if (streq(p->allow_syscalls[i], p->deny_syscalls[j]))

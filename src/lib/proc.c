@@ -29,6 +29,8 @@
 #include "lib/run.h"
 #include "lib/stdio_relay.h"
 #include "lib/supervise.h"
+#include "shared/fdpass.h"
+#include "shared/io.h"
 #include "shared/macro.h"
 
 #define MAX_ARGS 65536
@@ -36,28 +38,7 @@
 
 int moat_ctl_send(struct moat_run *r, const struct moat_ctl_req *rq, const int *fds, unsigned nfds)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 5)];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = (void *)(uintptr_t)rq, .iov_len = sizeof(*rq)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds > 5)
-		return -EINVAL;
-	if (nfds) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
-	ssize_t n;
-	while ((n = sendmsg(r->sb.sock_sup, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	return n == (ssize_t)sizeof(*rq) ? 0 : n < 0 ? negerrno() : -EIO;
+	return moat_msg_send(r->sb.sock_sup, rq, sizeof(*rq), fds, nfds);
 }
 
 /* ---- the request ---------------------------------------------------------- */
@@ -72,63 +53,85 @@ static bool env_overridden(char *const *env, const char *var)
 	return false;
 }
 
-static int blob_put(int fd, const char *s, uint64_t *len)
+struct blob {
+	char *buf;
+	size_t len, cap;
+};
+
+static int blob_put(struct blob *b, const char *s)
 {
 	size_t n = strlen(s) + 1;
-	if (*len + n > BLOB_MAX)
+	if (b->len + n > BLOB_MAX)
 		return -E2BIG;
-	for (size_t off = 0; off < n;) {
-		ssize_t w = write(fd, s + off, n - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? negerrno() : -EIO;
-		off += (size_t)w;
+	if (b->len + n > b->cap) {
+		size_t nc = MAX(b->cap * 2, b->len + n + 4096);
+		char *nb = realloc(b->buf, nc);
+		if (!nb)
+			return -ENOMEM;
+		b->buf = nb;
+		b->cap = nc;
 	}
-	*len += n;
+	memcpy(b->buf + b->len, s, n);
+	b->len += n;
 	return 0;
 }
 
-/* cwd, argv, the sandbox's environment with x->env over it; sealed. */
+/* cwd, argv, the sandbox's environment with x->env over it: built in memory,
+ * written in one go, sealed. */
 static int make_blob(struct moat_run *r, const struct moat_exec *x, int *ret_fd)
 {
-	_cleanup_close_ int fd = memfd_create("moat-exec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	struct moat_ctl_blob h = {.magic = MOAT_CTL_BLOB_MAGIC};
-	uint64_t len = 0;
+	struct blob b = {.buf = calloc(1, 4096), .len = sizeof(h), .cap = 4096};
 	int k;
-	if (fd < 0)
-		return negerrno();
-	if (lseek(fd, sizeof(h), SEEK_SET) < 0)
-		return negerrno();
-	if ((k = blob_put(fd, x->cwd ? x->cwd : r->plan->cwd, &len)) < 0)
-		return k;
+	if (!b.buf)
+		return -ENOMEM;
+	if ((k = blob_put(&b, x->cwd ? x->cwd : r->plan->cwd)) < 0)
+		goto out;
 	for (; x->argv[h.argc]; h.argc++) {
-		if (h.argc >= MAX_ARGS)
-			return -E2BIG;
-		if ((k = blob_put(fd, x->argv[h.argc], &len)) < 0)
-			return k;
+		if (h.argc >= MAX_ARGS) {
+			k = -E2BIG;
+			goto out;
+		}
+		if ((k = blob_put(&b, x->argv[h.argc])) < 0)
+			goto out;
 	}
 	for (unsigned i = 0; i < r->n_envp; i++) {
 		if (env_overridden(x->env, r->envp[i]))
 			continue;
-		if ((k = blob_put(fd, r->envp[i], &len)) < 0)
-			return k;
+		if ((k = blob_put(&b, r->envp[i])) < 0)
+			goto out;
 		h.envc++;
 	}
 	for (unsigned i = 0; x->env && x->env[i]; i++) {
-		if (!strchr(x->env[i], '=') || x->env[i][0] == '=')
-			return -EINVAL;
-		if ((k = blob_put(fd, x->env[i], &len)) < 0)
-			return k;
+		if (!strchr(x->env[i], '=') || x->env[i][0] == '=') {
+			k = -EINVAL;
+			goto out;
+		}
+		if ((k = blob_put(&b, x->env[i])) < 0)
+			goto out;
 		h.envc++;
 	}
-	h.len = (uint32_t)len;
-	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-		return -EIO;
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
-		return negerrno();
-	*ret_fd = TAKE_FD(fd);
-	return 0;
+	h.len = (uint32_t)(b.len - sizeof(h));
+	memcpy(b.buf, &h, sizeof(h));
+	int fd = memfd_create("moat-exec", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		k = negerrno();
+		goto out;
+	}
+	if ((k = moat_write_all(fd, b.buf, b.len)) < 0) {
+		close(fd);
+		goto out;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		k = negerrno();
+		close(fd);
+		goto out;
+	}
+	*ret_fd = fd;
+	k = 0;
+out:
+	free(b.buf);
+	return k;
 }
 
 /* A new terminal in the sandbox's own devpts instance. In root mode it is

@@ -30,6 +30,7 @@
 #include "lib/paths.h"
 #include "lib/sandbox.h"
 #include "shared/io.h"
+#include "shared/fdpass.h"
 #include "shared/macro.h"
 #include "shared/openat2.h"
 
@@ -78,36 +79,11 @@ static _Noreturn _printf_(4, 5) void die(int stage, int err, int step, const cha
 
 int moat_sandbox_send_fd(int sock, int kind, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
+	/* without an fd a plain write(), which never reaches the seccomp
+	 * listener, whatever the policy denies (network recording watches
+	 * sendmsg, a --deny-syscall may name sendto: moat_sandbox_offer_fd) */
 	int32_t k = kind;
-	struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	memset(&u, 0, sizeof(u));
-	if (fd < 0) {
-		/* A plain message: write() never reaches the seccomp listener, whatever
-		 * the policy denies (network recording watches sendmsg, a
-		 * --deny-syscall may name sendto: moat_sandbox_offer_fd). */
-		while (write(sock, &k, sizeof(k)) < 0)
-			if (errno != EINTR)
-				return negerrno();
-		return 0;
-	}
-	{
-		m.msg_control = u.buf;
-		m.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	while (sendmsg(sock, &m, MSG_NOSIGNAL) < 0)
-		if (errno != EINTR)
-			return negerrno();
-	return 0;
+	return moat_msg_send(sock, &k, sizeof(k), &fd, fd >= 0 ? 1 : 0);
 }
 
 int moat_sandbox_offer_fd(int sock, int kind, int fd)
@@ -136,29 +112,23 @@ out:
 
 int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	int32_t k = 0;
-	struct iovec iov = {.iov_base = &k, .iov_len = sizeof(k)};
-	struct msghdr m = {.msg_iov = &iov,
-			   .msg_iovlen = 1,
-			   .msg_control = u.buf,
-			   .msg_controllen = sizeof(u.buf)};
-	ssize_t n;
-	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0)
-		if (errno != EINTR)
-			return negerrno();
-	if (n == 0)
+	unsigned n_fds = 0;
+	ssize_t n = moat_msg_recv(sock, &k, sizeof(k), ret_fd, 1, &n_fds);
+	if (n < 0)
+		return (int)n;
+	if (n == 0) {
+		if (n_fds)
+			close(*ret_fd);
 		return -EPIPE;
-	if (n != sizeof(k))
+	}
+	if (n != sizeof(k)) {
+		if (n_fds)
+			close(*ret_fd);
 		return -EBADMSG;
-	*ret_fd = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	}
+	if (!n_fds)
+		*ret_fd = -1;
 	*ret_kind = k;
 	return 0;
 }

@@ -10,6 +10,20 @@
 
 #define MOAT_FDPASS_MAX 16
 
+#include <sys/types.h>
+
+/* The one SCM_RIGHTS primitive: a message of len bytes (>= 1) with n_fds
+ * descriptors (0..MOAT_FDPASS_MAX; they stay the caller's). Without fds it
+ * is a plain write(), which no seccomp listener sees (the sandbox's init
+ * uses it under network recording). Returns 0 or -errno. */
+int moat_msg_send(int sock, const void *buf, size_t len, const int *fds, unsigned n_fds);
+/* One message: at most len bytes into buf, at most max_fds descriptors into
+ * fds (O_CLOEXEC, the caller's), their number in *ret_n_fds. Returns the
+ * bytes (0 at EOF). A truncated message or more descriptors than max_fds is
+ * -EBADMSG, and nothing is left open. No allocation (the init uses it). */
+ssize_t moat_msg_recv(int sock, void *buf, size_t len, int *fds, unsigned max_fds,
+		      unsigned *ret_n_fds);
+
 /* Send n_fds descriptors (1..MOAT_FDPASS_MAX) in one message. The descriptors
  * stay owned by the caller. Returns 0 or -errno. */
 int moat_fds_send(int sock, const int *fds, unsigned n_fds);

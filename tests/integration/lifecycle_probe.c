@@ -29,6 +29,15 @@ static struct moat_policy *policy(void)
 		fprintf(stderr, "policy: %s\n", e.message);
 		exit(1);
 	}
+	/* LC_SWITCHES: space-separated policy switches (no values), for benchmarks */
+	const char *sw = getenv("LC_SWITCHES");
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", sw ? sw : "");
+	for (char *t = strtok(buf, " "); t; t = strtok(NULL, " "))
+		if (moat_policy_set_option(p, t, NULL, &e) < 0) {
+			fprintf(stderr, "policy: %s\n", e.message);
+			exit(1);
+		}
 	return p;
 }
 
