@@ -67,6 +67,16 @@ int moat_policy_option_single(const char *option);
  * Static storage. */
 const char *const *moat_policy_option_help(void);
 
+/* A policy option as the option table has it. */
+struct moat_option_info {
+	const char *flag; /* "--workspace" */
+	const char *arg; /* the value's name ("DIR[:MODE]"), NULL: a switch */
+	const char *help;
+};
+/* The i-th policy option, in help order, into *ret (static strings);
+ * -ENOENT past the last. Reentrant. */
+int moat_policy_option_info(size_t i, struct moat_option_info *ret);
+
 /* Validate the merged policy (cross-key rules, paths exist). */
 int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err);
 
