@@ -67,6 +67,16 @@ int moat_policy_option_single(const char *option);
  * Static storage. */
 const char *const *moat_policy_option_help(void);
 
+/* A policy option as the option table has it. */
+struct moat_option_info {
+	const char *flag; /* "--workspace" */
+	const char *arg; /* the value's name ("DIR[:MODE]"), NULL: a switch */
+	const char *help;
+};
+/* The i-th policy option, in help order, into *ret (static strings);
+ * -ENOENT past the last. Reentrant. */
+int moat_policy_option_info(size_t i, struct moat_option_info *ret);
+
 /* Validate the merged policy (cross-key rules, paths exist). */
 int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err);
 
@@ -110,6 +120,38 @@ enum moat_reason {
 	MOAT_REASON_INTERRUPTED,
 };
 
+/* The summary's data is structured: the library fills these, the caller
+ * formats them. Names and paths are raw bytes as the sandbox chose them:
+ * escape them before they reach a terminal (moat_escape). */
+
+/* A workspace change the summary lists (observe.c): one the run did not
+ * apply, in the order of the change manifest. */
+enum moat_review_state {
+	MOAT_REVIEW_HELD, /* held back: `moat apply` can apply it */
+	MOAT_REVIEW_REFUSED, /* a kind that is never applied (devices, set-id, ...) */
+	MOAT_REVIEW_FAILED, /* applying it failed */
+	MOAT_REVIEW_CONFLICT, /* the target changed on the host during the run */
+};
+#define MOAT_REVIEW_MAX 12
+struct moat_review_entry {
+	enum moat_review_state state;
+	char path[1024]; /* relative to the workspace, raw */
+	char reason[256]; /* why it was held, refused or failed */
+};
+/* "held", "refused", "failed", "conflict" ("?" for anything else). */
+const char *moat_review_state_name(enum moat_review_state s);
+
+/* A network destination the run was denied, with how often (the most
+ * frequent first). */
+#define MOAT_TOP_DENIED_MAX 5
+struct moat_denied {
+	uint64_t count;
+	/* "HOST:PORT", "dns NAME" (--net allow); "ADDR:PORT/PROTO",
+	 * "[ADDR6]:PORT/PROTO", "NAME (dns)" (--net none); raw */
+	char destination[300];
+	char rule[300]; /* the flag that would allow it, "" if none */
+};
+
 struct moat_status {
 	enum moat_reason reason;
 	int exit_code; /* what `moat run` exits with */
@@ -132,16 +174,37 @@ struct moat_status {
 	uint64_t output_files, output_skipped; /* /output: copied, skipped (links, specials) */
 	char output_error[256]; /* "" or why /output was not fully collected */
 	char stdio_error[256]; /* "" or why the command's stdout/stderr was not all written */
-	char review[2048]; /* held/refused/failed entries, one a line, escaped */
-	/* the most denied network destinations, one a line:
-	 * "COUNT DESTINATION\tNARROW-RULE" (rule may be empty), "" if none */
-	char net_top_denied[1024];
+	/* the entries of the change manifest that were not applied, at most
+	 * MOAT_REVIEW_MAX in manifest order; review_more: how many more there
+	 * are (`moat diff RUN` lists them all) */
+	struct moat_review_entry review[MOAT_REVIEW_MAX];
+	unsigned n_review;
+	uint64_t review_more;
+	int review_errno; /* the change manifest could not be computed (nothing
+			   * was applied): why, as an errno; 0 otherwise */
+	/* the held-back changes needed more than the cap left (--held-max,
+	 * --runs-max): none of them was kept for `moat apply` */
+	bool held_not_kept;
+	uint64_t held_dropped, held_needed, held_cap; /* entries, bytes, bytes */
+	/* --workspace DIR:rw: a git repository the run created there (its
+	 * config and hooks were not reviewed), raw; "" if none */
+	char rw_new_repo[1024];
+	/* the most denied network destinations, at most MOAT_TOP_DENIED_MAX */
+	struct moat_denied top_denied[MOAT_TOP_DENIED_MAX];
+	unsigned n_top_denied;
 	/* --net none: network attempts the kernel refused, as recorded by the
 	 * seccomp listener (also counted in net_denied) */
 	uint64_t net_none_attempts;
 };
 
 const char *moat_reason_name(enum moat_reason r);
+
+/* Escapes in[0..len) for a terminal or a JSON string by the audit stream's
+ * rules (docs/AUDIT.md, "Escaping": quotes and backslashes, control bytes,
+ * C1 and bidi controls, line separators, invalid UTF-8) into out, always
+ * NUL-terminated when outlen > 0, never splitting an escape or a character.
+ * Returns the length the whole escaping needs, like snprintf. */
+size_t moat_escape(const char *in, size_t len, char *out, size_t outlen);
 
 /* Run argv[0] with argv inside a fresh sandbox described by p. Blocks until the
  * sandbox is gone (every process dead, every temporary removed). On success

@@ -51,13 +51,14 @@ void moat_cli_print_error(const struct moat_error *e)
 
 void moat_cli_options_help_to(FILE *f)
 {
-	const char *const *h = moat_policy_option_help();
+	struct moat_option_info o;
 	fprintf(f, "  %-34s %s\n", "--policy FILE",
 		"load a JSON policy first (flags extend or override it)");
-	for (; *h; h++) {
-		const char *tab = strchr(*h, '\t');
-		if (tab)
-			fprintf(f, "  %-34.*s %s\n", (int)(tab - *h), *h, tab + 1);
+	for (size_t i = 0; moat_policy_option_info(i, &o) >= 0; i++) {
+		char left[128];
+		snprintf(left, sizeof(left), "%s%s%s", o.flag, o.arg ? " " : "",
+			 o.arg ? o.arg : "");
+		fprintf(f, "  %-34s %s\n", left, o.help);
 	}
 	fputs("\nHost paths may be relative (to the working directory; in a policy file,\n"
 	      "to its directory), with '..' or '~/'. Sizes: K, M, G, T (1K = 1024, any case),\n"
@@ -117,19 +118,12 @@ const char *moat_cli_suggest(const char *word, const char *const *names, size_t 
 /* The policy option closest to name (the option table and --policy). */
 static const char *suggest_option(const char *name)
 {
-	static char flags[128][40];
-	static const char *names[128];
-	static size_t n;
-	if (n == 0) {
-		names[n++] = "--policy";
-		names[n++] = "--help";
-		for (const char *const *h = moat_policy_option_help(); *h && n < 128; h++) {
-			size_t k = strcspn(*h, " \t");
-			snprintf(flags[n], sizeof(flags[n]), "%.*s", (int)k, *h);
-			names[n] = flags[n];
-			n++;
-		}
-	}
+	const char *names[160] = {"--policy", "--help"};
+	struct moat_option_info o;
+	size_t n = 2;
+	for (size_t i = 0;
+	     n < sizeof(names) / sizeof(names[0]) && moat_policy_option_info(i, &o) >= 0; i++)
+		names[n++] = o.flag;
 	return moat_cli_suggest(name, names, n);
 }
 

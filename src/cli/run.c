@@ -12,28 +12,58 @@ static void run_usage(void)
 	moat_cli_options_help();
 }
 
-/* "COUNT DEST\tRULE\n" lines from the status; names came from the sandbox, so
- * nothing but printable ASCII reaches the terminal. */
-static void print_top_denied(const char *s)
+/* s with every byte but printable ASCII as '?': names came from the sandbox */
+static void ascii_only(char *dst, size_t len, const char *s)
 {
-	while (*s) {
-		const char *nl = strchr(s, '\n');
-		size_t len = nl ? (size_t)(nl - s) : strlen(s);
-		char line[512];
-		size_t n = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
-		for (size_t i = 0; i < n; i++)
-			line[i] = (s[i] >= 0x20 && s[i] < 0x7f) || s[i] == '\t' ? s[i] : '?';
-		line[n] = 0;
-		char *tab = strchr(line, '\t');
-		if (tab)
-			*tab = 0;
-		char *sp = strchr(line, ' ');
-		if (sp) {
-			*sp = 0;
-			fprintf(stderr, "  denied %sx %-40s%s%s\n", line, sp + 1,
-				tab && tab[1] ? "  to allow: " : "", tab && tab[1] ? tab + 1 : "");
-		}
-		s += len + (nl ? 1 : 0);
+	size_t i = 0;
+	for (; s[i] && i < len - 1; i++)
+		dst[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	dst[i] = 0;
+}
+
+static void print_top_denied(const struct moat_status *st)
+{
+	for (unsigned i = 0; i < st->n_top_denied && i < MOAT_TOP_DENIED_MAX; i++) {
+		const struct moat_denied *d = &st->top_denied[i];
+		char dest[sizeof(d->destination)], rule[sizeof(d->rule)];
+		ascii_only(dest, sizeof(dest), d->destination);
+		ascii_only(rule, sizeof(rule), d->rule);
+		fprintf(stderr, "  denied %llux %-40s%s%s\n", (unsigned long long)d->count, dest,
+			rule[0] ? "  to allow: " : "", rule);
+	}
+}
+
+/* The workspace review lines; paths came from the sandbox: escaped. */
+static void print_review(const struct moat_status *st)
+{
+	char path[512];
+	if (st->review_errno)
+		fprintf(stderr, "  workspace changes NOT applied: manifest failed: %s\n",
+			strerror(st->review_errno));
+	if (st->held_not_kept)
+		fprintf(stderr,
+			"  %llu held-back change(s) NOT KEPT: they need %llu bytes, over the cap of "
+			"%llu (--held-max, --runs-max; `moat gc` frees space); none of them was "
+			"applied, `moat apply` cannot apply them\n",
+			(unsigned long long)st->held_dropped, (unsigned long long)st->held_needed,
+			(unsigned long long)st->held_cap);
+	for (unsigned i = 0; i < st->n_review && i < MOAT_REVIEW_MAX; i++) {
+		const struct moat_review_entry *e = &st->review[i];
+		moat_escape(e->path, strlen(e->path), path, 256);
+		fprintf(stderr, "  %-8s %s  (", moat_review_state_name(e->state), path);
+		moat_cli_put_safe(stderr, e->reason);
+		fputs(")\n", stderr);
+	}
+	if (st->review_more)
+		fprintf(stderr, "  … and %llu more (moat diff %s)\n",
+			(unsigned long long)st->review_more, st->run_id);
+	if (st->rw_new_repo[0]) {
+		moat_escape(st->rw_new_repo, strlen(st->rw_new_repo), path, sizeof(path));
+		fprintf(stderr,
+			"  WARNING: the run created a git repository in the rw workspace: %s\n"
+			"  its config and hooks were not reviewed: inspect them before any git "
+			"command there\n",
+			path);
 	}
 }
 
@@ -54,15 +84,14 @@ static void summary(const struct moat_status *st)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
-	/* workspace review and /output (observe.c); paths arrive escaped */
+	/* workspace review and /output (observe.c) */
 	if (st->files_changed)
 		fprintf(stderr,
 			"moat: workspace: %llu change(s), %llu applied, %llu held back, %llu refused\n",
 			(unsigned long long)st->files_changed,
 			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
 			(unsigned long long)st->files_refused);
-	if (st->review[0])
-		fprintf(stderr, "%s", st->review);
+	print_review(st);
 	if (st->files_held)
 		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
 			st->run_id, st->run_id);
@@ -81,7 +110,7 @@ static void summary(const struct moat_status *st)
 	else if (st->net_allowed || st->net_denied)
 		fprintf(stderr, "moat: network: %llu allowed, %llu denied\n",
 			(unsigned long long)st->net_allowed, (unsigned long long)st->net_denied);
-	print_top_denied(st->net_top_denied);
+	print_top_denied(st);
 	if (st->log_path[0])
 		fprintf(stderr, "moat: log: moat log %s  (%s)\n", st->run_id, st->log_path);
 }

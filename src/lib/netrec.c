@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "lib/audit.h"
+#include "moat/moat.h"
 #include "proxy/dns.h"
 #include "shared/macro.h"
 
@@ -201,25 +202,18 @@ static int by_count(const void *x, const void *y)
 	return a->count < b->count ? 1 : a->count > b->count ? -1 : 0;
 }
 
-void moat_netrec_top(struct moat_netrec *n, char *buf, size_t len)
+unsigned moat_netrec_top(struct moat_netrec *n, struct moat_denied *out, unsigned max)
 {
-	size_t off = 0;
-	if (!buf || !len)
-		return;
-	buf[0] = 0;
-	if (!n || !n->n)
-		return;
+	unsigned i;
+	if (!n || !n->n || !out)
+		return 0;
 	/* sorted in place: called once, at the end of the run */
 	struct netrec_dest *sorted = n->dests;
 	qsort(sorted, n->n, sizeof(sorted[0]), by_count);
-	for (unsigned i = 0; i < n->n && i < 5; i++) {
-		int w = snprintf(buf + off, len - off, "%llu %s\t%s\n",
-				 (unsigned long long)sorted[i].count, sorted[i].dest,
-				 sorted[i].suggest);
-		if (w < 0 || (size_t)w >= len - off) {
-			buf[off] = 0;
-			break;
-		}
-		off += (size_t)w;
+	for (i = 0; i < n->n && i < max; i++) {
+		out[i].count = sorted[i].count;
+		snprintf(out[i].destination, sizeof(out[i].destination), "%s", sorted[i].dest);
+		snprintf(out[i].rule, sizeof(out[i].rule), "%s", sorted[i].suggest);
 	}
+	return i;
 }

@@ -45,6 +45,7 @@ struct moat_netrec *moat_netrec_free(struct moat_netrec *n);
  * attempts it held. */
 unsigned moat_netrec_record(struct moat_netrec *n, struct moat_audit *a,
 			    const struct moat_seccomp_event *ev);
-/* The most frequent destinations, "COUNT DEST\tFLAG\n" lines (the
- * moat_status.net_top_denied format), at most 5. */
-void moat_netrec_top(struct moat_netrec *n, char *buf, size_t len);
+/* The most frequent destinations into out[0..max), the most frequent
+ * first (moat_status.top_denied). Returns how many it wrote. */
+struct moat_denied;
+unsigned moat_netrec_top(struct moat_netrec *n, struct moat_denied *out, unsigned max);

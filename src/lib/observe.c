@@ -446,41 +446,50 @@ static void collect_output(struct moat_run *r)
 	moat_copy_report_done(&rep);
 }
 
-/* The held-back and refused entries as a short escaped list for the summary. */
-static void review_text(struct moat_run *r, const struct moat_manifest *m)
+/* src into dst, cut where a UTF-8 character starts if it does not fit */
+static void copy_raw(char *dst, size_t len, const char *src)
 {
-	char *buf = r->st->review;
-	size_t len = sizeof(r->st->review), off = 0;
-	unsigned shown = 0, total = 0;
+	size_t n = moat_utf8_cut(src, strlen(src), len - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
 
-	buf[0] = '\0';
+static enum moat_review_state review_state(enum moat_fs_state s)
+{
+	switch (s) {
+	case MOAT_FS_REFUSED:
+		return MOAT_REVIEW_REFUSED;
+	case MOAT_FS_FAILED:
+		return MOAT_REVIEW_FAILED;
+	case MOAT_FS_CONFLICT:
+		return MOAT_REVIEW_CONFLICT;
+	default:
+		return MOAT_REVIEW_HELD;
+	}
+}
+
+void moat_observe_review_entries(struct moat_status *st, const struct moat_manifest *m)
+{
+	st->n_review = 0;
+	st->review_more = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct moat_fs_entry *e = &m->entries[i];
-		char path[256];
-		int n;
 		if (e->state != MOAT_FS_HELD && e->state != MOAT_FS_REFUSED &&
 		    e->state != MOAT_FS_FAILED && e->state != MOAT_FS_CONFLICT)
 			continue;
-		total++;
-		if (shown >= 12)
+		if (st->n_review >= ELEMENTSOF(st->review)) {
+			st->review_more++;
 			continue;
-		moat_json_escape(e->path, strlen(e->path), path, sizeof(path));
-		n = snprintf(buf + off, len - off, "  %-8s %s  (%s)\n",
-			     moat_fs_state_name(e->state), path,
-			     e->refused		  ? e->refused
-				     : e->flagged ? e->flagged
-				     : e->err	  ? strerror(e->err)
-						  : "target changed during the run");
-		if (n < 0 || (size_t)n >= len - off) {
-			buf[off] = '\0';
-			break;
 		}
-		off += (size_t)n;
-		shown++;
+		struct moat_review_entry *v = &st->review[st->n_review++];
+		v->state = review_state(e->state);
+		copy_raw(v->path, sizeof(v->path), e->path);
+		snprintf(v->reason, sizeof(v->reason), "%s",
+			 e->refused	      ? e->refused
+				 : e->flagged ? e->flagged
+				 : e->err     ? strerror(e->err)
+					      : "target changed during the run");
 	}
-	if (total > shown && off < len)
-		snprintf(buf + off, len - off, "  … and %u more (moat diff %s)\n", total - shown,
-			 r->run_id);
 }
 
 static void review_workspace(struct moat_run *r)
@@ -508,8 +517,7 @@ static void review_workspace(struct moat_run *r)
 			o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "workspace"),
 			MOAT_F_STR("reason",
 				   "the change manifest could not be computed: nothing applied"));
-		snprintf(r->st->review, sizeof(r->st->review),
-			 "  workspace changes NOT applied: manifest failed: %s\n", strerror(-k));
+		r->st->review_errno = -k;
 		return;
 	}
 	m->workspace = strdup(p->workspace);
@@ -559,22 +567,12 @@ static void review_workspace(struct moat_run *r)
 		r->st->files_held += e->state == MOAT_FS_HELD || e->state == MOAT_FS_PENDING;
 		r->st->files_applied += e->state == MOAT_FS_APPLIED;
 	}
-	review_text(r, m);
+	moat_observe_review_entries(r->st, m);
 	if (k == -EFBIG) {
-		char head[512];
-		size_t hl = (size_t)snprintf(
-			head, sizeof(head),
-			"  %llu held-back change(s) NOT KEPT: they need %llu bytes, over the cap of "
-			"%llu (--held-max, --runs-max; `moat gc` frees space); none of them was "
-			"applied, `moat apply` cannot apply them\n",
-			(unsigned long long)dropped, (unsigned long long)need,
-			(unsigned long long)cap);
-		size_t len = sizeof(r->st->review);
-		if (hl < len) {
-			memmove(r->st->review + hl, r->st->review, len - hl - 1);
-			memcpy(r->st->review, head, hl);
-			r->st->review[len - 1] = '\0';
-		}
+		r->st->held_not_kept = true;
+		r->st->held_dropped = dropped;
+		r->st->held_needed = need;
+		r->st->held_cap = cap;
 	}
 	moat_manifest_free(m);
 }
@@ -625,13 +623,7 @@ static void recheck_rw_workspace(struct moat_run *r)
 			      "a git repository appeared in the rw workspace during the "
 			      "run: its config and hooks were not reviewed"),
 		   MOAT_F_STR("path", c.repo));
-	char path[512];
-	moat_json_escape(c.repo, strlen(c.repo), path, sizeof(path));
-	snprintf(r->st->review, sizeof(r->st->review),
-		 "  WARNING: the run created a git repository in the rw workspace: %s\n"
-		 "  its config and hooks were not reviewed: inspect them before any git command "
-		 "there\n",
-		 path);
+	copy_raw(r->st->rw_new_repo, sizeof(r->st->rw_new_repo), c.repo);
 }
 
 int moat_observe_finish(struct moat_run *r, int k)

@@ -27,5 +27,10 @@ struct moat_seccomp_event;
 /* A seccomp notification (restrict.c): an `exec` event, or a `syscall`
  * denial with an alert. PATH-search steps that cannot execute are skipped. */
 void moat_observe_seccomp(struct moat_run *r, const struct moat_seccomp_event *ev);
+struct moat_manifest;
+/* The summary's review list (st->review, n_review, review_more) from the
+ * manifest: the entries not applied, the first MOAT_REVIEW_MAX in manifest
+ * order, raw. Pure. */
+void moat_observe_review_entries(struct moat_status *st, const struct moat_manifest *m);
 /* The run's audit writer (NULL if none; moat_audit_event accepts NULL). */
 struct moat_audit *moat_run_audit(struct moat_run *r);

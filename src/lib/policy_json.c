@@ -226,6 +226,19 @@ const char *moat_reason_name(enum moat_reason r)
 	return (size_t)r < ELEMENTSOF(names) && names[r] ? names[r] : "unknown";
 }
 
+/* s as a JSON string can hold it: raw bytes from the sandbox that are not
+ * valid UTF-8 go in escaped (moat_escape) into buf, never dropped. */
+static const char *json_text(const char *s, char *buf, size_t len)
+{
+	json_t *j = json_string(s);
+	if (j) {
+		json_decref(j);
+		return s;
+	}
+	moat_escape(s, strlen(s), buf, len);
+	return buf;
+}
+
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err)
 {
@@ -251,14 +264,42 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 			    json_integer((json_int_t)st->net_none_attempts));
 	json_object_set_new(o, "stdio_error",
 			    st->stdio_error[0] ? json_string(st->stdio_error) : json_null());
-	json_t *top = json_array();
-	for (const char *l = st->net_top_denied; *l;) {
-		const char *nl = strchr(l, '\n');
-		size_t len = nl ? (size_t)(nl - l) : strlen(l);
-		json_array_append_new(top, json_stringn(l, len));
-		l += len + (nl ? 1 : 0);
+	/* the summary's lists: net_top_denied as the "COUNT DEST\tRULE" strings
+	 * of schema 1, top_denied and review as objects */
+	json_t *top = json_array(), *topo = json_array(), *rev = json_array();
+	/* every byte of the longest field as \ufffd */
+	_cleanup_free_ char *b1 = malloc(6 * 1024 + 8), *b2 = malloc(6 * 1024 + 8);
+	const size_t bl = 6 * 1024 + 8;
+	if (!top || !topo || !rev || !b1 || !b2) {
+		json_decref(top);
+		json_decref(topo);
+		json_decref(rev);
+		json_decref(o);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < st->n_top_denied && i < ELEMENTSOF(st->top_denied); i++) {
+		const struct moat_denied *d = &st->top_denied[i];
+		const char *dest = json_text(d->destination, b1, bl),
+			   *rule = json_text(d->rule, b2, bl);
+		_cleanup_free_ char *line = NULL;
+		if (asprintf(&line, "%llu %s\t%s", (unsigned long long)d->count, dest, rule) >= 0)
+			json_array_append_new(top, json_string(line));
+		json_array_append_new(topo,
+				      json_pack("{s:I,s:s,s:s}", "count", (json_int_t)d->count,
+						"destination", dest, "rule", rule));
+	}
+	for (unsigned i = 0; i < st->n_review && i < ELEMENTSOF(st->review); i++) {
+		const struct moat_review_entry *e = &st->review[i];
+		json_array_append_new(rev,
+				      json_pack("{s:s,s:s,s:s}", "state",
+						moat_review_state_name(e->state), "path",
+						json_text(e->path, b1, bl), "reason",
+						json_text(e->reason, b2, bl)));
 	}
 	json_object_set_new(o, "net_top_denied", top);
+	json_object_set_new(o, "top_denied", topo);
+	json_object_set_new(o, "review", rev);
+	json_object_set_new(o, "review_more", json_integer((json_int_t)st->review_more));
 	char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	json_decref(o);
 	if (!s)

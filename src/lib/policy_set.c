@@ -799,6 +799,14 @@ const char *const *moat_policy_option_help(void)
 	return (const char *const *)lines;
 }
 
+int moat_policy_option_info(size_t i, struct moat_option_info *ret)
+{
+	if (i >= ELEMENTSOF(options) || !ret)
+		return -ENOENT;
+	*ret = (struct moat_option_info){options[i].flag, options[i].arg, options[i].help};
+	return 0;
+}
+
 int moat_policy_set_option(struct moat_policy *p, const char *option, const char *value,
 			   struct moat_error *ret_err)
 {

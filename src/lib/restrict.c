@@ -223,8 +223,9 @@ void moat_restrict_finish(struct moat_run *r)
 {
 	/* --net none: the summary's "tried the network" list (with --net allow
 	 * the proxy's records fill it, supervise_net.c) */
-	if (r->netrec && !r->st->net_top_denied[0])
-		moat_netrec_top(r->netrec, r->st->net_top_denied, sizeof(r->st->net_top_denied));
+	if (r->netrec && !r->st->n_top_denied)
+		r->st->n_top_denied = moat_netrec_top(r->netrec, r->st->top_denied,
+						      ELEMENTSOF(r->st->top_denied));
 }
 
 void moat_restrict_teardown(struct moat_run *r)

@@ -1055,18 +1055,17 @@ static int by_count(const void *a, const void *b)
 static void top_denied(struct moat_run *r)
 {
 	struct moat_net_run *n = r->net;
-	size_t len = 0;
 	if (!n || !n->n_denied)
 		return;
 	qsort(n->denied, n->n_denied, sizeof(n->denied[0]), by_count);
-	for (unsigned i = 0; i < n->n_denied && i < 5; i++) {
-		int w = snprintf(r->st->net_top_denied + len, sizeof(r->st->net_top_denied) - len,
-				 "%llu %s\t%s\n", (unsigned long long)n->denied[i].count,
-				 n->denied[i].dest, n->denied[i].rule);
-		if (w < 0 || (size_t)w >= sizeof(r->st->net_top_denied) - len)
-			break;
-		len += (size_t)w;
+	unsigned i;
+	for (i = 0; i < n->n_denied && i < ELEMENTSOF(r->st->top_denied); i++) {
+		struct moat_denied *d = &r->st->top_denied[i];
+		d->count = n->denied[i].count;
+		snprintf(d->destination, sizeof(d->destination), "%s", n->denied[i].dest);
+		snprintf(d->rule, sizeof(d->rule), "%s", n->denied[i].rule);
 	}
+	r->st->n_top_denied = i;
 }
 
 void moat_net_finish(struct moat_run *r)

@@ -3,6 +3,7 @@
 #include "harness/tap.h"
 #include "lib/audit.h"
 #include "lib/netrec.h"
+#include "moat/moat.h"
 #include "shared/macro.h"
 
 #include <arpa/inet.h>
@@ -158,15 +159,25 @@ TEST(netrec_aggregates_and_caps)
 	ASSERT_EQ(count_lines(rd, "\"type\":\"net\""), (size_t)MOAT_NETREC_MAX_DESTS);
 	ASSERT_EQ(count_lines(rd, "\"what\":\"net_records\""), 1u);
 
-	char top[1024];
-	moat_netrec_top(n, top, sizeof(top));
-	ASSERT_TRUE(startswith(
-		top,
-		"100 192.0.2.1:80/tcp\t--allow-cidr 192.0.2.1/32\n2 exfil.example.com (dns)\t--allow-host exfil.example.com\n"));
-	/* a tiny buffer stays a valid string */
-	char small[10];
-	moat_netrec_top(n, small, sizeof(small));
-	ASSERT_STREQ(small, "");
+	/* the most frequent first, at most what the caller has room for */
+	struct moat_denied top[MOAT_TOP_DENIED_MAX + 1];
+	memset(top, 0xa5, sizeof(top));
+	ASSERT_EQ(moat_netrec_top(n, top, MOAT_TOP_DENIED_MAX), (unsigned)MOAT_TOP_DENIED_MAX);
+	ASSERT_EQ(top[0].count, 100u);
+	ASSERT_STREQ(top[0].destination, "192.0.2.1:80/tcp");
+	ASSERT_STREQ(top[0].rule, "--allow-cidr 192.0.2.1/32");
+	ASSERT_EQ(top[1].count, 2u);
+	ASSERT_STREQ(top[1].destination, "exfil.example.com (dns)");
+	ASSERT_STREQ(top[1].rule, "--allow-host exfil.example.com");
+	for (unsigned i = 2; i < MOAT_TOP_DENIED_MAX; i++) {
+		ASSERT_EQ(top[i].count, 1u);
+		ASSERT_TRUE(startswith(top[i].destination, "198.51."));
+	}
+	ASSERT_EQ((unsigned char)top[MOAT_TOP_DENIED_MAX].destination[0], 0xa5u); /* untouched */
+	ASSERT_EQ(moat_netrec_top(n, top, 1), 1u);
+	ASSERT_EQ(top[0].count, 100u);
+	ASSERT_EQ(moat_netrec_top(n, top, 0), 0u);
+	ASSERT_EQ(moat_netrec_top(NULL, top, 1), 0u);
 
 	/* nothing to record: AF_UNIX */
 	event("connect", "UNIX");
