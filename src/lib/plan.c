@@ -60,35 +60,22 @@ static int add(struct moat_plan *pl, struct moat_step s)
 	return 0;
 }
 
-/* sysroot-prefixed path in static per-plan storage is avoided: bind steps
- * whose source is under --rootfs carry the rootfs in `src` via a small arena. */
-struct arena {
-	char buf[16384];
-	size_t used;
-};
-
-static const char *arena_join(struct arena *a, const char *x, const char *y)
+/* Bind steps whose source is under --rootfs carry the rootfs in `src`, and
+ * the /etc names their full path: joined into the plan's own arena (no static
+ * storage: two plans can coexist). */
+static const char *arena_join(struct moat_plan *pl, const char *x, const char *y)
 {
-	int n = snprintf(a->buf + a->used, sizeof(a->buf) - a->used, "%s%s", x, y);
-	if (n < 0 || (size_t)n >= sizeof(a->buf) - a->used)
+	size_t room = sizeof(pl->arena.buf) - pl->arena.used;
+	int n = snprintf(pl->arena.buf + pl->arena.used, room, "%s%s", x, y);
+	if (n < 0 || (size_t)n >= room)
 		return NULL;
-	const char *r = a->buf + a->used;
-	a->used += (size_t)n + 1;
+	const char *r = pl->arena.buf + pl->arena.used;
+	pl->arena.used += (size_t)n + 1;
 	return r;
-}
-
-static struct arena *plan_arena(struct moat_plan *pl)
-{
-	/* The arena lives in a static buffer per process: plans are built once
-	 * per run in the supervisor, never concurrently. */
-	static struct arena a;
-	(void)pl;
-	return &a;
 }
 
 int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 {
-	struct arena *ar = plan_arena(pl);
 	const char *sys = p->rootfs ? p->rootfs : "";
 	/* sources below --rootfs are resolved beneath it, never through a symlink */
 	const unsigned sysf = *sys ? MOAT_STEPF_SYSROOT : 0;
@@ -96,7 +83,6 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	int r = 0;
 
 	memset(pl, 0, sizeof(*pl));
-	ar->used = 0;
 	pl->sysroot = sys;
 	snprintf(home, sizeof(home), "/home/%s", p->user);
 
@@ -105,7 +91,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		if ((r = add(pl, (struct moat_step){__VA_ARGS__})) < 0) \
 			return r; \
 	} while (0)
-#define SYS(path) (*sys ? arena_join(ar, sys, path) : (path))
+#define SYS(path) (*sys ? arena_join(pl, sys, path) : (path))
 
 	for (size_t i = 0; i < ELEMENTSOF(system_dirs); i++)
 		ADD(.op = MOAT_STEP_BIND, .src = SYS(system_dirs[i]), .dest = system_dirs[i],
@@ -151,8 +137,8 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	ADD(.op = MOAT_STEP_FILE, .dest = "/etc/nsswitch.conf", .data = pl->nsswitch,
 	    .data_len = strlen(pl->nsswitch), .mode = 0644);
 	for (size_t i = 0; i < ELEMENTSOF(etc_allow); i++) {
-		const char *dest = arena_join(ar, "/etc/", etc_allow[i]);
-		const char *src = *sys ? arena_join(ar, sys, dest) : dest;
+		const char *dest = arena_join(pl, "/etc/", etc_allow[i]);
+		const char *src = *sys ? arena_join(pl, sys, dest) : dest;
 		if (!dest || !src)
 			return -E2BIG;
 		/* small files are copied into the /etc tmpfs: a mount each would
@@ -188,7 +174,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	ADD(.op = MOAT_STEP_MKDIR, .dest = "/var", .mode = 0755);
 	ADD(.op = MOAT_STEP_SYMLINK, .src = "/tmp", .dest = "/var/tmp");
 	ADD(.op = MOAT_STEP_MKDIR, .dest = "/home", .mode = 0755);
-	const char *home_dest = arena_join(ar, home, "");
+	const char *home_dest = arena_join(pl, home, "");
 	if (!home_dest)
 		return -E2BIG;
 	ADD(.op = MOAT_STEP_TMPFS, .dest = home_dest, .size = p->disk, .mode = 0700,
@@ -233,11 +219,21 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		}
 	}
 
+	/* The credential proxy's CA bundle, bound read-only over the system
+	 * bundle after the /etc layout and the user's mounts. Its source is
+	 * written at run time (the per-run CA), so the step has none yet. */
+	pl->creds.ca_step = -1;
+	if (p->net == MOAT_NET_ALLOW && (p->n_secrets || p->n_http_rules || p->inspect_tls_all)) {
+		pl->creds.ca_step = (int)pl->n_steps;
+		ADD(.op = MOAT_STEP_BIND, .dest = MOAT_PLAN_CA_BUNDLE,
+		    .flags = MOAT_STEPF_RO | MOAT_STEPF_RUNTIME);
+	}
+
 	snprintf(pl->cwd, sizeof(pl->cwd), "%s",
 		 p->cwd			? p->cwd
 			 : p->workspace ? p->workspace
 					: home);
-	return 0;
+	return moat_plan_build_parts(p, pl);
 #undef ADD
 #undef SYS
 }
@@ -253,45 +249,4 @@ const char *moat_step_op_name(enum moat_step_op op)
 		[MOAT_STEP_OVERLAY] = "overlay",
 	};
 	return (size_t)op < ELEMENTSOF(names) && names[op] ? names[op] : "?";
-}
-
-int moat_plan_format(const struct moat_plan *pl, char **ret_text)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return -ENOMEM;
-	fprintf(f, "  0 tmpfs    / (read-only once assembled; entered with pivot_root)\n");
-	for (unsigned i = 0; i < pl->n_steps; i++) {
-		const struct moat_step *s = &pl->steps[i];
-		char sz[32] = "";
-		fprintf(f, "%3u %-8s %s", i + 1, moat_step_op_name(s->op), s->dest);
-		if (s->op == MOAT_STEP_SYMLINK)
-			fprintf(f, " -> %s", s->src);
-		else if (s->src)
-			fprintf(f, " <- %s", s->src);
-		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_OVERLAY) {
-			moat_format_size(s->size, sz, sizeof(sz));
-			fprintf(f, " size=%s", sz);
-		}
-		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_MKDIR || s->op == MOAT_STEP_FILE)
-			fprintf(f, " mode=%04o", s->mode);
-		if (s->op == MOAT_STEP_BIND || s->op == MOAT_STEP_OVERLAY)
-			fprintf(f, " %s", s->flags & MOAT_STEPF_RO ? "ro" : "rw");
-		if (s->flags & MOAT_STEPF_OPTIONAL)
-			fprintf(f, " optional");
-		if (s->flags & MOAT_STEPF_DEV)
-			fprintf(f, " dev");
-		else if (s->op == MOAT_STEP_BIND || s->op == MOAT_STEP_TMPFS)
-			fprintf(f, " nosuid,nodev");
-		fputc('\n', f);
-	}
-	fprintf(f, "    chdir    %s\n", pl->cwd);
-	if (fclose(f) != 0) {
-		free(buf);
-		return -ENOMEM;
-	}
-	*ret_text = buf;
-	return 0;
 }

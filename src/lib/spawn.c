@@ -1044,6 +1044,12 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)
 		goto fail;
+	/* every source the plan left to the run (the CA bundle) is there */
+	if (moat_plan_check_runtime(r->plan) < 0) {
+		k = moat_error_set(ret_err, "plan", EPROTO,
+				   "a plan step's source was not made before clone");
+		goto fail;
+	}
 	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
 		goto fail;
 	moat_test_stall("prepared");
