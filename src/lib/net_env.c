@@ -31,10 +31,9 @@ bool moat_net_needs_credentials(const struct moat_policy *p)
 
 int moat_net_check_rules(struct moat_run *r)
 {
-	struct moat_proxy_config *c = NULL;
-	int k = moat_proxy_config_from_policy(r->p, &c);
+	/* converted once, by the plan (plan_parts.c) */
+	int k = r->plan->net.rules_error;
 
-	moat_proxy_config_free(c);
 	if (k < 0)
 		return moat_error_set(r->err, "network", -k, "invalid network rule");
 	return 0;

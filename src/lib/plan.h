@@ -117,6 +117,11 @@ struct moat_plan_net {
 	const char *const *no_inspect;
 	unsigned n_no_inspect;
 	const char *upstream_ca;
+	/* 0, or the -errno of the rules' conversion by the proxy's own parser
+	 * (moat_proxy_config_from_policy): checked once here, reported before
+	 * clone (moat_net_check_rules); the exec'd proxy helper converts the
+	 * serialized rules for itself */
+	int rules_error;
 	/* --net none: the kernel refuses all but loopback, seccomp records the
 	 * attempts (with notification), Landlock (ABI >= 4) denies TCP */
 	bool record_attempts;
@@ -231,6 +236,9 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *ret_plan);
 /* The parts other than the mounts (plan_parts.c), called by moat_plan_build
  * once the steps are there. */
 int moat_plan_build_parts(const struct moat_policy *p, struct moat_plan *pl);
+
+/* The limits part alone (moat_plan_build fills pl->limits with it). */
+void moat_plan_build_limits(const struct moat_policy *p, struct moat_plan_limits *ret);
 
 /* The seccomp options the filter is compiled from: the plan's rule set, with
  * notification as the kernel allows (notify). */

@@ -10,6 +10,7 @@
 
 #include "lib/netns.h"
 #include "lib/plan.h"
+#include "proxy/proxy.h"
 #include "shared/macro.h"
 
 /* The sandbox's host uids in root mode (spawn.c's slots). */
@@ -94,6 +95,13 @@ static void build_net(const struct moat_policy *p, struct moat_plan *pl)
 	n->no_inspect = (const char *const *)p->no_inspect;
 	n->n_no_inspect = p->n_no_inspect;
 	n->upstream_ca = p->upstream_ca;
+	/* the rules as the proxy will read them: an invalid one fails the run
+	 * before clone, once */
+	struct moat_proxy_config *c = NULL;
+	n->rules_error = moat_proxy_config_from_policy(p, &c);
+	if (n->rules_error > 0)
+		n->rules_error = 0;
+	moat_proxy_config_free(c);
 }
 
 static void build_creds(const struct moat_policy *p, struct moat_plan *pl)
@@ -202,9 +210,8 @@ void moat_plan_seccomp_opts(const struct moat_plan *pl, bool notify, struct moat
 	};
 }
 
-static void build_limits(const struct moat_policy *p, struct moat_plan *pl)
+void moat_plan_build_limits(const struct moat_policy *p, struct moat_plan_limits *l)
 {
-	struct moat_plan_limits *l = &pl->limits;
 	l->cg = (struct moat_cgroup_limits){
 		.cpus_milli = p->cpus_milli, .memory = p->memory, .pids = p->pids};
 	l->asked = p->limits_set;
@@ -238,7 +245,7 @@ int moat_plan_build_parts(const struct moat_policy *p, struct moat_plan *pl)
 	build_creds(p, pl);
 	build_landlock(p, pl);
 	build_seccomp(p, pl);
-	build_limits(p, pl);
+	moat_plan_build_limits(p, &pl->limits);
 	build_audit(p, pl);
 	return 0;
 }

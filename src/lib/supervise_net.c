@@ -37,7 +37,6 @@
 #include "shared/macro.h"
 
 struct moat_net_run {
-	struct moat_proxy_config *cfg;
 	/* credential proxy: placeholders before clone, values only in the worker */
 	struct moat_secrets *secrets;
 	struct moat_tls_ca *ca;
@@ -86,20 +85,13 @@ static struct moat_net_run *net_get(struct moat_run *r)
 
 int moat_net_prepare(struct moat_run *r)
 {
-	struct moat_net_run *n;
-	int k;
-
-	if (r->p->net != MOAT_NET_ALLOW)
+	if (r->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
-	n = net_get(r);
-	if (!n)
+	if (!net_get(r))
 		return -ENOMEM;
-	if (n->cfg)
-		return 0;
-	k = moat_proxy_config_from_policy(r->p, &n->cfg);
-	if (k < 0)
-		return moat_error_set(r->err, "network", -k, "invalid network rule");
-	return 0;
+	/* the rules were converted once, by the plan; the helper converts the
+	 * serialized policy for itself (moat_net_helper_main) */
+	return moat_net_check_rules(r);
 }
 
 /* The credential proxy's part before clone: placeholders into the sandbox's
@@ -419,10 +411,6 @@ static void drop_credentials(struct moat_net_run *n)
 	if (n->secrets) {
 		moat_secrets_drop_values(n->secrets);
 		moat_secrets_scrub_environ(n->secrets);
-	}
-	if (n->cfg) {
-		n->cfg->ca = NULL;
-		n->cfg->upstream_tls = NULL;
 	}
 	n->ca = moat_tls_ca_free(n->ca);
 	if (n->upstream_tls) {
@@ -1125,7 +1113,6 @@ void moat_net_teardown(struct moat_run *r)
 		unlink(n->bundle_path);
 		rmdir(n->bundle_dir);
 	}
-	moat_proxy_config_free(n->cfg);
 	free(n);
 	r->net = NULL;
 }

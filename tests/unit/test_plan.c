@@ -483,3 +483,27 @@ TEST(plan_two_coexist)
 	moat_policy_free(pa);
 	moat_policy_free(pb);
 }
+
+/* The default plan's rule set is the one compiled when moat was built (the
+ * filter is taken as is, not compiled at run time): the plan and the baked
+ * filter agree. A re-allowed name needs a compiled filter, which builds. */
+TEST(plan_seccomp_opts_compile)
+{
+	struct moat_policy *p = policy_with(o_default);
+	struct moat_plan *pl = plan_of(p);
+	struct moat_seccomp_opts o;
+	moat_plan_seccomp_opts(pl, true, &o);
+	ASSERT_TRUE(moat_seccomp_baked_find(&o) != NULL);
+	free(pl);
+	moat_policy_free(p);
+
+	p = policy_with(o_net_none);
+	pl = plan_of(p);
+	moat_plan_seccomp_opts(pl, true, &o);
+	ASSERT_TRUE(moat_seccomp_baked_find(&o) == NULL);
+	scmp_filter_ctx ctx = NULL;
+	ASSERT_EQ(moat_seccomp_build(&o, &ctx), 0);
+	seccomp_release(ctx);
+	free(pl);
+	moat_policy_free(p);
+}
