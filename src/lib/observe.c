@@ -416,8 +416,8 @@ static void collect_output(struct moat_run *r)
 
 	if (r->output_fd < 0 || o->out_fd < 0)
 		return;
-	k = moat_copytree_safe(r->output_fd, o->out_fd, r->p->max_output, MOAT_COPY_OVERWRITE,
-			       &rep);
+	k = moat_copytree_safe(r->output_fd, o->out_fd, r->plan->limits.max_output,
+			       MOAT_COPY_OVERWRITE, &rep);
 	r->st->output_files = rep.files;
 	r->st->output_skipped = rep.skipped_symlinks + rep.skipped_special;
 	for (unsigned i = 0; i < rep.n_notes; i++)
@@ -434,7 +434,7 @@ static void collect_output(struct moat_run *r)
 		   MOAT_F_STR("error", k < 0 ? strerrorname_np(-k) : NULL));
 	if (k == -EFBIG || k == -E2BIG || k == -ELOOP) {
 		MOAT_AUDIT(o->audit, MOAT_EV_LIMIT, MOAT_F_STR("what", "output"),
-			   MOAT_F_UINT("limit", r->p->max_output),
+			   MOAT_F_UINT("limit", r->plan->limits.max_output),
 			   MOAT_F_STR("reason", strerrorname_np(-k)),
 			   MOAT_F_STR("path", rep.stopped_at));
 		MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"),

@@ -73,6 +73,10 @@ struct moat_step {
 /* Landlock path rules: "/" plus every writable step. */
 #define MOAT_PLAN_MAX_LANDLOCK (MOAT_PLAN_MAX_STEPS + 1)
 
+/* Root mode: the sandbox's host uids are [BASE, BASE + SLOTS), one per run. */
+#define MOAT_PLAN_ROOT_UID_BASE 1000000000u
+#define MOAT_PLAN_ROOT_UID_SLOTS 65536u
+
 /* Where the sandbox's CA bundle (system roots + the per-run CA) is bound. */
 #define MOAT_PLAN_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 

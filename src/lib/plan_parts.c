@@ -13,10 +13,6 @@
 #include "proxy/proxy.h"
 #include "shared/macro.h"
 
-/* The sandbox's host uids in root mode (spawn.c's slots). */
-#define PLAN_ROOT_UID_BASE 1000000000u
-#define PLAN_ROOT_UID_SLOTS 65536u
-
 static void build_identity(const struct moat_policy *p, struct moat_plan *pl)
 {
 	struct moat_plan_identity *id = &pl->id;
@@ -28,8 +24,8 @@ static void build_identity(const struct moat_policy *p, struct moat_plan *pl)
 	id->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 	if (p->net != MOAT_NET_HOST)
 		id->clone_flags |= CLONE_NEWNET;
-	id->root_uid_base = PLAN_ROOT_UID_BASE;
-	id->root_uid_slots = PLAN_ROOT_UID_SLOTS;
+	id->root_uid_base = MOAT_PLAN_ROOT_UID_BASE;
+	id->root_uid_slots = MOAT_PLAN_ROOT_UID_SLOTS;
 }
 
 /* The egress proxy's addresses inside the namespace (netns.h) and the

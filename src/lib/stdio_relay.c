@@ -275,7 +275,7 @@ static void output_step(struct moat_run *r, unsigned i)
 {
 	struct moat_stdio *io = &r->io;
 	struct moat_relay *s = &io->s[i];
-	uint64_t limit = r->p->max_output;
+	uint64_t limit = r->plan->limits.max_output; /* the plan's limits part */
 	for (int round = 0; round < RELAY_ROUNDS && !s->done; round++) {
 		ssize_t n;
 		if (s->buf_off < s->buf_len) {
