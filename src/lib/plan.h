@@ -77,6 +77,9 @@ struct moat_step {
 #define MOAT_PLAN_ROOT_UID_BASE 1000000000u
 #define MOAT_PLAN_ROOT_UID_SLOTS 65536u
 
+/* Bytes of the nftables capture rules. */
+#define MOAT_PLAN_NFT_MAX 1024
+
 /* Where the sandbox's CA bundle (system roots + the per-run CA) is bound. */
 #define MOAT_PLAN_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
@@ -110,9 +113,9 @@ struct moat_plan_net {
 	unsigned n_env;
 	const struct moat_plan_listener *listeners;
 	unsigned n_listeners;
-	/* nftables capture rules of the namespace (allow only, static text) */
-	const char *const *capture;
-	unsigned n_capture;
+	/* the nftables capture rules loaded into the namespace (allow only):
+	 * the exact text netns.c loads */
+	char nft[MOAT_PLAN_NFT_MAX];
 	const struct moat_host_rule *allow, *deny, *cidrs;
 	unsigned n_allow, n_deny, n_cidrs;
 	const struct moat_resolve *resolve; /* the DNS stub's fixed answers */
@@ -247,6 +250,11 @@ void moat_plan_build_limits(const struct moat_policy *p, struct moat_plan_limits
 /* The seccomp options the filter is compiled from: the plan's rule set, with
  * notification as the kernel allows (notify). */
 void moat_plan_seccomp_opts(const struct moat_plan *pl, bool notify, struct moat_seccomp_opts *ret);
+
+/* The nftables capture rules of --net allow: TCP to anything but loopback
+ * redirected to the transparent listener on tport, the rest logged and
+ * dropped. -ENOBUFS if len is too small. */
+int moat_plan_nft_ruleset(uint16_t tport, char *buf, size_t len);
 
 /* The variables pointed at the CA bundle (NULL-terminated, static). */
 const char *const *moat_plan_ca_env(void);

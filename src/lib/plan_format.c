@@ -132,8 +132,13 @@ static void format_net(FILE *f, const struct moat_plan *pl)
 	for (unsigned i = 0; i < n->n_listeners; i++)
 		fprintf(f, "listener     %-11s %s:%u %s\n", n->listeners[i].what,
 			n->listeners[i].addr, n->listeners[i].port, n->listeners[i].proto);
-	for (unsigned i = 0; i < n->n_capture; i++)
-		fprintf(f, "capture      %s\n", n->capture[i]);
+	/* the capture rules, line by line, as loaded */
+	for (const char *l = n->nft; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		fprintf(f, "nft          %.*s\n", (int)len, l);
+		l += len + (e ? 1 : 0);
+	}
 	for (unsigned i = 0; i < n->n_env; i++)
 		fprintf(f, "env          %s=%s\n", n->env[i][0], n->env[i][1]);
 	if (!n->n_allow && !n->n_cidrs)

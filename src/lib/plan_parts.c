@@ -44,14 +44,31 @@ static const struct moat_plan_listener listeners[] = {
 	{"dns", MOAT_NETNS_DNS4, 53, "udp+tcp"},
 };
 
-/* What netns.c loads into the namespace's nftables (its ruleset_setup). */
-static const char *const capture_rules[] = {
-	"tcp to anything but 127.0.0.0/8 and ::1: redirected to the transparent listener :3129",
-	"to 127.0.0.0/8, ::1, " MOAT_NETNS_SRC4 ", " MOAT_NETNS_SRC6 ": accepted",
-	"udp: counted, logged (nflog group 7), dropped",
-	"icmp, ipv6-icmp: counted, logged (nflog group 7), dropped",
-	"anything else: counted, logged (nflog group 7), dropped",
-};
+int moat_plan_nft_ruleset(uint16_t tport, char *buf, size_t len)
+{
+	/* nat/output at -100 runs before filter/output at 0, so the filter sees
+	 * redirected TCP already aimed at 127.0.0.1 / ::1. Replies to redirected
+	 * connections go to the source addresses on lo, which stay local. */
+	int n = snprintf(buf, len,
+			 "table inet moat {\n"
+			 " chain nat_output {\n"
+			 "  type nat hook output priority -100; policy accept;\n"
+			 "  meta l4proto tcp ip daddr != 127.0.0.0/8 counter redirect to :%u\n"
+			 "  meta l4proto tcp ip6 daddr != ::1 counter redirect to :%u\n"
+			 " }\n"
+			 " chain filter_output {\n"
+			 "  type filter hook output priority 0; policy drop;\n"
+			 "  ip daddr { 127.0.0.0/8, %s } accept\n"
+			 "  ip6 daddr { ::1, %s } accept\n"
+			 "  meta l4proto udp counter log group %u drop\n"
+			 "  meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
+			 "  counter log group %u drop\n"
+			 " }\n"
+			 "}\n",
+			 tport, tport, MOAT_NETNS_SRC4, MOAT_NETNS_SRC6, MOAT_NETNS_NFLOG_GROUP,
+			 MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP);
+	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
+}
 
 /* Variables programs read for their CA bundle (OpenSSL, Python requests, curl,
  * Node, git, pip), pointed at the bundle with the per-run CA. */
@@ -77,8 +94,10 @@ static void build_net(const struct moat_policy *p, struct moat_plan *pl)
 	n->n_env = ELEMENTSOF(proxy_env);
 	n->listeners = listeners;
 	n->n_listeners = ELEMENTSOF(listeners);
-	n->capture = capture_rules;
-	n->n_capture = ELEMENTSOF(capture_rules);
+	for (unsigned i = 0; i < n->n_listeners; i++)
+		if (streq(n->listeners[i].what, "transparent") &&
+		    moat_plan_nft_ruleset(n->listeners[i].port, n->nft, sizeof(n->nft)) < 0)
+			n->nft[0] = 0; /* cannot happen: sized for it; refused at apply */
 	n->allow = p->allow_hosts;
 	n->n_allow = p->n_allow_hosts;
 	n->deny = p->deny_hosts;

@@ -280,7 +280,9 @@ TEST(plan_network)
 	ASSERT_STREQ(n->env[0][1], "http://127.0.0.1:3128");
 	ASSERT_EQ(n->n_listeners, 4);
 	ASSERT_EQ(n->listeners[3].port, 53);
-	ASSERT_TRUE(n->n_capture > 0);
+	/* the capture rules netns.c loads: redirect to the transparent port */
+	ASSERT_CONTAINS(n->nft, "redirect to :3129");
+	ASSERT_CONTAINS(n->nft, "policy drop;");
 	ASSERT_EQ(n->n_allow, 2);
 	ASSERT_STREQ(n->allow[1].pattern, "*.pkg.test");
 	ASSERT_EQ(n->allow[1].n_ports, 1);
@@ -297,6 +299,7 @@ TEST(plan_network)
 	pl = plan_of(p);
 	ASSERT_EQ(pl->net.n_env, 0);
 	ASSERT_EQ(pl->net.n_listeners, 0);
+	ASSERT_STREQ(pl->net.nft, "");
 	ASSERT_TRUE(pl->net.record_attempts);
 	ASSERT_TRUE(pl->net.landlock_no_tcp);
 	free(pl);
