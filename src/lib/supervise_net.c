@@ -159,7 +159,7 @@ int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *
 	struct moat_net_run *n;
 	int k;
 
-	if (r->p->net != MOAT_NET_ALLOW)
+	if (r->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
 	if ((k = moat_net_proxy_env(r, push)) < 0)
 		return k;
