@@ -338,10 +338,8 @@ static int prepare_idmapped(struct moat_run *r)
 
 static pid_t clone_sandbox(struct moat_run *r, int *ret_pidfd)
 {
-	uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-		CLONE_PIDFD;
-	if (r->p->net != MOAT_NET_HOST)
-		flags |= CLONE_NEWNET;
+	/* the namespaces are the plan's (identity part) */
+	uint64_t flags = r->plan->id.clone_flags | CLONE_PIDFD;
 	struct clone_args ca = {
 		.flags = flags, .pidfd = (uint64_t)(uintptr_t)ret_pidfd, .exit_signal = SIGCHLD};
 	moat_supervise_clone_args(r, &ca);
@@ -466,6 +464,10 @@ static int ns_start(struct moat_run *r)
 {
 	const struct moat_policy *p = r->p;
 	int k;
+	/* every source the plan left to the run (the CA bundle) is there */
+	if (moat_plan_check_runtime(r->plan) < 0)
+		return moat_error_set(r->err, "plan", EPROTO,
+				      "a plan step's source was not made before clone");
 	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
 		return k;
 	moat_test_stall("prepared");

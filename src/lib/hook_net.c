@@ -38,7 +38,7 @@ int moat_hook_network(struct moat_init *sb)
 	int p[2];
 	pid_t pid;
 
-	if (sb->p->net != MOAT_NET_ALLOW)
+	if (sb->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -93,7 +93,7 @@ int moat_hook_network_join(struct moat_init *sb)
 	int32_t e = 0;
 	ssize_t n;
 
-	if (sb->p->net != MOAT_NET_ALLOW)
+	if (sb->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
 	if (net_status_fd < 0) {
 		errno = EPROTO;

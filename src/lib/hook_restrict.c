@@ -16,46 +16,40 @@
 #include "lib/seccomp.h"
 
 /*
- * Landlock rules from the plan, with paths as seen after pivot_root:
- *   "/" read-only (read + execute on everything the mount plan made visible);
- *   every writable area of the plan (workspace, /tmp, home, /output, extra
- *   --rw/--tmpfs, /dev/shm), the device nodes and /dev/pts: every right.
- * Anything written elsewhere is denied by Landlock even if a mount went wrong.
+ * The Landlock rules are the plan's (plan_parts.c, build_landlock), with paths
+ * as seen after pivot_root. What only the assembled root can tell is decided
+ * here: whether an optional path exists, and whether a rule is for a
+ * directory or a file (what its step mounted there; a later mount at the same
+ * place is of the same kind: the kernel refuses a file over a directory).
  */
 static int prepare_landlock(struct moat_init *sb)
 {
-	static struct moat_landlock_path paths[MOAT_PLAN_MAX_STEPS + 1];
-	const struct moat_policy *p = sb->p;
+	static struct moat_landlock_path paths[MOAT_PLAN_MAX_LANDLOCK];
+	const struct moat_plan_landlock *l = &sb->plan->landlock;
 	unsigned n = 0;
 	int k;
 
-	paths[n++] = (struct moat_landlock_path){
-		.path = "/", .fd = -1, .writable = false, .kind = MOAT_LANDLOCK_KIND_DIR};
-	for (unsigned i = 0; i < sb->plan->n_steps && n < MOAT_LANDLOCK_MAX_PATHS; i++) {
-		const struct moat_step *s = &sb->plan->steps[i];
-		bool rw = (s->flags & (MOAT_STEPF_WRITABLE | MOAT_STEPF_DEV)) ||
-			s->op == MOAT_STEP_DEVPTS;
-		if (!rw || s->op == MOAT_STEP_SYMLINK || s->op == MOAT_STEP_HIDE)
+	for (unsigned i = 0; i < l->n_rules && n < MOAT_LANDLOCK_MAX_PATHS; i++) {
+		const struct moat_plan_landlock_rule *r = &l->rules[i];
+		if (r->optional && access(r->path, F_OK) < 0)
 			continue;
-		if ((s->flags & MOAT_STEPF_OPTIONAL) && access(s->dest, F_OK) < 0)
-			continue;
-		/* what the step mounted there; a later mount at the same place is
-		 * of the same kind (the kernel refuses a file over a directory) */
-		enum moat_landlock_kind kind = sb->step_type[i] == S_IFDIR ? MOAT_LANDLOCK_KIND_DIR
-			: sb->step_type[i]				   ? MOAT_LANDLOCK_KIND_FILE
-					   : MOAT_LANDLOCK_KIND_UNKNOWN;
+		enum moat_landlock_kind kind = MOAT_LANDLOCK_KIND_DIR;
+		if (r->step >= 0) {
+			unsigned t = sb->step_type[r->step];
+			kind = t == S_IFDIR ? MOAT_LANDLOCK_KIND_DIR
+				: t	    ? MOAT_LANDLOCK_KIND_FILE
+					    : MOAT_LANDLOCK_KIND_UNKNOWN;
+		}
 		paths[n++] = (struct moat_landlock_path){
-			.path = s->dest, .fd = -1, .writable = true, .kind = kind};
+			.path = r->path, .fd = -1, .writable = r->writable, .kind = kind};
 	}
 	struct moat_landlock_opts o = {
 		.paths = paths,
 		.n_paths = n,
-		/* ABI >= 4: no TCP at all with the network off (loopback included). */
-		.net_none = p->net == MOAT_NET_NONE,
-		/* ABI >= 6: abstract unix sockets and signals stay inside. */
-		.scope = true,
+		.net_none = l->net_none,
+		.scope = l->scope,
 		/* Checked by the supervisor already; this keeps the init honest. */
-		.min_abi = (p->allow_degraded & MOAT_DEGRADE_LANDLOCK) ? 0 : 1,
+		.min_abi = l->min_abi,
 	};
 	k = moat_landlock_prepare(&o, &sb->landlock_ruleset, NULL);
 	if (k < 0) {
@@ -69,7 +63,7 @@ int moat_hook_restrict_prepare(struct moat_init *sb)
 {
 	sb->landlock_ruleset = -1;
 	sb->landlock_ready = false;
-	if (moat_policy_test_no_landlock(sb->p))
+	if (!moat_plan_landlock_on(sb->plan))
 		return 0;
 	if (prepare_landlock(sb) < 0)
 		return -1;
@@ -80,7 +74,7 @@ int moat_hook_restrict_prepare(struct moat_init *sb)
 int moat_hook_restrict(struct moat_init *sb, int *ret_notify_fd)
 {
 	*ret_notify_fd = -1;
-	if (!moat_policy_test_no_landlock(sb->p)) {
+	if (moat_plan_landlock_on(sb->plan)) {
 		if (!sb->landlock_ready) {
 			errno = EPROTO; /* never run without the rules that were asked for */
 			return -1;
@@ -95,7 +89,7 @@ int moat_hook_restrict(struct moat_init *sb, int *ret_notify_fd)
 			return -1;
 		}
 	}
-	if (moat_policy_test_no_seccomp(sb->p))
+	if (!moat_plan_seccomp_on(sb->plan))
 		return 0;
 	if (!sb->seccomp_prog) {
 		errno = EPROTO; /* never run without the filter that was asked for */

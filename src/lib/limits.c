@@ -5,33 +5,33 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "lib/plan.h"
 #include "shared/macro.h"
 
-int moat_limits_setup(const struct moat_policy *p, const char *run_id, struct moat_limits *ret,
-		      struct moat_error *ret_err)
+int moat_limits_setup(const struct moat_plan_limits *pl, const char *run_id,
+		      struct moat_limits *ret, struct moat_error *ret_err)
 {
 	struct moat_error err;
 	memset(ret, 0, sizeof(*ret));
-	ret->cl.cpus_milli = p->cpus_milli;
-	ret->cl.memory = p->memory;
-	ret->cl.pids = p->pids;
+	/* the values and both rlimit sets are the plan's (plan_parts.c) */
+	ret->cl = pl->cg;
 
-	unsigned asked = p->limits_set & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS);
+	unsigned asked = pl->asked & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS);
 	if (!asked && geteuid() == 0) {
 		/* Root mode with only the default limits: every sandbox has its own
 		 * host uid, so RLIMIT_NPROC counts exactly this sandbox's processes and
 		 * the default pids limit needs no cgroup. (Attaching a task to a v1
 		 * cgroup costs an RCU grace period, ~10 ms, in the kernel.) */
-		moat_rlimits_plan(&ret->cl, p->nofile, p->fsize, false, &ret->rl);
-		ret->rl.nproc = p->pids;
+		ret->rl = pl->rl;
+		ret->rl.nproc = pl->cg.pids;
 		return 0;
 	}
 	int r = moat_cgroup_create(&ret->cl, run_id, &ret->cg, &err);
 	if (r >= 0) {
-		moat_rlimits_plan(&ret->cl, p->nofile, p->fsize, false, &ret->rl);
+		ret->rl = pl->rl;
 		return 0;
 	}
-	if (asked && !(p->allow_degraded & MOAT_DEGRADE_CGROUP)) {
+	if (asked && !pl->may_degrade) {
 		if (ret_err) {
 			*ret_err = err;
 			size_t n = strlen(ret_err->message);
@@ -44,7 +44,7 @@ int moat_limits_setup(const struct moat_policy *p, const char *run_id, struct mo
 	ret->cg = NULL;
 	ret->degraded = true;
 	ret->degraded_err = r;
-	moat_rlimits_plan(&ret->cl, p->nofile, p->fsize, true, &ret->rl);
+	ret->rl = pl->rl_degraded;
 	return 0;
 }
 

@@ -24,10 +24,11 @@ struct moat_limits {
 	struct moat_cgroup_limits cl;
 };
 
-/* Create the run's cgroup. Returns 0 (possibly degraded) or the -errno of the
+/* Create the run's cgroup with the plan's limits (plan.h). Returns 0 (possibly degraded) or the -errno of the
  * cgroup failure with ret_err filled (stage "cgroup"): the caller exits 125. */
-int moat_limits_setup(const struct moat_policy *p, const char *run_id, struct moat_limits *ret,
-		      struct moat_error *ret_err);
+struct moat_plan_limits;
+int moat_limits_setup(const struct moat_plan_limits *pl, const char *run_id,
+		      struct moat_limits *ret, struct moat_error *ret_err);
 
 /* The v2 fd for CLONE_INTO_CGROUP, or < 0. */
 int moat_limits_cgroup_fd(const struct moat_limits *l);

@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "lib/errors.h"
+#include "lib/plan.h"
 #include "lib/policy.h"
 #include "lib/run.h"
 #include "proxy/proxy.h"
@@ -12,35 +13,27 @@
 int moat_net_proxy_env(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *))
 {
-	static const char *const vars[][2] = {
-		{"HTTP_PROXY", "http://127.0.0.1:3128"},
-		{"http_proxy", "http://127.0.0.1:3128"},
-		{"HTTPS_PROXY", "http://127.0.0.1:3128"},
-		{"https_proxy", "http://127.0.0.1:3128"},
-		{"ALL_PROXY", "socks5h://127.0.0.1:1080"},
-		{"all_proxy", "socks5h://127.0.0.1:1080"},
-		{"NO_PROXY", "localhost,127.0.0.1,::1"},
-		{"no_proxy", "localhost,127.0.0.1,::1"},
-	};
+	/* the proxy's variables are the plan's (plan_parts.c) */
+	const struct moat_plan_net *n = &r->plan->net;
 	int k;
 
-	for (size_t i = 0; i < ELEMENTSOF(vars); i++)
-		if ((k = push(r, vars[i][0], vars[i][1])) < 0)
+	for (unsigned i = 0; i < n->n_env; i++)
+		if ((k = push(r, n->env[i][0], n->env[i][1])) < 0)
 			return k;
 	return 0;
 }
 
 bool moat_net_needs_credentials(const struct moat_policy *p)
 {
-	return p->n_secrets || p->n_http_rules || p->inspect_tls_all;
+	/* the same condition as the plan's CA bundle step (plan.c) */
+	return p->net == MOAT_NET_ALLOW && (p->n_secrets || p->n_http_rules || p->inspect_tls_all);
 }
 
 int moat_net_check_rules(struct moat_run *r)
 {
-	struct moat_proxy_config *c = NULL;
-	int k = moat_proxy_config_from_policy(r->p, &c);
+	/* converted once, by the plan (plan_parts.c) */
+	int k = r->plan->net.rules_error;
 
-	moat_proxy_config_free(c);
 	if (k < 0)
 		return moat_error_set(r->err, "network", -k, "invalid network rule");
 	return 0;

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/plan.h"
 #include "shared/macro.h"
 
 #define NL_BUF 512
@@ -218,35 +219,16 @@ static int nft_load(const char *ruleset)
 	return r == 0 ? 0 : -EPERM;
 }
 
-static int ruleset_setup(uint16_t tport)
+/* The capture rules: the plan's text (moat_plan_nft_ruleset, plan_parts.c),
+ * or the same generator's for the default ports when no plan is given. */
+static int ruleset_setup(const struct moat_netns_opts *o, uint16_t tport)
 {
-	char rs[2048];
-	int n;
+	char rs[MOAT_PLAN_NFT_MAX];
 
-	/* nat/output at -100 runs before filter/output at 0, so the filter sees
-	 * redirected TCP already aimed at 127.0.0.1 / ::1. Replies to redirected
-	 * connections go to the source addresses on lo, which stay local. */
-	n = snprintf(rs, sizeof(rs),
-		     "table inet moat {\n"
-		     " chain nat_output {\n"
-		     "  type nat hook output priority -100; policy accept;\n"
-		     "  meta l4proto tcp ip daddr != 127.0.0.0/8 counter redirect to :%u\n"
-		     "  meta l4proto tcp ip6 daddr != ::1 counter redirect to :%u\n"
-		     " }\n"
-		     " chain filter_output {\n"
-		     "  type filter hook output priority 0; policy drop;\n"
-		     "  ip daddr { 127.0.0.0/8, %s } accept\n"
-		     "  ip6 daddr { ::1, %s } accept\n"
-		     "  meta l4proto udp counter log group %u drop\n"
-		     "  meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
-		     "  counter log group %u drop\n"
-		     " }\n"
-		     "}\n",
-		     tport, tport, MOAT_NETNS_SRC4, MOAT_NETNS_SRC6, MOAT_NETNS_NFLOG_GROUP,
-		     MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP);
-	if (n < 0 || (size_t)n >= sizeof(rs))
-		return -ENOBUFS;
-	return nft_load(rs);
+	if (o->ruleset)
+		return nft_load(o->ruleset);
+	int r = moat_plan_nft_ruleset(tport, rs, sizeof(rs));
+	return r < 0 ? r : nft_load(rs);
 }
 
 /* nfnetlink_log: bind the group, copy the first 128 bytes of each packet. */
@@ -373,7 +355,7 @@ int moat_netns_setup(const struct moat_netns_opts *o, struct moat_netns_fds *ret
 	r = routes_setup();
 	if (r < 0)
 		return r;
-	r = ruleset_setup(tport);
+	r = ruleset_setup(o, tport);
 	if (r < 0)
 		return r;
 	/* Sockets last: once they exist the namespace is fully fenced. */

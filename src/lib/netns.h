@@ -34,6 +34,9 @@ struct moat_netns_opts {
 	uint16_t transparent_port; /* 0 = 3129, on 127.0.0.1 and [::1] */
 	uint16_t dns_port; /* 0 = 53, on 127.0.0.53 (UDP and TCP) */
 	bool no_nflog; /* do not create the nflog socket (fds->nflog = -1) */
+	/* the nftables capture rules to load (the plan's, plan.h); NULL: the
+	 * same rules for transparent_port (moat_plan_nft_ruleset) */
+	const char *ruleset;
 };
 
 /* Every descriptor, in the order they travel over the socketpair. */

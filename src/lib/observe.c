@@ -220,6 +220,8 @@ static int open_output(struct moat_run *r)
 int moat_observe_prepare(struct moat_run *r)
 {
 	const struct moat_policy *p = r->p;
+	/* the sinks are the plan's (audit part) */
+	const struct moat_plan_audit *a = &r->plan->audit;
 	_cleanup_free_ char *runs = NULL;
 	struct moat_observe *o;
 	int k;
@@ -229,7 +231,7 @@ int moat_observe_prepare(struct moat_run *r)
 		return -ENOMEM;
 	o->run_dirfd = o->ws_fd = o->out_fd = -1;
 	o->run_id = r->run_id;
-	o->on_alert = p->on_alert;
+	o->on_alert = a->on_alert;
 	r->obs = o;
 
 	k = moat_runs_dir(&runs);
@@ -253,13 +255,13 @@ int moat_observe_prepare(struct moat_run *r)
 		free(why);
 		return k;
 	}
-	if (p->log_path) {
-		o->log_path = strdup(p->log_path);
+	if (a->log_path) {
+		o->log_path = strdup(a->log_path);
 		/* `moat log RUN-ID` finds it through this file */
 		int fd = openat(o->run_dirfd, "log-path",
 				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0) {
-			(void)!write(fd, p->log_path, strlen(p->log_path));
+			(void)!write(fd, a->log_path, strlen(a->log_path));
 			close(fd);
 		}
 	} else if (asprintf(&o->log_path, "%s/events.jsonl", o->run_dir) < 0) {
@@ -269,18 +271,18 @@ int moat_observe_prepare(struct moat_run *r)
 		return -ENOMEM;
 	/* --log: a regular file, never through a planted symlink (paths.h) */
 	k = moat_path_write_file(o->log_path, O_APPEND, 0600,
-				 MOAT_PATH_MKDIR | (p->log_path ? MOAT_PATH_AS_INVOKER : 0), why);
+				 MOAT_PATH_MKDIR | (a->log_path ? MOAT_PATH_AS_INVOKER : 0), why);
 	if (k >= 0)
 		k = moat_audit_open_fd(k, r->run_id, 0, &o->audit);
 	if (k < 0) {
-		k = moat_path_error(r->err, "audit", p->log_path ? "--log" : "the audit log",
+		k = moat_path_error(r->err, "audit", a->log_path ? "--log" : "the audit log",
 				    o->log_path, k, why);
 		free(why);
 		return k;
 	}
 	free(why);
-	moat_audit_set_sync(o->audit, p->log_sync);
-	if (p->on_alert)
+	moat_audit_set_sync(o->audit, a->log_sync);
+	if (a->on_alert)
 		moat_audit_set_alert_hook(o->audit, alert_hook, o);
 	snprintf(r->st->log_path, sizeof(r->st->log_path), "%s", o->log_path);
 
@@ -414,8 +416,8 @@ static void collect_output(struct moat_run *r)
 
 	if (r->output_fd < 0 || o->out_fd < 0)
 		return;
-	k = moat_copytree_safe(r->output_fd, o->out_fd, r->p->max_output, MOAT_COPY_OVERWRITE,
-			       &rep);
+	k = moat_copytree_safe(r->output_fd, o->out_fd, r->plan->limits.max_output,
+			       MOAT_COPY_OVERWRITE, &rep);
 	r->st->output_files = rep.files;
 	r->st->output_skipped = rep.skipped_symlinks + rep.skipped_special;
 	for (unsigned i = 0; i < rep.n_notes; i++)
@@ -432,7 +434,7 @@ static void collect_output(struct moat_run *r)
 		   MOAT_F_STR("error", k < 0 ? strerrorname_np(-k) : NULL));
 	if (k == -EFBIG || k == -E2BIG || k == -ELOOP) {
 		MOAT_AUDIT(o->audit, MOAT_EV_LIMIT, MOAT_F_STR("what", "output"),
-			   MOAT_F_UINT("limit", r->p->max_output),
+			   MOAT_F_UINT("limit", r->plan->limits.max_output),
 			   MOAT_F_STR("reason", strerrorname_np(-k)),
 			   MOAT_F_STR("path", rep.stopped_at));
 		MOAT_AUDIT(o->audit, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"),

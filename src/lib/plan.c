@@ -60,17 +60,17 @@ static int add(struct moat_plan *pl, struct moat_step s)
 	return 0;
 }
 
-/* Bind steps whose source is under --rootfs carry the joined path in the
- * plan's own arena (each plan owns its strings: two sandboxes in one process
- * have two plans). */
+/* Bind steps whose source is under --rootfs carry the rootfs in `src`, and
+ * the /etc names their full path: joined into the plan's own arena (no static
+ * storage: two plans can coexist). */
 static const char *arena_join(struct moat_plan *pl, const char *x, const char *y)
 {
-	size_t room = sizeof(pl->arena) - pl->arena_used;
-	int n = snprintf(pl->arena + pl->arena_used, room, "%s%s", x, y);
+	size_t room = sizeof(pl->arena.buf) - pl->arena.used;
+	int n = snprintf(pl->arena.buf + pl->arena.used, room, "%s%s", x, y);
 	if (n < 0 || (size_t)n >= room)
 		return NULL;
-	const char *r = pl->arena + pl->arena_used;
-	pl->arena_used += (size_t)n + 1;
+	const char *r = pl->arena.buf + pl->arena.used;
+	pl->arena.used += (size_t)n + 1;
 	return r;
 }
 
@@ -83,7 +83,6 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	int r = 0;
 
 	memset(pl, 0, sizeof(*pl));
-	pl->arena_used = 0;
 	pl->sysroot = sys;
 	snprintf(home, sizeof(home), "/home/%s", p->user);
 
@@ -220,11 +219,21 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		}
 	}
 
+	/* The credential proxy's CA bundle, bound read-only over the system
+	 * bundle after the /etc layout and the user's mounts. Its source is
+	 * written at run time (the per-run CA), so the step has none yet. */
+	pl->creds.ca_step = -1;
+	if (p->net == MOAT_NET_ALLOW && (p->n_secrets || p->n_http_rules || p->inspect_tls_all)) {
+		pl->creds.ca_step = (int)pl->n_steps;
+		ADD(.op = MOAT_STEP_BIND, .dest = MOAT_PLAN_CA_BUNDLE,
+		    .flags = MOAT_STEPF_RO | MOAT_STEPF_RUNTIME);
+	}
+
 	snprintf(pl->cwd, sizeof(pl->cwd), "%s",
 		 p->cwd			? p->cwd
 			 : p->workspace ? p->workspace
 					: home);
-	return 0;
+	return moat_plan_build_parts(p, pl);
 #undef ADD
 #undef SYS
 }
@@ -240,45 +249,4 @@ const char *moat_step_op_name(enum moat_step_op op)
 		[MOAT_STEP_OVERLAY] = "overlay",
 	};
 	return (size_t)op < ELEMENTSOF(names) && names[op] ? names[op] : "?";
-}
-
-int moat_plan_format(const struct moat_plan *pl, char **ret_text)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return -ENOMEM;
-	fprintf(f, "  0 tmpfs    / (read-only once assembled; entered with pivot_root)\n");
-	for (unsigned i = 0; i < pl->n_steps; i++) {
-		const struct moat_step *s = &pl->steps[i];
-		char sz[32] = "";
-		fprintf(f, "%3u %-8s %s", i + 1, moat_step_op_name(s->op), s->dest);
-		if (s->op == MOAT_STEP_SYMLINK)
-			fprintf(f, " -> %s", s->src);
-		else if (s->src)
-			fprintf(f, " <- %s", s->src);
-		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_OVERLAY) {
-			moat_format_size(s->size, sz, sizeof(sz));
-			fprintf(f, " size=%s", sz);
-		}
-		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_MKDIR || s->op == MOAT_STEP_FILE)
-			fprintf(f, " mode=%04o", s->mode);
-		if (s->op == MOAT_STEP_BIND || s->op == MOAT_STEP_OVERLAY)
-			fprintf(f, " %s", s->flags & MOAT_STEPF_RO ? "ro" : "rw");
-		if (s->flags & MOAT_STEPF_OPTIONAL)
-			fprintf(f, " optional");
-		if (s->flags & MOAT_STEPF_DEV)
-			fprintf(f, " dev");
-		else if (s->op == MOAT_STEP_BIND || s->op == MOAT_STEP_TMPFS)
-			fprintf(f, " nosuid,nodev");
-		fputc('\n', f);
-	}
-	fprintf(f, "    chdir    %s\n", pl->cwd);
-	if (fclose(f) != 0) {
-		free(buf);
-		return -ENOMEM;
-	}
-	*ret_text = buf;
-	return 0;
 }

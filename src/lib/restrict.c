@@ -27,15 +27,15 @@ static void degraded_add(struct moat_run *r, const char *what)
 
 static int prepare_landlock(struct moat_run *r)
 {
-	const struct moat_policy *p = r->p;
-	if (moat_policy_test_no_landlock(p)) {
+	const struct moat_plan_landlock *l = &r->plan->landlock;
+	if (!moat_plan_landlock_on(r->plan)) {
 		degraded_add(r, "landlock(test)");
 		return 0;
 	}
 	int abi = moat_landlock_abi();
 	if (abi >= 1)
 		return 0;
-	if (!(p->allow_degraded & MOAT_DEGRADE_LANDLOCK))
+	if (l->min_abi > 0)
 		return moat_error_set(
 			r->err, "landlock", EOPNOTSUPP,
 			"Landlock is not available on this kernel (not built in or "
@@ -47,11 +47,11 @@ static int prepare_landlock(struct moat_run *r)
 
 static int prepare_seccomp(struct moat_run *r)
 {
-	const struct moat_policy *p = r->p;
+	const struct moat_plan_seccomp *s = &r->plan->seccomp;
 	struct moat_seccomp_probe probe;
 	scmp_filter_ctx ctx = NULL;
 
-	if (moat_policy_test_no_seccomp(p)) {
+	if (!moat_plan_seccomp_on(r->plan)) {
 		degraded_add(r, "seccomp(test)");
 		return 0;
 	}
@@ -61,7 +61,7 @@ static int prepare_seccomp(struct moat_run *r)
 				      "seccomp filters are not available on this kernel");
 	bool notify = probe.notify && probe.notif_sizes_ok;
 	if (!notify) {
-		if (!(p->allow_degraded & MOAT_DEGRADE_SECCOMP_NOTIFY))
+		if (!s->notify_optional)
 			return moat_error_set(
 				r->err, "seccomp", EOPNOTSUPP,
 				"seccomp user notification is not available, so denied "
@@ -69,18 +69,18 @@ static int prepare_seccomp(struct moat_run *r)
 				"--allow-degraded seccomp-notify to run without the records");
 		degraded_add(r, "seccomp-notify");
 	}
-	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
-		if (moat_seccomp_validate_name(p->allow_syscalls[i]) < 0)
+	for (unsigned i = 0; i < s->n_allow; i++)
+		if (moat_seccomp_validate_name(s->allow[i]) < 0)
 			return moat_error_set(
 				r->err, "seccomp", EINVAL,
 				"--allow-syscall %s: not a syscall of this architecture",
-				p->allow_syscalls[i]);
-	for (unsigned i = 0; i < p->n_deny_syscalls; i++)
-		if (moat_seccomp_validate_name(p->deny_syscalls[i]) < 0)
+				s->allow[i]);
+	for (unsigned i = 0; i < s->n_deny; i++)
+		if (moat_seccomp_validate_name(s->deny[i]) < 0)
 			return moat_error_set(
 				r->err, "seccomp", EINVAL,
 				"--deny-syscall %s: not a syscall of this architecture",
-				p->deny_syscalls[i]);
+				s->deny[i]);
 
 	/* The filter itself is compiled after clone (moat_restrict_compile), while
 	 * the sandbox assembles its root on the other CPU; it travels to the init
@@ -100,7 +100,6 @@ static int prepare_seccomp(struct moat_run *r)
 
 int moat_restrict_compile(struct moat_run *r)
 {
-	const struct moat_policy *p = r->p;
 	struct moat_shared_filter *sh = r->shared_filter;
 	scmp_filter_ctx ctx = NULL;
 	struct moat_seccomp_prog prog = {0};
@@ -109,17 +108,10 @@ int moat_restrict_compile(struct moat_run *r)
 	if (!sh)
 		return 0; /* seccomp disabled for a test */
 	bool notify = sh->prog.notify;
-	struct moat_seccomp_opts o = {
-		.allow = (const char *const *)p->allow_syscalls,
-		.n_allow = p->n_allow_syscalls,
-		.deny = (const char *const *)p->deny_syscalls,
-		.n_deny = p->n_deny_syscalls,
-		.notify = notify,
-		.record_exec = notify && p->record_exec,
-		/* Only loopback exists in the sandbox's network namespace: every
-		 * other destination is refused by the kernel, and recorded. */
-		.record_net = notify && p->net == MOAT_NET_NONE,
-	};
+	/* the rule set is the plan's (plan_parts.c, build_seccomp); the kernel
+	 * decides only whether denials go through a listener */
+	struct moat_seccomp_opts o;
+	moat_plan_seccomp_opts(r->plan, notify, &o);
 	/* Which network calls reaching the listener are records (the others
 	 * are denials): the filter's own choice. */
 	r->notify_net_mask = moat_seccomp_net_record_mask(&o);
@@ -179,13 +171,13 @@ static void record(struct moat_run *r, const struct moat_seccomp_event *ev)
  * have no capabilities, so only a new user namespace (unshare, clone with
  * namespace flags, clone3, setns) would let one chroot, pivot_root or mount
  * elsewhere, and the filter denies those unless the policy re-allows them. */
-static bool root_shared(const struct moat_policy *p)
+static bool root_shared(const struct moat_plan_seccomp *s)
 {
 	static const char *const escapes[] = {"unshare", "clone",  "clone3",
 					      "setns",	 "chroot", "pivot_root"};
-	for (unsigned i = 0; i < p->n_allow_syscalls; i++)
+	for (unsigned i = 0; i < s->n_allow; i++)
 		for (size_t j = 0; j < ELEMENTSOF(escapes); j++)
-			if (streq(p->allow_syscalls[i], escapes[j]))
+			if (streq(s->allow[i], escapes[j]))
 				return false;
 	return true;
 }
@@ -198,7 +190,7 @@ void moat_restrict_notify(struct moat_run *r)
 	if (!r->notify_ev && !(r->notify_ev = malloc(sizeof(*r->notify_ev))))
 		return;
 	struct moat_seccomp_event *ev = r->notify_ev;
-	int *root = root_shared(r->p) ? &r->notify_root_fd : NULL;
+	int *root = root_shared(&r->plan->seccomp) ? &r->notify_root_fd : NULL;
 	/* One answered notification per call: the caller's poll or level-triggered
 	 * epoll comes back for the next, so a flood cannot starve the rest of the
 	 * loop, and a single exec costs no extra empty poll. Calls whose task died

@@ -404,7 +404,7 @@ static void do_tmpfs(const struct moat_step *s, int idx)
 		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu,uid=%u,gid=%u",
 			 s->mode ? s->mode : 0755,
 			 (unsigned long long)(s->size ? s->size : 64u << 20),
-			 (unsigned)g_sb->p->uid, (unsigned)g_sb->p->gid);
+			 (unsigned)g_sb->plan->id.uid, (unsigned)g_sb->plan->id.gid);
 	else
 		snprintf(opts, sizeof(opts), "mode=%04o,size=%llu", s->mode ? s->mode : 0755,
 			 (unsigned long long)(s->size ? s->size : 64u << 20));
@@ -582,7 +582,7 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 	if (mkdir(base, 0700) < 0 && errno != EEXIST)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create overlay staging");
 	snprintf(sz, sizeof(sz), "mode=0755,size=%llu,uid=%u,gid=%u", (unsigned long long)s->size,
-		 (unsigned)g_sb->p->uid, (unsigned)g_sb->p->gid);
+		 (unsigned)g_sb->plan->id.uid, (unsigned)g_sb->plan->id.gid);
 	if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, sz) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount the overlay's tmpfs");
 	walk_mounted("/.moat-ovl");
@@ -1016,11 +1016,13 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	}
 	wipe_args_and_env();
 
-	if (sethostname(sb->p->hostname, strlen(sb->p->hostname)) < 0)
+	/* the identity is the plan's */
+	const struct moat_plan_identity *id = &sb->plan->id;
+	if (sethostname(id->hostname, strlen(id->hostname)) < 0)
 		die(MOAT_STAGE_HOSTNAME, errno, -1, "sethostname");
 	if (setdomainname("", 0) < 0)
 		die(MOAT_STAGE_HOSTNAME, errno, -1, "setdomainname");
-	if (sb->p->net != MOAT_NET_HOST)
+	if (id->clone_flags & CLONE_NEWNET)
 		loopback_up();
 	if (moat_hook_network(sb) < 0)
 		die(MOAT_STAGE_NETWORK, errno, -1, "network setup failed");
@@ -1032,10 +1034,10 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	/* The sandbox identity, after the sources are open: in root mode they were
 	 * opened as their owner (the caller), not as the sandbox's host uid. The
 	 * namespace capabilities stay: uid 0 is not mapped, so no setuid fixup. */
-	if (setresgid(sb->p->gid, sb->p->gid, sb->p->gid) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)sb->p->gid);
-	if (setresuid(sb->p->uid, sb->p->uid, sb->p->uid) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)sb->p->uid);
+	if (setresgid(id->gid, id->gid, id->gid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)id->gid);
+	if (setresuid(id->uid, id->uid, id->uid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)id->uid);
 	rearm_parent_death();
 	apply_plan();
 	enter_root();

@@ -41,8 +41,9 @@
 #include "lib/supervise.h"
 #include "shared/macro.h"
 
-#define ROOT_UID_BASE 1000000000u /* root mode: sandbox uids start here on the host */
-#define ROOT_UID_SLOTS 65536u
+/* root mode: sandbox uids on the host, as the plan states them (plan.h) */
+#define ROOT_UID_BASE MOAT_PLAN_ROOT_UID_BASE
+#define ROOT_UID_SLOTS MOAT_PLAN_ROOT_UID_SLOTS
 #define MOAT_MAX_ARGS 65536
 
 uint64_t moat_now_us(void)

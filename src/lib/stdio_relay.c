@@ -244,7 +244,7 @@ static void output_step(struct moat_proc *pr, unsigned i)
 {
 	struct moat_stdio *io = &pr->io;
 	struct moat_relay *s = &io->s[i];
-	uint64_t limit = pr->r->p->max_output;
+	uint64_t limit = pr->r->plan->limits.max_output; /* the plan's limits part */
 	for (int round = 0; round < RELAY_ROUNDS && !s->done; round++) {
 		ssize_t n;
 		if (s->buf_off < s->buf_len) {

@@ -38,7 +38,7 @@ int moat_supervise_limits_prepare(struct moat_run *r)
 	if (have_dir)
 		(void)moat_state_gc(dir, &g);
 
-	k = moat_limits_setup(r->p, r->run_id, &r->limits, r->err);
+	k = moat_limits_setup(&r->plan->limits, r->run_id, &r->limits, r->err);
 	if (k < 0)
 		return k;
 	if (r->limits.degraded) {

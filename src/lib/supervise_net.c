@@ -37,11 +37,7 @@
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
-/* Where the sandbox's CA bundle (system roots + the per-run CA) is bound. */
-#define SANDBOX_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
-
 struct moat_net_run {
-	struct moat_proxy_config *cfg;
 	/* credential proxy: placeholders before clone, values only in the worker */
 	struct moat_secrets *secrets;
 	struct moat_tls_ca *ca;
@@ -90,32 +86,28 @@ static struct moat_net_run *net_get(struct moat_run *r)
 
 int moat_net_prepare(struct moat_run *r)
 {
-	struct moat_net_run *n;
-	int k;
-
-	if (r->p->net != MOAT_NET_ALLOW)
+	if (r->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
-	n = net_get(r);
-	if (!n)
+	if (!net_get(r))
 		return -ENOMEM;
-	if (n->cfg)
-		return 0;
-	k = moat_proxy_config_from_policy(r->p, &n->cfg);
-	if (k < 0)
-		return moat_error_set(r->err, "network", -k, "invalid network rule");
-	return 0;
+	/* the rules were converted once, by the plan; the helper converts the
+	 * serialized policy for itself (moat_net_helper_main) */
+	return moat_net_check_rules(r);
 }
 
 /* The credential proxy's part before clone: placeholders into the sandbox's
  * environment, and a per-run CA whose bundle replaces the system bundle inside
- * (only when some host is intercepted: a secret's host or an http rule's). */
+ * (only when some host is intercepted: a secret's host or an http rule's).
+ * Where the bundle is bound and which variables point at it is the plan's
+ * (plan.h, creds); the bundle's bytes are made here. */
 static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 			   int (*push)(struct moat_run *, const char *, const char *))
 {
 	const struct moat_policy *p = r->p;
+	const struct moat_plan_creds *c = &r->plan->creds;
 	int k;
 
-	if (!moat_net_needs_credentials(p))
+	if (!c->intercept)
 		return 0;
 	if (p->n_secrets) {
 		k = moat_secrets_new_placeholders(p->secrets, p->n_secrets, &n->secrets, r->err);
@@ -144,23 +136,21 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 	if (fd < 0)
 		return moat_error_set(r->err, "credentials", errno,
 				      "cannot write the CA bundle: %s", strerror(errno));
-	k = moat_tls_write_bundle(n->ca, SANDBOX_CA_BUNDLE, fd);
+	k = moat_tls_write_bundle(n->ca, c->ca_dest, fd);
 	close(fd);
 	if (k < 0)
 		return moat_error_set(r->err, "credentials", -k, "cannot write the CA bundle: %s",
 				      strerror(-k));
-	/* bound read-only over the system bundle, after the /etc layout */
-	if (r->plan->n_steps >= MOAT_PLAN_MAX_STEPS)
-		return moat_error_set(r->err, "plan", E2BIG,
-				      "no room in the plan for the CA bundle");
-	r->plan->steps[r->plan->n_steps++] = (struct moat_step){
-		.op = MOAT_STEP_BIND,
-		.src = n->bundle_path,
-		.dest = SANDBOX_CA_BUNDLE,
-		.flags = MOAT_STEPF_RO,
-	};
-	for (const char *const *v = moat_tls_bundle_env(); *v; v++)
-		if ((k = push(r, *v, SANDBOX_CA_BUNDLE)) < 0)
+	/* the plan's step (read-only over the system bundle, after the /etc
+	 * layout) gets its source */
+	struct moat_step *s = c->ca_step >= 0 && (unsigned)c->ca_step < r->plan->n_steps
+		? &r->plan->steps[c->ca_step]
+		: NULL;
+	if (!s || !(s->flags & MOAT_STEPF_RUNTIME))
+		return moat_error_set(r->err, "plan", EPROTO, "the plan has no CA bundle step");
+	s->src = n->bundle_path;
+	for (unsigned i = 0; i < c->n_ca_env; i++)
+		if ((k = push(r, c->ca_env[i], c->ca_dest)) < 0)
 			return k;
 	return 0;
 }
@@ -170,7 +160,7 @@ int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *
 	struct moat_net_run *n;
 	int k;
 
-	if (r->p->net != MOAT_NET_ALLOW)
+	if (r->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
 	if ((k = moat_net_proxy_env(r, push)) < 0)
 		return k;
@@ -407,10 +397,6 @@ static void drop_credentials(struct moat_net_run *n)
 	if (n->secrets) {
 		moat_secrets_drop_values(n->secrets);
 		moat_secrets_scrub_environ(n->secrets);
-	}
-	if (n->cfg) {
-		n->cfg->ca = NULL;
-		n->cfg->upstream_tls = NULL;
 	}
 	n->ca = moat_tls_ca_free(n->ca);
 	if (n->upstream_tls) {
@@ -1112,7 +1098,6 @@ void moat_net_teardown(struct moat_run *r)
 		unlink(n->bundle_path);
 		rmdir(n->bundle_dir);
 	}
-	moat_proxy_config_free(n->cfg);
 	free(n);
 	r->net = NULL;
 }

@@ -329,19 +329,6 @@ int moat_tls_ca_cert_pem(const struct moat_tls_ca *ca, char **ret_pem)
 	return 0;
 }
 
-const char *const *moat_tls_bundle_env(void)
-{
-	static const char *const vars[] = {
-		"SSL_CERT_FILE",
-		"REQUESTS_CA_BUNDLE",
-		"CURL_CA_BUNDLE",
-		"NODE_EXTRA_CA_CERTS",
-		"GIT_SSL_CAINFO",
-		"PIP_CERT",
-		NULL,
-	};
-	return vars;
-}
 
 int moat_tls_write_bundle(const struct moat_tls_ca *ca, const char *system_bundle, int out_fd)
 {

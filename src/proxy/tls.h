@@ -84,10 +84,8 @@ X509 *moat_tls_ca_cert(const struct moat_tls_ca *ca);
  * system_bundle NULL writes the CA alone. The result is meant to be bound
  * where the system bundle is and named by SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
  * CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS, GIT_SSL_CAINFO and PIP_CERT
- * (moat_tls_bundle_env lists them). */
+ * (the plan's credentials part lists them: moat_plan_ca_env, lib/plan.h). */
 int moat_tls_write_bundle(const struct moat_tls_ca *ca, const char *system_bundle, int out_fd);
-/* NULL-terminated list of the environment variables above. Static storage. */
-const char *const *moat_tls_bundle_env(void);
 
 /* A server SSL_CTX presenting a leaf certificate for hostname (a DNS name or
  * an IPv4/IPv6 literal, without brackets or port): SAN dNSName (or

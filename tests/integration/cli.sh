@@ -93,6 +93,22 @@ t_flag_values() {
 	"$MOAT" run --quiet --timeout 1m --kill-grace 1s -- /bin/true
 }
 
+# policy show prints the whole plan (golden texts: tests/unit/test_plan.c),
+# never a secret's value
+t_policy_show_plan() {
+	local out s
+	out=$(MOAT_T_SECRET=plan-secret-value-xyz "$MOAT" policy show --net allow --allow-host a.example \
+		--secret MOAT_T_SECRET@a.example --memory 256m --timeout 10s)
+	for s in mounts identity network credentials landlock seccomp limits audit; do
+		assert_contains "$out" "## $s"
+	done
+	assert_contains "$out" "bind     /etc/ssl/certs/ca-certificates.crt <- (made at run time) ro"
+	assert_contains "$out" "secret       MOAT_T_SECRET: placeholder"
+	assert_contains "$out" "memory       256.0 MiB (asked)"
+	assert_contains "$out" "timeout      10s"
+	assert_not_contains "$out" "plan-secret-value-xyz"
+}
+
 # Repeated single-value flags, and --net none with --allow-host either way.
 t_repeats_and_conflicts() {
 	expect_usage "--workspace given twice" "$MOAT" run --workspace . --workspace /tmp -- /bin/true
@@ -125,6 +141,7 @@ run_test "relative workspace, '..', '~': absolute in plan and audit" t_relative_
 run_test "policy file paths are relative to its directory" t_policy_file_relative
 run_test "missing workspace/--ro: exit 2; planted symlink: 125" t_missing_paths
 run_test "flag values: bounds, units, messages" t_flag_values
+run_test "policy show: every part of the plan, no secret value" t_policy_show_plan
 run_test "repeated single-value flags, --net none conflicts" t_repeats_and_conflicts
 run_test "did you mean, --help on every subcommand, -V" t_help_and_typos
 t_done

@@ -8,6 +8,7 @@
 
 #include "harness/tap.h"
 #include "lib/limits.h"
+#include "lib/plan.h"
 #include "shared/macro.h"
 
 static void policy_limits(struct moat_policy *p, unsigned set, unsigned degrade)
@@ -44,6 +45,15 @@ static void as_unprivileged(void (*fn)(void))
 	ASSERT_EQ(WEXITSTATUS(status), 0);
 }
 
+/* The layer reads the plan's limits part, built from the policy. */
+static int limits_setup(const struct moat_policy *p, const char *id, struct moat_limits *l,
+			struct moat_error *err)
+{
+	struct moat_plan_limits pl;
+	moat_plan_build_limits(p, &pl);
+	return moat_limits_setup(&pl, id, l, err);
+}
+
 static void unpriv_rules(void)
 {
 	struct moat_policy p;
@@ -54,14 +64,14 @@ static void unpriv_rules(void)
 
 	/* Asked for explicitly, no --allow-degraded: fail closed. */
 	policy_limits(&p, MOAT_LIMIT_MEMORY, 0);
-	int r = moat_limits_setup(&p, id, &l, &err);
+	int r = limits_setup(&p, id, &l, &err);
 	ASSERT_TRUE(r == -EACCES || r == -EPERM);
 	ASSERT_STREQ(err.stage, "cgroup");
 	ASSERT_CONTAINS(err.message, "--allow-degraded cgroup");
 
 	/* With --allow-degraded cgroup: rlimits instead. */
 	policy_limits(&p, MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS, MOAT_DEGRADE_CGROUP);
-	ASSERT_EQ(moat_limits_setup(&p, id, &l, &err), 0);
+	ASSERT_EQ(limits_setup(&p, id, &l, &err), 0);
 	ASSERT_TRUE(l.degraded);
 	ASSERT_TRUE(l.cg == NULL);
 	ASSERT_EQ(l.rl.as, 64 << 20);
@@ -77,7 +87,7 @@ static void unpriv_rules(void)
 
 	/* Only defaults: degrade without being asked, and say so. */
 	policy_limits(&p, 0, 0);
-	ASSERT_EQ(moat_limits_setup(&p, id, &l, &err), 0);
+	ASSERT_EQ(limits_setup(&p, id, &l, &err), 0);
 	ASSERT_TRUE(l.degraded);
 	ASSERT_EQ(l.rl.as, 64 << 20);
 }
@@ -99,7 +109,7 @@ TEST(limits_root_creates_cgroup)
 	char id[64];
 	snprintf(id, sizeof(id), "unit-limits-root-%d", (int)getpid());
 	policy_limits(&p, MOAT_LIMIT_MEMORY, 0);
-	ASSERT_EQ(moat_limits_setup(&p, id, &l, &err), 0);
+	ASSERT_EQ(limits_setup(&p, id, &l, &err), 0);
 	ASSERT_TRUE(!l.degraded);
 	ASSERT_TRUE(l.cg != NULL);
 	ASSERT_EQ(l.rl.as, 0); /* cgroups bind: no address-space limit */

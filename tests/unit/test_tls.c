@@ -9,6 +9,7 @@
 
 #include "harness/tap.h"
 #include "proxy/tls.h"
+#include "lib/plan.h"
 #include "shared/macro.h"
 
 /* A socketpair, both ends non-blocking. */
@@ -173,7 +174,7 @@ TEST(tls_write_bundle)
 	ASSERT_EQ(moat_tls_write_bundle(ca, "/nonexistent/bundle.crt", fd), -ENOENT);
 	ASSERT_EQ(moat_tls_write_bundle(ca, "/tmp", fd), -EINVAL);
 
-	const char *const *env = moat_tls_bundle_env();
+	const char *const *env = moat_plan_ca_env();
 	int n = 0;
 	for (; env[n]; n++)
 		;
