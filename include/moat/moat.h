@@ -83,9 +83,11 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 /* The effective policy as pretty JSON. Caller frees *ret_json. */
 int moat_policy_to_json(const struct moat_policy *p, char **ret_json);
 
-/* Where --json-status goes (NULL if not asked), and whether --quiet was given. */
-const char *moat_policy_status_path(const struct moat_policy *p);
-bool moat_policy_quiet(const struct moat_policy *p);
+/* The status record's file of `moat run --json-status FILE` (a CLI knob,
+ * not part of the policy): FILE relative to the working directory (or with
+ * "~/"), which the invoking user may create or replace (the same rules as
+ * --log: paths.h). *ret_path gets the absolute path (caller frees). */
+int moat_status_path_check(const char *path, char **ret_path, struct moat_error *ret_err);
 
 /* What --workspace DIR:rw|ro would expose (wscheck.c): a bounded walk of DIR
  * that never follows symlinks, and git's upward discovery above it. */

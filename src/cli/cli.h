@@ -28,6 +28,15 @@ int moat_cli_probe(int argc, char **argv);
  * Prints the error and returns -1 on a bad option. */
 int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, int *i,
 				  const char *cmd);
+/* `moat run`'s own knobs, parsed with its policy options but not part of the
+ * policy: --quiet (no summary), --json-status FILE (the status record). */
+struct moat_cli_knobs {
+	bool quiet;
+	const char *status_path;
+};
+extern struct moat_cli_knobs moat_cli_knobs;
+/* Their help lines (moat run --help). */
+void moat_cli_knobs_help(FILE *f);
 void moat_cli_print_error(const struct moat_error *e);
 /* Writes str to f with control characters, C1 controls and invalid UTF-8
  * escaped as \xNN: error messages quote values from policy files and argv,

@@ -76,6 +76,8 @@ int moat_cli_help(const char *cmd, const char *sub)
 		if (strcmp(h->cmd, cmd) != 0 || strcmp(h->sub, sub ? sub : "") != 0)
 			continue;
 		fputs(h->text, stdout);
+		if (h->options && strcmp(h->cmd, "run") == 0)
+			moat_cli_knobs_help(stdout);
 		if (h->options)
 			moat_cli_options_help_to(stdout);
 		return 0;

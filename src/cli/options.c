@@ -127,6 +127,29 @@ static const char *suggest_option(const char *name)
 	return moat_cli_suggest(name, names, n);
 }
 
+struct moat_cli_knobs moat_cli_knobs;
+
+void moat_cli_knobs_help(FILE *f)
+{
+	fprintf(f, "  %-34s %s\n", "--json-status FILE",
+		"write the status record (JSON) to FILE at the end");
+	fprintf(f, "  %-34s %s\n", "--quiet", "no summary on stderr");
+}
+
+/* 1 if name is one of `moat run`'s knobs (cmd "run"), with *ret_takes. */
+static int is_knob(const char *cmd, const char *name, int *ret_takes)
+{
+	if (strcmp(cmd, "run") != 0)
+		return 0;
+	if (strcmp(name, "--quiet") == 0)
+		*ret_takes = 0;
+	else if (strcmp(name, "--json-status") == 0)
+		*ret_takes = 1;
+	else
+		return 0;
+	return 1;
+}
+
 int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, int *i,
 				  const char *cmd)
 {
@@ -155,7 +178,10 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 			break;
 		/* skip the value of "--opt VALUE" (it may start with anything),
 		 * so that --policy after it is still seen */
-		if (!strchr(argv[j], '=') && (f || moat_policy_option_takes_value(argv[j]) == 1) &&
+		int knob_takes = 0;
+		if (!strchr(argv[j], '=') &&
+		    (f || moat_policy_option_takes_value(argv[j]) == 1 ||
+		     (is_knob(cmd, argv[j], &knob_takes) && knob_takes)) &&
 		    j + 1 < argc)
 			j++;
 	}
@@ -188,7 +214,11 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 			snprintf(name, sizeof(name), "%s", a);
 		}
 		bool is_policy = strcmp(name, "--policy") == 0;
-		int takes = is_policy ? 1 : moat_policy_option_takes_value(name);
+		int knob_takes = 0;
+		bool knob = is_knob(cmd, name, &knob_takes);
+		int takes = is_policy ? 1
+			: knob	      ? knob_takes
+				      : moat_policy_option_takes_value(name);
 		if (takes < 0) {
 			const char *hint = suggest_option(name);
 			fprintf(stderr, "moat %s: unknown option ", cmd);
@@ -208,7 +238,8 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 			fprintf(stderr, "moat %s: %s takes no value\n", cmd, name);
 			return -1;
 		}
-		if (is_policy || moat_policy_option_single(name) == 1) {
+		if (is_policy || (knob && takes) ||
+		    (!knob && moat_policy_option_single(name) == 1)) {
 			for (size_t j = 0; j < n_seen; j++)
 				if (strcmp(seen[j], name) == 0) {
 					fprintf(stderr, "moat %s: %s given twice (", cmd, name);
@@ -238,6 +269,14 @@ int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, 
 			return -1;
 		}
 		if (is_policy) {
+			(*i)++;
+			continue;
+		}
+		if (knob) {
+			if (takes)
+				moat_cli_knobs.status_path = value;
+			else
+				moat_cli_knobs.quiet = true;
 			(*i)++;
 			continue;
 		}

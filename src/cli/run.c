@@ -9,6 +9,7 @@
 static void run_usage(void)
 {
 	fprintf(stderr, "usage: moat run [OPTIONS] -- COMMAND [ARG...]\n\noptions:\n");
+	moat_cli_knobs_help(stderr);
 	moat_cli_options_help();
 }
 
@@ -162,6 +163,21 @@ int moat_cli_run(int argc, char **argv)
 			fprintf(stderr, ": the sandbox can read them\n");
 		}
 	}
+	/* the status record's file: checked before anything runs */
+	char *status_path = NULL;
+	if (moat_cli_knobs.status_path &&
+	    moat_status_path_check(moat_cli_knobs.status_path, &status_path, &err) < 0) {
+		bool usage = strcmp(err.stage, "usage") == 0;
+		if (usage)
+			moat_cli_print_error(&err);
+		else {
+			fprintf(stderr, "moat: sandbox not started: %s step: ", err.stage);
+			moat_cli_put_safe(stderr, err.message);
+			fputc('\n', stderr);
+		}
+		moat_policy_free(p);
+		return usage ? MOAT_EXIT_USAGE : MOAT_EXIT_SETUP;
+	}
 	int k = moat_run(p, argv + i, &st, &err);
 	if (k < 0) {
 		if (st.reason == MOAT_REASON_NOT_FOUND || st.reason == MOAT_REASON_CANNOT_EXEC)
@@ -175,12 +191,13 @@ int moat_cli_run(int argc, char **argv)
 			fputc('\n', stderr);
 		}
 	}
-	if (moat_policy_status_path(p)) {
+	if (status_path) {
 		struct moat_error e2 = {0};
-		if (moat_status_write_json(&st, moat_policy_status_path(p), &e2) < 0)
+		if (moat_status_write_json(&st, status_path, &e2) < 0)
 			moat_cli_print_error(&e2);
+		free(status_path);
 	}
-	if (!moat_policy_quiet(p) && k >= 0)
+	if (!moat_cli_knobs.quiet && k >= 0)
 		summary(&st);
 	if (st.stdio_error[0]) {
 		/* the command never saw the error: moat says it, and fails */

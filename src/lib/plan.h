@@ -193,7 +193,6 @@ struct moat_plan_limits {
 
 struct moat_plan_audit {
 	const char *log_path; /* NULL: no audit log */
-	const char *status_path;
 	const char *on_alert;
 	bool record_exec;
 	bool log_sync;

@@ -354,7 +354,6 @@ static void format_audit(FILE *f, const struct moat_plan *pl)
 	static const char *const apply[] = {"safe", "never", "all"};
 	fprintf(f, "log          %s%s\n", a->log_path ? a->log_path : "none",
 		a->log_path && a->log_sync ? " (synced before exit)" : "");
-	fprintf(f, "status       %s\n", a->status_path ? a->status_path : "none");
 	fprintf(f, "on alert     %s\n", a->on_alert ? a->on_alert : "none");
 	fprintf(f, "record exec  %s\n", a->record_exec ? "yes" : "no");
 	fprintf(f, "apply        %s\n",

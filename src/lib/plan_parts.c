@@ -243,7 +243,6 @@ static void build_audit(const struct moat_policy *p, struct moat_plan *pl)
 {
 	struct moat_plan_audit *a = &pl->audit;
 	a->log_path = p->log_path;
-	a->status_path = p->status_path;
 	a->on_alert = p->on_alert;
 	a->record_exec = p->record_exec;
 	a->log_sync = p->log_sync;

@@ -112,7 +112,6 @@ struct moat_policy *moat_policy_free(struct moat_policy *p)
 		moat_policy_secret_clear(&p->secrets[i]);
 	free(p->secrets);
 	free(p->log_path);
-	free(p->status_path);
 	free(p->on_alert);
 	moat_policy_strv_free(p->flag_patterns, p->n_flag_patterns);
 	free(p);
@@ -127,13 +126,3 @@ const char *const moat_tty_mode_names[] = {
 	[MOAT_TTY_AUTO] = "auto", [MOAT_TTY_ALWAYS] = "always", [MOAT_TTY_NEVER] = "never"};
 const char *const moat_apply_mode_names[] = {
 	[MOAT_APPLY_SAFE] = "safe", [MOAT_APPLY_NEVER] = "never", [MOAT_APPLY_ALL] = "all"};
-
-const char *moat_policy_status_path(const struct moat_policy *p)
-{
-	return p->status_path;
-}
-
-bool moat_policy_quiet(const struct moat_policy *p)
-{
-	return p->quiet;
-}

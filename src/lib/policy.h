@@ -198,13 +198,11 @@ struct moat_policy {
 
 	/* audit */
 	char *log_path;
-	char *status_path;
 	char *on_alert;
 	bool record_exec;
 	enum moat_apply_mode apply;
 	char **flag_patterns; /* extra flagged path patterns */
 	unsigned n_flag_patterns;
-	bool quiet;
 	bool log_sync; /* wait until the audit stream is on disk before exiting */
 	/* held-back workspace data (docs/FLAGGED.md) */
 	uint64_t held_max; /* per run, bytes (default 256 MiB) */

@@ -95,7 +95,6 @@ int moat_pset_upstream_ca(struct moat_policy *p, const char *v, char *why, size_
 int moat_pset_inspect_tls(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_no_inspect(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_log(struct moat_policy *p, const char *v, char *why, size_t whylen);
-int moat_pset_status(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_on_alert(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_apply(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_flag_pattern(struct moat_policy *p, const char *v, char *why, size_t whylen);

@@ -171,15 +171,12 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 
 	if (p->log_path)
 		json_object_set_new(audit, "log", json_string(p->log_path));
-	if (p->status_path)
-		json_object_set_new(audit, "status", json_string(p->status_path));
 	if (p->on_alert)
 		json_object_set_new(audit, "on_alert", json_string(p->on_alert));
 	json_object_set_new(audit, "record_exec", json_boolean(p->record_exec));
 	json_object_set_new(audit, "apply", json_string(moat_apply_mode_names[p->apply]));
 	json_object_set_new(audit, "flag_patterns",
 			    strv_json(p->flag_patterns, p->n_flag_patterns));
-	json_object_set_new(audit, "quiet", json_boolean(p->quiet));
 	json_object_set_new(audit, "log_sync", json_boolean(p->log_sync));
 	json_object_set_new(audit, "held_max", size_json(p->held_max));
 	json_object_set_new(audit, "runs_max", size_json(p->runs_max));

@@ -657,11 +657,6 @@ static int h_record_exec(struct jctx *c, json_t *v, const struct key_handler *h)
 	return jbool(c, v, &c->p->record_exec);
 }
 
-static int h_quiet(struct jctx *c, json_t *v, const struct key_handler *h)
-{
-	return jbool(c, v, &c->p->quiet);
-}
-
 static int h_log_sync(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	return jbool(c, v, &c->p->log_sync);
@@ -671,12 +666,10 @@ static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
 		{"log", h_set, moat_pset_log, false},
-		{"status", h_set, moat_pset_status, false},
 		{"on_alert", h_set, moat_pset_on_alert, false},
 		{"record_exec", h_record_exec, NULL, false},
 		{"apply", h_set, moat_pset_apply, false},
 		{"flag_patterns", h_set_array, moat_pset_flag_pattern, false},
-		{"quiet", h_quiet, NULL, false},
 		{"log_sync", h_log_sync, NULL, false},
 		{"held_max", h_set, moat_pset_held_max, true},
 		{"runs_max", h_set, moat_pset_runs_max, true},

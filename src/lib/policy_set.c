@@ -5,6 +5,7 @@
 
 #include "lib/errors.h"
 #include "lib/policy.h"
+#include "lib/paths.h"
 #include "lib/policy_int.h"
 #include "proxy/addr.h"
 #include "proxy/hostmatch.h"
@@ -562,15 +563,6 @@ int moat_pset_log(struct moat_policy *p, const char *v, char *why, size_t whylen
 	return set_host_path(p, &p->log_path, v, why, whylen);
 }
 
-int moat_pset_status(struct moat_policy *p, const char *v, char *why, size_t whylen)
-{
-	if (!*v || moat_policy_has_ctl(v)) {
-		snprintf(why, whylen, "must be a file name");
-		return -EINVAL;
-	}
-	return set_host_path(p, &p->status_path, v, why, whylen);
-}
-
 int moat_pset_on_alert(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	if (!*v || strlen(v) > MOAT_MAX_STRING) {
@@ -603,12 +595,6 @@ int moat_pset_flag_pattern(struct moat_policy *p, const char *v, char *why, size
 		return -EINVAL;
 	}
 	return moat_policy_strv_add(&p->flag_patterns, &p->n_flag_patterns, MOAT_MAX_RULES, v);
-}
-
-static int set_quiet(struct moat_policy *p, const char *v, char *why, size_t whylen)
-{
-	p->quiet = true;
-	return 0;
 }
 
 static int set_log_sync(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -740,8 +726,6 @@ static const struct option_def options[] = {
 	{"--secret", "NAME@HOST[,HOST]", MANY, set_secret,
 	 "inject moat's $NAME for HOST; the sandbox sees a placeholder"},
 	{"--log", "FILE", ONE, moat_pset_log, "write the audit stream (JSON lines) to FILE"},
-	{"--json-status", "FILE", ONE, moat_pset_status,
-	 "write the status record (JSON) to FILE at the end"},
 	{"--on-alert", "COMMAND", ONE, moat_pset_on_alert,
 	 "run COMMAND on the host with each alert as JSON on stdin"},
 	{"--no-record-exec", NULL, MANY, set_no_record_exec, "do not record every exec"},
@@ -759,7 +743,6 @@ static const struct option_def options[] = {
 	 "total size of the runs directory (default 4G; moat gc trims to it)"},
 	{"--retention", "DURATION", ONE, moat_pset_retention,
 	 "age past which moat gc removes a run's logs and held data (default 14d)"},
-	{"--quiet", NULL, MANY, set_quiet, "no summary on stderr"},
 	{"--log-sync", NULL, MANY, set_log_sync,
 	 "wait until the audit stream is on disk before exiting (fdatasync)"},
 };
@@ -824,5 +807,37 @@ int moat_policy_set_option(struct moat_policy *p, const char *option, const char
 	if (r < 0)
 		return moat_error_set(ret_err, "usage", -r, "%s %s: %s", option, value ? value : "",
 				      why[0] ? why : strerror(-r));
+	return 0;
+}
+
+int moat_status_path_check(const char *path, char **ret_path, struct moat_error *ret_err)
+{
+	char why[256] = "";
+	char *abs = NULL;
+	*ret_path = NULL;
+	if (!path || !*path || moat_policy_has_ctl(path))
+		return moat_error_set(ret_err, "usage", EINVAL,
+				      "--json-status: must be a file name");
+	struct moat_policy *base = moat_policy_new(); /* no policy file: the working directory */
+	if (!base)
+		return -ENOMEM;
+	int k = moat_policy_host_path_dup(base, path, &abs, why, sizeof(why));
+	moat_policy_free(base);
+	if (k < 0)
+		return moat_error_set(ret_err, "usage", -k, "--json-status %s: %s", path, why);
+	struct moat_path_info *info = malloc(sizeof(*info));
+	if (!info) {
+		free(abs);
+		return -ENOMEM;
+	}
+	k = moat_path_check_writable(abs, MOAT_PATH_AS_INVOKER, info);
+	if (k < 0)
+		k = moat_path_error(ret_err, "status", "--json-status", abs, k, info);
+	free(info);
+	if (k < 0) {
+		free(abs);
+		return k;
+	}
+	*ret_path = abs;
 	return 0;
 }

@@ -329,7 +329,6 @@ int moat_tls_ca_cert_pem(const struct moat_tls_ca *ca, char **ret_pem)
 	return 0;
 }
 
-
 int moat_tls_write_bundle(const struct moat_tls_ca *ca, const char *system_bundle, int out_fd)
 {
 	_cleanup_free_ char *pem = NULL;

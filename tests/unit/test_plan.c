@@ -191,7 +191,6 @@ static const struct opt o_limits[] = {{"--cpus", "1.5"},
 				      {"--allow-degraded", "cgroup"},
 				      {"--log", "/var/log/moat/audit.jsonl"},
 				      {"--log-sync", NULL},
-				      {"--json-status", "/srv/status.json"},
 				      {"--on-alert", "logger -t moat"},
 				      {"--no-record-exec", NULL},
 				      {NULL, NULL}};

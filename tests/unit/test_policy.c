@@ -514,7 +514,6 @@ static const struct {
 	{"--no-inspect", "a.example.com", "b.example.com"},
 	{"--secret", "A@a.example.com", "B@b.example.com"},
 	{"--log", "/tmp/a.log", "/tmp/b.log"},
-	{"--json-status", "/tmp/a.json", "/tmp/b.json"},
 	{"--on-alert", "cat", "true"},
 	{"--apply", "never", "all"},
 	{"--flag-pattern", "*.a", "*.b"},
