@@ -4,7 +4,8 @@
 # up for the same isolation vs bare, plus moat's variants (all limits, --net
 # allow, --no-record-exec), all interleaved in one run, as root and as an
 # unprivileged user. Targets: issue 2 (moat <= 1.0x bwrap), issue 4 (limits
-# <= 1.15x none), issue 5 (--net allow <= 2x --net none).
+# <= 1.15x none), issue 5 (--net allow <= 2x --net none), issue 14 (with a
+# workspace: rw <= 1.0x bwrap binding it; the overlay reported beside it).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -24,10 +25,20 @@ for BENCH_USER in $(bench_users); do
 	bench_case moat-limits "$MOAT" run "${LIMITS[@]}" -- /bin/true
 	bench_case moat-net-allow "$MOAT" run --net allow -- /bin/true
 	bench_case moat-no-record-exec "$MOAT" run --no-record-exec -- /bin/true
-	bench_run startup "$runs" 60
+	# issue 14: with a workspace, bound directly and as the default overlay
+	# (its changes thrown away), against bubblewrap binding the same directory
+	ws=$(bench_workdir "startup-ws-$BENCH_USER")
+	bench_case moat-ws-rw "$MOAT" run --workspace "$ws:rw" -- /bin/true
+	bench_case moat-ws-overlay "$MOAT" run --workspace "$ws" --apply never -- /bin/true
+	if command -v bwrap >/dev/null; then
+		bench_case bwrap-ws "${BENCH_BWRAP[@]}" --bind "$ws" "$ws" --chdir "$ws" /bin/true
+	fi
+	bench_run startup "$runs" 90
 	bench_ratio startup "start-up moat / bwrap" moat bwrap "<=" 1.0
 	bench_ratio startup "start-up all limits / none" moat-limits moat "<=" 1.15
 	bench_ratio startup "start-up --net allow / --net none" moat-net-allow moat "<=" 2.0
 	bench_ratio startup "start-up recording / --no-record-exec" moat moat-no-record-exec info -
+	bench_ratio startup "start-up workspace rw: moat / bwrap" moat-ws-rw bwrap-ws "<=" 1.0
+	bench_ratio startup "start-up workspace overlay: moat / bwrap (rw bind)" moat-ws-overlay bwrap-ws info -
 	echo
 done

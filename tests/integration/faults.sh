@@ -539,9 +539,8 @@ keys = {
     "network.allow_cidrs[0]": "10.0.0.0/8", "network.resolve.host1": "127.0.0.1",
     "network.upstream_ca": "/etc/ssl/certs/ca.pem", "secrets[0].name": "TOKEN",
     "secrets[0].from_env": "TOKEN", "secrets[0].hosts[0]": "api.example.com",
-    "audit.log": "/tmp/l.jsonl", "audit.status": "/tmp/s.json", "audit.on_alert": "true",
+    "audit.log": "/tmp/l.jsonl", "audit.on_alert": "true",
     "audit.record_exec": True, "audit.apply": "safe", "audit.flag_patterns[0]": "*.sh",
-    "audit.quiet": False,
 }
 bad_values = [None, True, 12345, -1, 1e300, "", "\u001b[31m\u0007", "x" * 5000, [], {}]
 import copy
