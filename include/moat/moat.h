@@ -151,6 +151,15 @@ const char *moat_reason_name(enum moat_reason r);
 int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
 	     struct moat_error *ret_err);
 
+/* The egress proxy helper of a --net allow run: moat_run() execs moat's own
+ * executable as `moat __proxy` with its descriptors at fixed numbers (its
+ * event pipe, a sealed memfd with its configuration, a control socket for
+ * its listeners); that command calls this, which loads the network plugin
+ * moat-net.so (with the checks of every plugin load) and serves until the
+ * run ends. Returns the helper's exit status (>= 0), or -EINVAL with ret_err
+ * set when this process was not started as such a helper. */
+int moat_proxy_helper_main(struct moat_error *ret_err);
+
 /* Write the status record as one JSON object to path (mode 0600). */
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err);

@@ -1,25 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The network plugin's part of the sandbox's network setup (see hook_net.c):
- * capture rules and listeners in the sandbox's network namespace, the
- * listeners handed to the supervisor. */
+/* The sandbox's network setup for --net allow (see hook_net.c), in the init's
+ * network child: the capture rules and listeners from moat-nft.so
+ * (net_plugin.h), each listener handed to the supervisor. */
 #include <errno.h>
+#include <unistd.h>
 
+#include "lib/net_plugin.h"
 #include "lib/netns.h"
 #include "lib/sandbox.h"
 
 int moat_net_sandbox_setup(struct moat_sandbox *sb)
 {
-	struct moat_netns_fds f;
-	int arr[MOAT_NETNS_N_FDS];
-	unsigned n;
+	const struct moat_nft_plugin_ops *nft;
+	struct moat_error e = {0};
+	int arr[MOAT_NET_PLUGIN_MAX_FDS];
+	unsigned n = 0;
 	int k;
 
-	k = moat_netns_setup(NULL, &f);
+	nft = moat_nft_plugin_load(&e);
+	if (!nft)
+		return e.err ? -e.err : -ELIBBAD;
+	k = nft->netns_setup(arr, &n);
 	if (k < 0)
 		return k;
-	n = moat_netns_fds_to_array(&f, arr);
+	if (n > MOAT_NET_PLUGIN_MAX_FDS)
+		return -EPROTO;
 	for (unsigned i = 0; i < n && k >= 0; i++)
 		k = moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NET + (int)i, arr[i]);
-	moat_netns_fds_close(&f);
+	for (unsigned i = 0; i < n; i++)
+		if (arr[i] >= 0)
+			close(arr[i]);
 	return k < 0 ? k : 0;
 }

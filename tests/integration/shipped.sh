@@ -157,6 +157,27 @@ t_plugin_flavours() {
 	assert_eq ok "$out"
 }
 
+# A plugin of the same flavour but another ABI (its ABI string changed in
+# place, as another build would have it) is refused before clone, for each
+# plugin; the control: the same copy, unchanged, runs --net allow.
+t_plugin_other_abi() {
+	local so rc out
+	for so in moat-net.so moat-nft.so; do
+		rm -rf abi && mkdir abi
+		cp "$MOAT" abi/moat
+		cp "$(dirname "$MOAT")/moat-net.so" "$(dirname "$MOAT")/moat-nft.so" abi/
+		out=$(abi/moat run --quiet --net allow -- /bin/echo ok 2>&1) ||
+			fail "control: the copied moat with its own plugins: $out"
+		assert_eq ok "$out" "control: the copied moat with its own plugins"
+		grep -qa 'moat-plugin [0-9.]* [0-9]' "abi/$so" || fail "no ABI string in $so"
+		LC_ALL=C sed -i 's/moat-plugin \([0-9.]*\) \([0-9]\)/moat-plugin \1 9/g' "abi/$so"
+		rc=0
+		out=$(abi/moat run --quiet --net allow -- /bin/true 2>&1) || rc=$?
+		assert_eq 125 "$rc" "moat with a $so of another ABI"
+		assert_contains "$out" "$so is from another build"
+	done
+}
+
 run_test "no test-only string or symbol in the shipped moat" t_scan_shipped
 run_test "control: the scan finds the switches in moat-testing" t_scan_control_testing
 run_test "control: the scan finds MOAT_SELFTEST_PROBE in a doctored copy" t_scan_control_doctored
@@ -164,4 +185,5 @@ run_test "shipped moat: --test-disable-layer is unknown (exit 2), even with MOAT
 run_test "shipped moat: MOAT_TEST_STALL_AT changes nothing (control: moat-testing stalls)" t_no_stall_hook
 run_test "probes run by argv only, never by environment" t_probe_by_argv_only
 run_test "each build loads only its own network plugins" t_plugin_flavours
+run_test "a network plugin of another ABI is refused (control: the same copy unchanged)" t_plugin_other_abi
 t_done
