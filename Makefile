@@ -125,7 +125,7 @@ TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
 .PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
 all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
-	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked
+	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/cli-includes.checked
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -159,6 +159,13 @@ $(MOAT_NET): $(NET_PIC_OBJS) $(LIBMOAT_CORE) src/lib/moat-net.map
 $(O)/env.checked: $(LIB_SRCS) $(CLI_SRCS) $(wildcard src/*/*.h include/moat/*.h) scripts/check-env.sh
 	@mkdir -p $(dir $@)
 	scripts/check-env.sh "$(CC) $(filter-out -MMD -MP,$(CPPFLAGS))" $(LIB_SRCS) $(CLI_SRCS)
+	@touch $@
+
+# src/cli includes only moat/moat.h and its own headers (also in make lint).
+$(O)/cli-includes.checked: $(wildcard src/cli/*.c src/cli/*.h) scripts/check-cli-includes.sh
+	@mkdir -p $(dir $@)
+	scripts/check-cli-includes.sh --control
+	scripts/check-cli-includes.sh
 	@touch $@
 
 $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.sh

@@ -49,7 +49,19 @@
 
 #include "cli/cli.h"
 #include "cli/probes.h"
-#include "shared/macro.h"
+
+/* The CLI uses only moat/moat.h (scripts/check-cli-includes.sh): its own
+ * two helpers instead of the library's macro.h. */
+static void freep(void *p)
+{
+	free(*(void **)p);
+}
+#define _cleanup_free_ __attribute__((cleanup(freep)))
+
+static bool startswith(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
 
 /* Paths here are built under a short mkdtemp() directory; a truncated one can
  * only make an open fail (reported as an inconclusive setup), never widen. */
