@@ -46,6 +46,10 @@
 /* Loaded once per process, like the library itself (dlopen is per process). */
 static const struct moat_net_plugin_ops *net_ops;
 static const struct moat_nft_plugin_ops *nft_ops;
+/* The /proc/self/fd/N names already given to dlopen in this process (or the
+ * one it was forked from): the dynamic loader takes a name it has loaded
+ * before for that object, so each load needs an N of its own. */
+static int loaded_names[2] = {-1, -1};
 
 static int plugin_open(const char *dir, const char *name, const char *prefix,
 		       const struct stat *exe, int *ret_fd)
@@ -188,8 +192,25 @@ static const void *plugin_dlopen(const char *name, const char *sym, struct moat_
 
 	if (plugin_check(name, err, &fd) < 0)
 		return NULL;
+	for (size_t i = 0; i < ELEMENTSOF(loaded_names); i++)
+		if (fd == loaded_names[i]) {
+			int other = fcntl(fd, F_DUPFD_CLOEXEC, fd + 1), e = errno;
+			close(fd);
+			if (other < 0) {
+				moat_error_set(err, "network", e, "cannot load %s: %s", name,
+					       strerror(e));
+				return NULL;
+			}
+			fd = other;
+			i = (size_t)-1; /* again, from the first */
+		}
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	h = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
+	for (size_t i = 0; h && i < ELEMENTSOF(loaded_names); i++)
+		if (loaded_names[i] < 0) {
+			loaded_names[i] = fd;
+			break;
+		}
 	close(fd);
 	if (!h) {
 		moat_error_set(err, "network", ELIBBAD, "cannot load the network plugin %s: %s",
