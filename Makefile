@@ -98,7 +98,8 @@ UNIT_OBJS := $(UNIT_SRCS:%.c=$(O)/%.o)
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
 PROBE_BINS := $(PROBE_SRCS:tests/redteam/probes/%.c=$(O)/probes/%)
 # The same probe sources, each compiled once more with main renamed, linked
-# into moat itself for `moat selftest` (src/cli/selftest.c; table generated).
+# into moat itself for `moat __probe` (src/cli/selftest.c; table generated),
+# which the battery of `moat selftest` (src/lib/selftest.c) runs.
 PROBE_NAMES := $(PROBE_SRCS:tests/redteam/probes/%.c=%)
 PROBE_OBJS := $(PROBE_NAMES:%=$(O)/probeobj/%.o) $(O)/gen/probes_table.o
 
