@@ -1433,8 +1433,16 @@ int moat_selftest_new(char *const *run_opts, int n_run_opts, struct moat_selftes
 	_cleanup_(moat_selftest_freep) struct moat_selftest *s = NULL;
 	ssize_t k;
 
-	if (n_run_opts < 0 || n_run_opts > ST_MAX_ARGS)
-		return moat_error_set(ret_err, "selftest", E2BIG, "too many policy options");
+	/* Each inner `moat run` gets every option whole (st_argv holds
+	 * ST_MAX_ARGS of 600 bytes, the battery's own arguments at most 40):
+	 * never a shortened or partial policy. */
+	if (n_run_opts < 0 || n_run_opts > ST_MAX_ARGS - 40)
+		return moat_error_set(ret_err, "selftest", E2BIG,
+				      "too many policy options (at most %d)", ST_MAX_ARGS - 40);
+	for (int i = 0; i < n_run_opts; i++)
+		if (strlen(run_opts[i]) >= sizeof(((struct st_argv *)NULL)->store[0]))
+			return moat_error_set(ret_err, "selftest", E2BIG,
+					      "policy option %d is too long", i + 1);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return moat_error_set(ret_err, "selftest", ENOMEM, "out of memory");
