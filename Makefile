@@ -85,7 +85,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o) $(O)/gen/seccomp_baked.o
 # (addr.c, hostmatch.c, decide.c) stay in the core: rules are checked before
 # clone, the plugin is loaded after it. So does the DNS query parser (dns.c):
 # --net none names the queries it records (netrec.c). The supervisor's side
-# (supervise_net.c) is core too: it loads moat-net.so only for credentials.
+# (supervise_net.c) is core too: it calls moat-net.so through its table.
 NET_SRCS := src/lib/net_plugin.c \
 	$(filter-out src/proxy/addr.c src/proxy/hostmatch.c src/proxy/decide.c src/proxy/dns.c,$(wildcard src/proxy/*.c))
 NET_PIC_OBJS := $(NET_SRCS:%.c=$(O)/pic/%.o)

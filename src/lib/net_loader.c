@@ -8,10 +8,11 @@
  * ~1-2 ms of relocation and start-up each per process on the machines we
  * measure (issue 9): a run without network access never loads them; a run
  * with --net allow loads moat-nft.so in the init's network child (hook_net.c,
- * netns_send.c) and moat-net.so in the exec'd proxy helper, both in parallel
- * with the sandbox's root assembly. Only a run with credentials loads
- * moat-net.so in the supervisor, before clone: the per-run CA and the
- * placeholders go into the sandbox's environment.
+ * netns_send.c), and moat-net.so in the supervisor after clone (so that a
+ * plugin that cannot load fails the run before its command runs) and in the
+ * exec'd proxy helper, all in parallel with the sandbox's root assembly. A
+ * run with credentials loads moat-net.so in the supervisor before clone: the
+ * per-run CA and the placeholders go into the sandbox's environment.
  *
  * Where: next to the executable (the build tree), or ../lib/moat/ from it
  * (an installed tree). Each file must be a regular file owned by root or by
@@ -40,8 +41,10 @@
 #define NET_PLUGIN "moat-net.so"
 #define NFT_PLUGIN "moat-nft.so"
 #define ABI_SECTION ".moat_abi"
-/* Section headers read to find ABI_SECTION: more means not a plugin. */
-#define MAX_SECTIONS 256u
+/* Section headers and bytes of section names read to find ABI_SECTION:
+ * more means not a plugin (ours have ~40 sections, ~400 bytes of names). */
+#define MAX_SECTIONS 128u
+#define MAX_NAMES 4096u
 
 /* Loaded once per process, like the library itself (dlopen is per process). */
 static const struct moat_net_plugin_ops *net_ops;
@@ -116,31 +119,34 @@ static int pread_exact(int fd, void *buf, size_t len, uint64_t off)
 }
 
 /* The contents of the plugin's section ABI_SECTION (its ABI string), read
- * from the ELF file without loading it: a handful of bounded reads. */
+ * from the ELF file without loading it: three bounded reads (the header, the
+ * section headers, the section names) and the section itself. */
 static int plugin_abi_of_fd(int fd, char *buf, size_t len)
 {
 	Elf64_Ehdr eh;
-	Elf64_Shdr sh, strtab;
-	char name[sizeof(ABI_SECTION)];
+	Elf64_Shdr sh[MAX_SECTIONS];
+	char names[MAX_NAMES];
+	const Elf64_Shdr *strtab;
+	size_t names_len;
 
 	if (pread_exact(fd, &eh, sizeof(eh), 0) < 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) ||
 	    eh.e_shnum == 0 || eh.e_shnum > MAX_SECTIONS || eh.e_shstrndx >= eh.e_shnum)
 		return -ENOEXEC;
-	if (pread_exact(fd, &strtab, sizeof(strtab),
-			eh.e_shoff + (uint64_t)eh.e_shstrndx * sizeof(Elf64_Shdr)) < 0)
+	if (pread_exact(fd, sh, eh.e_shnum * sizeof(Elf64_Shdr), eh.e_shoff) < 0)
 		return -ENOEXEC;
+	strtab = &sh[eh.e_shstrndx];
+	names_len = strtab->sh_size < sizeof(names) ? (size_t)strtab->sh_size : sizeof(names);
+	if (names_len == 0 || pread_exact(fd, names, names_len, strtab->sh_offset) < 0)
+		return -ENOEXEC;
+	names[names_len - 1] = '\0';
 	for (unsigned i = 0; i < eh.e_shnum; i++) {
-		if (pread_exact(fd, &sh, sizeof(sh), eh.e_shoff + (uint64_t)i * sizeof(sh)) < 0)
-			return -ENOEXEC;
-		if (sh.sh_name >= strtab.sh_size || strtab.sh_size - sh.sh_name < sizeof(name) ||
-		    pread_exact(fd, name, sizeof(name), strtab.sh_offset + sh.sh_name) < 0 ||
-		    memcmp(name, ABI_SECTION, sizeof(name)) != 0)
+		if (sh[i].sh_name >= names_len || !streq(names + sh[i].sh_name, ABI_SECTION))
 			continue;
-		if (sh.sh_size == 0 || sh.sh_size >= len ||
-		    pread_exact(fd, buf, sh.sh_size, sh.sh_offset) < 0)
+		if (sh[i].sh_size == 0 || sh[i].sh_size >= len ||
+		    pread_exact(fd, buf, sh[i].sh_size, sh[i].sh_offset) < 0)
 			return -ENOEXEC;
-		buf[sh.sh_size] = '\0';
+		buf[sh[i].sh_size] = '\0';
 		return 0;
 	}
 	return -ENOEXEC;

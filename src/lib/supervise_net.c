@@ -372,6 +372,12 @@ int moat_net_started(struct moat_run *r)
 		return moat_error_set(r->err, "network", errno,
 				      "cannot open moat's executable for the proxy helper: %s",
 				      strerror(errno));
+	/* moat-net.so must load here, before the sandbox's command can run
+	 * (in parallel with its root assembly): the helper loads it again, and
+	 * a plugin that cannot load (a missing library) fails the run now, not
+	 * after the command started with its network refusing everything. */
+	if (!n->ops && !(n->ops = moat_net_plugin_load(r->err)))
+		return -ELIBBAD;
 	/* The secrets' values and the upstream trust store (moat-net.so). */
 	if (n->creds && (k = n->ops->creds_load(n->creds, r->err)) < 0)
 		return k;
