@@ -19,8 +19,9 @@ ifeq ($(BUILD),fuzz)
 CC := clang
 endif
 # The executable links only the core libraries; OpenSSL and libnftables are
-# linked into the network plugin moat-net.so, loaded for --net allow only
-# (src/cli/net_loader.c). The library, unit tests and fuzz targets link all.
+# linked into the network plugins moat-net.so and moat-nft.so, loaded for
+# --net allow only (src/lib/net_plugin.h, net_loader.c). The library, unit
+# tests and fuzz targets link all.
 PKGS_CORE := jansson libseccomp nettle libpsl
 PKGS_NET := openssl
 PKGS_NFT := libnftables
@@ -58,8 +59,7 @@ LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
 # The executable takes jansson, libseccomp, nettle and libpsl (with libidn2
 # and libunistring, which it needs) from their static
 # archives (Debian's -dev packages): three fewer libraries for the dynamic
-# loader on every start (~0.15-0.4 ms, issue 9), kept out of moat's exported
-# symbols so the plugins keep their own. A security update of one of them
+# loader on every start (~0.15-0.4 ms, issue 9); the plugins link their own. A security update of one of them
 # then needs a rebuild of moat; STATIC_LIBS=0 links them dynamically.
 STATIC_LIBS ?= 1
 ifeq ($(STATIC_LIBS),1)
@@ -75,24 +75,31 @@ UNIT_SRCS := $(wildcard tests/unit/*.c) tests/harness/tap.c
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 PROBE_SRCS := $(wildcard tests/redteam/probes/*.c)
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(O)/%.o) $(O)/gen/seccomp_baked.o
+# The library is compiled once, position-independent with hidden visibility
+# ($(O)/pic/): the same objects go into libmoat.a, the executable and, from
+# libmoat-core.a, into each plugin, which links its own copy of what it needs
+# and exports only its entry (src/lib/moat-*.map). The executable exports
+# nothing: no plugin binds to its symbols (scripts/check-plugin-syms.sh).
+LIB_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o) $(O)/gen/seccomp_baked.o
 # What only --net allow uses; the rule parsers and the decision engine
 # (addr.c, hostmatch.c, decide.c) stay in the core: rules are checked before
 # clone, the plugin is loaded after it. So does the DNS query parser (dns.c):
-# --net none names the queries it records (netrec.c).
-NET_SRCS := src/lib/net_plugin.c src/lib/supervise_net.c \
+# --net none names the queries it records (netrec.c). The supervisor's side
+# (supervise_net.c) is core too: it calls moat-net.so through its table.
+NET_SRCS := src/lib/net_plugin.c \
 	$(filter-out src/proxy/addr.c src/proxy/hostmatch.c src/proxy/decide.c src/proxy/dns.c,$(wildcard src/proxy/*.c))
 NET_PIC_OBJS := $(NET_SRCS:%.c=$(O)/pic/%.o)
 # The nftables part, loaded by the sandbox init's network child.
-NFT_SRCS := src/lib/nft_plugin.c src/lib/netns.c src/lib/netns_send.c
+NFT_SRCS := src/lib/nft_plugin.c src/lib/netns.c
 NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(O)/pic/%.o)
-CORE_OBJS := $(filter-out $(NET_SRCS:%.c=$(O)/%.o) $(NFT_SRCS:%.c=$(O)/%.o),$(LIB_OBJS))
+CORE_OBJS := $(filter-out $(NET_PIC_OBJS) $(NFT_PIC_OBJS),$(LIB_OBJS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(O)/%.o)
 FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
 PROBE_BINS := $(PROBE_SRCS:tests/redteam/probes/%.c=$(O)/probes/%)
 # The same probe sources, each compiled once more with main renamed, linked
-# into moat itself for `moat selftest` (src/cli/selftest.c; table generated).
+# into moat itself for `moat __probe` (src/cli/selftest.c; table generated),
+# which the battery of `moat selftest` (src/lib/selftest.c) runs.
 PROBE_NAMES := $(PROBE_SRCS:tests/redteam/probes/%.c=%)
 PROBE_OBJS := $(PROBE_NAMES:%=$(O)/probeobj/%.o) $(O)/gen/probes_table.o
 
@@ -119,7 +126,7 @@ TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
 .PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
 all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
-	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/testbin/lifecycle_probe
+	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/testbin/lifecycle_probe $(O)/cli-includes.checked
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -131,21 +138,22 @@ $(LIBMOAT): $(LIB_OBJS)
 
 $(O)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 $(LIBMOAT_CORE): $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-# The executable exports its symbols (-rdynamic) for the plugins, which bind
-# their own calls to themselves (-Bsymbolic) and take the rest from moat: the
-# whole core goes in, also what only a plugin calls.
+# The executable takes from the core what it calls, and exports nothing.
 $(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) | $(MOAT_NET) $(MOAT_NFT)
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $(CLI_OBJS) $(PROBE_OBJS) \
-		-Wl,--whole-archive $(LIBMOAT_CORE) -Wl,--no-whole-archive $(MOAT_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) $(MOAT_LIBS)
 
-$(MOAT_NET): $(NET_PIC_OBJS)
-	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) $(LIBS_CORE)
+# Each plugin: its own objects and what they need of the core; only its
+# entry is exported (the version script makes everything else local).
+PLUGIN_LDFLAGS = $(filter-out -pie,$(LDFLAGS)) -shared -Wl,--no-undefined
+$(MOAT_NET): $(NET_PIC_OBJS) $(LIBMOAT_CORE) src/lib/moat-net.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-net.map -o $@ $(NET_PIC_OBJS) \
+		$(LIBMOAT_CORE) $(LIBS_NET) $(LIBS_CORE)
 
 # The shipped build reads no environment variable but the user's own (no
 # switches): every getenv() as the shipped build compiles it is checked.
@@ -154,12 +162,21 @@ $(O)/env.checked: $(LIB_SRCS) $(CLI_SRCS) $(wildcard src/*/*.h include/moat/*.h)
 	scripts/check-env.sh "$(CC) $(filter-out -MMD -MP,$(CPPFLAGS))" $(LIB_SRCS) $(CLI_SRCS)
 	@touch $@
 
+# src/cli includes only moat/moat.h and its own headers (also in make lint).
+$(O)/cli-includes.checked: $(wildcard src/cli/*.c src/cli/*.h) scripts/check-cli-includes.sh
+	@mkdir -p $(dir $@)
+	scripts/check-cli-includes.sh --control
+	scripts/check-cli-includes.sh
+	@touch $@
+
 $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.sh
+	scripts/check-plugin-syms.sh --control "$(CC)"
 	scripts/check-plugin-syms.sh $(MOAT) $(MOAT_NET) $(MOAT_NFT)
 	@touch $@
 
-$(MOAT_NFT): $(NFT_PIC_OBJS)
-	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NFT) $(LIBS_CORE)
+$(MOAT_NFT): $(NFT_PIC_OBJS) $(LIBMOAT_CORE) src/lib/moat-nft.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-nft.map -o $@ $(NFT_PIC_OBJS) \
+		$(LIBMOAT_CORE) $(LIBS_NFT) $(LIBS_CORE)
 
 # The test build (see TO above): the same rules with -DMOAT_TESTING.
 $(TO)/%.o: %.c
@@ -168,21 +185,22 @@ $(TO)/%.o: %.c
 
 $(TO)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(TEST_CPPFLAGS) $(CFLAGS) -fPIC -c $< -o $@
+	$(CC) $(CPPFLAGS) $(TEST_CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 $(TO)/libmoat-core.a: $(TEST_CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
 $(MOAT_TESTING): $(TEST_CLI_OBJS) $(PROBE_OBJS) $(TO)/libmoat-core.a | $(TO)/moat-net.so $(TO)/moat-nft.so
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $(TEST_CLI_OBJS) $(PROBE_OBJS) \
-		-Wl,--whole-archive $(TO)/libmoat-core.a -Wl,--no-whole-archive $(MOAT_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(TEST_CLI_OBJS) $(PROBE_OBJS) $(TO)/libmoat-core.a $(MOAT_LIBS)
 
-$(TO)/moat-net.so: $(TEST_NET_PIC_OBJS)
-	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NET) $(LIBS_CORE)
+$(TO)/moat-net.so: $(TEST_NET_PIC_OBJS) $(TO)/libmoat-core.a src/lib/moat-net.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-net.map -o $@ $(TEST_NET_PIC_OBJS) \
+		$(TO)/libmoat-core.a $(LIBS_NET) $(LIBS_CORE)
 
-$(TO)/moat-nft.so: $(TEST_NFT_PIC_OBJS)
-	$(CC) $(filter-out -pie,$(LDFLAGS)) -shared -Wl,-Bsymbolic -o $@ $^ $(LIBS_NFT) $(LIBS_CORE)
+$(TO)/moat-nft.so: $(TEST_NFT_PIC_OBJS) $(TO)/libmoat-core.a src/lib/moat-nft.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-nft.map -o $@ $(TEST_NFT_PIC_OBJS) \
+		$(TO)/libmoat-core.a $(LIBS_NFT) $(LIBS_CORE)
 
 $(TO)/plugins.checked: $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so scripts/check-plugin-syms.sh
 	scripts/check-plugin-syms.sh $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so
@@ -229,7 +247,7 @@ $(O)/gen/seccomp_baked.c: $(O)/gen/gen-seccomp
 	$(O)/gen/gen-seccomp >$@.tmp && mv $@.tmp $@
 
 $(O)/gen/seccomp_baked.o: $(O)/gen/seccomp_baked.c src/lib/seccomp.h
-	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) -c $< -o $@
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 $(O)/gen/probes_table.o: $(O)/gen/probes_table.c src/cli/probes.h
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -266,5 +284,5 @@ format:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) $(NET_PIC_OBJS:.o=.d) $(NFT_PIC_OBJS:.o=.d) \
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) \
 	$(TEST_CORE_OBJS:.o=.d) $(TEST_CLI_OBJS:.o=.d) $(TEST_NET_PIC_OBJS:.o=.d) $(TEST_NFT_PIC_OBJS:.o=.d)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Static checks: clang-format (check only), cppcheck, shellcheck.
+# Static checks: clang-format (check only), cppcheck, src/cli includes, and
+# the shell scripts with shellcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rc=0
@@ -19,6 +20,12 @@ if ! cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
 	--suppress=resourceLeak --suppress=leakReturnValNotUsed -D_GNU_SOURCE -Iinclude -Isrc \
 	src include; then
 	echo "lint: cppcheck"
+	rc=1
+fi
+# The thin CLI includes only moat/moat.h and its own headers (the control
+# first: the rule must catch each bad spelling).
+if ! scripts/check-cli-includes.sh --control || ! scripts/check-cli-includes.sh; then
+	echo "lint: src/cli includes a library-internal header"
 	rc=1
 fi
 if ! shellcheck -x -S warning "${shsrc[@]}"; then

@@ -322,6 +322,14 @@ int moat_sandbox_remove(struct moat_sandbox *sb, const char *path, bool recursiv
  * NULL; the sandbox (and every moat_proc of it) is freed. */
 int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status,
 			 struct moat_error *ret_err);
+/* The egress proxy helper of a --net allow run: moat_run() execs moat's own
+ * executable as `moat __proxy` with its descriptors at fixed numbers (its
+ * event pipe, a sealed memfd with its configuration, a control socket for
+ * its listeners); that command calls this, which loads the network plugin
+ * moat-net.so (with the checks of every plugin load) and serves until the
+ * run ends. Returns the helper's exit status (>= 0), or -EINVAL with ret_err
+ * set when this process was not started as such a helper. */
+int moat_proxy_helper_main(struct moat_error *ret_err);
 
 /* Write the status record as one JSON object to path (mode 0600). */
 int moat_status_write_json(const struct moat_status *st, const char *path,
@@ -362,6 +370,56 @@ int moat_run_forget(const char *run_id, struct moat_error *ret_err);
 /* Probe the running kernel. Caller frees *ret_json (a JSON object) and, if
  * asked, *ret_text (a readable report). */
 int moat_doctor(char **ret_json, char **ret_text);
+
+/* ---- selftest: the red-team battery (moat selftest) ------------------------ */
+
+/* Each probe of the battery runs as a positive control without moat (never as
+ * host root) and then inside `moat run` with the given policy options; the
+ * calling program must be moat itself (the probes run as `moat __probe NAME`
+ * through /proc/self/exe). Nothing is printed. */
+/* (MOAT_SELFTEST_* names are reserved for test-only switches, which the
+ * shipped binary must not contain: tests/integration/shipped.sh.) */
+enum moat_selftest_verdict {
+	MOAT_PROBE_HELD, /* every attempt the control showed open was held */
+	MOAT_PROBE_SKIPPED, /* the control showed nothing open (reason says why) */
+	MOAT_PROBE_INCONCLUSIVE,
+	MOAT_PROBE_ESCAPED /* an attempt succeeded inside */
+};
+#define MOAT_PROBE_MAX_ATTEMPTS 160
+struct moat_selftest_attempt {
+	char id[128]; /* "RT-005/unshare-user" */
+	char ctl[16]; /* the control's class (FAIL = open), "" if it did not try */
+	char in[16]; /* the class inside the sandbox */
+	char detail[200];
+	const char *verdict; /* this attempt's verdict (a static string) */
+};
+struct moat_selftest_result {
+	const char *probe, *title; /* static strings */
+	enum moat_selftest_verdict verdict;
+	char reason[600]; /* why, unless held */
+	unsigned n_attempts;
+	struct moat_selftest_attempt attempts[MOAT_PROBE_MAX_ATTEMPTS];
+};
+struct moat_selftest;
+
+/* "held", "skipped", "inconclusive", "escaped". */
+const char *moat_selftest_verdict_name(enum moat_selftest_verdict v);
+/* The probes of the battery, in order: i < moat_selftest_count(). */
+unsigned moat_selftest_count(void);
+const char *moat_selftest_probe(unsigned i); /* "rt005_userns" */
+const char *moat_selftest_title(unsigned i); /* "RT-005 nested user namespace" */
+/* A battery with its own temporary directory; run_opts (copied) are the
+ * policy options given to every inner `moat run`, checked by the caller.
+ * Caller owns *ret; moat_selftest_free() removes the directory. */
+int moat_selftest_new(char *const *run_opts, int n_run_opts, struct moat_selftest **ret,
+		      struct moat_error *ret_err);
+struct moat_selftest *moat_selftest_free(struct moat_selftest *s);
+bool moat_selftest_as_root(const struct moat_selftest *s);
+unsigned moat_selftest_control_uid(const struct moat_selftest *s); /* never 0 */
+const char *moat_selftest_workdir(const struct moat_selftest *s);
+/* Probe i: its control, its run inside, the verdict into *ret. -EINVAL for
+ * a bad i; a failure of the battery's own setup is an inconclusive result. */
+int moat_selftest_run(struct moat_selftest *s, unsigned i, struct moat_selftest_result *ret);
 
 /* ---- state: moat gc / moat ps ----------------------------------------------- */
 

@@ -17,7 +17,7 @@ int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
 int moat_cli_selftest(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
- * (net_loader.c, supervise_net.c); not a user command. */
+ * (proxy.c, moat_proxy_helper_main); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);
 /* `moat __probe NAME ARGS`: one red-team probe built into moat (selftest.c),
  * selected by argv only. */

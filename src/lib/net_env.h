@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The parts of --net allow that the moat executable needs before clone
- * without its network plugin (see src/cli/net_loader.c): the proxy variables
- * of the sandbox's environment, and the check of the policy's network rules.
+ * The parts of --net allow that the supervisor needs before clone without
+ * its network plugin (see net_plugin.h): the proxy variables of the
+ * sandbox's environment, and the check of the policy's network rules.
  */
 #pragma once
 

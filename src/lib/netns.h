@@ -67,7 +67,7 @@ int moat_netns_fds_from_array(const int *array, unsigned n, struct moat_netns_fd
  * and the namespace may be half configured: the caller must fail the run. */
 int moat_netns_setup(const struct moat_netns_opts *o, struct moat_netns_fds *ret);
 /* In the sandbox's network namespace, with its capabilities: moat_netns_setup
- * and each listener sent to the supervisor (netns_send.c, in the plugin). */
+ * (moat-nft.so) and each listener sent to the supervisor (netns_send.c). */
 struct moat_init;
 int moat_net_sandbox_setup(struct moat_init *sb);
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The network plugin's part of the sandbox's network setup (see hook_net.c):
- * capture rules and listeners in the sandbox's network namespace, the
- * listeners handed to the supervisor. */
+/* The sandbox's network setup for --net allow (see hook_net.c), in the init's
+ * network child: the capture rules and listeners from moat-nft.so
+ * (net_plugin.h), each listener handed to the supervisor. */
 #include <errno.h>
+#include <unistd.h>
 
+#include "lib/net_plugin.h"
 #include "lib/netns.h"
 #include "lib/plan.h"
 #include "lib/sandbox.h"
@@ -11,33 +13,40 @@
 
 int moat_net_sandbox_setup(struct moat_init *sb)
 {
-	struct moat_netns_fds f;
-	int arr[MOAT_NETNS_N_FDS];
-	unsigned n;
+	const struct moat_nft_plugin_ops *nft;
+	struct moat_error e = {0};
+	int arr[MOAT_NET_PLUGIN_MAX_FDS];
+	unsigned n = 0;
 	int k;
 
 	/* the listeners and the capture rules are the plan's (network part) */
 	const struct moat_plan_net *pn = &sb->plan->net;
-	struct moat_netns_opts o = {.ruleset = pn->nft};
+	uint16_t ports[4] = {0, 0, 0, 0};
 	for (unsigned i = 0; i < pn->n_listeners; i++) {
 		const struct moat_plan_listener *l = &pn->listeners[i];
 		if (streq(l->what, "http"))
-			o.http_port = l->port;
+			ports[0] = l->port;
 		else if (streq(l->what, "socks5"))
-			o.socks_port = l->port;
+			ports[1] = l->port;
 		else if (streq(l->what, "transparent"))
-			o.transparent_port = l->port;
+			ports[2] = l->port;
 		else if (streq(l->what, "dns"))
-			o.dns_port = l->port;
+			ports[3] = l->port;
 	}
 	if (!pn->nft[0])
 		return -EPROTO; /* --net allow without capture rules: never */
-	k = moat_netns_setup(&o, &f);
+	nft = moat_nft_plugin_load(&e);
+	if (!nft)
+		return e.err ? -e.err : -ELIBBAD;
+	k = nft->netns_setup(pn->nft, ports, arr, &n);
 	if (k < 0)
 		return k;
-	n = moat_netns_fds_to_array(&f, arr);
+	if (n > MOAT_NET_PLUGIN_MAX_FDS)
+		return -EPROTO;
 	for (unsigned i = 0; i < n && k >= 0; i++)
 		k = moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NET + (int)i, arr[i]);
-	moat_netns_fds_close(&f);
+	for (unsigned i = 0; i < n; i++)
+		if (arr[i] >= 0)
+			close(arr[i]);
 	return k < 0 ? k : 0;
 }

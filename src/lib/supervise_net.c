@@ -18,30 +18,29 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <openssl/crypto.h>
-#include <openssl/ssl.h>
 
 #include "lib/audit.h"
 #include "lib/errors.h"
+#include "lib/net_config.h"
 #include "lib/net_env.h"
 #include "lib/net_plugin.h"
 #include "lib/netns.h"
 #include "lib/observe.h"
 #include "proxy/event.h"
-#include "proxy/resolver.h"
 #include "proxy/proxy.h"
-#include "proxy/secrets.h"
-#include "proxy/tls.h"
 #include "shared/fdset.h"
 #include "shared/io.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 
+_Static_assert(MOAT_NET_PLUGIN_MAX_FDS == MOAT_NETNS_N_FDS, "listener count");
+
 struct moat_net_run {
-	/* credential proxy: placeholders before clone, values only in the worker */
-	struct moat_secrets *secrets;
-	struct moat_tls_ca *ca;
-	struct ssl_ctx_st *upstream_tls;
+	bool checked; /* the rules are valid */
+	/* credential proxy (moat-net.so): placeholders and CA before clone,
+	 * values after it until the helper has them */
+	const struct moat_net_plugin_ops *ops;
+	struct moat_net_creds *creds;
 	char bundle_dir[64]; /* a private temp dir holding the CA bundle, or "" */
 	char bundle_path[96];
 	int fds[MOAT_NETNS_N_FDS];
@@ -86,14 +85,25 @@ static struct moat_net_run *net_get(struct moat_run *r)
 
 int moat_net_prepare(struct moat_run *r)
 {
+	struct moat_net_run *n;
+	int k;
+
 	if (r->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
-	if (!net_get(r))
-		return -ENOMEM;
 	/* the rules were converted once, by the plan; the helper converts the
-	 * serialized policy for itself (moat_net_helper_main) */
-	return moat_net_check_rules(r);
+	 * serialized policy for itself */
+	n = net_get(r);
+	if (!n)
+		return -ENOMEM;
+	if (n->checked)
+		return 0;
+	if ((k = moat_net_check_rules(r)) < 0)
+		return k;
+	n->checked = true;
+	return 0;
 }
+
+static int policy_subset(const struct moat_policy *p, char **ret);
 
 /* The credential proxy's part before clone: placeholders into the sandbox's
  * environment, and a per-run CA whose bundle replaces the system bundle inside
@@ -105,23 +115,24 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 {
 	const struct moat_policy *p = r->p;
 	const struct moat_plan_creds *c = &r->plan->creds;
+	_cleanup_free_ char *json = NULL;
 	int k;
 
 	if (!c->intercept)
 		return 0;
-	if (p->n_secrets) {
-		k = moat_secrets_new_placeholders(p->secrets, p->n_secrets, &n->secrets, r->err);
-		if (k < 0)
-			return k;
-		for (unsigned i = 0; i < moat_secrets_count(n->secrets); i++)
-			if ((k = push(r, moat_secrets_name(n->secrets, i),
-				      moat_secrets_placeholder(n->secrets, i))) < 0)
-				return k;
-	}
-	k = moat_tls_ca_new(r->run_id, &n->ca);
+	n->ops = moat_net_plugin_load(r->err);
+	if (!n->ops)
+		return -ELIBBAD;
+	if ((k = policy_subset(p, &json)) < 0)
+		return moat_error_set(r->err, "credentials", -k,
+				      "cannot serialize the credential proxy's configuration");
+	k = n->ops->creds_new(json, strlen(json), r->run_id, &n->creds, r->err);
 	if (k < 0)
-		return moat_error_set(r->err, "credentials", -k, "cannot create the per-run CA: %s",
-				      strerror(-k));
+		return k;
+	for (unsigned i = 0; i < n->ops->creds_count(n->creds); i++)
+		if ((k = push(r, n->ops->creds_name(n->creds, i),
+			      n->ops->creds_placeholder(n->creds, i))) < 0)
+			return k;
 	snprintf(n->bundle_dir, sizeof(n->bundle_dir), "/tmp/moat-ca-%s.XXXXXX", r->run_id);
 	if (!mkdtemp(n->bundle_dir)) {
 		k = -errno;
@@ -136,7 +147,7 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 	if (fd < 0)
 		return moat_error_set(r->err, "credentials", errno,
 				      "cannot write the CA bundle: %s", strerror(errno));
-	k = moat_tls_write_bundle(n->ca, c->ca_dest, fd);
+	k = n->ops->creds_write_bundle(n->creds, c->ca_dest, fd);
 	close(fd);
 	if (k < 0)
 		return moat_error_set(r->err, "credentials", -k, "cannot write the CA bundle: %s",
@@ -162,6 +173,11 @@ int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *
 
 	if (r->plan->net.mode != MOAT_NET_ALLOW)
 		return 0;
+	/* Before clone: both plugins must be there and of this build (a clear
+	 * error now, not after clone); moat-net.so is loaded now only for the
+	 * credential proxy. */
+	if ((k = moat_net_plugins_present(r->err)) < 0)
+		return k;
 	if ((k = moat_net_proxy_env(r, push)) < 0)
 		return k;
 	n = net_get(r);
@@ -203,66 +219,22 @@ int moat_net_take_fd(struct moat_run *r, int kind, int fd)
  *   5         a control socket: moat_net_start() sends the listeners on it
  *             (SCM_RIGHTS) once the sandbox has handed them over
  *
- * The helper (moat_net_helper_main, in this plugin, loaded by the helper
- * through the same checks as the supervisor's) checks that table against the
- * kernel's before it reads anything, parses the configuration, loads the
- * upstream trust store, becomes the sandbox's host uid (root mode), starts its
- * resolver, and only then reads the CA and the secret values into locked
- * memory and wipes the memfd. Then it waits for the listeners and serves with
- * exactly 0-2 /dev/null, 3 the event pipe, 4 its resolver, 5... the listeners
- * (and its epoll instance), checked again. The supervisor drops its own
- * copies of the values and the CA key once the helper runs.
+ * The helper (helper_main in moat-net.so, which `moat __proxy` loads through
+ * net_loader.c's checks) checks that table against the kernel's before it
+ * reads anything, parses the configuration, loads the upstream trust store,
+ * becomes the sandbox's host uid (root mode), starts its resolver, and only
+ * then reads the CA and the secret values into locked memory and wipes the
+ * memfd. Then it waits for the listeners and serves with exactly 0-2
+ * /dev/null, 3 the event pipe, 4 its resolver, 5... the listeners (and its
+ * epoll instance), checked again. The supervisor drops its own copies of the
+ * values and the CA key once the helper runs (creds_drop).
  *
- * The configuration: a header (magic, version, the plugin ABI, the uid/gid
- * to become, the number of records), then records
- * [u32 type, u32 len, bytes]: one POLICY (the "network" and "secrets"
- * sections of the effective policy as JSON, parsed again by the policy parser
- * with its limits), at most one CA (moat_tls_ca_to_blob) and one SECRET per
- * secret ([u32 index, u32 placeholder length, placeholder, value]). Native
- * byte order: writer and reader are the same build (the ABI string).
+ * The configuration's format: net_config.h.
  */
-#define HELPER_FD_EVENTS 3
-#define HELPER_FD_CONFIG 4
-#define HELPER_FD_CTL 5
-#define HELPER_FD_RESOLVER 4 /* once it serves */
-#define HELPER_FD_LISTEN 5 /* once it serves */
-#define HELPER_N_FDS (HELPER_FD_LISTEN + MOAT_NETNS_N_FDS)
-#define CFG_MAGIC "moat proxy config"
-#define CFG_VERSION 1u
-#define CFG_MAX_BYTES (16u << 20)
-#define CFG_MAX_RECORDS (2u + MOAT_MAX_SECRETS)
+#define HELPER_FD_EVENTS MOAT_NET_HELPER_FD_EVENTS
+#define HELPER_FD_CONFIG MOAT_NET_HELPER_FD_CONFIG
+#define HELPER_FD_CTL MOAT_NET_HELPER_FD_CTL
 #define HELPER_ENV_MAX 16
-
-enum {
-	CFG_POLICY = 1,
-	CFG_CA = 2,
-	CFG_SECRET = 3
-};
-
-struct cfg_head {
-	char magic[24];
-	uint32_t version;
-	char abi[64];
-	uint32_t uid, gid; /* what the helper becomes when it starts as root */
-	uint32_t n_records;
-};
-
-struct cfg_rec {
-	uint32_t type;
-	uint32_t len;
-};
-
-static int put_rec(int fd, uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
-{
-	struct cfg_rec h = {.type = type, .len = (uint32_t)(alen + blen)};
-	int k;
-
-	if (alen + blen > CFG_MAX_BYTES)
-		return -E2BIG;
-	if ((k = moat_write_all(fd, &h, sizeof(h))) < 0 || (k = moat_write_all(fd, a, alen)) < 0)
-		return k;
-	return blen ? moat_write_all(fd, b, blen) : 0;
-}
 
 /* The network and secrets sections of the effective policy. */
 static int policy_subset(const struct moat_policy *p, char **ret)
@@ -294,14 +266,13 @@ static int policy_subset(const struct moat_policy *p, char **ret)
  * moves it into place). */
 static int helper_config(struct moat_run *r, struct moat_net_run *n, int *ret_fd)
 {
-	struct cfg_head h = {.magic = CFG_MAGIC,
-			     .version = CFG_VERSION,
-			     .uid = (uint32_t)r->sb.host_uid,
-			     .gid = (uint32_t)r->sb.host_gid};
+	struct moat_net_cfg_head h = {.magic = MOAT_NET_CFG_MAGIC,
+				      .version = MOAT_NET_CFG_VERSION,
+				      .uid = (uint32_t)r->sb.host_uid,
+				      .gid = (uint32_t)r->sb.host_gid};
 	_cleanup_free_ char *policy = NULL;
 	_cleanup_close_ int fd = -1;
-	unsigned char *blob = NULL;
-	size_t blob_len = 0;
+	uint32_t n_creds = 0;
 	int k;
 
 	snprintf(h.abi, sizeof(h.abi), "%s", MOAT_NET_PLUGIN_ABI);
@@ -310,32 +281,16 @@ static int helper_config(struct moat_run *r, struct moat_net_run *n, int *ret_fd
 	fd = memfd_create("moat-proxy-config", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return negerrno();
-	h.n_records = 1 + (n->ca ? 1 : 0) + moat_secrets_count(n->secrets);
-	if ((k = moat_write_all(fd, &h, sizeof(h))) < 0 ||
-	    (k = put_rec(fd, CFG_POLICY, policy, strlen(policy), NULL, 0)) < 0)
+	/* the header again once the count is known */
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || lseek(fd, 0, SEEK_END) < 0)
+		return -EIO;
+	if ((k = moat_net_cfg_put(fd, MOAT_NET_CFG_POLICY, policy, strlen(policy), NULL, 0)) < 0)
 		return k;
-	if (n->ca) {
-		if ((k = moat_tls_ca_to_blob(n->ca, &blob, &blob_len)) < 0)
-			return k;
-		k = put_rec(fd, CFG_CA, blob, blob_len, NULL, 0);
-		moat_tls_ca_blob_free(blob, blob_len);
-		if (k < 0)
-			return k;
-	}
-	for (unsigned i = 0; i < moat_secrets_count(n->secrets); i++) {
-		const char *ph = moat_secrets_placeholder(n->secrets, i), *v;
-		size_t vlen;
-		uint32_t pre[2] = {i, (uint32_t)strlen(ph)};
-		char head[sizeof(pre) + MOAT_SECRETS_PLACEHOLDER_MAX];
-		if ((k = moat_secrets_value(n->secrets, i, &v, &vlen)) < 0)
-			return k;
-		if (!v)
-			return -ENOKEY;
-		memcpy(head, pre, sizeof(pre));
-		memcpy(head + sizeof(pre), ph, pre[1]);
-		if ((k = put_rec(fd, CFG_SECRET, head, sizeof(pre) + pre[1], v, vlen)) < 0)
-			return k;
-	}
+	if (n->creds && (k = n->ops->creds_config(n->creds, fd, &n_creds)) < 0)
+		return k;
+	h.n_records = 1 + n_creds;
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return -EIO;
 	/* Its size cannot change under the reader; the helper wipes it. */
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		return negerrno();
@@ -394,15 +349,8 @@ _noreturn_ static void helper_exec(struct moat_net_run *n, int ev_w, int cfg_fd,
 
 static void drop_credentials(struct moat_net_run *n)
 {
-	if (n->secrets) {
-		moat_secrets_drop_values(n->secrets);
-		moat_secrets_scrub_environ(n->secrets);
-	}
-	n->ca = moat_tls_ca_free(n->ca);
-	if (n->upstream_tls) {
-		SSL_CTX_free(n->upstream_tls);
-		n->upstream_tls = NULL;
-	}
+	if (n->creds)
+		n->ops->creds_drop(n->creds);
 }
 
 static int helper_spawn(struct moat_run *r, struct moat_net_run *n);
@@ -412,8 +360,7 @@ int moat_net_started(struct moat_run *r)
 	struct moat_net_run *n;
 	int k;
 
-	/* The moat executable loads this code only after clone for a run
-	 * without credentials: the configuration is made here then. */
+	/* done before clone (moat_supervise_prepare); once */
 	if ((k = moat_net_prepare(r)) < 0)
 		return k;
 	n = r->net;
@@ -427,28 +374,15 @@ int moat_net_started(struct moat_run *r)
 		return moat_error_set(r->err, "network", errno,
 				      "cannot open moat's executable for the proxy helper: %s",
 				      strerror(errno));
-	if (n->secrets) {
-		/* The values are loaded only now, while the sandbox sets itself up
-		 * and before its command can run: the sandbox's init (a fork of this
-		 * process) never held them; they go to the proxy helper in its
-		 * configuration and are wiped here once it runs. */
-		k = moat_secrets_load(n->secrets, r->err);
-		if (k < 0)
-			return k;
-	}
-	if (n->ca) {
-		/* The helper loads its own trust store; this one only makes a
-		 * bad --upstream-ca an error of the run's set-up. */
-		k = moat_tls_client_ctx(r->p->upstream_ca, &n->upstream_tls);
-		if (k < 0)
-			return moat_error_set(
-				r->err, "credentials", -k,
-				"cannot load the trust store for upstream TLS%s%s: %s",
-				r->p->upstream_ca ? " " : "",
-				r->p->upstream_ca ? r->p->upstream_ca : "", strerror(-k));
-		SSL_CTX_free(n->upstream_tls);
-		n->upstream_tls = NULL;
-	}
+	/* moat-net.so must load here, before the sandbox's command can run
+	 * (in parallel with its root assembly): the helper loads it again, and
+	 * a plugin that cannot load (a missing library) fails the run now, not
+	 * after the command started with its network refusing everything. */
+	if (!n->ops && !(n->ops = moat_net_plugin_load(r->err)))
+		return -ELIBBAD;
+	/* The secrets' values and the upstream trust store (moat-net.so). */
+	if (n->creds && (k = n->ops->creds_load(n->creds, r->err)) < 0)
+		return k;
 	return helper_spawn(r, n);
 }
 
@@ -569,334 +503,6 @@ int moat_net_start(struct moat_run *r, int epfd, uint32_t tag)
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, n->ev_fd, &ev) < 0)
 		return moat_error_set(r->err, "network", errno, "epoll");
 	return 0;
-}
-
-/* ---- in the helper ("moat __proxy") ---------------------------------------- */
-
-/* A failure before the worker serves: one line on the event pipe, so the
- * supervisor logs why the sandbox's network refuses everything. */
-static int helper_fail(const char *step, int k, const char *detail)
-{
-	char msg[400], esc[800], line[900];
-	snprintf(msg, sizeof(msg), "%s: %s%s%s", step, strerror(k < 0 ? -k : k),
-		 detail && *detail ? ": " : "", detail ? detail : "");
-	moat_json_escape(msg, strlen(msg), esc, sizeof(esc));
-	int w = snprintf(line, sizeof(line), "{\"proto\":\"helper\",\"error\":\"%s\"}\n", esc);
-	if (w > 0 && (size_t)w < sizeof(line))
-		(void)!write(HELPER_FD_EVENTS, line, (size_t)w);
-	return MOAT_EXIT_SETUP;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-	while (len > 0) {
-		ssize_t k = pread(fd, p, len, (off_t)off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? negerrno() : -EBADMSG;
-		p += k;
-		len -= (size_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
-}
-
-struct cfg_index {
-	struct cfg_head h;
-	uint64_t size;
-	uint64_t policy_off, ca_off;
-	uint32_t policy_len, ca_len;
-	uint64_t secret_off[MOAT_MAX_SECRETS];
-	uint32_t secret_len[MOAT_MAX_SECRETS];
-	unsigned n_secrets;
-};
-
-/* The header and where each record is; nothing secret is read yet. */
-static int cfg_scan(int fd, struct cfg_index *x, char *why, size_t whylen)
-{
-	struct stat st;
-	uint64_t off;
-	int seals = fcntl(fd, F_GET_SEALS);
-	int k;
-
-	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
-		return snprintf(why, whylen, "not a sealed memfd"), -EBADMSG;
-	if (fstat(fd, &st) < 0)
-		return negerrno();
-	if (st.st_size < (off_t)sizeof(x->h) || st.st_size > (off_t)CFG_MAX_BYTES)
-		return snprintf(why, whylen, "size %lld", (long long)st.st_size), -EBADMSG;
-	x->size = (uint64_t)st.st_size;
-	if ((k = pread_all(fd, &x->h, sizeof(x->h), 0)) < 0)
-		return k;
-	x->h.magic[sizeof(x->h.magic) - 1] = 0;
-	x->h.abi[sizeof(x->h.abi) - 1] = 0;
-	if (!streq(x->h.magic, CFG_MAGIC) || x->h.version != CFG_VERSION ||
-	    !streq(x->h.abi, MOAT_NET_PLUGIN_ABI))
-		return snprintf(why, whylen, "from another build of moat"), -EBADMSG;
-	if (x->h.n_records == 0 || x->h.n_records > CFG_MAX_RECORDS)
-		return snprintf(why, whylen, "bad counts"), -EBADMSG;
-	off = sizeof(x->h);
-	for (uint32_t i = 0; i < x->h.n_records; i++) {
-		struct cfg_rec rec;
-		if (x->size - off < sizeof(rec))
-			return snprintf(why, whylen, "truncated"), -EBADMSG;
-		if ((k = pread_all(fd, &rec, sizeof(rec), off)) < 0)
-			return k;
-		off += sizeof(rec);
-		if (rec.len > x->size - off)
-			return snprintf(why, whylen, "record %u truncated", i), -EBADMSG;
-		if (i == 0 && rec.type != CFG_POLICY)
-			return snprintf(why, whylen, "no policy first"), -EBADMSG;
-		switch (rec.type) {
-		case CFG_POLICY:
-			if (i != 0 || rec.len == 0 || rec.len > MOAT_MAX_POLICY_BYTES)
-				return snprintf(why, whylen, "bad policy record"), -EBADMSG;
-			x->policy_off = off;
-			x->policy_len = rec.len;
-			break;
-		case CFG_CA:
-			if (x->ca_len || rec.len == 0)
-				return snprintf(why, whylen, "bad CA record"), -EBADMSG;
-			x->ca_off = off;
-			x->ca_len = rec.len;
-			break;
-		case CFG_SECRET:
-			if (x->n_secrets >= MOAT_MAX_SECRETS || rec.len < 2 * sizeof(uint32_t) ||
-			    rec.len > 2 * sizeof(uint32_t) + MOAT_SECRETS_PLACEHOLDER_MAX +
-					    MOAT_SECRETS_MAX_VALUE)
-				return snprintf(why, whylen, "bad secret record"), -EBADMSG;
-			x->secret_off[x->n_secrets] = off;
-			x->secret_len[x->n_secrets++] = rec.len;
-			break;
-		default:
-			return snprintf(why, whylen, "unknown record %u", rec.type), -EBADMSG;
-		}
-		off += rec.len;
-	}
-	if (off != x->size)
-		return snprintf(why, whylen, "trailing bytes"), -EBADMSG;
-	return 0;
-}
-
-/* Secret record @i into the secrets, through locked memory. */
-static int cfg_secret(int fd, const struct cfg_index *x, unsigned i, struct moat_secrets *s)
-{
-	uint32_t len = x->secret_len[i], pre[2];
-	char *buf = OPENSSL_secure_malloc(len);
-	int k;
-
-	if (!buf)
-		return -ENOMEM;
-	k = pread_all(fd, buf, len, x->secret_off[i]);
-	if (k >= 0) {
-		memcpy(pre, buf, sizeof(pre));
-		if (pre[0] != i || pre[1] == 0 || pre[1] >= MOAT_SECRETS_PLACEHOLDER_MAX ||
-		    pre[1] > len - sizeof(pre))
-			k = -EBADMSG;
-	}
-	if (k >= 0)
-		k = moat_secrets_adopt(s, i, buf + sizeof(pre), pre[1], buf + sizeof(pre) + pre[1],
-				       len - sizeof(pre) - pre[1]);
-	OPENSSL_secure_clear_free(buf, len);
-	return k;
-}
-
-static int cfg_wipe(int fd, uint64_t size)
-{
-	static const char zero[4096];
-	for (uint64_t off = 0; off < size;) {
-		size_t n = (size_t)MIN((uint64_t)sizeof(zero), size - off);
-		ssize_t w = pwrite(fd, zero, n, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? negerrno() : -EIO;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-/* The one message moat_net_start() sends: the count, and as many listeners. */
-static int recv_listeners(int *ret, unsigned *ret_n)
-{
-	uint32_t count = 0;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * (MOAT_NETNS_N_FDS + 1))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = &count, .iov_len = sizeof(count)};
-	struct msghdr msg = {.msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u)};
-	unsigned n = 0;
-	ssize_t k;
-	int r = 0;
-
-	while ((k = recvmsg(HELPER_FD_CTL, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	if (k < 0)
-		return negerrno();
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t m = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int fds[MOAT_NETNS_N_FDS + 1];
-		if (m > ELEMENTSOF(fds))
-			m = ELEMENTSOF(fds);
-		memcpy(fds, CMSG_DATA(c), m * sizeof(int));
-		for (size_t i = 0; i < m; i++) {
-			if (n < MOAT_NETNS_N_FDS && r == 0)
-				ret[n++] = fds[i];
-			else {
-				close(fds[i]);
-				r = -EBADMSG;
-			}
-		}
-	}
-	if (r == 0 &&
-	    (k != (ssize_t)sizeof(count) || (msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) ||
-	     count != n || n < MOAT_NETNS_N_FDS - 1))
-		r = -EBADMSG;
-	if (r < 0) {
-		for (unsigned i = 0; i < n; i++)
-			close(ret[i]);
-		return r;
-	}
-	*ret_n = n;
-	return 0;
-}
-
-int moat_net_helper_main(void)
-{
-	static struct cfg_index x; /* static: the secrets' offsets are large */
-	enum moat_fdset_kind want[HELPER_N_FDS];
-	struct moat_policy *p = NULL;
-	struct moat_proxy_config *cfg = NULL;
-	struct moat_secrets *secrets = NULL;
-	struct moat_tls_ca *ca = NULL;
-	SSL_CTX *upstream = NULL;
-	struct moat_error e = {0};
-	struct moat_netns_fds f;
-	int listen[MOAT_NETNS_N_FDS];
-	char why[256] = "";
-	char *text = NULL;
-	int k;
-
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return helper_fail("dumpable", negerrno(), NULL);
-	if ((k = cfg_scan(HELPER_FD_CONFIG, &x, why, sizeof(why))) < 0)
-		return helper_fail("configuration", k, why);
-	/* Exactly the descriptors it was given, before it reads anything else. */
-	for (unsigned i = 0; i < HELPER_N_FDS; i++)
-		want[i] = i < HELPER_FD_EVENTS	? MOAT_FDSET_NULL
-			: i == HELPER_FD_EVENTS ? MOAT_FDSET_PIPE
-			: i == HELPER_FD_CONFIG ? MOAT_FDSET_MEMFD
-						: MOAT_FDSET_SOCKET;
-	if ((k = moat_fdset_check(want, HELPER_FD_CTL + 1, why, sizeof(why))) < 0)
-		return helper_fail("descriptors", k, why);
-
-	/* The rules, parsed again by the policy parser. */
-	p = moat_policy_new();
-	text = malloc(x.policy_len);
-	if (!p || !text)
-		return helper_fail("configuration", -ENOMEM, NULL);
-	if ((k = pread_all(HELPER_FD_CONFIG, text, x.policy_len, x.policy_off)) < 0)
-		return helper_fail("configuration", k, NULL);
-	if ((k = moat_policy_load_string(p, text, x.policy_len, "proxy configuration", &e)) < 0)
-		return helper_fail("configuration", k, e.message);
-	free(text);
-	if ((k = moat_proxy_config_from_policy(p, &cfg)) < 0)
-		return helper_fail("configuration", k, "invalid network rule");
-	if (x.h.n_records != 1 + (x.ca_len ? 1 : 0) + p->n_secrets || x.n_secrets != p->n_secrets ||
-	    (p->n_secrets && !x.ca_len))
-		return helper_fail("configuration", -EBADMSG, "records do not match the policy");
-	if (x.ca_len && (k = moat_tls_client_ctx(p->upstream_ca, &upstream)) < 0)
-		return helper_fail("upstream trust store", k, p->upstream_ca);
-
-	/* In root mode it becomes the sandbox's unprivileged host uid: it only
-	 * needs to dial out. */
-	if (geteuid() == 0) {
-		if (setgroups(0, NULL) < 0 || setresgid(x.h.gid, x.h.gid, x.h.gid) < 0 ||
-		    setresuid(x.h.uid, x.h.uid, x.h.uid) < 0)
-			return helper_fail("identity", negerrno(), NULL);
-		/* a change of credentials clears these */
-		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 ||
-		    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-			return helper_fail("identity", negerrno(), NULL);
-	}
-	if (getppid() == 1)
-		return MOAT_EXIT_SETUP; /* the supervisor is already gone */
-	/* Its resolver (which parses DNS answers from outside) is forked
-	 * before this process holds any key material. */
-	if ((k = moat_resolver_start(&cfg->resolver_pid, &cfg->resolver_fd)) < 0)
-		return helper_fail("resolver", k, NULL);
-	cfg->has_resolver = true;
-
-	/* Not dumpable, no core, secure heap: then the keys and values. */
-	if (x.ca_len) {
-		unsigned char *blob;
-		if (moat_secrets_harden_process() < 0)
-			return helper_fail("harden", negerrno(), NULL);
-		blob = OPENSSL_secure_malloc(x.ca_len);
-		if (!blob)
-			return helper_fail("CA", -ENOMEM, NULL);
-		k = pread_all(HELPER_FD_CONFIG, blob, x.ca_len, x.ca_off);
-		if (k >= 0)
-			k = moat_tls_ca_from_blob(blob, x.ca_len, &ca);
-		OPENSSL_secure_clear_free(blob, x.ca_len);
-		if (k < 0)
-			return helper_fail("CA", k, NULL);
-		cfg->ca = ca;
-		cfg->upstream_tls = upstream;
-		cfg->http_rules = p->http_rules;
-		cfg->n_http_rules = p->n_http_rules;
-	}
-	if (p->n_secrets) {
-		if ((k = moat_secrets_new_placeholders(p->secrets, p->n_secrets, &secrets, &e)) < 0)
-			return helper_fail("secrets", k, e.message);
-		for (unsigned i = 0; i < x.n_secrets; i++)
-			if ((k = cfg_secret(HELPER_FD_CONFIG, &x, i, secrets)) < 0)
-				return helper_fail("secrets", k, NULL);
-		cfg->secrets = secrets;
-	}
-	if ((k = cfg_wipe(HELPER_FD_CONFIG, x.size)) < 0)
-		return helper_fail("configuration", k, "cannot wipe it");
-
-	/* The listeners, once the sandbox has handed them over; then exactly
-	 * 0-2 /dev/null, 3 events, 4 the resolver, 5... the listeners. */
-	unsigned n_listen;
-	if ((k = recv_listeners(listen, &n_listen)) < 0)
-		return helper_fail("listeners", k, NULL);
-	{
-		int keep[HELPER_N_FDS];
-		unsigned nk = 0;
-		keep[nk++] = 0;
-		keep[nk++] = 0;
-		keep[nk++] = 0;
-		keep[nk++] = HELPER_FD_EVENTS;
-		keep[nk++] = cfg->resolver_fd;
-		for (unsigned i = 0; i < n_listen; i++)
-			keep[nk++] = listen[i];
-		if ((k = moat_fdset_compact(keep, nk)) < 0)
-			return helper_fail("descriptors", k, NULL);
-		cfg->resolver_fd = HELPER_FD_RESOLVER;
-		for (unsigned i = 0; i < nk; i++)
-			want[i] = i < HELPER_FD_EVENTS	? MOAT_FDSET_NULL
-				: i == HELPER_FD_EVENTS ? MOAT_FDSET_PIPE
-							: MOAT_FDSET_SOCKET;
-		if ((k = moat_fdset_check(want, nk, why, sizeof(why))) < 0)
-			return helper_fail("descriptors", k, why);
-	}
-	for (unsigned i = 0; i < n_listen; i++)
-		listen[i] = HELPER_FD_LISTEN + (int)i;
-	if (moat_netns_fds_from_array(listen, n_listen, &f) < 0)
-		return helper_fail("listeners", -EBADF, NULL);
-	cfg->report_fds = true;
-	k = moat_proxy_main(cfg, &f, HELPER_FD_EVENTS);
-	return k < 0 ? MOAT_EXIT_SETUP : 0;
 }
 
 static const char *jstr(json_t *o, const char *key)
@@ -1093,7 +699,8 @@ void moat_net_teardown(struct moat_run *r)
 	safe_close(n->null_fd);
 	safe_close(n->ctl_fd);
 	drop_credentials(n);
-	n->secrets = moat_secrets_free(n->secrets);
+	if (n->creds)
+		n->creds = n->ops->creds_free(n->creds);
 	if (n->bundle_dir[0]) {
 		unlink(n->bundle_path);
 		rmdir(n->bundle_dir);

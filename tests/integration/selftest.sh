@@ -113,10 +113,28 @@ t_bad_input() {
 	assert_contains "$out" "/nonexistent/policy.json"
 }
 
+# Every policy option reaches each inner `moat run` whole: one longer than
+# the battery's argument slots is refused (125) instead of shortened; the
+# control: the same policy by a short path runs.
+t_long_option() {
+	local rc=0 d out
+	d=$PWD/$(printf 'd%.0s' $(seq 250))/$(printf 'e%.0s' $(seq 250))/$(printf 'f%.0s' $(seq 250))
+	mkdir -p "$d"
+	echo '{"version": 1}' >"$d/p.json"
+	out=$("$MOAT" selftest --only rt013_keyring --policy "$d/p.json" 2>&1) || rc=$?
+	assert_eq 125 "$rc" "selftest with a policy option longer than an inner argument"
+	assert_contains "$out" "too long"
+	cp "$d/p.json" short.json
+	rc=0
+	out=$("$MOAT" selftest --only rt013_keyring --policy "$PWD/short.json" 2>&1) || rc=$?
+	assert_eq 0 "$rc" "control: the same policy by a short path: $out"
+}
+
 run_test "selftest --json holds, controls ran, cleaned up" t_full
 run_test "selftest text table" t_text
 run_test "selftest reports escapes with seccomp disabled (vacuity)" t_vacuity_seccomp
 run_test "selftest passes run options through (landlock off, rt033)" t_vacuity_landlock
 run_test "selftest layer switch: test build and MOAT_TEST_LAYERS=1 only" t_gate
 run_test "selftest bad input: exit 2" t_bad_input
+run_test "selftest: a policy option too long for the inner runs is refused, never shortened" t_long_option
 t_done

@@ -157,6 +157,62 @@ t_plugin_flavours() {
 	assert_eq ok "$out"
 }
 
+# A plugin of the same flavour but another ABI (its ABI string changed in
+# place, as another build would have it) is refused before clone, for each
+# plugin; the control: the same copy, unchanged, runs --net allow.
+t_plugin_other_abi() {
+	local so rc out
+	for so in moat-net.so moat-nft.so; do
+		rm -rf abi && mkdir abi
+		cp "$MOAT" abi/moat
+		cp "$(dirname "$MOAT")/moat-net.so" "$(dirname "$MOAT")/moat-nft.so" abi/
+		out=$(abi/moat run --quiet --net allow -- /bin/echo ok 2>&1) ||
+			fail "control: the copied moat with its own plugins: $out"
+		assert_eq ok "$out" "control: the copied moat with its own plugins"
+		grep -qa 'moat-plugin [0-9.]* [0-9]' "abi/$so" || fail "no ABI string in $so"
+		LC_ALL=C sed -i 's/moat-plugin \([0-9.]*\) \([0-9]\)/moat-plugin \1 9/g' "abi/$so"
+		rc=0
+		out=$(abi/moat run --quiet --net allow -- /bin/true 2>&1) || rc=$?
+		assert_eq 125 "$rc" "moat with a $so of another ABI"
+		assert_contains "$out" "$so is from another build"
+	done
+}
+
+# A moat-net.so marked for this build in its .moat_abi section but whose
+# table is not (a damaged file; the same path as one that cannot load) is
+# refused by the supervisor after clone, before the command runs; the
+# control: the same copy with the plugin unchanged runs the command.
+t_plugin_bad_table() {
+	local rc=0 out
+	rm -rf tab && mkdir -p tab/ws
+	cp "$MOAT" tab/moat
+	cp "$(dirname "$MOAT")/moat-net.so" "$(dirname "$MOAT")/moat-nft.so" tab/
+	python3 - tab/moat-net.so "$(readelf -S -W tab/moat-net.so)" <<'EOF' || fail "cannot patch the table's ABI string"
+import re, sys
+path, sections = sys.argv[1], sys.argv[2]
+m = re.search(r"\.moat_abi\s+\S+\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
+off, size = int(m.group(1), 16), int(m.group(2), 16)
+b = bytearray(open(path, "rb").read())
+n, i = 0, 0
+while (i := b.find(b"moat-plugin ", i)) >= 0:
+    if not off <= i < off + size:
+        j = b.index(b"\0", i) - 1
+        b[j] = ord("9") if b[j] != ord("9") else ord("8")
+        n += 1
+    i += 1
+open(path, "wb").write(b)
+sys.exit(0 if n else 1)
+EOF
+	out=$(tab/moat run --quiet --net allow --workspace "$PWD/tab/ws:rw" -- /bin/sh -c 'echo ran >ran.txt' 2>&1) || rc=$?
+	assert_eq 125 "$rc" "moat with a moat-net.so whose table is of another build"
+	assert_contains "$out" "moat-net.so is from another build"
+	[ ! -e tab/ws/ran.txt ] || fail "the command ran although the plugin was refused"
+	cp "$(dirname "$MOAT")/moat-net.so" tab/
+	tab/moat run --quiet --net allow --workspace "$PWD/tab/ws:rw" -- /bin/sh -c 'echo ran >ran.txt' >/dev/null 2>&1 ||
+		fail "control: the same copy with its plugin unchanged"
+	[ -e tab/ws/ran.txt ] || fail "control: the command did not run"
+}
+
 run_test "no test-only string or symbol in the shipped moat" t_scan_shipped
 run_test "control: the scan finds the switches in moat-testing" t_scan_control_testing
 run_test "control: the scan finds MOAT_SELFTEST_PROBE in a doctored copy" t_scan_control_doctored
@@ -164,4 +220,6 @@ run_test "shipped moat: --test-disable-layer is unknown (exit 2), even with MOAT
 run_test "shipped moat: MOAT_TEST_STALL_AT changes nothing (control: moat-testing stalls)" t_no_stall_hook
 run_test "probes run by argv only, never by environment" t_probe_by_argv_only
 run_test "each build loads only its own network plugins" t_plugin_flavours
+run_test "a network plugin of another ABI is refused (control: the same copy unchanged)" t_plugin_other_abi
+run_test "a moat-net.so with a foreign table is refused before the command runs (control)" t_plugin_bad_table
 t_done
