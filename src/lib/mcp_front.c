@@ -601,7 +601,7 @@ static void handle_line(struct front *f, const char *line, size_t len)
 		i++;
 	if (i == len)
 		return; /* an empty line */
-	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES, &e);
+	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
 	if (!m) {
 		snprintf(b.msg, sizeof(b.msg), "parse error: %.200s (column %d)", e.text, e.column);
 		return send_error(NULL, RPC_PARSE, b.msg);
