@@ -36,6 +36,7 @@
 
 #include "lib/mcp_proto.h"
 #include "moat/moat.h"
+#include "shared/fdset.h"
 #include "shared/io.h"
 #include "shared/macro.h"
 
@@ -937,8 +938,22 @@ int moat_mcp_front_main(void)
 	f.line = malloc(MCP_MAX_LINE + 1);
 	if (!f.tools || !f.line)
 		return front_fail("tools", -ENOMEM);
+	/* What it holds, as it serves: one line on stderr (the server's log,
+	 * where an MCP client shows it), the only view of a non-dumpable
+	 * process an unprivileged operator has. */
+	char fds[512], line[700];
+	unsigned uid = (unsigned)getuid();
+	if ((k = moat_fdset_describe(fds, sizeof(fds))) < 0)
+		return front_fail("descriptors", k);
+	for (char *c = fds; *c; c++)
+		if (*c < 0x20 || *c >= 0x7f)
+			*c = '?';
 	if ((k = install_seccomp()) < 0)
 		return front_fail("seccomp", k);
+	k = snprintf(line, sizeof(line), "moat mcp: front %d (uid %u) serves: fds %s, seccomp on\n",
+		     (int)getpid(), uid, fds);
+	if (k > 0)
+		(void)!write(STDERR_FILENO, line, MIN((size_t)k, sizeof(line) - 1));
 
 	bool eof = false;
 	for (;;) {

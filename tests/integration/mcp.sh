@@ -99,11 +99,10 @@ fdset() {
 
 status_field() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "/proc/$1/status"; }
 
-# isolated PID WANT_FDS: empty if the process is isolated as the front must
-# be, else what differs
+# isolated PID WANT_FDS GOT_FDS: empty if the process is isolated as the
+# front must be, else what differs
 isolated() {
-	local pid=$1 want=$2 why="" got
-	got=$(fdset "$pid")
+	local pid=$1 want=$2 got=$3 why=""
 	[ "$got" = "$want" ] || why="$why fds '$got';"
 	[ "$(status_field "$pid" Seccomp)" = 2 ] || why="$why Seccomp $(status_field "$pid" Seccomp);"
 	[ "$(status_field "$pid" NoNewPrivs)" = 1 ] || why="$why NoNewPrivs $(status_field "$pid" NoNewPrivs);"
@@ -119,6 +118,8 @@ isolated() {
 t_front_isolation() {
 	need_python
 	local d=$PWD server front="" i
+	# shellcheck disable=SC2064 # $d now: the holder ends whatever happens
+	trap "touch '$d/release'" EXIT
 	python3 "$HERE/mcp_raw.py" hold "$MOAT" "$d" --timeout 10s >hold.out 2>&1 &
 	local holder=$!
 	for i in $(seq 1 300); do
@@ -139,12 +140,29 @@ t_front_isolation() {
 		"moat __mcp-front "*) front=${i#/proc/} ;;
 		esac
 	done
-	local why_front why_super super_fds
+	local why_front why_super super_fds front_fds="" want
+	want="0=$to_server 1=$from_server 2=$d/server.err 3=socket"
 	if [ -n "$front" ]; then
-		why_front=$(isolated "$front" "0=$to_server 1=$from_server 2=$d/server.err 3=socket")
-		why_super=$(isolated "$server" "0=$to_server 1=$from_server 2=$d/server.err 3=socket")
 		super_fds=$(fdset "$server")
+		if is_root; then
+			front_fds=$(fdset "$front")
+		else
+			# non-dumpable: its table is closed to the user; what it
+			# reported of itself (its stderr line) is the view left
+			front_fds=$(fdset "$front" 2>/dev/null) || true
+			[ -z "$front_fds" ] || fail "the user can read the front's descriptor table"
+		fi
+		why_super=$(isolated "$server" "$want" "$super_fds")
 	fi
+	local report
+	report=$(grep -m1 "^moat mcp: front $front " "$d/server.err" || true)
+	[ -n "$report" ] || fail "no report of the front $front: $(cat "$d/server.err")"
+	# "0=pipe 1=pipe ...": the report drops the inodes
+	assert_contains "$report" "fds 0=pipe 1=pipe 2=$d/server.err 3=socket, seccomp on" "the front's own report"
+	if is_root; then assert_not_contains "$report" "(uid 0)" "the front's uid"; fi
+	# (as the user, the report above is the fd check: exactly these four)
+	if ! is_root; then front_fds=$want; fi
+	[ -z "$front" ] || why_front=$(isolated "$front" "$want" "$front_fds")
 	touch "$d/release"
 	wait "$holder" || fail "holder: $(cat hold.out)"
 	[ -n "$front" ] || fail "no moat __mcp-front child of $server"
