@@ -472,64 +472,88 @@ static int do_sandbox_op(struct server *s, const struct moat_mcp_req *q, struct 
 /* The record is checked again here: the front is the process an attacker
  * reaches first. Each part's length against its limit, the arguments as
  * n_args NUL-terminated strings, no NUL inside a path. */
+int moat_mcp_req_head_check(const struct moat_mcp_req *q, size_t *ret_len)
+{
+	if (q->magic != MOAT_MCP_REQ_MAGIC || q->args_len > MOAT_MCP_MAX_ARGV_BYTES ||
+	    q->path_len > MOAT_MCP_MAX_PATH || q->cwd_len > MOAT_MCP_MAX_PATH ||
+	    q->data_len > MOAT_MCP_MAX_DATA || q->n_args > MOAT_MCP_MAX_ARGS)
+		return -EBADMSG;
+	*ret_len = (size_t)q->args_len + q->path_len + q->cwd_len + q->data_len;
+	return 0;
+}
+
+int moat_mcp_req_parse(const struct moat_mcp_req *q, char *pay, struct moat_mcp_call *ret)
+{
+	char *args = pay;
+	const char *p = args + q->args_len, *c = p + q->path_len;
+	size_t len = (size_t)q->args_len + q->path_len + q->cwd_len + q->data_len;
+	unsigned n = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	bool ok = q->op > 0 && q->op < MOAT_MCP_OP_MAX_ &&
+		q->timeout_ms <= MOAT_MCP_MAX_TIMEOUT_MS && q->has_stdin <= 1 &&
+		(q->args_len == 0 || args[q->args_len - 1] == 0) && !memchr(p, 0, q->path_len) &&
+		!memchr(c, 0, q->cwd_len);
+	for (uint32_t i = 0; ok && i < q->args_len; i++) {
+		if (i == 0 || args[i - 1] == 0) {
+			if (n >= q->n_args) {
+				ok = false;
+				break;
+			}
+			ret->argv[n++] = args + i;
+		}
+	}
+	ret->argv[n] = NULL;
+	ok = ok && n == q->n_args;
+	if (ok && q->op == MOAT_MCP_OP_RUN)
+		ok = n >= 1 && ret->argv[0][0] && q->path_len == 0 &&
+			(q->has_stdin || q->data_len == 0);
+	else if (ok && q->op <= MOAT_MCP_OP_LIST_DIR)
+		ok = n == 0 && q->path_len > 0 && p[0] == '/' && q->cwd_len == 0 && !q->has_stdin &&
+			!q->timeout_ms && (q->op == MOAT_MCP_OP_WRITE_FILE || q->data_len == 0);
+	else if (ok)
+		ok = n == 0 && len == 0 && !q->has_stdin && !q->timeout_ms &&
+			(q->op != MOAT_MCP_OP_CREATE || q->sandbox == 0);
+	if (ok && q->cwd_len)
+		ok = c[0] == '/';
+	if (!ok)
+		return -EBADMSG;
+	memcpy(ret->path, p, q->path_len);
+	ret->path[q->path_len] = 0;
+	memcpy(ret->cwd, c, q->cwd_len);
+	ret->cwd[q->cwd_len] = 0;
+	ret->data = c + q->cwd_len;
+	return 0;
+}
+
 static int serve_one(struct server *s)
 {
 	struct moat_mcp_req q;
 	struct answer a = {.h = {0}};
 	_cleanup_free_ char *pay = NULL;
-	char *argv[MOAT_MCP_MAX_ARGS + 1];
-	char path[MOAT_MCP_MAX_PATH + 1] = "", cwd[MOAT_MCP_MAX_PATH + 1] = "";
+	_cleanup_free_ struct moat_mcp_call *call = NULL;
+	size_t len;
 	int k;
 
 	if ((k = read_exact(s->sock, &q, sizeof(q))) < 0)
 		return k;
-	if (q.magic != MOAT_MCP_REQ_MAGIC || q.args_len > MOAT_MCP_MAX_ARGV_BYTES ||
-	    q.path_len > MOAT_MCP_MAX_PATH || q.cwd_len > MOAT_MCP_MAX_PATH ||
-	    q.data_len > MOAT_MCP_MAX_DATA || q.n_args > MOAT_MCP_MAX_ARGS)
-		return -EBADMSG; /* the framing cannot be trusted any more */
-	size_t len = (size_t)q.args_len + q.path_len + q.cwd_len + q.data_len;
+	if ((k = moat_mcp_req_head_check(&q, &len)) < 0)
+		return k; /* the framing cannot be trusted any more */
 	pay = malloc(len + 1);
-	if (!pay)
+	call = malloc(sizeof(*call));
+	if (!pay || !call)
 		return -ENOMEM;
 	if ((k = read_exact(s->sock, pay, len)) < 0)
 		return k;
 	a.h.seq = q.seq;
 	a.h.sandbox = q.sandbox;
-
-	char *args = pay;
-	const char *p = args + q.args_len, *c = p + q.path_len, *data = c + q.cwd_len;
-	unsigned n = 0;
-	bool ok = q.op > 0 && q.op < MOAT_MCP_OP_MAX_ && q.timeout_ms <= MOAT_MCP_MAX_TIMEOUT_MS &&
-		(q.args_len == 0 || args[q.args_len - 1] == 0) && !memchr(p, 0, q.path_len) &&
-		!memchr(c, 0, q.cwd_len);
-	for (uint32_t i = 0; ok && i < q.args_len; i++) {
-		if (i == 0 || args[i - 1] == 0)
-			argv[n++] = args + i;
-		if (n > q.n_args)
-			ok = false;
-	}
-	argv[n] = NULL;
-	ok = ok && n == q.n_args;
-	if (ok && q.op == MOAT_MCP_OP_RUN)
-		ok = n >= 1 && argv[0][0] && q.path_len == 0 && (q.has_stdin || q.data_len == 0);
-	else if (ok && q.op <= MOAT_MCP_OP_LIST_DIR)
-		ok = n == 0 && q.path_len > 0 && p[0] == '/' && q.cwd_len == 0 &&
-			(q.op == MOAT_MCP_OP_WRITE_FILE || q.data_len == 0);
-	else if (ok)
-		ok = n == 0 && len == 0;
-	if (ok && q.cwd_len)
-		ok = c[0] == '/';
-	memcpy(path, p, q.path_len);
-	path[q.path_len] = 0;
-	memcpy(cwd, c, q.cwd_len);
-	cwd[q.cwd_len] = 0;
-
-	if (!ok)
+	k = 0;
+	if (moat_mcp_req_parse(&q, pay, call) < 0)
 		fail(&a, -EBADMSG, "malformed request record");
 	else if (q.op == MOAT_MCP_OP_RUN)
-		k = do_run(s, &q, argv, q.cwd_len ? cwd : NULL, data, &a);
+		k = do_run(s, &q, call->argv, q.cwd_len ? call->cwd : NULL, call->data, &a);
 	else if (q.op <= MOAT_MCP_OP_LIST_DIR)
-		do_files(s, &q, path, data, &a);
+		do_files(s, &q, call->path, call->data, &a);
 	else
 		do_sandbox_op(s, &q, &a);
 	if (k == -EPIPE)

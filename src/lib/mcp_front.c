@@ -34,6 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/mcp_front.h"
 #include "lib/mcp_proto.h"
 #include "moat/moat.h"
 #include "shared/fdset.h"
@@ -73,7 +74,8 @@ struct pending {
 	struct req r;
 };
 
-struct front {
+struct moat_mcp_front {
+	int out, sock; /* the client's stdout, the supervisor's socket */
 	char *line;
 	size_t len;
 	bool skipping; /* in a line that is too long */
@@ -85,7 +87,7 @@ struct front {
 
 /* ---- output ------------------------------------------------------------------ */
 
-static void send_json(json_t *msg)
+static void send_json(struct moat_mcp_front *f, json_t *msg)
 {
 	char *s = json_dumps(msg, JSON_COMPACT);
 	json_decref(msg);
@@ -93,21 +95,23 @@ static void send_json(json_t *msg)
 		_exit(1); /* out of memory: the client sees the end of the stream */
 	size_t n = strlen(s);
 	s[n] = '\n'; /* json_dumps' NUL becomes the delimiter */
-	int k = moat_write_all(STDOUT_FILENO, s, n + 1);
+	int k = moat_write_all(f->out, s, n + 1);
 	free(s);
 	if (k < 0)
 		_exit(0); /* the client is gone */
 }
 
-static void send_result(json_t *id, json_t *result)
+static void send_result(struct moat_mcp_front *f, json_t *id, json_t *result)
 {
-	send_json(json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+	send_json(f,
+		  json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
 			    "result", result));
 }
 
-static void send_error(json_t *id, int code, const char *msg)
+static void send_error(struct moat_mcp_front *f, json_t *id, int code, const char *msg)
 {
-	send_json(json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+	send_json(f,
+		  json_pack("{s:s,s:O,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
 			    "error", "code", code, "message", msg));
 }
 
@@ -490,7 +494,7 @@ static const char tools_json[] =
 
 /* ---- JSON-RPC ---------------------------------------------------------------------- */
 
-static void do_initialize(struct front *f, json_t *id, json_t *params)
+static void do_initialize(struct moat_mcp_front *f, json_t *id, json_t *params)
 {
 	static const char *const fields[] = {"protocolVersion", "capabilities", "clientInfo",
 					     "_meta", NULL};
@@ -500,18 +504,18 @@ static void do_initialize(struct front *f, json_t *id, json_t *params)
 
 	if (only_fields(params, fields, "params", &b) < 0 ||
 	    get_string(params, "protocolVersion", 64, false, &want, NULL, &b) < 0)
-		return send_error(id, RPC_INVALID_PARAMS, b.msg);
+		return send_error(f, id, RPC_INVALID_PARAMS, b.msg);
 	if (!want)
-		return send_error(id, RPC_INVALID_PARAMS, "params: protocolVersion: required");
+		return send_error(f, id, RPC_INVALID_PARAMS, "params: protocolVersion: required");
 	json_t *c = json_object_get(params, "capabilities"),
 	       *ci = json_object_get(params, "clientInfo");
 	if ((c && !json_is_object(c)) || (ci && !json_is_object(ci)))
-		return send_error(id, RPC_INVALID_PARAMS,
+		return send_error(f, id, RPC_INVALID_PARAMS,
 				  "params: capabilities and clientInfo must be objects");
 	for (size_t i = 0; i < ELEMENTSOF(revisions); i++)
 		if (streq(want, revisions[i]))
 			chosen = revisions[i];
-	send_result(id,
+	send_result(f, id,
 		    json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s}", "protocolVersion", chosen,
 			      "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
 			      "moat", "version", MOAT_VERSION, "instructions",
@@ -520,15 +524,15 @@ static void do_initialize(struct front *f, json_t *id, json_t *params)
 			      "reset for a fresh sandbox."));
 }
 
-static int send_req(struct req *r)
+static int send_req(struct moat_mcp_front *f, struct req *r)
 {
 	int k;
-	if ((k = moat_write_all(MOAT_MCP_FRONT_FD_SOCK, &r->h, sizeof(r->h))) < 0)
+	if ((k = moat_write_all(f->sock, &r->h, sizeof(r->h))) < 0)
 		return k;
-	return r->len ? moat_write_all(MOAT_MCP_FRONT_FD_SOCK, r->buf, r->len) : 0;
+	return r->len ? moat_write_all(f->sock, r->buf, r->len) : 0;
 }
 
-static void do_call(struct front *f, json_t *id, json_t *params)
+static void do_call(struct moat_mcp_front *f, json_t *id, json_t *params)
 {
 	static const char *const fields[] = {"name", "arguments", "_meta", NULL};
 	struct bad b = {{0}};
@@ -538,25 +542,25 @@ static void do_call(struct front *f, json_t *id, json_t *params)
 
 	if (only_fields(params, fields, "params", &b) < 0 ||
 	    get_string(params, "name", 64, false, &name, NULL, &b) < 0)
-		return send_error(id, RPC_INVALID_PARAMS, b.msg);
+		return send_error(f, id, RPC_INVALID_PARAMS, b.msg);
 	if (!name)
-		return send_error(id, RPC_INVALID_PARAMS, "params: name: required");
+		return send_error(f, id, RPC_INVALID_PARAMS, "params: name: required");
 	for (size_t i = 0; i < ELEMENTSOF(tool_ops); i++)
 		if (streq(name, tool_ops[i].name))
 			op = tool_ops[i].op;
 	if (!op) {
 		snprintf(b.msg, sizeof(b.msg), "unknown tool '%.64s'", name);
-		return send_error(id, RPC_INVALID_PARAMS, b.msg);
+		return send_error(f, id, RPC_INVALID_PARAMS, b.msg);
 	}
 	json_t *a = json_object_get(params, "arguments");
 	json_t *empty = json_object();
 	if (a && !json_is_object(a)) {
 		json_decref(empty);
-		return send_error(id, RPC_INVALID_PARAMS, "arguments: must be an object");
+		return send_error(f, id, RPC_INVALID_PARAMS, "arguments: must be an object");
 	}
 	if (f->n >= MOAT_MCP_MAX_INFLIGHT) {
 		json_decref(empty);
-		return send_error(id, RPC_INTERNAL, "too many calls in flight");
+		return send_error(f, id, RPC_INTERNAL, "too many calls in flight");
 	}
 	struct req r = {.h = {.magic = MOAT_MCP_REQ_MAGIC, .seq = ++f->seq, .op = op}};
 	a = a ? a : empty;
@@ -578,11 +582,11 @@ static void do_call(struct front *f, json_t *id, json_t *params)
 		snprintf(b.msg, sizeof(b.msg), "out of memory");
 	if (k < 0) {
 		free(r.buf);
-		return send_error(id, k == -ENOMEM ? RPC_INTERNAL : RPC_INVALID_PARAMS, b.msg);
+		return send_error(f, id, k == -ENOMEM ? RPC_INTERNAL : RPC_INVALID_PARAMS, b.msg);
 	}
 	struct pending *p = &f->q[(f->head + f->n) % MOAT_MCP_MAX_INFLIGHT];
 	*p = (struct pending){.id = json_incref(id), .op = op, .r = r};
-	if (f->n++ == 0 && send_req(&p->r) < 0)
+	if (f->n++ == 0 && send_req(f, &p->r) < 0)
 		_exit(1); /* the supervisor is gone */
 }
 
@@ -591,7 +595,7 @@ static bool valid_id(json_t *id)
 	return (json_is_string(id) && json_string_length(id) <= 256) || json_is_integer(id);
 }
 
-static void handle_line(struct front *f, const char *line, size_t len)
+static void handle_line(struct moat_mcp_front *f, const char *line, size_t len)
 {
 	static const char *const fields[] = {"jsonrpc", "id", "method", "params", NULL};
 	json_error_t e;
@@ -605,30 +609,30 @@ static void handle_line(struct front *f, const char *line, size_t len)
 	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &e);
 	if (!m) {
 		snprintf(b.msg, sizeof(b.msg), "parse error: %.200s (column %d)", e.text, e.column);
-		return send_error(NULL, RPC_PARSE, b.msg);
+		return send_error(f, NULL, RPC_PARSE, b.msg);
 	}
 	json_t *id = json_object_get(m, "id");
 	const char *method = json_string_value(json_object_get(m, "method"));
 	json_t *params = json_object_get(m, "params");
 	if (json_is_array(m)) {
-		send_error(NULL, RPC_INVALID_REQUEST, "batches are not supported");
+		send_error(f, NULL, RPC_INVALID_REQUEST, "batches are not supported");
 	} else if (!json_is_object(m)) {
-		send_error(NULL, RPC_INVALID_REQUEST, "a message must be a JSON object");
+		send_error(f, NULL, RPC_INVALID_REQUEST, "a message must be a JSON object");
 	} else if (id && !valid_id(id)) {
-		send_error(NULL, RPC_INVALID_REQUEST,
+		send_error(f, NULL, RPC_INVALID_REQUEST,
 			   "id: must be a string (at most 256 bytes) or an integer");
 	} else if (!json_is_string(json_object_get(m, "jsonrpc")) ||
 		   !streq(json_string_value(json_object_get(m, "jsonrpc")), "2.0")) {
-		send_error(id, RPC_INVALID_REQUEST, "jsonrpc: must be \"2.0\"");
+		send_error(f, id, RPC_INVALID_REQUEST, "jsonrpc: must be \"2.0\"");
 	} else if (!json_object_get(m, "method") &&
 		   (json_object_get(m, "result") || json_object_get(m, "error"))) {
 		; /* a response: this server sends no requests */
 	} else if (!method) {
-		send_error(id, RPC_INVALID_REQUEST, "method: must be a string");
+		send_error(f, id, RPC_INVALID_REQUEST, "method: must be a string");
 	} else if (only_fields(m, fields, "message", &b) < 0) {
-		send_error(id, RPC_INVALID_REQUEST, b.msg);
+		send_error(f, id, RPC_INVALID_REQUEST, b.msg);
 	} else if (params && !json_is_object(params)) {
-		send_error(id, RPC_INVALID_PARAMS, "params: must be an object");
+		send_error(f, id, RPC_INVALID_PARAMS, "params: must be an object");
 	} else if (!id) {
 		; /* notifications (initialized, cancelled, ...): nothing to answer */
 	} else {
@@ -640,17 +644,17 @@ static void handle_line(struct front *f, const char *line, size_t len)
 			do_initialize(f, id, pp);
 		else if (streq(method, "ping"))
 			only_fields(pp, ping_fields, "params", &b) < 0
-				? send_error(id, RPC_INVALID_PARAMS, b.msg)
-				: send_result(id, json_object());
+				? send_error(f, id, RPC_INVALID_PARAMS, b.msg)
+				: send_result(f, id, json_object());
 		else if (streq(method, "tools/list"))
 			only_fields(pp, list_fields, "params", &b) < 0
-				? send_error(id, RPC_INVALID_PARAMS, b.msg)
-				: send_result(id, json_pack("{s:O}", "tools", f->tools));
+				? send_error(f, id, RPC_INVALID_PARAMS, b.msg)
+				: send_result(f, id, json_pack("{s:O}", "tools", f->tools));
 		else if (streq(method, "tools/call"))
 			do_call(f, id, pp);
 		else {
 			snprintf(b.msg, sizeof(b.msg), "method not found: %.64s", method);
-			send_error(id, RPC_NO_METHOD, b.msg);
+			send_error(f, id, RPC_NO_METHOD, b.msg);
 		}
 		json_decref(empty);
 	}
@@ -707,7 +711,8 @@ static json_t *denied_array(const struct moat_mcp_denied *d, uint32_t n)
 	return a;
 }
 
-static void answer(struct pending *p, const struct moat_mcp_resp *h, const char *pay)
+static void answer(struct moat_mcp_front *f, struct pending *p, const struct moat_mcp_resp *h,
+		   const char *pay)
 {
 	const char *out = pay, *err = out + h->out_len, *msg = err + h->err_len;
 	const struct moat_mcp_entry *ent = (const void *)(msg + h->msg_len);
@@ -796,14 +801,14 @@ static void answer(struct pending *p, const struct moat_mcp_resp *h, const char 
 				text ? text : "{}", "structuredContent", o, "isError", h->err < 0);
 	free(text);
 	json_decref(o);
-	send_result(p->id, res);
+	send_result(f, p->id, res);
 }
 
 /* One answer from the supervisor, for the oldest pending call. */
-static int from_supervisor(struct front *f)
+static int from_supervisor(struct moat_mcp_front *f)
 {
 	struct moat_mcp_resp h;
-	int k = read_exact(MOAT_MCP_FRONT_FD_SOCK, &h, sizeof(h));
+	int k = read_exact(f->sock, &h, sizeof(h));
 	if (k < 0)
 		return k;
 	if (h.magic != MOAT_MCP_RESP_MAGIC || !f->n || h.seq != f->q[f->head].r.h.seq ||
@@ -817,18 +822,18 @@ static int from_supervisor(struct front *f)
 	char *pay = malloc(len + 1);
 	if (!pay)
 		return -ENOMEM;
-	if ((k = read_exact(MOAT_MCP_FRONT_FD_SOCK, pay, len)) < 0) {
+	if ((k = read_exact(f->sock, pay, len)) < 0) {
 		free(pay);
 		return k;
 	}
 	struct pending *p = &f->q[f->head];
-	answer(p, &h, pay);
+	answer(f, p, &h, pay);
 	free(pay);
 	json_decref(p->id);
 	free(p->r.buf);
 	f->head = (f->head + 1) % MOAT_MCP_MAX_INFLIGHT;
 	f->n--;
-	if (f->n && (k = send_req(&f->q[f->head].r)) < 0)
+	if (f->n && (k = send_req(f, &f->q[f->head].r)) < 0)
 		return k;
 	return 0;
 }
@@ -914,11 +919,79 @@ static int front_fail(const char *step, int k)
 	return MOAT_EXIT_SETUP;
 }
 
+struct moat_mcp_front *moat_mcp_front_new(int out_fd, int sock_fd)
+{
+	struct moat_mcp_front *f = calloc(1, sizeof(*f));
+	json_error_t je;
+	if (!f)
+		return NULL;
+	f->out = out_fd;
+	f->sock = sock_fd;
+	f->tools = json_loads(tools_json, 0, &je);
+	f->line = malloc(MCP_MAX_LINE + 1);
+	if (!f->tools || !f->line)
+		return moat_mcp_front_free(f);
+	return f;
+}
+
+struct moat_mcp_front *moat_mcp_front_free(struct moat_mcp_front *f)
+{
+	if (!f)
+		return NULL;
+	for (unsigned i = 0; i < f->n; i++) {
+		struct pending *p = &f->q[(f->head + i) % MOAT_MCP_MAX_INFLIGHT];
+		json_decref(p->id);
+		free(p->r.buf);
+	}
+	json_decref(f->tools);
+	free(f->line);
+	free(f);
+	return NULL;
+}
+
+unsigned moat_mcp_front_pending(const struct moat_mcp_front *f)
+{
+	return f->n;
+}
+
+void moat_mcp_front_feed(struct moat_mcp_front *f, const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(buf + i, '\n', n - i);
+		size_t seg = nl ? (size_t)(nl - (buf + i)) : n - i;
+		if (!f->skipping && f->len + seg > MCP_MAX_LINE) {
+			f->skipping = true;
+			f->len = 0;
+		}
+		if (!f->skipping) {
+			memcpy(f->line + f->len, buf + i, seg);
+			f->len += seg;
+		}
+		i += seg;
+		if (!nl)
+			break;
+		i++;
+		if (f->skipping) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "request larger than %u bytes", MCP_MAX_LINE);
+			send_error(f, NULL, RPC_INVALID_REQUEST, msg);
+			f->skipping = false;
+		} else {
+			handle_line(f, f->line, f->len);
+		}
+		f->len = 0;
+	}
+}
+
+int moat_mcp_front_answer(struct moat_mcp_front *f)
+{
+	return from_supervisor(f);
+}
+
 int moat_mcp_front_main(void)
 {
-	struct front f = {0};
+	struct moat_mcp_front *f;
 	struct stat st;
-	json_error_t je;
 	int k;
 
 	/* exactly 0, 1, 2 and the socket (the supervisor compacted them) */
@@ -934,10 +1007,9 @@ int moat_mcp_front_main(void)
 	/* what needs a system call the filter refuses, before it */
 	signal(SIGPIPE, SIG_IGN);
 	json_object_seed(0);
-	f.tools = json_loads(tools_json, 0, &je);
-	f.line = malloc(MCP_MAX_LINE + 1);
-	if (!f.tools || !f.line)
-		return front_fail("tools", -ENOMEM);
+	f = moat_mcp_front_new(STDOUT_FILENO, MOAT_MCP_FRONT_FD_SOCK);
+	if (!f)
+		return front_fail("memory", -ENOMEM);
 	/* What it holds, as it serves: one line on stderr (the server's log,
 	 * where an MCP client shows it), the only view of a non-dumpable
 	 * process an unprivileged operator has. */
@@ -957,29 +1029,24 @@ int moat_mcp_front_main(void)
 
 	bool eof = false;
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = STDIN_FILENO, .events = eof ? 0 : POLLIN},
+		/* Calls beyond the in-flight limit wait in the pipe */
+		bool room = !eof && f->n < MOAT_MCP_MAX_INFLIGHT;
+		struct pollfd pf[2] = {{.fd = STDIN_FILENO, .events = room ? POLLIN : 0},
 				       {.fd = MOAT_MCP_FRONT_FD_SOCK, .events = POLLIN}};
-		if (eof && f.n == 0)
+		if (eof && f->n == 0)
 			return 0;
-		k = poll(pf, eof ? 2 : 2, -1);
+		k = poll(pf, 2, -1);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
 			return 1;
 		if (pf[1].revents) {
-			if (from_supervisor(&f) < 0)
+			if (from_supervisor(f) < 0)
 				return 1; /* the supervisor is gone or misbehaves */
 			continue;
 		}
-		if (!pf[0].revents || eof)
+		if (!room || !pf[0].revents)
 			continue;
-		/* Calls beyond the in-flight limit wait in the pipe */
-		if (f.n >= MOAT_MCP_MAX_INFLIGHT) {
-			struct pollfd w = {.fd = MOAT_MCP_FRONT_FD_SOCK, .events = POLLIN};
-			if (poll(&w, 1, -1) > 0 && from_supervisor(&f) < 0)
-				return 1;
-			continue;
-		}
 		char buf[65536];
 		ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -988,31 +1055,6 @@ int moat_mcp_front_main(void)
 			eof = true;
 			continue;
 		}
-		for (ssize_t i = 0; i < n;) {
-			char *nl = memchr(buf + i, '\n', (size_t)(n - i));
-			size_t seg = nl ? (size_t)(nl - (buf + i)) : (size_t)(n - i);
-			if (!f.skipping && f.len + seg > MCP_MAX_LINE) {
-				f.skipping = true;
-				f.len = 0;
-			}
-			if (!f.skipping) {
-				memcpy(f.line + f.len, buf + i, seg);
-				f.len += seg;
-			}
-			i += (ssize_t)seg;
-			if (!nl)
-				break;
-			i++;
-			if (f.skipping) {
-				char msg[96];
-				snprintf(msg, sizeof(msg), "request larger than %u bytes",
-					 MCP_MAX_LINE);
-				send_error(NULL, RPC_INVALID_REQUEST, msg);
-				f.skipping = false;
-			} else {
-				handle_line(&f, f.line, f.len);
-			}
-			f.len = 0;
-		}
+		moat_mcp_front_feed(f, buf, (size_t)n);
 	}
 }

@@ -17,6 +17,7 @@
  */
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define MOAT_MCP_REQ_MAGIC 0x6d637071u /* "mcpq" */
@@ -102,3 +103,18 @@ struct moat_mcp_denied {
 /* The front's descriptors ("moat __mcp-front"): 0, 1, 2 the server's own
  * stdin, stdout and stderr, 3 the socket to the supervisor; nothing else. */
 #define MOAT_MCP_FRONT_FD_SOCK 3
+
+/* A request's payload as the supervisor uses it (mcp.c). */
+struct moat_mcp_call {
+	char *argv[MOAT_MCP_MAX_ARGS + 1]; /* into the payload, NULL-terminated */
+	char path[MOAT_MCP_MAX_PATH + 1];
+	char cwd[MOAT_MCP_MAX_PATH + 1];
+	const char *data; /* data_len bytes */
+};
+
+/* The header's lengths against the limits: 0 and the payload's length, or
+ * -EBADMSG (the stream cannot be framed any more). */
+int moat_mcp_req_head_check(const struct moat_mcp_req *q, size_t *ret_len);
+/* The payload (of the length moat_mcp_req_head_check gave) checked against
+ * the header and the op: 0 and *ret, or -EBADMSG. */
+int moat_mcp_req_parse(const struct moat_mcp_req *q, char *pay, struct moat_mcp_call *ret);
