@@ -6,7 +6,8 @@
 #    destination with its narrow rule, several sandboxes, reset; malformed
 #    input (not JSON, batches, wrong types, unknown methods, fields and
 #    tools, policy fields, a timeout beyond the operator's, oversized
-#    content and lines) answered with JSON-RPC errors while the server goes on.
+#    content and lines) answered with JSON-RPC errors while the server goes on;
+#    with --net allow, a proxy denial reported with its rule (mcp_raw.py netallow).
 #  - the official MCP TypeScript SDK client (@modelcontextprotocol/sdk from
 #    the npm registry, installed into a cache outside the repository) calls
 #    every tool (mcp_client.mjs); the sandbox's audit stream is checked after.
@@ -35,6 +36,14 @@ t_raw_protocol() {
 	assert_contains "$(grep '"type":"process"' log.jsonl)" '"argv":["sh","-c","echo out; echo err >&2; exit 3"]' \
 		"the run's process in the audit stream"
 	assert_contains "$(grep '"type":"net"' log.jsonl)" "denied.example" "the denied destination in the audit stream"
+}
+
+t_net_allow_denial() {
+	need_python
+	command -v curl >/dev/null || skip "curl not installed"
+	python3 "$HERE/mcp_raw.py" netallow "$MOAT" --net allow --allow-host allowed.test >out 2>err ||
+		fail "$(grep -m1 FAIL out || tail -5 out) $(tail -5 err)"
+	assert_contains "$(tail -1 out)" "all ok" "the --net allow checks"
 }
 
 # The SDK's cache: root installs into a world-readable directory the
@@ -202,6 +211,7 @@ t_usage() {
 }
 
 run_test "raw JSON-RPC: every tool, malformed input, limits" t_raw_protocol
+run_test "--net allow: a proxy denial with its narrow rule" t_net_allow_denial
 run_test "the MCP TypeScript SDK client calls every tool; audit stream" t_sdk_client
 run_test "the front: exactly its descriptors, unprivileged, seccomp (control: supervisor)" t_front_isolation
 run_test "moat mcp usage and the front alone" t_usage

@@ -3,6 +3,7 @@
 """Drives `moat mcp` with raw JSON-RPC lines (tests/integration/mcp.sh).
 
   mcp_raw.py protocol MOAT [OPTIONS...]   every method and tool, malformed input
+  mcp_raw.py netallow MOAT [OPTIONS...]   a proxy denial reported with its rule
   mcp_raw.py hold MOAT DIR [OPTIONS...]   one run, then holds the server open until
                                           DIR/release exists (for /proc checks)
 
@@ -246,6 +247,26 @@ def protocol(moat, opts):
     print("all ok %d" % N)
 
 
+def netallow(moat, opts):
+    """--net allow: the proxy's denial with its rule, in the run's result and
+    in reset's totals (the request never leaves: the proxy refuses it)."""
+    s = Server(moat, opts)
+    s.rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "net", "version": "1"}})
+    r = s.call("run", {"argv": ["curl", "-sS", "-m", "5", "http://denied.test/"]})
+    den = sc(r).get("denied", [])
+    check(any(d.get("destination") == "denied.test:80" and d.get("rule") == "--allow-host denied.test:80"
+              for d in den), "run: the proxy's denial and the narrow rule", r)
+    r = s.call("run", {"argv": ["true"]})
+    check("denied" not in sc(r), "the next run reports only its own denials", r)
+    r = s.call("reset", {})
+    check(sc(r).get("net_denied") == 1 and any(d.get("rule") == "--allow-host denied.test:80"
+                                               for d in sc(r).get("denied", [])),
+          "reset: the sandbox's totals", r)
+    check(s.close() == 0, "exit 0")
+    print("all ok %d" % N)
+
+
 def hold(moat, d, opts):
     with open(os.path.join(d, "server.err"), "wb") as err:
         s = Server(moat, opts, stderr=err)
@@ -268,5 +289,7 @@ def hold(moat, d, opts):
 if __name__ == "__main__":
     if sys.argv[1] == "protocol":
         protocol(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "netallow":
+        netallow(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "hold":
         hold(sys.argv[2], sys.argv[3], sys.argv[4:])
