@@ -313,16 +313,26 @@ static int do_run(struct server *s, const struct moat_mcp_req *q, char **argv, c
 			{.fd = so.fd, .events = POLLIN},
 			{.fd = se.fd, .events = POLLIN},
 			{.fd = in[1], .events = POLLOUT},
-			{.fd = s->sock, .events = 0}, /* the front hangs up: stop */
+			{.fd = s->sock, .events = POLLIN}, /* a cancel, or the front hangs up */
 		};
 		int n = poll(pf, ELEMENTSOF(pf), 1000);
 		if (n < 0 && errno != EINTR) {
 			k = negerrno();
 			goto out;
 		}
-		if (pf[4].revents & (POLLHUP | POLLERR)) {
-			k = -EPIPE;
-			goto out;
+		if (pf[4].revents) {
+			/* only a cancel of this run can come now (the front sends
+			 * the next call after this one's answer) */
+			struct moat_mcp_req c;
+			size_t clen;
+			if (read_exact(s->sock, &c, sizeof(c)) < 0 ||
+			    moat_mcp_req_head_check(&c, &clen) < 0 || c.op != MOAT_MCP_OP_CANCEL ||
+			    clen) {
+				k = -EPIPE;
+				goto out;
+			}
+			if (c.seq == q->seq)
+				moat_proc_signal(pr, SIGKILL);
 		}
 		if (pf[1].revents)
 			drain(&so);
@@ -539,6 +549,8 @@ static int serve_one(struct server *s)
 		return k;
 	if ((k = moat_mcp_req_head_check(&q, &len)) < 0)
 		return k; /* the framing cannot be trusted any more */
+	if (q.op == MOAT_MCP_OP_CANCEL)
+		return len ? -EBADMSG : 0; /* for a run that ended meanwhile */
 	pay = malloc(len + 1);
 	call = malloc(sizeof(*call));
 	if (!pay || !call)

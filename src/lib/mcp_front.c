@@ -71,6 +71,7 @@ struct req {
 struct pending {
 	json_t *id;
 	uint32_t op;
+	bool cancelled; /* notifications/cancelled: no response is sent */
 	struct req r;
 };
 
@@ -590,6 +591,49 @@ static void do_call(struct moat_mcp_front *f, json_t *id, json_t *params)
 		_exit(1); /* the supervisor is gone */
 }
 
+static bool valid_id(json_t *id);
+
+static void drop_head(struct moat_mcp_front *f)
+{
+	struct pending *p = &f->q[f->head];
+	json_decref(p->id);
+	free(p->r.buf);
+	*p = (struct pending){0};
+	f->head = (f->head + 1) % MOAT_MCP_MAX_INFLIGHT;
+	f->n--;
+}
+
+/* The head was answered: the next call that still counts goes out. */
+static int next_call(struct moat_mcp_front *f)
+{
+	while (f->n && f->q[f->head].cancelled)
+		drop_head(f); /* never sent */
+	return f->n ? send_req(f, &f->q[f->head].r) : 0;
+}
+
+/* notifications/cancelled: a waiting call is dropped; a run in progress is
+ * killed (a small record the supervisor reads while it runs); anything else
+ * already sent finishes, and its answer is not passed on. */
+static void cancel(struct moat_mcp_front *f, json_t *id)
+{
+	if (!id || !valid_id(id))
+		return;
+	for (unsigned i = 0; i < f->n; i++) {
+		struct pending *p = &f->q[(f->head + i) % MOAT_MCP_MAX_INFLIGHT];
+		if (p->cancelled || !json_equal(p->id, id))
+			continue;
+		p->cancelled = true;
+		if (i == 0 && p->op == MOAT_MCP_OP_RUN) {
+			struct moat_mcp_req c = {.magic = MOAT_MCP_REQ_MAGIC,
+						 .seq = p->r.h.seq,
+						 .op = MOAT_MCP_OP_CANCEL};
+			if (moat_write_all(f->sock, &c, sizeof(c)) < 0)
+				_exit(1);
+		}
+		return;
+	}
+}
+
 static bool valid_id(json_t *id)
 {
 	return (json_is_string(id) && json_string_length(id) <= 256) || json_is_integer(id);
@@ -634,7 +678,9 @@ static void handle_line(struct moat_mcp_front *f, const char *line, size_t len)
 	} else if (params && !json_is_object(params)) {
 		send_error(f, id, RPC_INVALID_PARAMS, "params: must be an object");
 	} else if (!id) {
-		; /* notifications (initialized, cancelled, ...): nothing to answer */
+		if (streq(method, "notifications/cancelled"))
+			cancel(f, json_object_get(params, "requestId"));
+		/* other notifications (initialized, ...): nothing to answer */
 	} else {
 		json_t *empty = params ? NULL : json_object();
 		json_t *pp = params ? params : empty;
@@ -827,15 +873,11 @@ static int from_supervisor(struct moat_mcp_front *f)
 		return k;
 	}
 	struct pending *p = &f->q[f->head];
-	answer(f, p, &h, pay);
+	if (!p->cancelled)
+		answer(f, p, &h, pay);
 	free(pay);
-	json_decref(p->id);
-	free(p->r.buf);
-	f->head = (f->head + 1) % MOAT_MCP_MAX_INFLIGHT;
-	f->n--;
-	if (f->n && (k = send_req(f, &f->q[f->head].r)) < 0)
-		return k;
-	return 0;
+	drop_head(f);
+	return next_call(f);
 }
 
 /* ---- the process ---------------------------------------------------------------------- */

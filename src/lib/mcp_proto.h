@@ -48,6 +48,9 @@ enum moat_mcp_op {
 	MOAT_MCP_OP_CREATE,
 	MOAT_MCP_OP_DESTROY,
 	MOAT_MCP_OP_MAX_,
+	/* not a call: the run with this seq is to be killed (the client
+	 * cancelled it); header only, sent while that run is in progress */
+	MOAT_MCP_OP_CANCEL = 0x100,
 };
 
 /* sandbox: 0 the default one (created by the first call that needs it),

@@ -173,6 +173,24 @@ def protocol(moat, opts):
     check(r["result"]["isError"] is True and sc(r).get("sandbox_started") is True,
           "after reset: a fresh sandbox without the old files", r)
 
+    # notifications/cancelled: a run in progress is killed, no response for it
+    t0 = time.time()
+    s.send_raw((json.dumps({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+                            "params": {"name": "run", "arguments": {"argv": ["sleep", "2"]}}}) + "\n").encode())
+    r = s.call("run", {"argv": ["echo", "queued"]})
+    r2 = s.read_msg()
+    check(r.get("id") == "slow" and sc(r2).get("stdout") == "queued\n" and time.time() - t0 >= 1.9,
+          "control: without a cancel, the next call waits for the run", [r, r2])
+    t0 = time.time()
+    s.send_raw((json.dumps({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                            "params": {"name": "run", "arguments": {"argv": ["sleep", "30"]}}}) + "\n").encode())
+    time.sleep(0.3)
+    s.send_raw((json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": "long", "reason": "test"}}) + "\n").encode())
+    r = s.call("run", {"argv": ["echo", "after"]})
+    check(r.get("id") != "long" and sc(r).get("stdout") == "after\n" and time.time() - t0 < 5,
+          "cancelled: the run is killed, no response for it", {"r": r, "s": time.time() - t0})
+
     # malformed input: JSON-RPC errors, and the server goes on
     s.send_raw(b"this is not json\n")
     r = s.read_msg()

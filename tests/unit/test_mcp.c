@@ -275,3 +275,41 @@ TEST(mcp_front_sends_the_record_and_answers)
 	ASSERT_EQ(moat_mcp_front_answer(x.f), -EBADMSG);
 	moat_mcp_front_free(x.f);
 }
+
+TEST(mcp_front_cancel)
+{
+	struct fx x;
+	struct moat_mcp_req q;
+	fx_open(&x);
+	fx_line(&x,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"run\",\"arguments\":{\"argv\":[\"sleep\",\"9\"]}}}");
+	fx_line(&x,
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+		"\"list_dir\",\"arguments\":{\"path\":\"/\"}}}");
+	ASSERT_EQ(moat_mcp_front_pending(x.f), 2u);
+	char pay[64];
+	ASSERT_EQ(read(x.sup, &q, sizeof(q)), (ssize_t)sizeof(q));
+	ASSERT_EQ(read(x.sup, pay, q.args_len), (ssize_t)q.args_len);
+	uint32_t seq = q.seq;
+	ASSERT_TRUE(!fx_sent(&x)); /* one call at a time */
+	/* the waiting one: dropped, never sent; the running one: a cancel record */
+	fx_line(&x,
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+		"{\"requestId\":2}}");
+	ASSERT_TRUE(!fx_sent(&x));
+	fx_line(&x,
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":"
+		"{\"requestId\":1}}");
+	ASSERT_EQ(read(x.sup, &q, sizeof(q)), (ssize_t)sizeof(q));
+	ASSERT_EQ(q.op, (uint32_t)MOAT_MCP_OP_CANCEL);
+	ASSERT_EQ(q.seq, seq);
+	/* its answer is swallowed, and nothing follows */
+	struct moat_mcp_resp h = {.magic = MOAT_MCP_RESP_MAGIC, .seq = seq, .exit_code = 137};
+	ASSERT_EQ(write(x.sup, &h, sizeof(h)), (ssize_t)sizeof(h));
+	ASSERT_EQ(moat_mcp_front_answer(x.f), 0);
+	ASSERT_TRUE(fx_out(&x) == NULL);
+	ASSERT_TRUE(!fx_sent(&x));
+	ASSERT_EQ(moat_mcp_front_pending(x.f), 0u);
+	moat_mcp_front_free(x.f);
+}
