@@ -1094,7 +1094,11 @@ int moat_mcp_front_main(void)
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0) {
+			/* the client's shutdown: what runs is killed, what waits is
+			 * dropped, and the front ends once the supervisor answered */
 			eof = true;
+			for (unsigned i = f->n; i > 0; i--)
+				cancel(f, f->q[(f->head + i - 1) % MOAT_MCP_MAX_INFLIGHT].id);
 			continue;
 		}
 		moat_mcp_front_feed(f, buf, (size_t)n);

@@ -260,8 +260,14 @@ def protocol(moat, opts):
     s.send_raw(b"\xff\xfe not utf-8\n")
     check(err_code(s.read_msg()) == -32700, "invalid UTF-8: parse error")
     s.alive("everything malformed")
+    # the client's shutdown (stdin closed) while a run goes on: it is killed
+    s.send_raw((json.dumps({"jsonrpc": "2.0", "id": "last", "method": "tools/call",
+                            "params": {"name": "run", "arguments": {"argv": ["sleep", "30"]}}}) + "\n").encode())
+    time.sleep(0.3)
+    t0 = time.time()
     rc = s.close()
-    check(rc == 0, "the server exits 0 when stdin closes", rc)
+    check(rc == 0 and time.time() - t0 < 5, "the server exits 0 soon when stdin closes, even in a run",
+          [rc, time.time() - t0])
     print("all ok %d" % N)
 
 
