@@ -252,15 +252,21 @@ TEST(mcp_front_sends_the_record_and_answers)
 	ASSERT_EQ(moat_mcp_req_parse(&q, pay, &c), 0);
 	ASSERT_STREQ(c.argv[2], "echo hi");
 	ASSERT_STREQ(c.cwd, "/tmp");
-	/* the answer, with bytes that are not UTF-8 in stdout */
+	/* the answer, with bytes that are not UTF-8 in stdout, and a denial
+	 * after an odd number of bytes (the arrays are not aligned in the
+	 * payload: the sanitizer build checks they are read as such) */
 	struct moat_mcp_resp h = {.magic = MOAT_MCP_RESP_MAGIC,
 				  .seq = q.seq,
 				  .exit_code = 0,
 				  .out_len = 4,
-				  .err_len = 0};
+				  .err_len = 1,
+				  .n_denied = 1};
+	struct moat_mcp_denied d = {
+		.count = 2, .dest = "x.test:443", .rule = "--allow-host x.test"};
 	snprintf(h.run_id, sizeof(h.run_id), "abc");
 	ASSERT_EQ(write(x.sup, &h, sizeof(h)), (ssize_t)sizeof(h));
-	ASSERT_EQ(write(x.sup, "hi\xff\n", 4), 4);
+	ASSERT_EQ(write(x.sup, "hi\xff\ne", 5), 5);
+	ASSERT_EQ(write(x.sup, &d, sizeof(d)), (ssize_t)sizeof(d));
 	ASSERT_EQ(moat_mcp_front_answer(x.f), 0);
 	json_t *m = fx_out(&x);
 	ASSERT_TRUE(m != NULL);
@@ -268,6 +274,9 @@ TEST(mcp_front_sends_the_record_and_answers)
 	json_t *sc = json_object_get(json_object_get(m, "result"), "structuredContent");
 	ASSERT_STREQ(json_string_value(json_object_get(sc, "stdout")), "hi\xef\xbf\xbd\n");
 	ASSERT_STREQ(json_string_value(json_object_get(sc, "run_id")), "abc");
+	json_t *den = json_array_get(json_object_get(sc, "denied"), 0);
+	ASSERT_STREQ(json_string_value(json_object_get(den, "rule")), "--allow-host x.test");
+	ASSERT_EQ(json_integer_value(json_object_get(den, "count")), 2);
 	ASSERT_EQ(moat_mcp_front_pending(x.f), 0u);
 	json_decref(m);
 	/* an answer for no call (or the wrong one): refused */
