@@ -335,6 +335,22 @@ int moat_proxy_helper_main(struct moat_error *ret_err);
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err);
 
+/* ---- MCP server ------------------------------------------------------------ */
+
+/* `moat mcp`: a Model Context Protocol server on the caller's stdin and
+ * stdout (one JSON-RPC message a line) whose tools run commands and edit
+ * files in sandboxes of policy p, fixed here (no tool argument changes it).
+ * The client's bytes are parsed by a separate process (moat_mcp_front_main,
+ * exec'd from /proc/self/exe as "moat __mcp-front": exactly fds 0-2 and one
+ * socket, nobody when started as root, no capabilities, no_new_privs, its
+ * own seccomp filter); this process holds the sandboxes and puts /dev/null
+ * on its own stdin and stdout. Returns when the client closes stdin (or on
+ * SIGINT/SIGTERM/SIGHUP) after destroying every sandbox; < 0 if the server
+ * could not start. Ignores SIGPIPE. */
+int moat_mcp_serve(const struct moat_policy *p, struct moat_error *ret_err);
+/* The front's main (the executable's "moat __mcp-front"); its exit status. */
+int moat_mcp_front_main(void);
+
 /* ---- audit log and workspace review ----------------------------------------- */
 
 /* The audit log of a run: run_or_file is a run id (its log is found under the

@@ -16,6 +16,9 @@ int moat_cli_apply(int argc, char **argv);
 int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
 int moat_cli_selftest(int argc, char **argv);
+int moat_cli_mcp(int argc, char **argv);
+/* `moat __mcp-front`: the exec'd front of `moat mcp` (mcp_front.c). */
+int moat_cli_mcp_front(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
  * (proxy.c, moat_proxy_helper_main); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);

@@ -57,12 +57,19 @@ static const struct help helps[] = {
 	 "The red-team battery built into moat, against this machine and policy.\n"
 	 "Exit 0: everything held or was skipped; 1: something escaped; 3: inconclusive.\n",
 	 false},
+	{"mcp", "",
+	 "usage: moat mcp [--policy FILE] [OPTIONS]\n"
+	 "A Model Context Protocol server on stdin/stdout (JSON-RPC, one message a line)\n"
+	 "for agent frameworks: tools run, read_file, write_file, list_dir, reset,\n"
+	 "create_sandbox, destroy_sandbox in sandboxes of this policy, fixed at start: no\n"
+	 "tool argument can widen it. See docs/MCP.md.\n\noptions:\n",
+	 true},
 	{"version", "", "usage: moat --version | moat -V\n", false},
 	{"help", "", "usage: moat help [COMMAND [SUBCOMMAND]]\n", false},
 };
 
-static const char *const commands[] = {"run", "policy", "doctor",   "log",     "diff", "apply",
-				       "ps",  "gc",	"selftest", "version", "help"};
+static const char *const commands[] = {"run", "policy", "doctor",   "log", "diff",    "apply",
+				       "ps",  "gc",	"selftest", "mcp", "version", "help"};
 
 const char *moat_cli_suggest_command(const char *cmd)
 {

@@ -20,6 +20,7 @@ static void usage(FILE *f)
 		"  moat ps                                  list the live runs\n"
 		"  moat gc                                  clean up after crashed runs\n"
 		"  moat selftest [--json] [--policy FILE]   the red-team battery on this machine\n"
+		"  moat mcp [--policy FILE] [OPTIONS]       an MCP server (stdio) for agents\n"
 		"  moat help COMMAND / moat COMMAND --help      help of one command\n"
 		"  moat --version | -V\n\n"
 		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
@@ -67,6 +68,10 @@ int main(int argc, char **argv)
 		return moat_cli_ps(argc - 1, argv + 1);
 	if (strcmp(cmd, "selftest") == 0)
 		return moat_cli_selftest(argc - 1, argv + 1);
+	if (strcmp(cmd, "mcp") == 0)
+		return moat_cli_mcp(argc - 1, argv + 1);
+	if (strcmp(cmd, "__mcp-front") == 0)
+		return moat_cli_mcp_front(argc - 1, argv + 1);
 	if (strcmp(cmd, "__proxy") == 0)
 		return moat_cli_proxy_helper(argc - 1, argv + 1);
 	if (strcmp(cmd, "__probe") == 0)
