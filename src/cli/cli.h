@@ -16,6 +16,14 @@ int moat_cli_apply(int argc, char **argv);
 int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
 int moat_cli_selftest(int argc, char **argv);
+/* session.c: sessions (a sandbox that outlives one command) */
+int moat_cli_create(int argc, char **argv);
+int moat_cli_exec(int argc, char **argv);
+int moat_cli_ls(int argc, char **argv);
+int moat_cli_logs(int argc, char **argv);
+int moat_cli_stop(int argc, char **argv);
+int moat_cli_rm(int argc, char **argv);
+int moat_cli_cp(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
  * (net_loader.c, supervise_net.c); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);
