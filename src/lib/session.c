@@ -55,6 +55,8 @@ struct sess {
 	uint64_t created_us, created_mono_ms, idle_since_ms, execs;
 	char digest[65];
 	bool quit;
+	ino_t sock_ino; /* the socket as bound: when it is gone, no one can reach us */
+	uint64_t checked_ms;
 };
 
 static uint64_t mono_ms(void)
@@ -471,9 +473,12 @@ static int listen_on(struct sess *s, struct moat_error *err)
 	mode_t old = umask(0177); /* the socket 0600 (and its directory 0700) */
 	k = bind(s->lfd, (struct sockaddr *)&sun, alen);
 	umask(old);
-	if (k < 0 || listen(s->lfd, 16) < 0)
+	struct stat st;
+	if (k < 0 || listen(s->lfd, 16) < 0 ||
+	    fstatat(s->dfd, s->sock, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return moat_error_set(err, "session", errno, "cannot listen on %s: %s", s->sock,
 				      strerror(errno));
+	s->sock_ino = st.st_ino;
 	return 0;
 }
 
@@ -513,16 +518,26 @@ static void accept_one(struct sess *s)
 	close(fd);
 }
 
+/* Whether the socket is still ours: a session no one can reach (its
+ * directory removed, the socket unlinked) ends instead of living on. */
+static bool unreachable(struct sess *s)
+{
+	struct stat st;
+	uint64_t now = mono_ms();
+	if (now - s->checked_ms < 1000)
+		return false;
+	s->checked_ms = now;
+	return fstatat(s->dfd, s->sock, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_ino != s->sock_ino;
+}
+
 static int timeout_ms(const struct sess *s)
 {
-	uint64_t now = mono_ms(), until = UINT64_MAX;
+	uint64_t now = mono_ms(), until = now + 5000;
 	if (s->o.lifetime_ms)
 		until = s->created_mono_ms + s->o.lifetime_ms;
 	if (s->o.idle_timeout_ms && !running(s))
 		until = MIN(until, s->idle_since_ms + s->o.idle_timeout_ms);
-	if (until == UINT64_MAX)
-		return -1;
-	return until <= now ? 0 : (int)MIN(until - now, 60000u);
+	return until <= now ? 0 : (int)(until - now);
 }
 
 static bool expired(const struct sess *s)
@@ -599,7 +614,7 @@ static void serve_loop(struct sess *s)
 		}
 		if (pf[0].revents)
 			accept_one(s);
-		if (expired(s)) {
+		if (expired(s) || unreachable(s)) {
 			end_session(s, -1);
 			return;
 		}
