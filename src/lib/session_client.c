@@ -92,7 +92,7 @@ int moat_session_create(const struct moat_policy *p, const struct moat_session_o
 	int wst;
 	while (waitpid(mid, &wst, 0) < 0 && errno == EINTR)
 		;
-	char buf[2048];
+	char buf[2048] = "";
 	size_t len = 0;
 	ssize_t n;
 	/* one line (the sandbox's init keeps a copy of the pipe: no EOF) */

@@ -14,7 +14,7 @@ TUSER=moat-test
 # ($XDG_RUNTIME_DIR); root's are in /run/moat/sessions (shared: the tests
 # only touch the sandboxes they created).
 export XDG_RUNTIME_DIR="$T_OUT/xdg"
-mkdir -p -m 0700 "$XDG_RUNTIME_DIR"
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
 
 # Every sandbox a test created (create runs in $(...): a file, not a
 # variable), removed at its end whatever happened.
@@ -337,7 +337,7 @@ t_other_user() {
 		assert_contains "$(raw_info "$sock")" "policy_sha256" "control: root's own request is answered"
 		chmod 711 "$T_OUT"
 		local as=(runuser -u "$TUSER" -- env HOME=/tmp XDG_RUNTIME_DIR="$T_OUT/u")
-		mkdir -p -m 0700 "$T_OUT/u"
+		mkdir -m 0700 "$T_OUT/u"
 		chown "$TUSER:" "$T_OUT/u"
 		assert_not_contains "$("${as[@]}" "$MOAT" ls 2>&1)" "$id" "moat-test's moat ls"
 		local rc=0
