@@ -496,6 +496,23 @@ static void report(int fd, const char *id, const struct moat_error *e)
 	json_decref(b);
 }
 
+/* Whether pid is in this process's namespace of that kind. A process of a
+ * sandbox is not (every sandbox has its own pid namespace): even where a bind
+ * mount shows it the socket and it runs as the same uid, it is not a client.
+ * Unreadable counts as different. */
+static bool same_ns(pid_t pid, const char *kind)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, kind);
+	if (stat(path, &a) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/ns/%s", kind);
+	if (stat(path, &b) < 0)
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 static void accept_one(struct sess *s)
 {
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -505,7 +522,8 @@ static void accept_one(struct sess *s)
 	 * the same, this holds even if someone else got the socket */
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != geteuid()) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != geteuid() ||
+	    cr.pid <= 0 || !same_ns(cr.pid, "pid") || !same_ns(cr.pid, "user")) {
 		close(fd);
 		return;
 	}

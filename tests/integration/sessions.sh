@@ -371,6 +371,24 @@ t_other_user() {
 	fi
 }
 
+# A process of a sandbox never drives a session, even where a bind shows it
+# the socket and it runs as the same uid (unprivileged mode).
+t_from_inside() {
+	trap cleanup_sessions EXIT
+	command -v socat >/dev/null || skip "socat is not installed"
+	local target spy sdir out
+	target=$(create)
+	if is_root; then sdir=/run/moat/sessions; else sdir="$XDG_RUNTIME_DIR/moat/sessions"; fi
+	# positive control: from the host the socket answers
+	assert_contains "$(raw_info "$sdir/$target.sock")" "policy_sha256" "control: the host's request"
+	spy=$(create --ro "$sdir:/sessions")
+	out=$(ex "$spy" -- sh -c "test -S /sessions/$target.sock && echo visible" 2>&1 || true)
+	is_root || assert_eq "visible" "$out" "control: the bind shows the socket in the sandbox"
+	out=$(ex "$spy" -- bash -c "$(declare -f raw_info); raw_info /sessions/$target.sock; raw_info /sessions/$spy.sock" 2>&1 || true)
+	assert_not_contains "$out" "policy_sha256" "a request from inside a sandbox"
+	assert_eq idle "$(ls_field "$target" state)" "the target is untouched"
+}
+
 run_test "create, exec (files kept, exit codes, env, cwd), ls, logs, rm" t_lifecycle
 run_test "concurrent execs; rm of a busy sandbox needs --force" t_concurrent
 run_test "a sandbox cannot see another's files or processes; stop" t_isolation
@@ -381,4 +399,5 @@ run_test "exec on a terminal; signals forwarded" t_tty_signals
 run_test "bad input: unknown ids, names, options" t_bad_input
 run_test "rm --all" t_rm_all
 run_test "another user cannot see or drive a sandbox" t_other_user
+run_test "a process in a sandbox cannot drive a session" t_from_inside
 t_done
