@@ -382,9 +382,6 @@ static void end_session(struct sess *s, int reply_fd)
 		else
 			c->pr = NULL; /* freed with the sandbox */
 	}
-	/* no new client from here on */
-	unlinkat(s->dfd, s->sock, 0);
-	s->lfd = safe_close(s->lfd);
 	struct moat_status st;
 	struct moat_error err = {0};
 	int k = moat_sandbox_destroy(s->sb, &st, &err);
@@ -393,6 +390,10 @@ static void end_session(struct sess *s, int reply_fd)
 		struct moat_error e2 = {0};
 		(void)moat_status_write_json(&st, moat_policy_status_path(s->p), &e2);
 	}
+	/* gone only now: a client that sees no socket knows the end is done
+	 * (exit record written); one that connected meanwhile gets EOF */
+	unlinkat(s->dfd, s->sock, 0);
+	s->lfd = safe_close(s->lfd);
 	if (reply_fd >= 0) {
 		if (k < 0)
 			reply_error(reply_fd, &err);

@@ -100,6 +100,21 @@ t_lifecycle() {
 	[ ! -e "${XDG_RUNTIME_DIR}/moat/sessions/$id.sock" ] || fail "the socket is left"
 }
 
+t_logs_follow() {
+	trap cleanup_sessions EXIT
+	local id f
+	id=$(create)
+	timeout 30 "$MOAT" logs --follow --json "$id" >follow &
+	f=$!
+	sleep 0.3
+	ex "$id" -- sh -c 'echo followed-marker >/dev/null'
+	for _ in $(seq 30); do grep -q followed-marker follow && break; sleep 0.1; done
+	grep -q followed-marker follow || fail "--follow did not print the new process"
+	timeout 30 "$MOAT" rm --quiet "$id" || fail "rm"
+	wait "$f" || fail "moat logs --follow did not end with the sandbox"
+	grep -q '"type":"exit"' follow || fail "--follow missed the exit record"
+}
+
 t_concurrent() {
 	trap cleanup_sessions EXIT
 	local id p1 p2 p3
@@ -390,6 +405,7 @@ t_from_inside() {
 }
 
 run_test "create, exec (files kept, exit codes, env, cwd), ls, logs, rm" t_lifecycle
+run_test "logs --follow until the sandbox is gone" t_logs_follow
 run_test "concurrent execs; rm of a busy sandbox needs --force" t_concurrent
 run_test "a sandbox cannot see another's files or processes; stop" t_isolation
 run_test "SIGKILL of the supervisor kills the sandbox's processes" t_kill_supervisor
