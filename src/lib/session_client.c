@@ -138,9 +138,10 @@ static int call(const char *id, unsigned type, json_t *body, const int *fds, uns
 		return moat_error_set(err, "session", -k, "cannot send the request: %s",
 				      strerror(-k));
 	k = moat_sess_recv(sock, false, ret);
-	if (k <= 0)
-		return moat_error_set(err, "session", k < 0 ? -k : EPIPE,
-				      "the session's supervisor did not answer");
+	if (k == 0) /* it was ending: removed, expired or killed */
+		return moat_error_set(err, "session", ECONNREFUSED, "sandbox '%s' is gone", id);
+	if (k < 0)
+		return moat_error_set(err, "session", -k, "the session's supervisor did not answer");
 	if (ret->type == MOAT_SESS_ERROR) {
 		k = moat_sess_error_from(ret->body, err);
 		moat_sess_msg_done(ret);
