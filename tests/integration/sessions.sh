@@ -115,6 +115,24 @@ t_logs_follow() {
 	grep -q '"type":"exit"' follow || fail "--follow missed the exit record"
 }
 
+# rm ends the sandbox as a run ends: the overlay workspace's changes are
+# reviewed and applied then, not before.
+t_review_at_rm() {
+	trap cleanup_sessions EXIT
+	local id ws="$T_OUT/ws"
+	mkdir -p "$ws"
+	echo before >"$ws/f"
+	id=$(create --workspace "$ws")
+	ex "$id" -- sh -c 'echo after >f; echo new >g'
+	assert_eq "after" "$(ex "$id" -- cat f)" "the sandbox sees its change"
+	assert_eq "before" "$(cat "$ws/f")" "the host's file is untouched while the sandbox lives"
+	[ ! -e "$ws/g" ] || fail "a new file reached the host before rm"
+	timeout 30 "$MOAT" rm "$id" 2>err || fail "rm: $(cat err)"
+	assert_contains "$(cat err)" "2 change(s)" "rm reports the review"
+	assert_eq "after" "$(cat "$ws/f")" "applied at rm"
+	assert_eq "new" "$(cat "$ws/g")" "the new file applied at rm"
+}
+
 t_concurrent() {
 	trap cleanup_sessions EXIT
 	local id p1 p2 p3
@@ -406,6 +424,7 @@ t_from_inside() {
 
 run_test "create, exec (files kept, exit codes, env, cwd), ls, logs, rm" t_lifecycle
 run_test "logs --follow until the sandbox is gone" t_logs_follow
+run_test "rm reviews and applies the workspace changes" t_review_at_rm
 run_test "concurrent execs; rm of a busy sandbox needs --force" t_concurrent
 run_test "a sandbox cannot see another's files or processes; stop" t_isolation
 run_test "SIGKILL of the supervisor kills the sandbox's processes" t_kill_supervisor
