@@ -295,6 +295,50 @@ static void on_copy_out_fd(struct conn *c, struct moat_sess_msg *m)
 	reply_ok(c->fd, json_pack("{s:I}", "len", (json_int_t)c->len));
 }
 
+/* A path's type and size and, for a directory, its entries (as many as fit
+ * in one answer: more is an error, never a silent cut). */
+static void on_list(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+{
+	const char *path = json_string_value(json_object_get(m->body, "path"));
+	struct moat_error err = {0};
+	struct moat_file_info fi, *v = NULL;
+	size_t n = 0;
+	if (!path) {
+		reply_errorf(c->fd, "usage", EINVAL, "malformed list request");
+		return;
+	}
+	if (moat_sandbox_stat(s->sb, path, &fi, &err) < 0) {
+		reply_error(c->fd, &err);
+		return;
+	}
+	json_t *b = json_pack("{s:i,s:I,s:[]}", "type", (int)fi.type, "size", (json_int_t)fi.size,
+			      "entries");
+	if (fi.type == MOAT_FILE_DIR) {
+		int k = moat_sandbox_list_dir(s->sb, path, &v, &n, &err);
+		if (k < 0 || k == 1) {
+			free(v);
+			json_decref(b);
+			if (k == 1)
+				reply_errorf(c->fd, "copy", E2BIG,
+					     "the directory has too many entries");
+			else
+				reply_error(c->fd, &err);
+			return;
+		}
+		json_t *a = json_object_get(b, "entries");
+		for (size_t i = 0; a && i < n; i++)
+			json_array_append_new(a,
+					      json_pack("{s:s,s:i,s:I}", "name", v[i].name, "type",
+							(int)v[i].type, "size",
+							(json_int_t)v[i].size));
+		free(v);
+	}
+	if (moat_sess_send(c->fd, MOAT_SESS_OK, b, NULL, 0) == -EMSGSIZE)
+		reply_errorf(c->fd, "copy", E2BIG,
+			     "the directory has too many entries for one listing");
+	json_decref(b);
+}
+
 static void end_session(struct sess *s, int reply_fd);
 
 static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
@@ -348,6 +392,9 @@ static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 		break;
 	case MOAT_SESS_COPY_OUT_FD:
 		on_copy_out_fd(c, m);
+		break;
+	case MOAT_SESS_LIST:
+		on_list(s, c, m);
 		break;
 	default:
 		reply_errorf(c->fd, "usage", EINVAL, "unknown request");

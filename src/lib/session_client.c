@@ -141,7 +141,8 @@ static int call(const char *id, unsigned type, json_t *body, const int *fds, uns
 	if (k == 0) /* it was ending: removed, expired or killed */
 		return moat_error_set(err, "session", ECONNREFUSED, "sandbox '%s' is gone", id);
 	if (k < 0)
-		return moat_error_set(err, "session", -k, "the session's supervisor did not answer");
+		return moat_error_set(err, "session", -k,
+				      "the session's supervisor did not answer");
 	if (ret->type == MOAT_SESS_ERROR) {
 		k = moat_sess_error_from(ret->body, err);
 		moat_sess_msg_done(ret);
@@ -391,8 +392,39 @@ int moat_session_copy_in(const char *id, const char *host_path, const char *path
 	return 0;
 }
 
-int moat_session_copy_out(const char *id, const char *path, const char *host_path, uint64_t max,
-			  uint64_t *ret_len, struct moat_error *ret_err)
+/* Where a copied-out file goes: the top-level file as moat writes files for
+ * the user (truncated), a file of a directory as a new name beneath its
+ * held parent. */
+struct dest {
+	const char *host_path; /* or: */
+	int dfd;
+	const char *name;
+};
+
+static int open_dest(const struct dest *d, struct moat_error *err)
+{
+	if (d->host_path) {
+		struct moat_path_info *why = calloc(1, sizeof(*why));
+		if (!why)
+			return -ENOMEM;
+		int fd = moat_path_write_file(d->host_path, O_TRUNC, 0644, 0, why);
+		if (fd < 0)
+			fd = moat_path_error(err, "copy", "the destination", d->host_path, fd, why);
+		free(why);
+		return fd;
+	}
+	int fd =
+		openat(d->dfd, d->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return moat_error_set(err, "copy", errno, "cannot create %s: %s", d->name,
+				      strerror(errno));
+	return fd;
+}
+
+/* One regular file: read in the sandbox first, the host file opened only
+ * when that worked. */
+static int copy_file_out(const char *id, const char *path, const struct dest *d, uint64_t max,
+			 uint64_t *ret_len, struct moat_error *ret_err)
 {
 	json_t *b = json_pack("{s:s,s:I}", "path", path, "max", (json_int_t)max);
 	struct moat_sess_msg m;
@@ -403,17 +435,9 @@ int moat_session_copy_out(const char *id, const char *path, const char *host_pat
 		return k;
 	moat_sess_msg_done(&m);
 	_cleanup_close_ int s = sock;
-	/* read: now the host file, as moat writes files for the user */
-	struct moat_path_info *why = calloc(1, sizeof(*why));
-	if (!why)
-		return -ENOMEM;
-	_cleanup_close_ int fd = moat_path_write_file(host_path, O_TRUNC, 0644, 0, why);
-	if (fd < 0) {
-		k = moat_path_error(ret_err, "copy", "the destination", host_path, fd, why);
-		free(why);
-		return k;
-	}
-	free(why);
+	_cleanup_close_ int fd = open_dest(d, ret_err);
+	if (fd < 0)
+		return fd;
 	k = moat_sess_send(s, MOAT_SESS_COPY_OUT_FD, NULL, &fd, 1);
 	if (k < 0)
 		return moat_error_set(ret_err, "session", -k, "cannot send the request");
@@ -430,4 +454,138 @@ int moat_session_copy_out(const char *id, const char *path, const char *host_pat
 		*ret_len = (uint64_t)json_integer_value(json_object_get(m.body, "len"));
 	moat_sess_msg_done(&m);
 	return 0;
+}
+
+#define COPY_MAX_DEPTH 32
+#define COPY_MAX_ENTRIES 100000
+
+struct walk {
+	const char *id;
+	uint64_t max, total;
+	unsigned entries, skipped;
+};
+
+static int list(const char *id, const char *path, struct moat_sess_msg *ret, struct moat_error *err)
+{
+	json_t *b = json_pack("{s:s}", "path", path);
+	int k = call(id, MOAT_SESS_LIST, b, NULL, 0, MOAT_SESS_OK, ret, NULL, err);
+	json_decref(b);
+	return k;
+}
+
+/* The directory path of the sandbox into the (new, empty) host directory
+ * dfd: regular files and directories; links, devices, fifos and sockets are
+ * skipped and counted. Names come from the sandbox: one component each. */
+static int copy_dir_out(struct walk *w, const char *path, int dfd, unsigned depth,
+			struct moat_error *err)
+{
+	struct moat_sess_msg m;
+	int k = list(w->id, path, &m, err);
+	if (k < 0)
+		return k;
+	json_t *a = json_object_get(m.body, "entries");
+	for (size_t i = 0; k >= 0 && i < json_array_size(a); i++) {
+		json_t *e = json_array_get(a, i);
+		const char *name = json_string_value(json_object_get(e, "name"));
+		int type = (int)json_integer_value(json_object_get(e, "type"));
+		uint64_t size = (uint64_t)json_integer_value(json_object_get(e, "size"));
+		if (!name || !name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
+		    strcmp(name, "..") == 0 ||
+		    strlen(name) != json_string_length(json_object_get(e, "name"))) {
+			w->skipped++;
+			continue;
+		}
+		if (++w->entries > COPY_MAX_ENTRIES) {
+			k = moat_error_set(err, "copy", E2BIG, "more than %d entries",
+					   COPY_MAX_ENTRIES);
+			break;
+		}
+		size_t plen = strlen(path) + strlen(name) + 2;
+		char *sub = malloc(plen);
+		if (!sub) {
+			k = -ENOMEM;
+			break;
+		}
+		snprintf(sub, plen, "%s%s%s", path, path[strlen(path) - 1] == '/' ? "" : "/", name);
+		if (type == MOAT_FILE_REG) {
+			if (w->total + size > w->max) {
+				k = moat_error_set(err, "copy", EFBIG,
+						   "more than %llu bytes (--max-size)",
+						   (unsigned long long)w->max);
+			} else {
+				struct dest d = {.dfd = dfd, .name = name};
+				uint64_t len = 0;
+				k = copy_file_out(w->id, sub, &d, w->max - w->total, &len, err);
+				w->total += len;
+			}
+		} else if (type == MOAT_FILE_DIR) {
+			if (depth + 1 >= COPY_MAX_DEPTH)
+				k = moat_error_set(err, "copy", ELOOP, "deeper than %d directories",
+						   COPY_MAX_DEPTH);
+			else if (mkdirat(dfd, name, 0755) < 0)
+				k = moat_error_set(err, "copy", errno, "cannot create %s: %s", name,
+						   strerror(errno));
+			else {
+				int sfd = openat(dfd, name,
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (sfd < 0)
+					k = moat_error_set(err, "copy", errno, "cannot open %s: %s",
+							   name, strerror(errno));
+				else {
+					k = copy_dir_out(w, sub, sfd, depth + 1, err);
+					close(sfd);
+				}
+			}
+		} else
+			w->skipped++;
+		free(sub);
+	}
+	moat_sess_msg_done(&m);
+	return k;
+}
+
+int moat_session_copy_out(const char *id, const char *path, const char *host_path, uint64_t max,
+			  uint64_t *ret_len, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	int k = list(id, path, &m, ret_err);
+	if (k < 0)
+		return k;
+	int type = (int)json_integer_value(json_object_get(m.body, "type"));
+	moat_sess_msg_done(&m);
+	if (type != MOAT_FILE_DIR) {
+		struct dest d = {.host_path = host_path};
+		return copy_file_out(id, path, &d, max, ret_len, ret_err);
+	}
+	/* a directory: into a new one (never merged into what is there) */
+	struct moat_path_info *why = calloc(1, sizeof(*why));
+	if (!why)
+		return -ENOMEM;
+	const char *name;
+	k = moat_path_open_parent(host_path, 0, 0, &name, why);
+	if (k < 0) {
+		k = moat_path_error(ret_err, "copy", "the destination", host_path, k, why);
+		free(why);
+		return k;
+	}
+	free(why);
+	_cleanup_close_ int pfd = k;
+	if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return moat_error_set(ret_err, "usage", EINVAL, "name the new directory: %s",
+				      host_path);
+	if (mkdirat(pfd, name, 0755) < 0)
+		return moat_error_set(ret_err, "copy", errno,
+				      "cannot create the directory %s: %s (a directory is copied "
+				      "into a new one)",
+				      host_path, strerror(errno));
+	_cleanup_close_ int dfd =
+		openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return moat_error_set(ret_err, "copy", errno, "cannot open %s: %s", host_path,
+				      strerror(errno));
+	struct walk w = {.id = id, .max = max};
+	k = copy_dir_out(&w, path, dfd, 0, ret_err);
+	if (ret_len)
+		*ret_len = w.total;
+	return k;
 }

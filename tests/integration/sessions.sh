@@ -279,6 +279,17 @@ t_cp() {
 	rc=0
 	timeout 10 "$MOAT" cp src "nosuchid:/tmp/x" 2>err || rc=$?
 	assert_eq 2 "$rc" "cp into an unknown sandbox"
+	# a directory out: regular files and directories, links and fifos skipped
+	ex "$id" -- sh -c 'mkdir -p /tmp/d/s/t; echo 1 >/tmp/d/a; echo 3 >/tmp/d/s/t/c; ln -s /etc/shadow /tmp/d/l; ln -s / /tmp/d/s/root; mkfifo /tmp/d/p'
+	timeout 20 "$MOAT" cp "$id:/tmp/d" dout || fail "cp of a directory"
+	assert_eq "d dout|d dout/s|d dout/s/t|f dout/a|f dout/s/t/c" "$(find dout -printf '%y %p\n' | sort | paste -sd '|')" "the tree, without links and fifos"
+	assert_eq 3 "$(cat dout/s/t/c)" "a nested file"
+	rc=0
+	timeout 20 "$MOAT" cp "$id:/tmp/d" dout 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a directory copied into an existing one"
+	rc=0
+	timeout 20 "$MOAT" cp --max-size 1 "$id:/tmp/d" dcap 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a directory above --max-size"
 }
 
 t_tty_signals() {
