@@ -226,6 +226,15 @@ static void on_copy_in(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 		reply_errorf(c->fd, "copy", EFBIG, "the file is larger than --max-size");
 		return;
 	}
+	/* only a new or a regular file is written (a fifo there would stall
+	 * the writer: the time limit of file operations is the backstop) */
+	struct moat_file_info fi;
+	struct moat_error e2 = {0};
+	if (moat_sandbox_stat(s->sb, path, &fi, &e2) >= 0 && fi.type != MOAT_FILE_REG) {
+		reply_errorf(c->fd, "copy", EINVAL,
+			     "the destination in the sandbox exists and is not a regular file");
+		return;
+	}
 	size_t cap = (size_t)st.st_size + 1, len = 0;
 	_cleanup_free_ char *buf = malloc(cap);
 	if (!buf) {

@@ -263,6 +263,15 @@ t_cp() {
 	rc=0
 	timeout 10 "$MOAT" cp "$id:/dev/zero" zero 2>err || rc=$?
 	[ "$rc" -ne 0 ] || fail "a device was copied out"
+	# a fifo in the sandbox stalls no one: refused both ways, at once
+	ex "$id" -- mkfifo /tmp/ff
+	rc=0
+	timeout 10 "$MOAT" cp src "$id:/tmp/ff" 2>err || rc=$?
+	assert_eq 1 "$rc" "cp into a fifo is refused (124: the supervisor stalled)"
+	rc=0
+	timeout 10 "$MOAT" cp "$id:/tmp/ff" ffout 2>err || rc=$?
+	assert_eq 1 "$rc" "cp out of a fifo is refused"
+	assert_eq idle "$(ls_field "$id" state)" "the supervisor still answers"
 	# a host source that is a symlink is refused
 	rc=0
 	timeout 10 "$MOAT" cp link "$id:/tmp/x" 2>err || rc=$?
