@@ -84,6 +84,8 @@ t_lifecycle() {
 	[ "$n" -ge 6 ] || fail "moat ls counts $n execs"
 	timeout 10 "$MOAT" logs --json "$id" >log
 	[ "$(grep -c '"type":"process".*"event":"start"' log)" -ge 6 ] || fail "process events: $(grep -c process log)"
+	# control for "nothing left" below: the live sandbox is a live run
+	assert_contains "$(timeout 10 "$MOAT" ps)" "$id" "moat ps lists the live sandbox"
 	# rm: the end of a run (an exit record), then it is gone
 	timeout 30 "$MOAT" rm "$id" 2>err || fail "rm failed: $(cat err)"
 	assert_contains "$(cat err)" "removed" "rm reports the end"
@@ -98,6 +100,12 @@ t_lifecycle() {
 	ex "$id" -- true 2>err || rc=$?
 	assert_eq 2 "$rc" "exec into a removed sandbox: 2"
 	[ ! -e "${XDG_RUNTIME_DIR}/moat/sessions/$id.sock" ] || fail "the socket is left"
+	# nothing left: no process, mount, cgroup or live record of it
+	[ -z "$(timeout 10 "$MOAT" ps | grep -F "$id")" ] || fail "moat ps still lists $id"
+	if grep -F "$id" /proc/self/mountinfo; then fail "mounts of $id left"; fi
+	if find /sys/fs/cgroup -maxdepth 6 -name "*$id*" 2>/dev/null | grep .; then
+		fail "a cgroup of $id is left"
+	fi
 }
 
 t_logs_follow() {
