@@ -331,6 +331,80 @@ int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status
  * set when this process was not started as such a helper. */
 int moat_proxy_helper_main(struct moat_error *ret_err);
 
+/* ---- sessions: sandboxes served by their own supervisor ------------------- */
+
+/* moat_session_create() forks a supervisor process (setsid, detached from the
+ * caller) that creates the sandbox and serves it on a unix socket in the
+ * user's sessions directory (root: /run/moat/sessions; else
+ * $XDG_RUNTIME_DIR/moat/sessions or $XDG_STATE_HOME/moat/sessions, or
+ * ~/.local/state/moat/sessions; 0700, the caller's own). It returns only when
+ * the sandbox is ready (or could not be set up: ret_err names the step). If
+ * the supervisor dies, every process of the sandbox dies. Only the user that
+ * created a session can reach it (directory mode, SO_PEERCRED). The caller
+ * must block or ignore SIGPIPE. The other functions take the session's id
+ * or its name. */
+#define MOAT_SESSION_NAME_MAX 64
+struct moat_session_opts {
+	const char *name; /* NULL or [A-Za-z0-9][A-Za-z0-9_.-]*, unique per user */
+	uint64_t idle_timeout_ms; /* destroyed after this long without a process: 0 none */
+	uint64_t lifetime_ms; /* destroyed this long after creation: 0 none */
+};
+int moat_session_create(const struct moat_policy *p, const struct moat_session_opts *o,
+			char ret_id[40], struct moat_error *ret_err);
+
+struct moat_session_info {
+	char id[40];
+	char name[MOAT_SESSION_NAME_MAX + 1];
+	char state[16]; /* "idle", "running" (processes run), "gone" (supervisor died) */
+	int pid; /* the supervisor */
+	uint64_t created_us; /* wall clock */
+	uint64_t execs; /* processes started */
+	unsigned running; /* processes running */
+	uint64_t mem_current; /* bytes, 0 if not measured */
+	uint64_t idle_timeout_ms, lifetime_ms;
+	char policy_sha256[65]; /* of the effective policy's JSON */
+};
+/* Every session of this user; those whose supervisor died are listed as
+ * "gone" once and their socket is removed. Caller frees *ret. */
+int moat_session_list(struct moat_session_info **ret, size_t *ret_n, struct moat_error *ret_err);
+/* One session; -ENOENT (ret_err says so) if there is none of that id or name. */
+int moat_session_info(const char *id, struct moat_session_info *ret, struct moat_error *ret_err);
+
+/* A process started in a session: x->fd[] are passed to the supervisor
+ * (SCM_RIGHTS) and relayed as moat_sandbox_exec() does. Returns when the
+ * process was executed; on failure ret_err's stage is "command" when the
+ * command could not be executed (err ENOENT: not found), "session" when the
+ * session does not exist. Caller frees *ret with moat_session_exec_free()
+ * (which kills a process that still runs). */
+struct moat_session_exec;
+int moat_session_exec(const char *id, const struct moat_exec *x, struct moat_session_exec **ret,
+		      struct moat_error *ret_err);
+/* Readable when the process ended (then moat_session_exec_wait() returns at once). */
+int moat_session_exec_fd(const struct moat_session_exec *e);
+int moat_session_exec_signal(struct moat_session_exec *e, int sig);
+int moat_session_exec_resize(struct moat_session_exec *e, unsigned rows, unsigned cols);
+/* Blocks until the process ended; -EPIPE if the session went away first. */
+int moat_session_exec_wait(struct moat_session_exec *e, struct moat_proc_status *ret);
+struct moat_session_exec *moat_session_exec_free(struct moat_session_exec *e);
+
+/* Kills every process of the session (its files stay; new processes may be
+ * started). */
+int moat_session_stop(const char *id, struct moat_error *ret_err);
+/* Destroys the session as a run ends (moat_sandbox_destroy(): /output,
+ * manifest and review, exit record); refused (-EBUSY) while processes run
+ * unless force. The supervisor then exits. ret_status may be NULL. */
+int moat_session_remove(const char *id, bool force, struct moat_status *ret_status,
+			struct moat_error *ret_err);
+/* Regular files between the host and a session, at most max bytes (-EFBIG
+ * beyond). copy_in reads host_path (never through a symlink; a regular file
+ * only); copy_out writes host_path as moat writes files for the user (never
+ * through a symlink, an existing non-regular file refused, truncated) only
+ * once the sandbox's file was read. *ret_len (may be NULL): bytes copied. */
+int moat_session_copy_in(const char *id, const char *host_path, const char *path, uint64_t max,
+			 uint64_t *ret_len, struct moat_error *ret_err);
+int moat_session_copy_out(const char *id, const char *path, const char *host_path, uint64_t max,
+			  uint64_t *ret_len, struct moat_error *ret_err);
+
 /* Write the status record as one JSON object to path (mode 0600). */
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err);

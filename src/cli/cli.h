@@ -19,6 +19,16 @@ int moat_cli_selftest(int argc, char **argv);
 int moat_cli_mcp(int argc, char **argv);
 /* `moat __mcp-front`: the exec'd front of `moat mcp` (mcp_front.c). */
 int moat_cli_mcp_front(int argc, char **argv);
+/* run.c: the workspace review lines of a run's end (also moat rm's) */
+void moat_cli_print_review(const struct moat_status *st);
+/* session.c: sessions (a sandbox that outlives one command) */
+int moat_cli_create(int argc, char **argv);
+int moat_cli_exec(int argc, char **argv);
+int moat_cli_ls(int argc, char **argv);
+int moat_cli_logs(int argc, char **argv);
+int moat_cli_stop(int argc, char **argv);
+int moat_cli_rm(int argc, char **argv);
+int moat_cli_cp(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
  * (proxy.c, moat_proxy_helper_main); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);

@@ -64,12 +64,40 @@ static const struct help helps[] = {
 	 "create_sandbox, destroy_sandbox in sandboxes of this policy, fixed at start: no\n"
 	 "tool argument can widen it. See docs/MCP.md.\n\noptions:\n",
 	 true},
+	{"create", "",
+	 "usage: moat create [OPTIONS] [--name NAME] [--idle-timeout D] [--lifetime D]\n"
+	 "Creates a sandbox that outlives this command, served by its own supervisor\n"
+	 "process; prints its id once it is ready. Exit 125: it could not be set up.\n"
+	 "See docs/SESSIONS.md.\n\noptions:\n",
+	 true},
+	{"exec", "",
+	 "usage: moat exec ID|NAME [--env K=V]... [--cwd DIR] [--tty|--no-tty] [--timeout D]\n"
+	 "                 -- COMMAND [ARG...]\n"
+	 "Runs COMMAND in the sandbox; exits as moat run would (124 timeout, 126/127 not\n"
+	 "executable/found, 128+N signal); 2: no such sandbox.\n",
+	 false},
+	{"ls", "", "usage: moat ls [--json]\nThe sandboxes of this user (moat create).\n", false},
+	{"logs", "", "usage: moat logs [--follow] [--json] ID|NAME\nThe audit log of a sandbox.\n",
+	 false},
+	{"stop", "",
+	 "usage: moat stop ID|NAME\nKills every process of the sandbox; its files stay.\n", false},
+	{"rm", "",
+	 "usage: moat rm [--force] [--quiet] ID|NAME... | moat rm --all [--force]\n"
+	 "Ends the sandbox as a run ends (/output, review, exit record); refused while\n"
+	 "processes run unless --force.\n",
+	 false},
+	{"cp", "",
+	 "usage: moat cp [--max-size N] SRC ID:DEST | moat cp [--max-size N] ID:SRC DEST\n"
+	 "Copies a regular file into or out of a sandbox (never through a symlink;\n"
+	 "default limit 1G).\n",
+	 false},
 	{"version", "", "usage: moat --version | moat -V\n", false},
 	{"help", "", "usage: moat help [COMMAND [SUBCOMMAND]]\n", false},
 };
 
-static const char *const commands[] = {"run", "policy", "doctor",   "log", "diff",    "apply",
-				       "ps",  "gc",	"selftest", "mcp", "version", "help"};
+static const char *const commands[] = {
+	"run",	   "policy", "doctor", "log",  "diff", "apply", "ps",	"gc", "selftest", "mcp",
+	"version", "help",   "create", "exec", "ls",   "logs",	"stop", "rm", "cp"};
 
 const char *moat_cli_suggest_command(const char *cmd)
 {

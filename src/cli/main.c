@@ -11,6 +11,9 @@ static void usage(FILE *f)
 		"moat %s — a sandbox for AI agents\n\n"
 		"usage:\n"
 		"  moat run [OPTIONS] -- COMMAND [ARG...]   run COMMAND in a fresh sandbox\n"
+		"  moat create [OPTIONS] [--name N]         a sandbox that outlives one command\n"
+		"  moat exec ID [--tty] -- COMMAND [ARG...] run COMMAND in it (moat ls, logs,\n"
+		"                                           stop, rm, cp: docs/SESSIONS.md)\n"
 		"  moat policy check FILE                   validate a policy file\n"
 		"  moat policy show [OPTIONS]               print the effective policy and plan\n"
 		"  moat doctor [--json]                     kernel features and what moat enforces\n"
@@ -72,6 +75,20 @@ int main(int argc, char **argv)
 		return moat_cli_mcp(argc - 1, argv + 1);
 	if (strcmp(cmd, "__mcp-front") == 0)
 		return moat_cli_mcp_front(argc - 1, argv + 1);
+	if (strcmp(cmd, "create") == 0)
+		return moat_cli_create(argc - 1, argv + 1);
+	if (strcmp(cmd, "exec") == 0)
+		return moat_cli_exec(argc - 1, argv + 1);
+	if (strcmp(cmd, "ls") == 0)
+		return moat_cli_ls(argc - 1, argv + 1);
+	if (strcmp(cmd, "logs") == 0)
+		return moat_cli_logs(argc - 1, argv + 1);
+	if (strcmp(cmd, "stop") == 0)
+		return moat_cli_stop(argc - 1, argv + 1);
+	if (strcmp(cmd, "rm") == 0)
+		return moat_cli_rm(argc - 1, argv + 1);
+	if (strcmp(cmd, "cp") == 0)
+		return moat_cli_cp(argc - 1, argv + 1);
 	if (strcmp(cmd, "__proxy") == 0)
 		return moat_cli_proxy_helper(argc - 1, argv + 1);
 	if (strcmp(cmd, "__probe") == 0)

@@ -35,7 +35,7 @@ static void print_top_denied(const struct moat_status *st)
 }
 
 /* The workspace review lines; paths came from the sandbox: escaped. */
-static void print_review(const struct moat_status *st)
+void moat_cli_print_review(const struct moat_status *st)
 {
 	char path[512];
 	if (st->review_errno)
@@ -92,7 +92,7 @@ static void summary(const struct moat_status *st)
 			(unsigned long long)st->files_changed,
 			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
 			(unsigned long long)st->files_refused);
-	print_review(st);
+	moat_cli_print_review(st);
 	if (st->files_held)
 		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
 			st->run_id, st->run_id);

@@ -987,14 +987,51 @@ static void rearm_parent_death(void)
 		_exit(MOAT_EXIT_SETUP);
 }
 
+/* The init is a clone of the supervisor and does not exec: it would keep
+ * every descriptor of the process that made it (another sandbox's control
+ * channel, relay pipes, the audit log, a server's client connections...).
+ * It keeps only what its set-up uses; everything else is closed first. No
+ * allocation: a fixed list, sorted in place. */
+static void close_inherited(struct moat_init *sb)
+{
+	int keep[8 + 8 + 2 * MOAT_PLAN_MAX_STEPS];
+	unsigned n = 0;
+	keep[n++] = 0;
+	keep[n++] = 1;
+	keep[n++] = 2;
+	keep[n++] = sb->setup_w;
+	keep[n++] = sb->go_r;
+	keep[n++] = sb->sock_child;
+	keep[n++] = sb->rootfs_fd;
+	for (unsigned i = 0; i < sb->n_cgroup_self && i < 8; i++)
+		keep[n++] = sb->cgroup_self[i];
+	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++) {
+		keep[n++] = sb->premounted[i];
+		keep[n++] = sb->user_fd[i];
+	}
+	for (unsigned i = 1; i < n; i++) /* insertion sort: a few hundred ints */
+		for (unsigned j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	int next = 0; /* the lowest fd not yet decided */
+	for (unsigned i = 0; i < n; i++) {
+		if (keep[i] < next)
+			continue; /* -1, or a duplicate */
+		if (keep[i] > next && syscall(SYS_close_range, next, keep[i] - 1, 0) < 0)
+			_exit(MOAT_EXIT_SETUP);
+		next = keep[i] + 1;
+	}
+	if (syscall(SYS_close_range, next, ~0U, 0) < 0)
+		_exit(MOAT_EXIT_SETUP);
+}
+
 _Noreturn void moat_sandbox_init(struct moat_init *sb)
 {
 	char go;
 	g_sb = sb;
-
-	close(sb->setup_r);
-	close(sb->go_w);
-	close(sb->sock_sup);
+	close_inherited(sb); /* the supervisor's ends of the pipes go too */
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
 	 * is outside the pid namespace. If moat died before this line, the go

@@ -21,6 +21,10 @@
 #include "shared/macro.h"
 
 #define LIST_MAX_BYTES (16u << 20)
+/* Each file operation's process is bounded in time: the sandbox may turn a
+ * path into a fifo (or a FUSE-like stall) under it, and its caller (a
+ * session's supervisor) must not wait forever. */
+#define FILES_TIMEOUT_MS 60000u
 /* argv entries are not modified by exec: constant strings are fine */
 #define S(x) ((char *)(uintptr_t)(x))
 
@@ -41,7 +45,8 @@ static int run_io(struct moat_sandbox *sb, char *const *argv, const void *in, si
 		k = moat_error_set(err, "files", errno, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	struct moat_exec x = {.argv = argv, .fd = {pin[0], pout[1], perr[1]}};
+	struct moat_exec x = {
+		.argv = argv, .fd = {pin[0], pout[1], perr[1]}, .timeout_ms = FILES_TIMEOUT_MS};
 	struct moat_proc *pr = NULL;
 	k = moat_sandbox_exec(sb, &x, &pr, err);
 	pin[0] = safe_close(pin[0]);

@@ -121,11 +121,20 @@ t_files() {
 	assert_eq "-22" "$(line relative out)" "a relative path is refused"
 }
 
+t_eof_other_sandbox() {
+	need_lc
+	"$LC" eof >out 2>err || fail "probe: $(cat err)"
+	# without the init's closing of what it inherited, the second sandbox's
+	# init holds the first's stdin relay end: cat never sees EOF (124)
+	assert_eq "through exit 0" "$(line eof out)" "stdin EOF with a second sandbox created meanwhile"
+}
+
 run_test "two sandboxes in one process, destroyed in either order" t_two
 run_test "concurrent processes in one sandbox, each with its status" t_two_control
 run_test "exec: env, cwd, missing command, signal, time limit" t_exec_options
 run_test "one poll() loop drives two sandboxes" t_loop
 run_test "destroy while processes run leaves none" t_destroy_running
+run_test "a sandbox's init holds nothing of another sandbox (stdin EOF)" t_eof_other_sandbox
 run_test "files of a sandbox: write, read, stat, list, remove" t_files
 run_test "SIGKILL of the holding process: every process of the sandbox dies" t_sigkill_holder
 t_done

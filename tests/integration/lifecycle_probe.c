@@ -154,7 +154,7 @@ static int concurrent(void)
 	struct moat_sandbox *sb = create(p);
 	struct moat_proc *pr[5];
 	int fd[5];
-	char excode[5][8], script[5][160];
+	char excode[5][16], script[5][160];
 	for (int i = 0; i < 5; i++) {
 		snprintf(excode[i], sizeof(excode[i]), "%d", 10 + i);
 		/* each waits for a file the last one creates: they overlap */
@@ -275,6 +275,38 @@ static _Noreturn void hold(char *marker)
 	fflush(stdout);
 	for (;;)
 		pause();
+}
+
+/* A second sandbox created while a process of the first reads its stdin:
+ * the second's init must hold nothing of the first's (the relay's end of
+ * that stdin), or EOF never reaches the reader (it would end by its 5 s
+ * time limit, 124). */
+static int eof(void)
+{
+	struct moat_policy *p = policy();
+	struct moat_sandbox *a = create(p);
+	int in[2], out[2];
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		return 1;
+	char *const cat[] = {"cat", NULL};
+	struct moat_exec x = {.argv = cat, .fd = {in[0], out[1], 2}, .timeout_ms = 5000};
+	struct moat_proc *pr;
+	struct moat_error e = {0};
+	if (moat_sandbox_exec(a, &x, &pr, &e) < 0)
+		return 1;
+	close(in[0]);
+	close(out[1]);
+	struct moat_sandbox *b = create(p);
+	(void)!write(in[1], "through\n", 8);
+	close(in[1]);
+	int code = wait_code(pr);
+	char buf[64];
+	read_all(out[0], buf, sizeof(buf));
+	printf("eof %s exit %d\n", buf, code);
+	destroy(b, "b");
+	destroy(a, "a");
+	moat_policy_free(p);
+	return 0;
 }
 
 /* The file operations: write, read, stat, list, remove, and their errors. */
@@ -458,6 +490,8 @@ int main(int argc, char **argv)
 		return bench((unsigned)strtoul(argv[2], NULL, 10), argv + 3);
 	if (argc >= 3 && strcmp(argv[1], "idle") == 0)
 		return idle((unsigned)strtoul(argv[2], NULL, 10));
+	if (argc >= 2 && strcmp(argv[1], "eof") == 0)
+		return eof();
 	if (argc >= 2 && strcmp(argv[1], "files") == 0)
 		return files();
 	if (argc >= 2 && strcmp(argv[1], "loop") == 0)

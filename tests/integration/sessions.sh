@@ -1,0 +1,466 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Sessions (issue 15, "Sessions from the command line"): moat create / exec /
+# ls / logs / stop / rm / cp. A sandbox that outlives one command, served by
+# its own supervisor: files kept between execs, concurrent execs, exit codes
+# as moat run's, isolation between sandboxes, the supervisor's SIGKILL kills
+# the sandbox, idle and lifetime expiry, another user can neither see nor
+# drive a sandbox, bad input. Run as root and as the unprivileged user.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+TUSER=moat-test
+# As the unprivileged user the sessions live in a directory of this test
+# ($XDG_RUNTIME_DIR); root's are in /run/moat/sessions (shared: the tests
+# only touch the sandboxes they created).
+export XDG_RUNTIME_DIR="$T_OUT/xdg"
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
+
+# Every sandbox a test created (create runs in $(...): a file, not a
+# variable), removed at its end whatever happened.
+cleanup_sessions() {
+	local s
+	[ -f "$T_OUT/created" ] || return 0
+	while read -r s; do "$MOAT" rm --force --quiet "$s" >/dev/null 2>&1 || true; done <"$T_OUT/created"
+	rm -f "$T_OUT/created"
+}
+create() {
+	local id
+	id=$(timeout 30 "$MOAT" create "$@") || fail "moat create $* failed"
+	echo "$id" >>"$T_OUT/created"
+	echo "$id"
+}
+ex() { timeout 30 "$MOAT" exec "$@"; }
+
+# The field of the session id in `moat ls --json`.
+ls_field() {
+	timeout 10 "$MOAT" ls --json | jq -r --arg id "$1" ".[] | select(.id == \$id) | .$2"
+}
+
+# The processes whose command line holds MARK.
+marked() { pgrep -f -- "$1" || true; }
+
+# A raw INFO request to a session socket (seqpacket); prints the answer.
+raw_info() {
+	printf 'meat\001\000\001\000\002\000\000\000{}' |
+		timeout 5 socat -t 2 - "UNIX-CONNECT:$1,type=5" 2>&1 || true
+}
+
+t_lifecycle() {
+	trap cleanup_sessions EXIT
+	local id out
+	id=$(create --name "life-$$")
+	assert_contains "$id" "" "an id"
+	[[ $id =~ ^[0-9a-f]{16,}$ ]] || fail "the id is not random hex: $id"
+	assert_eq "idle" "$(ls_field "$id" state)" "moat ls shows it idle"
+	assert_eq "life-$$" "$(ls_field "$id" name)" "moat ls shows its name"
+	# files are kept between execs, by id and by name
+	ex "$id" -- sh -c 'echo kept >/tmp/f; echo out; echo err >&2' >out 2>err
+	assert_eq "out" "$(cat out)" "stdout relayed"
+	assert_contains "$(cat err)" "err" "stderr relayed"
+	assert_eq "kept" "$(ex "life-$$" -- cat /tmp/f)" "a file written by one exec, read by the next"
+	# exit codes as moat run's
+	local rc=0
+	ex "$id" -- sh -c 'exit 3' || rc=$?
+	assert_eq 3 "$rc" "the command's status"
+	rc=0
+	ex "$id" -- /no/such/command 2>err || rc=$?
+	assert_eq 127 "$rc" "a missing command: 127"
+	assert_contains "$(cat err)" "No such file" "says why"
+	rc=0
+	ex "$id" -- /tmp 2>err || rc=$?
+	assert_eq 126 "$rc" "a command that cannot be executed: 126"
+	rc=0
+	ex --timeout 1s "$id" -- sleep 10 || rc=$?
+	assert_eq 124 "$rc" "--timeout: 124"
+	rc=0
+	ex "$id" -- sh -c 'kill -TERM $$' || rc=$?
+	assert_eq 143 "$rc" "killed by SIGTERM: 143"
+	# environment and working directory
+	assert_eq "v1 /tmp" "$(ex --env K=v1 --cwd /tmp "$id" -- sh -c 'echo "$K $(pwd)"')" "--env, --cwd"
+	# the sandbox's execs are counted and recorded with their own ids
+	local n
+	n=$(ls_field "$id" execs)
+	[ "$n" -ge 6 ] || fail "moat ls counts $n execs"
+	timeout 10 "$MOAT" logs --json "$id" >log
+	[ "$(grep -c '"type":"process".*"event":"start"' log)" -ge 6 ] || fail "process events: $(grep -c process log)"
+	# control for "nothing left" below: the live sandbox is a live run
+	assert_contains "$(timeout 10 "$MOAT" ps)" "$id" "moat ps lists the live sandbox"
+	# rm: the end of a run (an exit record), then it is gone
+	timeout 30 "$MOAT" rm "$id" 2>err || fail "rm failed: $(cat err)"
+	assert_contains "$(cat err)" "removed" "rm reports the end"
+	[ -z "$(ls_field "$id" id)" ] || fail "moat ls still lists $id"
+	timeout 10 "$MOAT" log --type exit "$id" >exitlog || fail "no log after rm"
+	assert_contains "$(cat exitlog)" "exit" "the exit record was written"
+	rc=0
+	timeout 10 "$MOAT" rm "$id" 2>err || rc=$?
+	assert_eq 2 "$rc" "rm twice: exit 2"
+	assert_contains "$(cat err)" "no sandbox" "rm twice: says so"
+	rc=0
+	ex "$id" -- true 2>err || rc=$?
+	assert_eq 2 "$rc" "exec into a removed sandbox: 2"
+	[ ! -e "${XDG_RUNTIME_DIR}/moat/sessions/$id.sock" ] || fail "the socket is left"
+	# nothing left: no process, mount, cgroup or live record of it
+	[ -z "$(timeout 10 "$MOAT" ps | grep -F "$id")" ] || fail "moat ps still lists $id"
+	if grep -F "$id" /proc/self/mountinfo; then fail "mounts of $id left"; fi
+	if find /sys/fs/cgroup -maxdepth 6 -name "*$id*" 2>/dev/null | grep .; then
+		fail "a cgroup of $id is left"
+	fi
+}
+
+t_logs_follow() {
+	trap cleanup_sessions EXIT
+	local id f
+	id=$(create)
+	timeout 30 "$MOAT" logs --follow --json "$id" >follow &
+	f=$!
+	sleep 0.3
+	ex "$id" -- sh -c 'echo followed-marker >/dev/null'
+	for _ in $(seq 30); do grep -q followed-marker follow && break; sleep 0.1; done
+	grep -q followed-marker follow || fail "--follow did not print the new process"
+	timeout 30 "$MOAT" rm --quiet "$id" || fail "rm"
+	wait "$f" || fail "moat logs --follow did not end with the sandbox"
+	grep -q '"type":"exit"' follow || fail "--follow missed the exit record"
+}
+
+# rm ends the sandbox as a run ends: the overlay workspace's changes are
+# reviewed and applied then, not before.
+t_review_at_rm() {
+	trap cleanup_sessions EXIT
+	local id ws="$T_OUT/ws"
+	mkdir -p "$ws"
+	echo before >"$ws/f"
+	id=$(create --workspace "$ws")
+	ex "$id" -- sh -c 'echo after >f; echo new >g'
+	assert_eq "after" "$(ex "$id" -- cat f)" "the sandbox sees its change"
+	assert_eq "before" "$(cat "$ws/f")" "the host's file is untouched while the sandbox lives"
+	[ ! -e "$ws/g" ] || fail "a new file reached the host before rm"
+	timeout 30 "$MOAT" rm "$id" 2>err || fail "rm: $(cat err)"
+	assert_contains "$(cat err)" "2 change(s)" "rm reports the review"
+	assert_eq "after" "$(cat "$ws/f")" "applied at rm"
+	assert_eq "new" "$(cat "$ws/g")" "the new file applied at rm"
+}
+
+t_concurrent() {
+	trap cleanup_sessions EXIT
+	local id p1 p2 p3
+	id=$(create)
+	# three processes wait for a file the fourth exec writes: they run at once
+	for i in 1 2 3; do
+		ex "$id" -- sh -c "for i in \$(seq 100); do [ -e /tmp/go ] && break; sleep 0.05; done; [ -e /tmp/go ] && echo ok$i" >"out$i" &
+		eval "p$i=\$!"
+	done
+	for _ in $(seq 50); do [ "$(ls_field "$id" running)" = 3 ] && break; sleep 0.1; done
+	assert_eq 3 "$(ls_field "$id" running)" "three processes run at once"
+	assert_eq "running" "$(ls_field "$id" state)" "moat ls: running"
+	ex "$id" -- touch /tmp/go
+	wait "$p1" "$p2" "$p3" || fail "a concurrent exec failed"
+	for i in 1 2 3; do assert_eq "ok$i" "$(cat "out$i")" "exec $i saw the file of another exec"; done
+	# a busy sandbox is not removed without --force
+	ex "$id" -- sleep 30 &
+	local busy=$!
+	for _ in $(seq 50); do [ "$(ls_field "$id" running)" = 1 ] && break; sleep 0.1; done
+	local rc=0
+	timeout 10 "$MOAT" rm "$id" 2>err || rc=$?
+	assert_eq 1 "$rc" "rm of a busy sandbox is refused"
+	assert_contains "$(cat err)" "still run" "with a clear message"
+	timeout 30 "$MOAT" rm --force --quiet "$id" || fail "rm --force failed"
+	rc=0
+	wait "$busy" || rc=$?
+	assert_eq 137 "$rc" "the exec of a removed sandbox: killed"
+}
+
+t_isolation() {
+	trap cleanup_sessions EXIT
+	local a b mark="moat-sess-iso-$$-$RANDOM"
+	a=$(create)
+	b=$(create)
+	ex "$a" -- sh -c 'echo secret >/tmp/secret'
+	ex "$a" -- sh -c "sleep 30; : $mark" &
+	for _ in $(seq 50); do [ -n "$(marked "$mark")" ] && break; sleep 0.1; done
+	# positive control: in a, another process sees the file and the process
+	assert_eq "secret" "$(ex "$a" -- cat /tmp/secret)" "a sees its file"
+	assert_contains "$(ex "$a" -- sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "')" "$mark" "a sees its process"
+	# b sees neither
+	local rc=0
+	ex "$b" -- cat /tmp/secret 2>/dev/null || rc=$?
+	[ "$rc" -ne 0 ] || fail "b reads a's file"
+	assert_not_contains "$(ex "$b" -- sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "')" "$mark" "b's processes"
+	timeout 30 "$MOAT" stop "$a" || fail "stop failed"
+	for _ in $(seq 50); do [ -z "$(marked "$mark")" ] && break; sleep 0.1; done
+	[ -z "$(marked "$mark")" ] || fail "stop left the process"
+	assert_eq "secret" "$(ex "$a" -- cat /tmp/secret)" "after stop, the files stay"
+}
+
+t_kill_supervisor() {
+	trap cleanup_sessions EXIT
+	local id pid mark="moat-sess-kill-$$-$RANDOM" left
+	id=$(create)
+	ex "$id" -- sh -c "sleep 60; : $mark" &
+	local cli=$!
+	for _ in $(seq 50); do [ -n "$(marked "$mark")" ] && break; sleep 0.1; done
+	# positive control: the sandbox's process runs before the kill
+	[ -n "$(marked "$mark")" ] || fail "the process never ran"
+	pid=$(ls_field "$id" pid)
+	[ "$pid" -gt 1 ] || fail "no supervisor pid: $pid"
+	assert_contains "$(cat "/proc/$pid/cmdline" | tr '\0' ' ')" "create" "the pid is the supervisor"
+	kill -9 "$pid"
+	for _ in $(seq 50); do
+		left=$(marked "$mark")
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	[ -z "$left" ] || fail "the sandbox's processes survived its supervisor: $left"
+	local rc=0
+	wait "$cli" || rc=$?
+	[ "$rc" -ne 0 ] || fail "the exec client returned 0"
+	# listed as gone once, then cleaned; moat gc removes the rest
+	assert_eq "gone" "$(ls_field "$id" state)" "moat ls: gone"
+	[ -z "$(ls_field "$id" id)" ] || fail "listed twice"
+	timeout 30 "$MOAT" gc --quiet || fail "moat gc failed"
+	if find /sys/fs/cgroup -maxdepth 6 -name "*$id*" 2>/dev/null | grep .; then
+		fail "a cgroup of $id is left"
+	fi
+}
+
+t_expiry() {
+	trap cleanup_sessions EXIT
+	local idle life rc=0
+	idle=$(create --idle-timeout 1s)
+	life=$(create --lifetime 2s)
+	# a process that runs longer than the idle limit keeps it alive
+	ex "$idle" -- sleep 1.5 || fail "exec into the idle sandbox"
+	ex "$life" -- true || fail "exec into the lifetime sandbox"
+	sleep 2.5
+	ex "$idle" -- true 2>/dev/null || rc=$?
+	assert_eq 2 "$rc" "idle sandbox expired"
+	rc=0
+	ex "$life" -- true 2>/dev/null || rc=$?
+	assert_eq 2 "$rc" "lifetime expired"
+	# expiry is the end of a run: the exit record is there
+	timeout 10 "$MOAT" log --type exit "$idle" | grep -q exit || fail "no exit record after idle expiry"
+	timeout 10 "$MOAT" log --type exit "$life" | grep -q exit || fail "no exit record after lifetime expiry"
+}
+
+t_cp() {
+	trap cleanup_sessions EXIT
+	local id rc
+	id=$(create)
+	printf 'line1\nline2\n' >src
+	timeout 10 "$MOAT" cp src "$id:/tmp/in" || fail "cp in"
+	assert_eq "line1 line2" "$(ex "$id" -- cat /tmp/in | tr '\n' ' ' | sed 's/ $//')" "cp in: same bytes"
+	timeout 10 "$MOAT" cp "$id:/tmp/in" back || fail "cp out"
+	cmp src back || fail "cp out: different bytes"
+	# a destination that is a symlink is refused and its target untouched
+	echo original >target
+	ln -s target link
+	rc=0
+	timeout 10 "$MOAT" cp "$id:/tmp/in" link 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "cp wrote through a symlink"
+	assert_eq original "$(cat target)" "the symlink's target is untouched"
+	# positive control: a plain cp through the same link does change it
+	cp back link
+	assert_eq line1 "$(head -1 target)" "control: the link does lead to the target"
+	# a symlink or a device inside the sandbox is not copied out
+	ex "$id" -- ln -s /etc/passwd /tmp/pw
+	rc=0
+	timeout 10 "$MOAT" cp "$id:/tmp/pw" pw 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a symlink was copied out"
+	assert_contains "$(cat err)" "regular file" "says why"
+	[ ! -e pw ] || fail "a file was left for a refused copy"
+	rc=0
+	timeout 10 "$MOAT" cp "$id:/dev/zero" zero 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a device was copied out"
+	# a fifo in the sandbox stalls no one: refused both ways, at once
+	ex "$id" -- mkfifo /tmp/ff
+	rc=0
+	timeout 10 "$MOAT" cp src "$id:/tmp/ff" 2>err || rc=$?
+	assert_eq 1 "$rc" "cp into a fifo is refused (124: the supervisor stalled)"
+	rc=0
+	timeout 10 "$MOAT" cp "$id:/tmp/ff" ffout 2>err || rc=$?
+	assert_eq 1 "$rc" "cp out of a fifo is refused"
+	assert_eq idle "$(ls_field "$id" state)" "the supervisor still answers"
+	# a host source that is a symlink is refused
+	rc=0
+	timeout 10 "$MOAT" cp link "$id:/tmp/x" 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a host symlink was followed"
+	# the size cap, both ways
+	head -c 100 /dev/zero >big
+	rc=0
+	timeout 10 "$MOAT" cp --max-size 10 big "$id:/tmp/big" 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "cp in above --max-size"
+	timeout 10 "$MOAT" cp big "$id:/tmp/big" || fail "cp in below the cap"
+	rc=0
+	timeout 10 "$MOAT" cp --max-size 10 "$id:/tmp/big" bigout 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "cp out above --max-size"
+	rc=0
+	timeout 10 "$MOAT" cp src "nosuchid:/tmp/x" 2>err || rc=$?
+	assert_eq 2 "$rc" "cp into an unknown sandbox"
+	# a directory out: regular files and directories, links and fifos skipped
+	ex "$id" -- sh -c 'mkdir -p /tmp/d/s/t; echo 1 >/tmp/d/a; echo 3 >/tmp/d/s/t/c; ln -s /etc/shadow /tmp/d/l; ln -s / /tmp/d/s/root; mkfifo /tmp/d/p'
+	timeout 20 "$MOAT" cp "$id:/tmp/d" dout || fail "cp of a directory"
+	assert_eq "d dout|d dout/s|d dout/s/t|f dout/a|f dout/s/t/c" "$(find dout -printf '%y %p\n' | sort | paste -sd '|')" "the tree, without links and fifos"
+	assert_eq 3 "$(cat dout/s/t/c)" "a nested file"
+	rc=0
+	timeout 20 "$MOAT" cp "$id:/tmp/d" dout 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a directory copied into an existing one"
+	rc=0
+	timeout 20 "$MOAT" cp --max-size 1 "$id:/tmp/d" dcap 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a directory above --max-size"
+}
+
+t_tty_signals() {
+	trap cleanup_sessions EXIT
+	local id out
+	command -v script >/dev/null || skip "script(1) is not installed"
+	id=$(create)
+	# a terminal of the sandbox for the streams that are terminals here
+	out=$(timeout 20 script -qec "$MOAT exec $id -- sh -c 'test -t 0 && test -t 1 && echo tty-yes'" /dev/null | tr -d '\r')
+	assert_contains "$out" "tty-yes" "exec on a terminal gets a terminal"
+	assert_eq "no" "$(ex "$id" -- sh -c 'test -t 1 && echo yes || echo no')" "without a terminal: none"
+	# SIGINT of the client reaches the process
+	"$MOAT" exec "$id" -- sh -c 'trap "echo got-int; exit 7" INT; touch /tmp/ready; while :; do sleep 0.1; done' >out &
+	local cli=$!
+	for _ in $(seq 50); do ex "$id" -- test -e /tmp/ready 2>/dev/null && break; sleep 0.1; done
+	kill -INT "$cli"
+	local rc=0
+	wait "$cli" || rc=$?
+	assert_eq 7 "$rc" "the trap's status"
+	assert_eq "got-int" "$(cat out)" "SIGINT was forwarded"
+}
+
+t_bad_input() {
+	trap cleanup_sessions EXIT
+	local rc=0 id
+	for c in "exec nosuch -- true" "rm nosuch" "stop nosuch" "logs --follow nosuch"; do
+		rc=0
+		# shellcheck disable=SC2086
+		timeout 10 "$MOAT" $c 2>err || rc=$?
+		assert_eq 2 "$rc" "moat $c"
+		assert_contains "$(cat err)" "no sandbox" "moat $c: says so"
+	done
+	rc=0
+	timeout 10 "$MOAT" create --name 'bad/name' 2>err || rc=$?
+	assert_eq 2 "$rc" "a bad name"
+	rc=0
+	timeout 10 "$MOAT" create -- true 2>err || rc=$?
+	assert_eq 2 "$rc" "create takes no command"
+	rc=0
+	timeout 10 "$MOAT" create --no-such-option 2>err || rc=$?
+	assert_eq 2 "$rc" "an unknown run option"
+	rc=0
+	timeout 10 "$MOAT" create --idle-timeout soon 2>err || rc=$?
+	assert_eq 2 "$rc" "a bad duration"
+	id=$(create --name "dup-$$")
+	rc=0
+	timeout 10 "$MOAT" create --name "dup-$$" 2>err || rc=$?
+	assert_eq 2 "$rc" "a name in use"
+	assert_contains "$(cat err)" "exists" "says so"
+	# fail closed: a setup step that cannot be done starts nothing (125)
+	rc=0
+	timeout 10 "$MOAT" create --workspace /no/such/dir 2>err || rc=$?
+	[ "$rc" = 2 ] || [ "$rc" = 125 ] || fail "create with a missing workspace: $rc"
+	timeout 10 "$MOAT" rm "dup-$$" 2>/dev/null || fail "rm by name"
+}
+
+t_rm_all() {
+	if is_root; then
+		# root's sessions directory is shared: rm --all in a mount namespace
+		# of this test with its own (empty) /run/moat/sessions
+		mkdir -p /run/moat/sessions
+		unshare -m --propagation private bash -c '
+			set -e
+			mount -t tmpfs -o mode=0700 tmpfs /run/moat/sessions
+			a=$(timeout 30 "$MOAT" create); b=$(timeout 30 "$MOAT" create)
+			[ "$(timeout 10 "$MOAT" ls --json | jq length)" = 2 ]
+			timeout 30 "$MOAT" rm --all --quiet
+			[ "$(timeout 10 "$MOAT" ls --json | jq length)" = 0 ]
+		' || fail "rm --all"
+	else
+		timeout 30 "$MOAT" create >/dev/null
+		timeout 30 "$MOAT" create >/dev/null
+		assert_eq 2 "$(timeout 10 "$MOAT" ls --json | jq length)" "two sandboxes"
+		timeout 30 "$MOAT" rm --all --quiet || fail "rm --all"
+		assert_eq 0 "$(timeout 10 "$MOAT" ls --json | jq length)" "none left"
+	fi
+}
+
+# Another user can neither see nor drive a sandbox.
+t_other_user() {
+	trap cleanup_sessions EXIT
+	command -v socat >/dev/null || skip "socat is not installed"
+	local id sock dir
+	id=$(create)
+	if is_root; then
+		sock=/run/moat/sessions/$id.sock
+		id "$TUSER" >/dev/null 2>&1 || skip "no $TUSER user"
+		# positive control: the owner gets an answer over the raw socket
+		assert_contains "$(raw_info "$sock")" "policy_sha256" "control: root's own request is answered"
+		chmod 711 "$T_OUT"
+		local as=(runuser -u "$TUSER" -- env HOME=/tmp XDG_RUNTIME_DIR="$T_OUT/u")
+		mkdir -m 0700 "$T_OUT/u"
+		chown "$TUSER:" "$T_OUT/u"
+		assert_not_contains "$("${as[@]}" "$MOAT" ls 2>&1)" "$id" "moat-test's moat ls"
+		local rc=0
+		"${as[@]}" timeout 10 "$MOAT" exec "$id" -- true 2>/dev/null || rc=$?
+		assert_eq 2 "$rc" "moat-test cannot exec"
+		rc=0
+		"${as[@]}" timeout 10 "$MOAT" rm --force "$id" 2>/dev/null || rc=$?
+		assert_eq 2 "$rc" "moat-test cannot rm"
+		assert_not_contains "$("${as[@]}" bash -c "$(declare -f raw_info); raw_info $sock")" "policy_sha256" "moat-test's raw connect"
+		# the other way: moat-test's sandbox, root connects to its socket
+		local uid
+		uid=$("${as[@]}" timeout 30 "$MOAT" create) || fail "moat-test create"
+		local usock="$T_OUT/u/moat/sessions/$uid.sock"
+		assert_contains "$("${as[@]}" bash -c "$(declare -f raw_info); raw_info $usock")" "policy_sha256" "control: moat-test's own request"
+		assert_not_contains "$(raw_info "$usock")" "policy_sha256" "root is refused by SO_PEERCRED"
+		assert_not_contains "$(timeout 10 "$MOAT" ls)" "$uid" "root's moat ls"
+		"${as[@]}" timeout 30 "$MOAT" rm --quiet "$uid" || fail "moat-test rm"
+		assert_eq idle "$(ls_field "$id" state)" "root's sandbox is untouched"
+	else
+		dir="$XDG_RUNTIME_DIR/moat/sessions"
+		assert_eq 700 "$(stat -c %a "$dir")" "the directory's mode"
+		assert_eq 600 "$(stat -c %a "$dir/$id.sock")" "the socket's mode"
+		assert_contains "$(raw_info "$dir/$id.sock")" "policy_sha256" "control: the owner's request"
+		# a sessions directory others could write is refused
+		chmod 0755 "$dir"
+		local rc=0
+		timeout 10 "$MOAT" ls 2>err || rc=$?
+		chmod 0700 "$dir"
+		[ "$rc" -ne 0 ] || fail "a 0755 sessions directory was used"
+		assert_contains "$(cat err)" "0700" "says why"
+	fi
+}
+
+# A process of a sandbox never drives a session, even where a bind shows it
+# the socket and it runs as the same uid (unprivileged mode).
+t_from_inside() {
+	trap cleanup_sessions EXIT
+	command -v socat >/dev/null || skip "socat is not installed"
+	local target spy sdir out
+	target=$(create)
+	if is_root; then sdir=/run/moat/sessions; else sdir="$XDG_RUNTIME_DIR/moat/sessions"; fi
+	# positive control: from the host the socket answers
+	assert_contains "$(raw_info "$sdir/$target.sock")" "policy_sha256" "control: the host's request"
+	spy=$(create --ro "$sdir:/sessions")
+	out=$(ex "$spy" -- sh -c "test -S /sessions/$target.sock && echo visible" 2>&1 || true)
+	is_root || assert_eq "visible" "$out" "control: the bind shows the socket in the sandbox"
+	out=$(ex "$spy" -- bash -c "$(declare -f raw_info); raw_info /sessions/$target.sock; raw_info /sessions/$spy.sock" 2>&1 || true)
+	assert_not_contains "$out" "policy_sha256" "a request from inside a sandbox"
+	assert_eq idle "$(ls_field "$target" state)" "the target is untouched"
+}
+
+run_test "create, exec (files kept, exit codes, env, cwd), ls, logs, rm" t_lifecycle
+run_test "logs --follow until the sandbox is gone" t_logs_follow
+run_test "rm reviews and applies the workspace changes" t_review_at_rm
+run_test "concurrent execs; rm of a busy sandbox needs --force" t_concurrent
+run_test "a sandbox cannot see another's files or processes; stop" t_isolation
+run_test "SIGKILL of the supervisor kills the sandbox's processes" t_kill_supervisor
+run_test "idle timeout and lifetime destroy the sandbox as rm does" t_expiry
+run_test "cp in and out: regular files only, no symlink followed, size cap" t_cp
+run_test "exec on a terminal; signals forwarded" t_tty_signals
+run_test "bad input: unknown ids, names, options" t_bad_input
+run_test "rm --all" t_rm_all
+run_test "another user cannot see or drive a sandbox" t_other_user
+run_test "a process in a sandbox cannot drive a session" t_from_inside
+t_done
