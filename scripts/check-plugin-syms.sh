@@ -40,9 +40,12 @@ shift
 rc=0
 # What a PIE executable defines in its dynamic table without exporting
 # anything of its own: the C runtime's _IO_stdin_used, the linker's markers
-# and the C library's variables it copies (stdin, environ, ...: versioned).
+# and the C library's variables it copies (stdin, environ, ...: versioned);
+# in the sanitizer build (BUILD=san) the runtime's own interface
+# (__asan_*, __ubsan_*, __lsan_*, __sanitizer_*), which is not moat's.
 own=$(nm -D --defined-only "$exe" | awk '{print $3}' | grep -v '@' |
-	grep -vxE '_IO_stdin_used|_edata|_end|__bss_start|_init|_fini' || true)
+	grep -vxE '_IO_stdin_used|_edata|_end|__bss_start|_init|_fini' |
+	grep -vE '^__(asan|ubsan|lsan|sanitizer)_' || true)
 if [ -n "$own" ]; then
 	echo "$exe exports symbols (a plugin could bind to them): $(echo "$own" | head -5 | tr '\n' ' ')" >&2
 	rc=1

@@ -233,7 +233,10 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
  * The caller must block or ignore SIGPIPE (moat writes to pipes whose
  * reader may be gone). If the thread that created a sandbox dies, even by
  * SIGKILL, every process of that sandbox dies with it.
- * Reentrant: sandboxes share no state; each is used by one thread at a time. */
+ * Reentrant: sandboxes share no state; each is used by one thread at a time.
+ * --net allow needs the process to be the `moat` executable: the egress
+ * proxy is exec'd as /proc/self/exe __proxy and the network plugins are
+ * found next to it (moat run, moat create and moat mcp are). */
 struct moat_sandbox;
 struct moat_proc;
 
