@@ -83,6 +83,9 @@ static void parse_blob(int report, int fd, const char **ret_cwd, char ***ret_arg
 	*ret_envp = v + h->argc + 1;
 }
 
+/* --allow-degraded cgroup: the address-space limit each process gets */
+static uint64_t rlimit_as;
+
 /* The new process: fds, session, terminal, signals, then exec. */
 static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsigned nfds)
 {
@@ -129,6 +132,11 @@ static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsig
 	 * an unprivileged supervisor could not read it. exec recomputes
 	 * dumpability anyway, and nothing else in the sandbox can ptrace. */
 	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (rlimit_as) {
+		struct rlimit r = {rlimit_as, rlimit_as};
+		if (setrlimit(RLIMIT_AS, &r) < 0)
+			refuse(rep, MOAT_STAGE_RLIMIT, errno, "cannot set RLIMIT_AS");
+	}
 	execvp(argv[0], argv);
 	refuse(rep, MOAT_STAGE_EXEC, errno, argv[0]);
 }
@@ -215,8 +223,9 @@ static void reap(int sock)
 	}
 }
 
-_Noreturn void moat_init_serve(int sock)
+_Noreturn void moat_init_serve(int sock, uint64_t limit_as)
 {
+	rlimit_as = limit_as;
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);

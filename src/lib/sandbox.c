@@ -918,12 +918,11 @@ static void set_rlimits(void)
 		if (setrlimit(RLIMIT_FSIZE, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_FSIZE");
 	}
-	/* No cgroup (--allow-degraded cgroup): the weaker per-process limits. */
-	if (g_sb->rlimit_as) {
-		struct rlimit r = {g_sb->rlimit_as, g_sb->rlimit_as};
-		if (setrlimit(RLIMIT_AS, &r) < 0)
-			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_AS");
-	}
+	/* No cgroup (--allow-degraded cgroup): the weaker per-process limits.
+	 * RLIMIT_AS is set by each new process just before it execs
+	 * (init_serve.c): the init is a fork of the supervisor, whose address
+	 * space (under ASan: terabytes of shadow) may already exceed it, and a
+	 * new process maps its request before exec. */
 	if (g_sb->rlimit_nproc) {
 		struct rlimit r = {g_sb->rlimit_nproc, g_sb->rlimit_nproc};
 		if (setrlimit(RLIMIT_NPROC, &r) < 0)
@@ -1140,5 +1139,5 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
 	/* setup is done: EOF on the setup pipe; from now on the control channel */
 	close(sb->setup_w);
-	moat_init_serve(sb->sock_child);
+	moat_init_serve(sb->sock_child, sb->rlimit_as);
 }

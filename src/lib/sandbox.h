@@ -116,7 +116,7 @@ struct moat_init {
 /* The sandbox's init: runs in the cloned child, never returns. */
 _Noreturn void moat_sandbox_init(struct moat_init *sb);
 /* Its last part: serves the control channel (init_serve.c, ctl.h). */
-_Noreturn void moat_init_serve(int sock);
+_Noreturn void moat_init_serve(int sock, uint64_t rlimit_as);
 
 /* Test build only (-DMOAT_TESTING, the moat-testing binary that
  * tests/integration/faults.sh runs): with MOAT_TEST_LAYERS=1 and
