@@ -19,8 +19,9 @@ int moat_cli_selftest(int argc, char **argv);
 int moat_cli_mcp(int argc, char **argv);
 /* `moat __mcp-front`: the exec'd front of `moat mcp` (mcp_front.c). */
 int moat_cli_mcp_front(int argc, char **argv);
-/* run.c: the workspace review lines of a run's end (also moat rm's) */
-void moat_cli_print_review(const struct moat_status *st);
+/* run.c: the workspace and /output lines of a run's end (also moat rm's);
+ * what came from the sandbox is escaped */
+void moat_cli_print_workspace(const struct moat_status *st);
 /* session.c: sessions (a sandbox that outlives one command) */
 int moat_cli_create(int argc, char **argv);
 int moat_cli_exec(int argc, char **argv);

@@ -35,7 +35,7 @@ static void print_top_denied(const struct moat_status *st)
 }
 
 /* The workspace review lines; paths came from the sandbox: escaped. */
-void moat_cli_print_review(const struct moat_status *st)
+static void print_review(const struct moat_status *st)
 {
 	char path[512];
 	if (st->review_errno)
@@ -68,6 +68,31 @@ void moat_cli_print_review(const struct moat_status *st)
 	}
 }
 
+void moat_cli_print_workspace(const struct moat_status *st)
+{
+	/* workspace review and /output (observe.c) */
+	if (st->files_changed)
+		fprintf(stderr,
+			"moat: workspace: %llu change(s), %llu applied, %llu held back, %llu refused\n",
+			(unsigned long long)st->files_changed,
+			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
+			(unsigned long long)st->files_refused);
+	print_review(st);
+	if (st->files_held)
+		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
+			st->run_id, st->run_id);
+	if (st->output_files || st->output_skipped)
+		fprintf(stderr,
+			"moat: /output: %llu file(s) collected, %llu skipped (links, special files)\n",
+			(unsigned long long)st->output_files,
+			(unsigned long long)st->output_skipped);
+	if (st->output_error[0]) {
+		fputs("moat: ", stderr);
+		moat_cli_put_safe(stderr, st->output_error);
+		fputc('\n', stderr);
+	}
+}
+
 static void summary(const struct moat_status *st)
 {
 	double ms = (double)st->wall_us / 1000.0;
@@ -85,24 +110,7 @@ static void summary(const struct moat_status *st)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
-	/* workspace review and /output (observe.c) */
-	if (st->files_changed)
-		fprintf(stderr,
-			"moat: workspace: %llu change(s), %llu applied, %llu held back, %llu refused\n",
-			(unsigned long long)st->files_changed,
-			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
-			(unsigned long long)st->files_refused);
-	moat_cli_print_review(st);
-	if (st->files_held)
-		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
-			st->run_id, st->run_id);
-	if (st->output_files || st->output_skipped)
-		fprintf(stderr,
-			"moat: /output: %llu file(s) collected, %llu skipped (links, special files)\n",
-			(unsigned long long)st->output_files,
-			(unsigned long long)st->output_skipped);
-	if (st->output_error[0])
-		fprintf(stderr, "moat: %s\n", st->output_error);
+	moat_cli_print_workspace(st);
 	if (st->net_none_attempts)
 		fprintf(stderr,
 			"moat: network: the command tried the network %llu time(s); --net none "

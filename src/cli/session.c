@@ -524,26 +524,7 @@ static void rm_summary(const struct moat_status *st, bool quiet)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
-	if (st->files_changed)
-		fprintf(stderr,
-			"moat: workspace: %llu change(s), %llu applied, %llu held back, %llu refused\n",
-			(unsigned long long)st->files_changed,
-			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
-			(unsigned long long)st->files_refused);
-	moat_cli_print_review(st);
-	if (st->files_held)
-		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
-			st->run_id, st->run_id);
-	if (st->output_files || st->output_skipped)
-		fprintf(stderr,
-			"moat: /output: %llu file(s) collected, %llu skipped (links, special files)\n",
-			(unsigned long long)st->output_files,
-			(unsigned long long)st->output_skipped);
-	if (st->output_error[0]) {
-		fputs("moat: ", stderr);
-		moat_cli_put_safe(stderr, st->output_error);
-		fputc('\n', stderr);
-	}
+	moat_cli_print_workspace(st);
 	if (st->log_path[0]) {
 		fprintf(stderr, "moat: log: moat log %s  (", st->run_id);
 		moat_cli_put_safe(stderr, st->log_path);
