@@ -342,9 +342,8 @@ int moat_sandbox_remove(struct moat_sandbox *sb, const char *path, bool recursiv
 struct moat_snapshot_info {
 	char name[MOAT_SNAPSHOT_NAME_MAX + 1];
 	uint64_t created_us; /* wall clock */
-	uint64_t bytes; /* the snapshot's own layers (what it added over its parent) */
-	unsigned depth; /* layers under the files of this snapshot */
-	bool current; /* the sandbox's files stack on this snapshot (last restored or taken) */
+	uint64_t bytes; /* of the files the snapshot holds (what the sandbox had written) */
+	bool current; /* the last snapshot taken or restored (none after a reset) */
 };
 int moat_sandbox_snapshot(struct moat_sandbox *sb, const char *name, bool force,
 			  char ret_name[MOAT_SNAPSHOT_NAME_MAX + 1], struct moat_error *ret_err);
