@@ -221,6 +221,11 @@ t_running() {
 	done
 	kill -0 "$pid" 2>/dev/null || fail "the process still runs after the refusals"
 	timeout 30 "$MOAT" reset --force "$id" 2>err || fail "reset --force: $(cat err)"
+	# each request is in the sandbox's audit stream, refused or done
+	timeout 10 "$MOAT" logs --json "$id" >log
+	assert_contains "$(grep '"type":"snapshot"' log | grep '"op":"restore"')" '"error":"processes run' "the refused restore is recorded"
+	assert_contains "$(grep '"type":"snapshot"' log | grep '"op":"reset"' | tail -1)" '"killed":true' "the forced reset is recorded"
+	assert_contains "$(grep '"type":"snapshot"' log | grep '"op":"snapshot"' | head -1)" '"name":"s"' "the snapshot is recorded"
 	rc=0
 	wait "$pid" || rc=$?
 	assert_eq 137 "$rc" "--force killed the running process"
