@@ -208,7 +208,6 @@ enum op {
 struct job {
 	enum op op;
 	const char *name; /* the snapshot (OP_SNAPSHOT: the new one) */
-	const char *prev; /* OP_SNAPSHOT: the latest one before it, or NULL */
 	const char *path[N_TREES];
 	mode_t mode[N_TREES]; /* of the tree's root at the start */
 	int upper_fd, lower_fd, store_fd;
@@ -282,14 +281,7 @@ static void helper_snapshot(const struct job *j, int out, struct helper_result *
 				    strerror(errno));
 		_cleanup_close_ int dst =
 			openat(dir, tree_dir[t], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		_cleanup_close_ int prev = -1;
-		if (j->prev) {
-			_cleanup_close_ int pd =
-				openat(j->store_fd, j->prev, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (pd >= 0)
-				prev = openat(pd, tree_dir[t], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		}
-		if (dst < 0 || (k = moat_snap_copy(src, dst, prev, &res->bytes)) < 0)
+		if (dst < 0 || (k = moat_snap_copy(src, dst, &res->bytes)) < 0)
 			helper_fail(out, dst < 0 ? errno : -k, "cannot copy %s: %s%s", j->path[t],
 				    strerror(dst < 0 ? errno : -k),
 				    (dst >= 0 && k == -ENOSPC) ? " (the disk limit)" : "");
@@ -535,7 +527,6 @@ int moat_sandbox_snapshot(struct moat_sandbox *sbx, const char *name, bool force
 			      ret_err);
 	j.op = OP_SNAPSHOT;
 	j.name = name;
-	j.prev = s->n ? s->v[s->n - 1].name : NULL;
 	uint64_t bytes = 0;
 	k = run_helper(r, &j, &bytes, ret_err);
 	if (k < 0) {

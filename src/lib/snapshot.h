@@ -18,12 +18,9 @@
 #define MOAT_SNAP_MAX_ENTRIES 1000000u
 
 /* Copies the contents of src (a directory) into dst (an empty directory);
- * entries of src on another mount than src itself are skipped. Each
- * regular file's copy records its source (inode, change time) and the
- * copy's start; a file of prev_dir (the previous snapshot's copy of the
- * same tree, or -1) whose source is unchanged is linked instead of copied.
- * Adds the bytes of regular files to *bytes. */
-int moat_snap_copy(int src_dir, int dst_dir, int prev_dir, uint64_t *bytes);
+ * entries of src on another device than src itself are skipped. Adds the
+ * bytes of regular files to *bytes. */
+int moat_snap_copy(int src_dir, int dst_dir, uint64_t *bytes);
 
 /* Makes the live tree l look like the target: t_top (a snapshot's copy of
  * an upper layer, or of a whole tree) over t_low (the overlay's lower tree),

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lib/snapshot.h"
@@ -111,40 +110,6 @@ static void names_unique(struct names *ns)
  * helper is one thread. */
 static bool strip_overlay_xattrs;
 
-/* A snapshot's copy of a regular file records which live file it copied and
- * when the snapshot began: the file's inode number and change time (which no
- * process can set; every write, truncation, chmod, link or rename changes
- * it). A live file with that inode and change time, when that time is
- * before the snapshot began, has not changed since it was copied: a restore
- * need not compare it, and the next snapshot links the copy instead of
- * copying again (a copy in the store is never written after it was made).
- * A change after the snapshot began gets a change time at or after its
- * start (the coarse clock only moves forward), so it never matches. */
-#define SRC_XATTR "user.moat.src"
-struct src_rec {
-	uint64_t ino;
-	int64_t c_sec, c_nsec; /* the live file's change time when it was copied */
-	int64_t t_sec, t_nsec; /* the snapshot's start (CLOCK_REALTIME_COARSE) */
-};
-
-static struct {
-	bool record; /* a snapshot is being copied: record the sources */
-	struct timespec start;
-} snap_ctx;
-
-static bool rec_matches(const struct src_rec *x, const struct stat *st)
-{
-	bool before = x->c_sec < x->t_sec || (x->c_sec == x->t_sec && x->c_nsec < x->t_nsec);
-	return before && x->ino == (uint64_t)st->st_ino && x->c_sec == st->st_ctim.tv_sec &&
-		x->c_nsec == st->st_ctim.tv_nsec;
-}
-
-static bool read_rec(int dir, const char *name, struct src_rec *x)
-{
-	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	return fd >= 0 && fgetxattr(fd, SRC_XATTR, x, sizeof(*x)) == (ssize_t)sizeof(*x);
-}
-
 static int copy_xattrs(int sfd, int dfd)
 {
 	char list[8192], val[65536];
@@ -155,8 +120,6 @@ static int copy_xattrs(int sfd, int dfd)
 		const char *x = list + off;
 		if (strip_overlay_xattrs && !strncmp(x, "user.overlay.", 13))
 			continue;
-		if (!strncmp(x, SRC_XATTR, sizeof(SRC_XATTR)))
-			continue; /* moat's own record: never copied, set anew */
 		ssize_t v = fgetxattr(sfd, x, val, sizeof(val));
 		if (v < 0)
 			continue;
@@ -189,7 +152,7 @@ static int copy_data(int in, int out, uint64_t *bytes)
 	}
 }
 
-static int copy_dir(int sdir, int ddir, int prev, uint64_t mnt, unsigned depth, uint64_t *bytes,
+static int copy_dir(int sdir, int ddir, uint64_t mnt, unsigned depth, uint64_t *bytes,
 		    unsigned *entries);
 
 static int set_times(int dir, const char *name, const struct stat *st)
@@ -198,10 +161,9 @@ static int set_times(int dir, const char *name, const struct stat *st)
 	return utimensat(dir, name, ts, AT_SYMLINK_NOFOLLOW) < 0 ? negerrno() : 0;
 }
 
-/* One entry of sdir (stat st) created in ddir; prev (or -1): the directory
- * of the previous snapshot's copy at the same place. */
-static int copy_entry(int sdir, int ddir, int prev, const char *name, const struct stat *st,
-		      uint64_t mnt, unsigned depth, uint64_t *bytes, unsigned *entries)
+/* One entry of sdir (stat st) created in ddir. */
+static int copy_entry(int sdir, int ddir, const char *name, const struct stat *st, uint64_t mnt,
+		      unsigned depth, uint64_t *bytes, unsigned *entries)
 {
 	mode_t perm = st->st_mode & 07777;
 	int k = 0;
@@ -209,12 +171,6 @@ static int copy_entry(int sdir, int ddir, int prev, const char *name, const stru
 		return -E2BIG;
 	switch (st->st_mode & S_IFMT) {
 	case S_IFREG: {
-		struct src_rec x;
-		if (snap_ctx.record && prev >= 0 && read_rec(prev, name, &x) &&
-		    rec_matches(&x, st) && linkat(prev, name, ddir, name, 0) == 0) {
-			*bytes += (uint64_t)st->st_size; /* unchanged: the copy is shared */
-			return 0;
-		}
 		_cleanup_close_ int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (in < 0)
 			return negerrno();
@@ -224,15 +180,6 @@ static int copy_entry(int sdir, int ddir, int prev, const char *name, const stru
 			return negerrno();
 		if ((k = copy_data(in, out, bytes)) < 0 || (k = copy_xattrs(in, out)) < 0)
 			return k;
-		if (snap_ctx.record) {
-			x = (struct src_rec){.ino = (uint64_t)st->st_ino,
-					     .c_sec = st->st_ctim.tv_sec,
-					     .c_nsec = st->st_ctim.tv_nsec,
-					     .t_sec = snap_ctx.start.tv_sec,
-					     .t_nsec = snap_ctx.start.tv_nsec};
-			if (fsetxattr(out, SRC_XATTR, &x, sizeof(x), 0) < 0)
-				return negerrno();
-		}
 		if (fchmod(out, perm) < 0)
 			return negerrno();
 		struct timespec ts[2] = {st->st_atim, st->st_mtim};
@@ -247,9 +194,8 @@ static int copy_entry(int sdir, int ddir, int prev, const char *name, const stru
 		_cleanup_close_ int out = openat(ddir, name, DIR_FLAGS);
 		if (in < 0 || out < 0)
 			return negerrno();
-		_cleanup_close_ int pc = prev >= 0 ? openat(prev, name, DIR_FLAGS) : -1;
 		if ((k = copy_xattrs(in, out)) < 0 ||
-		    (k = copy_dir(in, out, pc, mnt, depth + 1, bytes, entries)) < 0)
+		    (k = copy_dir(in, out, mnt, depth + 1, bytes, entries)) < 0)
 			return k;
 		if (fchmod(out, perm) < 0)
 			return negerrno();
@@ -282,7 +228,7 @@ static int copy_entry(int sdir, int ddir, int prev, const char *name, const stru
 	}
 }
 
-static int copy_dir(int sdir, int ddir, int prev, uint64_t mnt, unsigned depth, uint64_t *bytes,
+static int copy_dir(int sdir, int ddir, uint64_t mnt, unsigned depth, uint64_t *bytes,
 		    unsigned *entries)
 {
 	struct names ns = {0};
@@ -295,25 +241,22 @@ static int copy_dir(int sdir, int ddir, int prev, uint64_t mnt, unsigned depth, 
 		}
 		if (mnt && mnt_of(sdir, ns.v[i]) != mnt)
 			continue; /* another mount: not part of this tree */
-		k = copy_entry(sdir, ddir, prev, ns.v[i], &st, mnt, depth, bytes, entries);
+		k = copy_entry(sdir, ddir, ns.v[i], &st, mnt, depth, bytes, entries);
 	}
 	names_done(&ns);
 	return k;
 }
 
-int moat_snap_copy(int src_dir, int dst_dir, int prev_dir, uint64_t *bytes)
+int moat_snap_copy(int src_dir, int dst_dir, uint64_t *bytes)
 {
 	struct stat st;
 	unsigned entries = 0;
-	/* the start first: every source's change time is compared with it */
-	if (clock_gettime(CLOCK_REALTIME_COARSE, &snap_ctx.start) < 0 || fstat(src_dir, &st) < 0)
+	if (fstat(src_dir, &st) < 0)
 		return negerrno();
 	int k = copy_xattrs(src_dir, dst_dir);
 	if (k < 0)
 		return k;
-	snap_ctx.record = true;
-	k = copy_dir(src_dir, dst_dir, prev_dir, mnt_of(src_dir, ""), 0, bytes, &entries);
-	snap_ctx.record = false;
+	k = copy_dir(src_dir, dst_dir, mnt_of(src_dir, ""), 0, bytes, &entries);
 	if (k < 0)
 		return k;
 	/* the root's own mode and times */
@@ -485,7 +428,7 @@ static int copy_view_entry(const struct stat *st, int src, const struct view *ch
 {
 	uint64_t bytes = 0;
 	if (!S_ISDIR(st->st_mode))
-		return copy_entry(src, ddir, -1, name, st, 0, depth, &bytes, entries);
+		return copy_entry(src, ddir, name, st, 0, depth, &bytes, entries);
 	if (++*entries > MOAT_SNAP_MAX_ENTRIES)
 		return -E2BIG;
 	if (depth + 1 > MOAT_SNAP_MAX_DEPTH)
@@ -557,19 +500,9 @@ static int sync_entry(const struct view *t, int l, int u, bool full, uint64_t mn
 		return -E2BIG;
 	bool replace = false;
 	switch (ts.st_mode & S_IFMT) {
-	case S_IFREG: {
-		/* the live file the snapshot copied, unchanged since: no need to read */
-		struct stat us;
-		struct src_rec x;
-		bool live = u < 0
-			? true
-			: fstatat(u, name, &us, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(us.st_mode);
-		if (tsrc >= 0 && tsrc == t->top && live && read_rec(tsrc, name, &x) &&
-		    rec_matches(&x, u < 0 ? &ls : &us))
-			break;
+	case S_IFREG:
 		replace = ts.st_size != ls.st_size || !same_data(tsrc, l, name);
 		break;
-	}
 	case S_IFLNK:
 		replace = !same_link(tsrc, l, name);
 		break;

@@ -147,12 +147,18 @@ t_tamper() {
 	assert_contains "$found" "$ws/f" "control: the search finds the mark in the workspace"
 	assert_eq 3 "$(printf '%s\n' "$found" | grep -c .)" "only the three live copies are visible: $found"
 	# the same size, the same mtime, new bytes in place: still brought back
-	# (a restore may skip a file only when its inode and change time are
-	# the ones the snapshot copied)
+	# (nothing but the contents says a file is unchanged: a write through a
+	# shared mapping of a tmpfs file changes neither its mtime nor its ctime)
 	ex "$id" -- sh -c 'cp -p f /tmp/ref; printf X | dd of=f bs=1 seek=3 conv=notrunc 2>/dev/null; touch -r /tmp/ref f; rm /tmp/ref'
 	[ "$(ex "$id" -- cat f)" != "$mark" ] || fail "control: the file changed"
 	timeout 30 "$MOAT" restore "$id" s || fail "restore"
 	assert_eq "$mark" "$(ex "$id" -- cat f)" "an in-place change with the size and mtime kept is undone"
+	if ex "$id" -- python3 -c 'pass' 2>/dev/null; then
+		ex "$id" -- python3 -c 'import mmap; f = open("f", "r+b"); m = mmap.mmap(f.fileno(), 0); m[0:1] = b"Z"; m.flush()'
+		[ "$(ex "$id" -- cat f)" != "$mark" ] || fail "control: the mapping changed the file"
+		timeout 30 "$MOAT" restore "$id" s || fail "restore"
+		assert_eq "$mark" "$(ex "$id" -- cat f)" "a write through a shared mapping is undone"
+	fi
 	# overwrite in place (same inode), truncate, remove: the snapshot keeps its data
 	ex "$id" -- sh -c 'printf tampered >f; : >/tmp/m; rm "$HOME/m"; dd if=/dev/zero of=f bs=1 count=3 seek=0 conv=notrunc 2>/dev/null'
 	timeout 30 "$MOAT" restore "$id" s || fail "restore"
@@ -201,9 +207,6 @@ t_names_limits() {
 	small=$(create --disk 2M)
 	ex "$small" -- dd if=/dev/urandom of=/tmp/big bs=1k count=1200 2>/dev/null || fail "write 1.2M"
 	snap "$small" first >/dev/null || fail "the first 1.2M snapshot fits"
-	snap "$small" same >/dev/null || fail "an unchanged file is shared with the previous snapshot"
-	snap --delete "$small" same || fail "delete"
-	ex "$small" -- dd if=/dev/urandom of=/tmp/big bs=1k count=1200 conv=notrunc 2>/dev/null || fail "rewrite 1.2M"
 	rc=0
 	snap "$small" second 2>err || rc=$?
 	assert_eq 1 "$rc" "a second copy exceeds the disk limit"

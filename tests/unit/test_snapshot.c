@@ -93,7 +93,7 @@ TEST(snapshot_copy_then_sync_back)
 	ASSERT_EQ(mkfifoat(live, "fifo", 0600), 0);
 	put(outside, "keep", "outside", 0644);
 
-	ASSERT_EQ(moat_snap_copy(live, snap, -1, &bytes), 0);
+	ASSERT_EQ(moat_snap_copy(live, snap, &bytes), 0);
 	ASSERT_EQ(bytes, 6);
 	ASSERT_STREQ(slurp(snap, "sub/b"), "bee");
 	ASSERT_EQ(mode_of(snap, "a") & 07777, 0640);
