@@ -148,20 +148,47 @@ static const char *tree_path(const struct moat_run *r, int t, mode_t *ret_mode)
 	return dest;
 }
 
-/* Busy: the init has a child (every process of the sandbox descends from
- * it: orphans are reparented to it). */
+/* Whether pid (the host's view) is a zombie: it runs nothing and holds no
+ * file; the init reaps it. */
+static bool zombie(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT; /* reaped meanwhile */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *close_paren = strrchr(buf, ')'); /* the name may hold anything */
+	return close_paren && close_paren[1] == ' ' &&
+		(close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
+/* Busy: the init has a child that is not a zombie (every process of the
+ * sandbox descends from it: orphans are reparented to it). */
 static int busy(const struct moat_run *r)
 {
-	char path[64], buf[16];
+	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)r->init_pid,
 		 (int)r->init_pid);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return negerrno();
-	ssize_t n = read(fd, buf, sizeof(buf));
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	if (n < 0)
 		return negerrno();
-	return n > 0;
+	if (n == (ssize_t)sizeof(buf) - 1)
+		return 1; /* a long list: certainly something runs */
+	buf[n] = '\0';
+	char *save = NULL;
+	for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+		long pid = strtol(t, NULL, 10);
+		if (pid > 0 && !zombie((pid_t)pid))
+			return 1;
+	}
+	return 0;
 }
 
 /* Refused while a process runs, unless force: then every process is killed
@@ -171,6 +198,12 @@ static int quiesce(struct moat_run *r, bool force, struct moat_error *err)
 	if (r->init_exited)
 		return moat_error_set(err, STAGE, ESRCH, "the sandbox is gone");
 	int k = busy(r);
+	/* a process that is ending (e.g. a set-up helper of the init right
+	 * after create) is waited for a little */
+	for (unsigned i = 0; k > 0 && i < 25; i++) {
+		(void)moat_sandbox_poll(r, 10);
+		k = busy(r);
+	}
 	if (k < 0)
 		return moat_error_set(err, STAGE, -k, "cannot tell whether processes run: %s",
 				      strerror(-k));
