@@ -42,12 +42,12 @@ cd "$(dirname "$0")/.."
 # folder | main header | two-line README | patterns (shell globs on the file
 # name in src/lib, first matching row wins)
 TABLE=(
-	"policy|policy.h|the policy (options, JSON file, validation) and its plan: the one pure product|of the policy that every layer applies; moat policy show prints it|policy* plan* status.c errors.c errors.h"
-	"supervisor|run.h|the lifecycle (create/exec/wait/destroy, moat_run), the sandbox's event loop,|the layers' table (supervise.c, layer.h), stdio relays, live-run state, sessions|spawn.c proc.c run.c run.h run_* supervise.c supervise.h layer.h layer_view.c stdio_relay* state.* session*"
-	"sandbox|backend.h|the isolation backends (backend.h; today the namespace one) and the sandbox's|init: its ordered set-up steps, control channel, fd hand-over, the user's paths|backend* sandbox* init_* ctl.h hooks.h hook_caps.c paths.* sbfiles.c layer_mount.c layer_identity.c"
-	"kernel|restrict.h|the kernel restriction layers: the seccomp filter and its listener, Landlock,|their supervisor side (restrict.c) and their steps inside the sandbox|seccomp* landlock* restrict* hook_restrict.c layer_seccomp.c layer_landlock.c"
+	"policy|policy.h|the policy (options, JSON file, validation) and its plan, the one|pure product of the policy that every layer applies; moat policy show prints it|policy* plan* status.c errors.c errors.h"
+	"supervisor|run.h|the lifecycle (create/exec/wait/destroy, moat_run), the event loop,|the layers' table (supervise.c, layer.h), stdio relays, live-run state, sessions|spawn.c proc.c run.c run.h run_* supervise.c supervise.h layer.h layer_view.c stdio_relay* state.* session*"
+	"sandbox|backend.h|the isolation backends (backend.h; today namespaces) and the|sandbox's init: its ordered set-up steps, control channel, fd hand-over, the user's paths|backend* sandbox* init_* ctl.h hooks.h hook_caps.c paths.* sbfiles.c layer_mount.c layer_identity.c"
+	"kernel|restrict.h|the kernel layers: the seccomp filter and its listener, Landlock,|their supervisor side (restrict.c) and their steps inside the sandbox|seccomp* landlock* restrict* hook_restrict.c layer_seccomp.c layer_landlock.c"
 	"limits|limits.h|the limits layer: cgroup v1/v2/hybrid behind one ops table, rlimits,|the supervisor's cgroup steps and the state record|cgroup* rlimits* limits* supervise_limits* layer_limits.c"
-	"network|supervise_net.h|the network and credentials layers: the plugins' loader and ABI, the network|namespace's capture rules and listeners, the proxy helper's start, --net none records|net_* netns* netrec* nft_* supervise_net* moat-net.map moat-nft.map hook_net.c layer_network.c layer_credentials.c"
+	"network|supervise_net.h|the network and credentials layers: the plugins' loader and ABI,|the namespace's capture rules and listeners, the proxy helper's start, --net none records|net_* netns* netrec* nft_* supervise_net* moat-net.map moat-nft.map hook_net.c layer_network.c layer_credentials.c"
 	"workspace|fsdiff.h|the workspace layer: the change manifest (fsdiff*), its review and apply,|the workspace checks, the copy of --input trees|fsdiff* review* wscheck* copytree* layer_workspace.c"
 	"audit|audit.h|the audit layer: the event stream and its sinks (log, --on-alert), the|start/limit/exit records, the observation of a run (observe.c)|audit* observe* layer_audit.c"
 	"mcp|mcp_proto.h|moat mcp: the unprivileged JSON-RPC front and the supervisor that drives|sandboxes for it, with the fixed records between them|mcp*"
@@ -177,12 +177,15 @@ grep -q "'<policy/policy.h>'" scripts/check-cli-includes.sh ||
 # ---- 4. a two-line README comment at the top of each folder's main header ------
 readme() { # DIR HEADER LINE1 LINE2
 	local h="src/$1/$2" tmp
+	# within clang-format's 100 columns, or it would reflow them
+	[ $((${#1} + ${#3} + 17)) -le 100 ] && [ $((${#4} + 3)) -le 100 ] ||
+		die "the README lines of src/$1 are too long for 100 columns"
 	[ -f "$h" ] || die "$h: the main header of src/$1 is missing (fix the table)"
 	grep -q "README src/$1/:" "$h" && return
 	tmp=$(mktemp)
 	{
 		sed -n '1p' "$h"
-		printf '/* README src/%s/: %s\n * %s */\n' "$1" "$3" "$4"
+		printf '/*\n * README src/%s/: %s\n * %s\n */\n' "$1" "$3" "$4"
 		sed '1d' "$h"
 	} >"$tmp"
 	cat "$tmp" >"$h"
