@@ -1164,6 +1164,40 @@ static int listen_tcp(const char *addr, char *bound, size_t blen, struct moat_er
 	return fd;
 }
 
+/* The API socket must not be inside anything the policy binds into a
+ * sandbox (the workspace, --ro/--rw mounts): a process there could connect
+ * to it. A request cannot add a mount, so checking the ceiling suffices. */
+static int socket_exposed(const struct moat_policy *p, const char *sock, struct moat_error *err)
+{
+	char dir[PATH_MAX], real[PATH_MAX], src[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", sock);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = '\0';
+	else if (slash)
+		dir[1] = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (!realpath(dir, real))
+		return moat_error_set(err, "socket", errno, "%s: %s", dir, strerror(errno));
+	for (unsigned i = 0; i <= p->n_mounts; i++) {
+		const char *from = i == p->n_mounts ? p->workspace
+			: (p->mounts[i].kind == MOAT_MOUNT_RO || p->mounts[i].kind == MOAT_MOUNT_RW)
+			? p->mounts[i].src
+			: NULL;
+		if (!from || !realpath(from, src))
+			continue;
+		size_t n = strlen(src);
+		if (streq(src, "/") || (strncmp(real, src, n) == 0 && (real[n] == '/' || !real[n])))
+			return moat_error_set(err, "socket", EPERM,
+					      "the API socket %s would be inside %s, which the "
+					      "policy binds into every sandbox: choose another "
+					      "--socket",
+					      sock, from);
+	}
+	return 0;
+}
+
 /* ---- the front ------------------------------------------------------------------------ */
 
 /* The front's executable next to moat's (or in ../lib/moat/), owned by
@@ -1354,6 +1388,21 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 	else if ((k = moat_serve_socket_default(sock_path, sizeof(sock_path))) < 0) {
 		k = moat_error_set(ret_err, "socket", -k, "cannot find the runtime directory");
 		goto out;
+	}
+	{
+		/* the directory must exist for the check: listen_unix creates it */
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", sock_path);
+		char *sl = strrchr(dir, '/');
+		if (sl && sl != dir) {
+			*sl = '\0';
+			int dfd = moat_path_open(dir, MOAT_PATH_DIR | MOAT_PATH_MKDIR, 0700, NULL);
+			safe_close(dfd);
+		}
+		if ((k = socket_exposed(ceiling, sock_path, ret_err)) < 0) {
+			sock_path[0] = '\0';
+			goto out;
+		}
 	}
 	if ((ufd = listen_unix(sock_path, ret_err)) < 0) {
 		k = ufd;
