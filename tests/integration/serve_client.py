@@ -40,7 +40,7 @@ class Client:
         """(status, headers, bytes)"""
         c = self.conn()
         h = dict(headers or {})
-        if self.token:
+        if self.token and "Authorization" not in h:
             h["Authorization"] = "Bearer " + self.token
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         c.request(method, path, body=data, headers=h)
