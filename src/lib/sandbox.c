@@ -603,6 +603,12 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 		    s->src);
 	close(lower);
 	close(tree);
+	/* the lower tree itself (the mount now attached there), for snapshots:
+	 * the supervisor reads the workspace's start from it (snapshot.c) */
+	lower = open(NEWROOT "/.moat-ovl/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (lower < 0 || moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_LOWER, lower) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand the overlay's lower layer to moat");
+	close(lower);
 	int mp = walk_mountpoint(s->dest, 0755, idx);
 	snprintf(opts, sizeof(opts),
 		 "lowerdir=" NEWROOT "/.moat-ovl/lower,upperdir=" NEWROOT
