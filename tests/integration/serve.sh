@@ -9,6 +9,8 @@
 #  - concurrent execs, streaming (the first line before the command ends),
 #    a client that hangs up (its command is killed).
 #  - files: write/read (binary), stat, list, remove, errors.
+#  - snapshots: take, restore (409 busy while a process runs, unless
+#    force), reset to the start, delete.
 #  - auth over TCP with a tokens file: no token, a wrong token, another
 #    tenant's id (not found; control: the owner reaches it); quotas.
 #  - request fields that would widen the policy: refused naming the field
@@ -103,6 +105,13 @@ t_files() {
 	echo host >"$PWD/host-only.txt"
 	start_server
 	client files --socket "$SOCK" --host-file "$PWD/host-only.txt"
+	stop_server
+}
+
+t_snapshots() {
+	need_python
+	start_server
+	client snapshots --socket "$SOCK"
 	stop_server
 }
 
@@ -337,6 +346,7 @@ mkdir -p "$T_OUT/api"
 run_test "lifecycle over the API; delete leaves nothing" t_lifecycle
 run_test "concurrent execs, streaming, a client that hangs up" t_concurrent_streaming
 run_test "files: write, read, stat, list, remove" t_files
+run_test "snapshots: take, restore (busy unless force), reset, delete" t_snapshots
 run_test "auth: no token, wrong token, another tenant's id; quotas" t_auth
 run_test "TLS on the TCP listener" t_tls
 run_test "widening fields are refused with the field named" t_widen

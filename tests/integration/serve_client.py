@@ -169,6 +169,39 @@ def c_lifecycle(a):
     print("all ok")
 
 
+def c_snapshots(a):
+    cl = Client(a)
+    sid = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/a", raw=b"one")
+    _, sn = cl.json("POST", f"/v1/sandboxes/{sid}/snapshots", {"name": "s1"}, want=201)
+    check(sn["name"] == "s1", "snapshot")
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/a", raw=b"two")
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/b", raw=b"new")
+    # a running process: restore is refused unless force
+    c = cl.conn()
+    c.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps({"argv": ["sleep", "300"]}).encode())
+    r = c.getresponse()
+    r.readline()
+    st, j = cl.json("POST", f"/v1/sandboxes/{sid}/restore", {"snapshot": "s1"})
+    check(st == 409 and j["error"]["code"] == "busy", "restore while a process runs: 409 busy")
+    cl.json("POST", f"/v1/sandboxes/{sid}/restore", {"snapshot": "s1", "force": True}, want=200)
+    rest = r.read().decode()
+    c.close()
+    check('"type":"exit"' in rest, "force: the running command ends with its exit record")
+    st, _, out = cl.req("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/a")
+    check(out == b"one", "restore: the file as it was")
+    st, _, out = cl.req("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/b")
+    check(st == 404, "restore: a later file is gone")
+    cl.json("POST", f"/v1/sandboxes/{sid}/reset", {}, want=200)
+    st, _, out = cl.req("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/a")
+    check(st == 404, "reset: back to the start")
+    _, l = cl.json("GET", f"/v1/sandboxes/{sid}/snapshots", want=200)
+    check([x["name"] for x in l["snapshots"]] == ["s1"], "the snapshot outlives a reset")
+    cl.json("DELETE", f"/v1/sandboxes/{sid}/snapshots/s1", want=200)
+    cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    print("all ok")
+
+
 def c_concurrent(a):
     cl = Client(a)
     ids = [cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"] for _ in range(2)]
