@@ -124,6 +124,17 @@ static uint64_t mono_us(void)
 static int send_frame(struct server *s, json_t *j, const void *data, size_t len)
 {
 	char *t = json_dumps(j, JSON_COMPACT);
+	if (t && strlen(t) > MOAT_SERVE_MAX_JSON) {
+		/* the front refuses a frame over the limit: an error instead */
+		free(t);
+		json_t *e = json_pack("{s:O,s:i,s:{s:{s:s,s:s}}}", "id", json_object_get(j, "id"),
+				      "status", 500, "body", "error", "code", "payload_too_large",
+				      "message", "the answer is larger than the frame limit");
+		t = e ? json_dumps(e, JSON_COMPACT) : NULL;
+		json_decref(e);
+		data = NULL;
+		len = 0;
+	}
 	json_decref(j);
 	if (!t)
 		return -ENOMEM;

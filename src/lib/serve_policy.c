@@ -227,6 +227,9 @@ struct moat_policy *moat_serve_policy_copy(const struct moat_policy *p, struct m
 		return moat_policy_free(c);
 	}
 	c->base_dir = p->base_dir;
+	/* which limits were asked for (a limit asked for fails closed when it
+	 * cannot be enforced; a default one falls back): not in the JSON */
+	c->limits_set = p->limits_set;
 	return c;
 }
 

@@ -147,8 +147,10 @@ def c_lifecycle(a):
     st, hd, out = cl.req("GET", f"/v1/sandboxes/{sid}/events?types=process")
     types = {json.loads(x)["event"]["type"] for x in out.decode().splitlines()}
     check(types == {"process"}, "the audit stream filtered by type")
-    _, r = cl.json("POST", f"/v1/sandboxes/{sid}/reset", want=200)
-    check(r["id"] == sid and r["execs"] == 0, "reset")
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/before-reset", raw=b"x")
+    _, r = cl.json("POST", f"/v1/sandboxes/{sid}/reset", {"force": True}, want=200)
+    st, _, _ = cl.req("GET", f"/v1/sandboxes/{sid}/files/stat?path=/tmp/before-reset")
+    check(r["id"] == sid and st == 404, "reset: the same sandbox, its files back to the start")
     _, d = cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
     check(d["deleted"] is True and d["run_id"] == r["run_id"] and "review" in d,
           "delete returns the end summary")
