@@ -83,6 +83,7 @@ struct moat_run {
 	/* fds handed over by the sandbox */
 	int output_fd, upper_fd, ptmx_fd, notify_fd;
 	int lower_fd; /* the workspace overlay's lower tree (snapshot.c) */
+	int userns_fd, mntns_fd; /* the sandbox's namespaces (snapshot.c) */
 	struct moat_snap *snap; /* snapshots (snapshot.c), NULL until the first */
 	/* exec records (restrict.c): the sandbox root exec paths are checked in
 	 * (-1 until the first exec), and the event buffer */

@@ -1087,6 +1087,17 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	if (chdir(sb->plan->cwd) < 0)
 		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
 
+	/* The namespaces, for the snapshots' helper (snapshot.c). */
+	static const char *const ns_files[] = {"/proc/self/ns/user", "/proc/self/ns/mnt"};
+	for (int i = 0; i < 2; i++) {
+		int nfd = open(ns_files[i], O_RDONLY | O_CLOEXEC);
+		if (nfd < 0 ||
+		    moat_sandbox_send_fd(sb->sock_child, i ? MOAT_FD_MNTNS : MOAT_FD_USERNS, nfd) <
+			    0)
+			die(MOAT_STAGE_MOUNT, errno, -1, "cannot hand %s to moat", ns_files[i]);
+		close(nfd);
+	}
+
 	/* Terminals are made per process by the supervisor, in this sandbox's
 	 * own devpts instance: it gets the instance's ptmx (O_PATH). /dev/null
 	 * for 0..2 of the init, which keeps none of the caller's files. */

@@ -330,14 +330,16 @@ static void helper_restore(const struct job *j, int out)
 }
 
 /* In the child: join the sandbox, do the job, report. The namespaces are
- * joined through the init's pidfd in one call; the sandbox's user has every
+ * joined by the descriptors the init sent; the sandbox's user has every
  * capability in its own user namespace there (as the init had while it
  * mounted): uid 0 is not mapped, so the uid change keeps them. */
-static _Noreturn void helper_main(const struct job *j, int pidfd, int out, int sock)
+static _Noreturn void helper_main(const struct job *j, int userns, int mntns, int out, int sock)
 {
 	struct helper_result res = {0};
 	const struct moat_plan_identity *id = &j->plan->id;
-	if (setns(pidfd, CLONE_NEWUSER | CLONE_NEWNS) < 0)
+	/* the user namespace first: joining the mount namespace needs
+	 * CAP_SYS_CHROOT and CAP_SYS_ADMIN in the caller's own one */
+	if (setns(userns, CLONE_NEWUSER) < 0 || setns(mntns, CLONE_NEWNS) < 0)
 		helper_fail(out, errno, "cannot join the sandbox's namespaces: %s",
 			    strerror(errno));
 	if (setresgid(id->gid, id->gid, id->gid) < 0 || setresuid(id->uid, id->uid, id->uid) < 0)
@@ -376,7 +378,7 @@ static int run_helper(struct moat_run *r, struct job *j, uint64_t *ret_bytes,
 	if (pid == 0) {
 		close(pp[0]);
 		close(sp[0]);
-		helper_main(j, r->pidfd, pp[1], sp[1]);
+		helper_main(j, r->userns_fd, r->mntns_fd, pp[1], sp[1]);
 	}
 	int e = errno;
 	close(pp[1]);
@@ -417,6 +419,9 @@ static int prepare(struct moat_sandbox *sbx, bool force, struct job *j, struct m
 	struct moat_run *r = &sbx->r;
 	if (!r->ready)
 		return moat_error_set(err, STAGE, EINVAL, "the sandbox is not ready");
+	if (r->userns_fd < 0 || r->mntns_fd < 0)
+		return moat_error_set(err, STAGE, ENOTSUP,
+				      "the sandbox's namespaces are not known");
 	if (!r->snap) {
 		r->snap = calloc(1, sizeof(*r->snap));
 		if (!r->snap)
