@@ -123,7 +123,9 @@ _printf_(4, 5) int moat_serve_reply_error(struct moat_serve_out *out, int status
 /* Takes body (may be NULL: "{}"). */
 int moat_serve_reply_json(struct moat_serve_out *out, int status, json_t *body);
 /* Forward op with args (taken; NULL: {}) and the route's sandbox param
- * (NULL: none); data may be NULL. */
+ * (NULL: none); data may be NULL. The frame gets the request's bearer
+ * token unless the handler put a "token" into out->fwd itself. The ops the
+ * back knows and their args: serve.c (serve_one) and docs/API.md. */
 int moat_serve_forward(struct moat_serve_out *out, const char *op, const char *sandbox,
 		       json_t *args, const char *data, size_t len);
 /* The request's body as a JSON object (an empty body is {}): NULL after a
