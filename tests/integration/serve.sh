@@ -47,8 +47,7 @@ start_server() {
 	SRV=$!
 	# shellcheck disable=SC2064 # this server, whatever happens to the test
 	trap "kill -KILL $SRV 2>/dev/null || true" EXIT
-	local i
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		grep -q "listening on" srv.err 2>/dev/null && break
 		kill -0 "$SRV" 2>/dev/null || fail "the server ended: $(cat srv.err)"
 		sleep 0.1
@@ -201,8 +200,8 @@ t_crash() {
 	need_python
 	start_server --pool 1
 	python3 "$CLIENT" hold --socket "$SOCK" --n 2 --wait 120 >out 2>err &
-	local holder=$! i
-	for i in $(seq 1 100); do
+	local holder=$!
+	for _ in $(seq 1 100); do
 		grep -q "all ok" out && break
 		sleep 0.1
 	done
@@ -217,7 +216,7 @@ t_crash() {
 	wait "$holder" 2>/dev/null || true
 	# every process of the sandboxes (and the front) dies with the server
 	local left="" p
-	for i in $(seq 1 50); do
+	for _ in $(seq 1 50); do
 		left=""
 		for p in $pids; do
 			[ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && left="$left $p"
@@ -307,8 +306,8 @@ isolated() {
 t_front_isolation() {
 	tokens
 	start_server --listen 127.0.0.1:0 --token-file tokens.json
-	local front="" i
-	for i in $(seq 1 20); do
+	local front="" _i
+	for _i in $(seq 1 20); do
 		front=$(descendants "$SRV" | head -1)
 		[ -n "$front" ] && break
 		sleep 0.1

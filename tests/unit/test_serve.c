@@ -39,8 +39,8 @@ static const char *err_field(const struct moat_serve_out *out, char *buf, size_t
 TEST(serve_route_forwards_checked_fields)
 {
 	struct moat_serve_out out;
-	dispatch("POST", "/v1/sandboxes/sb-1/exec", "", "{\"argv\":[\"echo\",\"hi\"],\"cwd\":\"/tmp\"}",
-		 &out);
+	dispatch("POST", "/v1/sandboxes/sb-1/exec", "",
+		 "{\"argv\":[\"echo\",\"hi\"],\"cwd\":\"/tmp\"}", &out);
 	ASSERT_EQ(0, out.status);
 	ASSERT_TRUE(out.fwd != NULL);
 	ASSERT_STREQ("exec", json_string_value(json_object_get(out.fwd, "op")));
@@ -74,7 +74,8 @@ TEST(serve_route_refuses_naming_the_field)
 		{"POST", "/v1/sandboxes/a/exec", "", "{}", "argv", 400},
 		{"POST", "/v1/sandboxes/a/exec", "", "{\"argv\":[]}", "argv", 400},
 		{"POST", "/v1/sandboxes/a/exec", "", "{\"argv\":[1]}", "argv", 400},
-		{"POST", "/v1/sandboxes/a/exec", "", "{\"argv\":[\"a\"],\"cwd\":\"rel\"}", "cwd", 400},
+		{"POST", "/v1/sandboxes/a/exec", "", "{\"argv\":[\"a\"],\"cwd\":\"rel\"}", "cwd",
+		 400},
 		{"POST", "/v1/sandboxes/a/exec", "", "{\"argv\":[\"a\"],\"timeout_ms\":-5}",
 		 "timeout_ms", 400},
 		{"GET", "/v1/sandboxes/a/files", "", "", "path", 400},
@@ -161,9 +162,11 @@ TEST(serve_narrow_never_widens)
 	}
 	/* positive control: narrower values are accepted and applied */
 	struct moat_policy *p = NULL;
-	ASSERT_EQ(0, narrow(c, "{\"memory\":\"64M\",\"cpus\":\"0.5\",\"timeout\":\"30s\",\"pids\":50,"
-			       "\"net\":\"none\",\"env\":{\"A\":\"b\"}}",
-			  f, sizeof(f), &p));
+	ASSERT_EQ(0,
+		  narrow(c,
+			 "{\"memory\":\"64M\",\"cpus\":\"0.5\",\"timeout\":\"30s\",\"pids\":50,"
+			 "\"net\":\"none\",\"env\":{\"A\":\"b\"}}",
+			 f, sizeof(f), &p));
 	ASSERT_EQ(64ull << 20, p->memory);
 	ASSERT_EQ(500, (int)p->cpus_milli);
 	ASSERT_EQ(30000, (int)p->timeout_ms);
@@ -181,8 +184,9 @@ TEST(serve_narrow_never_widens)
 	ASSERT_EQ(0, moat_policy_set_option(c, "--net", "allow", &e));
 	ASSERT_EQ(0, moat_policy_set_option(c, "--allow-host", "a.example", &e));
 	ASSERT_EQ(0, moat_policy_set_option(c, "--allow-host", "b.example", &e));
-	ASSERT_EQ(-EPERM, narrow(c, "{\"allow_hosts\":[\"a.example\",\"evil.example\"]}", f,
-				 sizeof(f), NULL));
+	ASSERT_EQ(-EPERM,
+		  narrow(c, "{\"allow_hosts\":[\"a.example\",\"evil.example\"]}", f, sizeof(f),
+			 NULL));
 	ASSERT_STREQ("allow_hosts", f);
 	ASSERT_EQ(-EPERM, narrow(c, "{\"allow_hosts\":[\"*.example\"]}", f, sizeof(f), NULL));
 	ASSERT_EQ(0, narrow(c, "{\"allow_hosts\":[\"b.example\"]}", f, sizeof(f), &p));
@@ -217,10 +221,11 @@ TEST(serve_tokens_file)
 	struct moat_serve_tenants ts;
 	struct moat_error e = {0};
 
-	write_file(path,
-		   "{\"tenants\":[{\"token\":\"aaaaaaaaaaaaaaaa1\",\"name\":\"a\",\"max_sandboxes\":2,"
-		   "\"max_memory\":\"1G\"},{\"token\":\"bbbbbbbbbbbbbbbb2\",\"name\":\"b\"}]}",
-		   0600);
+	write_file(
+		path,
+		"{\"tenants\":[{\"token\":\"aaaaaaaaaaaaaaaa1\",\"name\":\"a\",\"max_sandboxes\":2,"
+		"\"max_memory\":\"1G\"},{\"token\":\"bbbbbbbbbbbbbbbb2\",\"name\":\"b\"}]}",
+		0600);
 	ASSERT_EQ(0, moat_serve_tenants_load(path, &ts, &e));
 	ASSERT_EQ(2, (int)ts.n);
 	struct moat_serve_tenant *t = moat_serve_tenant_find(&ts, "aaaaaaaaaaaaaaaa1");
