@@ -64,7 +64,10 @@ struct conn {
 	bool suspended;
 	bool headers_seen; /* the first call (headers only) was answered */
 	bool gone; /* the client hung up while the connection was suspended */
+	bool uri_too_long;
 };
+
+#define MAX_URI 8192u
 
 static struct conn *conns;
 static uint32_t next_id;
@@ -228,7 +231,9 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 	if (!c)
 		return NULL;
 	c->mc = mc;
-	c->uri = strndup(uri ? uri : "", 8192);
+	/* a target longer than this is refused (414), never cut */
+	c->uri_too_long = uri && strlen(uri) > MAX_URI;
+	c->uri = strndup(c->uri_too_long || !uri ? "" : uri, MAX_URI);
 	c->codec = &moat_serve_codec_json;
 	c->next = conns;
 	if (conns)
@@ -290,8 +295,13 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		size_t n = MIN(max, c->st.len - c->sent);
 		memcpy(buf, c->st.buf + c->sent, n);
 		c->sent += n;
+		/* what was sent leaves the buffer (its bound counts what waits) */
 		if (c->sent == c->st.len) {
 			c->sent = c->st.len = 0;
+		} else if (c->sent >= (1u << 20)) {
+			memmove(c->st.buf, c->st.buf + c->sent, c->st.len - c->sent);
+			c->st.len -= c->sent;
+			c->sent = 0;
 		}
 		return (ssize_t)n;
 	}
@@ -461,6 +471,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 		if (c->too_big)
 			return queue_error(c, 413, "payload_too_large",
 					   "the body is larger than 16 MiB");
+		if (c->uri_too_long)
+			return queue_error(c, 414, "bad_request",
+					   "the request target is longer than 8192 bytes");
 		return dispatch(c, method);
 	case C_WAIT:
 		if (c->gone)
