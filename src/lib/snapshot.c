@@ -294,7 +294,7 @@ static int open_live(const char *path)
 
 static void helper_snapshot(const struct job *j, int out, struct helper_result *res)
 {
-	int k;
+	int k = 0;
 	if (mkdirat(j->store_fd, j->name, 0700) < 0)
 		helper_fail(out, errno, "cannot create the snapshot in the store: %s",
 			    strerror(errno));
@@ -323,7 +323,7 @@ static void helper_snapshot(const struct job *j, int out, struct helper_result *
 
 static void helper_restore(const struct job *j, int out)
 {
-	int k;
+	int k = 0;
 	_cleanup_close_ int dir = -1, empty = -1;
 	if (j->op == OP_RESTORE) {
 		dir = openat(j->store_fd, j->name, O_PATH | O_DIRECTORY | O_CLOEXEC);
