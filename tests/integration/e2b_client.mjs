@@ -132,7 +132,8 @@ check(await sbx.files.exists("/tmp/e2b.txt"), "files.exists");
 check(!(await sbx.files.exists("/tmp/nonexistent")), "files.exists: a missing file");
 e = await fails(sbx.files.read("/tmp/nonexistent"));
 check(e instanceof e2b.NotFoundError || e instanceof e2b.FileNotFoundError, "files.read: a missing file is not found", String(e));
-check((await sbx.files.makeDir("/tmp/newdir")) === true, "files.makeDir");
+e = await fails(sbx.files.makeDir("/tmp/newdir"));
+check(e instanceof e2b.SandboxError && /not supported/.test(e.message), "files.makeDir: refused as unsupported", String(e));
 await sbx.files.remove("/tmp/by-cmd.txt");
 check(!(await sbx.files.exists("/tmp/by-cmd.txt")), "files.remove");
 // relative paths and another user: refused, not mapped silently
