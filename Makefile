@@ -25,6 +25,9 @@ endif
 PKGS_CORE := jansson libseccomp nettle libpsl
 PKGS_NET := openssl
 PKGS_NFT := libnftables
+# The front of `moat serve` (src/serve/, its own executable moat-serve-front):
+# libmicrohttpd (and through it GnuTLS) is linked there only.
+PKGS_HTTP := libmicrohttpd
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wimplicit-fallthrough -Wvla -Wundef -Wno-unused-parameter \
@@ -55,6 +58,7 @@ FUZZ_LINK ?=
 LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansson -lseccomp -lnettle -lpsl)
 LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcrypto)
 LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
+LIBS_HTTP := $(shell pkg-config --libs $(PKGS_HTTP) 2>/dev/null || echo -lmicrohttpd)
 LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
 # The executable takes jansson, libseccomp, nettle and libpsl (with libidn2
 # and libunistring, which it needs) from their static
@@ -104,6 +108,9 @@ PROBE_NAMES := $(PROBE_SRCS:tests/redteam/probes/%.c=%)
 PROBE_OBJS := $(PROBE_NAMES:%=$(O)/probeobj/%.o) $(O)/gen/probes_table.o
 
 MOAT := $(O)/moat
+SERVE_SRCS := $(wildcard src/serve/*.c)
+SERVE_OBJS := $(SERVE_SRCS:%.c=$(O)/%.o)
+SERVE_FRONT := $(O)/moat-serve-front
 MOAT_NET := $(O)/moat-net.so
 MOAT_NFT := $(O)/moat-nft.so
 LIBMOAT := $(O)/libmoat.a
@@ -125,7 +132,7 @@ TEST_NET_PIC_OBJS := $(NET_SRCS:%.c=$(TO)/pic/%.o)
 TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
 .PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
-all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
+all: $(MOAT) $(SERVE_FRONT) $(TO)/moat-serve-front $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
 	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/testbin/lifecycle_probe $(O)/cli-includes.checked
 
 $(O)/%.o: %.c
@@ -147,6 +154,14 @@ $(LIBMOAT_CORE): $(CORE_OBJS)
 # The executable takes from the core what it calls, and exports nothing.
 $(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) | $(MOAT_NET) $(MOAT_NFT)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) $(MOAT_LIBS)
+
+# The front of `moat serve`: found next to moat (or ../lib/moat/) by the back.
+$(SERVE_FRONT): $(SERVE_OBJS) $(LIBMOAT_CORE)
+	$(CC) $(LDFLAGS) -o $@ $(SERVE_OBJS) $(LIBMOAT_CORE) $(LIBS_HTTP) $(LIBS_CORE)
+
+$(TO)/moat-serve-front: $(SERVE_FRONT)
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # Each plugin: its own objects and what they need of the core; only its
 # entry is exported (the version script makes everything else local).
@@ -284,5 +299,5 @@ format:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) \
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(SERVE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) \
 	$(TEST_CORE_OBJS:.o=.d) $(TEST_CLI_OBJS:.o=.d) $(TEST_NET_PIC_OBJS:.o=.d) $(TEST_NFT_PIC_OBJS:.o=.d)

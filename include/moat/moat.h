@@ -428,6 +428,40 @@ int moat_mcp_serve(const struct moat_policy *p, struct moat_error *ret_err);
 /* The front's main (the executable's "moat __mcp-front"); its exit status. */
 int moat_mcp_front_main(void);
 
+/* ---- HTTP API ---------------------------------------------------------------- */
+
+/* `moat serve`: an HTTP/1.1 + JSON API (docs/API.md) over a unix socket
+ * (mode 0600; socket_path NULL: moat_serve_socket_default()) and, with
+ * listen ("ADDR:PORT"), over TCP, which needs token_file (bearer tokens,
+ * tenants and quotas) and may use TLS (tls_cert and tls_key, PEM). The
+ * policy p is the ceiling: a request narrows it, never widens it. HTTP is
+ * parsed by a separate process (the executable moat-serve-front next to
+ * moat: nobody when started as root, no capabilities, no_new_privs, its
+ * own seccomp filter, only its listening sockets and one channel to this
+ * process); this process holds the sandboxes. pools: "N" or "N:POLICY"
+ * each (N sandboxes kept ready for the ceiling, or for it narrowed by the
+ * policy file POLICY). on_ready (may be NULL) is called once it listens,
+ * with the unix socket's path and the TCP address bound ("ADDR:PORT", NULL
+ * without listen). Returns on SIGINT/SIGTERM/SIGHUP or when the front ends,
+ * after destroying every sandbox; < 0 if it could not start. Ignores
+ * SIGPIPE. */
+struct moat_serve_opts {
+	const char *socket_path;
+	const char *listen;
+	const char *token_file;
+	const char *tls_cert, *tls_key;
+	const char *const *pools;
+	size_t n_pools;
+	void (*on_ready)(const char *socket_path, const char *tcp_addr, void *userdata);
+	void *userdata;
+};
+int moat_serve(const struct moat_policy *p, const struct moat_serve_opts *o,
+	       struct moat_error *ret_err);
+/* The default socket: /run/moat/serve.sock for root, else
+ * $XDG_RUNTIME_DIR/moat/serve.sock (the directory of the sessions
+ * directory's rules, docs/SESSIONS.md). */
+int moat_serve_socket_default(char *buf, size_t len);
+
 /* ---- audit log and workspace review ----------------------------------------- */
 
 /* The audit log of a run: run_or_file is a run id (its log is found under the

@@ -17,6 +17,8 @@ int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
 int moat_cli_selftest(int argc, char **argv);
 int moat_cli_mcp(int argc, char **argv);
+/* `moat serve`: the HTTP API (serve.c). */
+int moat_cli_serve(int argc, char **argv);
 /* `moat __mcp-front`: the exec'd front of `moat mcp` (mcp_front.c). */
 int moat_cli_mcp_front(int argc, char **argv);
 /* run.c: the workspace and /output lines of a run's end (also moat rm's);

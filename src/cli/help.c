@@ -64,6 +64,15 @@ static const struct help helps[] = {
 	 "create_sandbox, destroy_sandbox in sandboxes of this policy, fixed at start: no\n"
 	 "tool argument can widen it. See docs/MCP.md.\n\noptions:\n",
 	 true},
+	{"serve", "",
+	 "usage: moat serve [--socket PATH] [--listen ADDR:PORT --token-file FILE\n"
+	 "                  [--tls-cert FILE --tls-key FILE]] [--pool N[:POLICY]]...\n"
+	 "                  [--policy FILE] [OPTIONS]\n"
+	 "An HTTP/1.1 + JSON API (docs/API.md) on a unix socket (mode 0600; default\n"
+	 "in the runtime directory) and optionally TCP with bearer tokens (tenants,\n"
+	 "quotas) and TLS. The policy is the ceiling: a request narrows it, never\n"
+	 "widens it. --pool keeps N sandboxes ready.\n\noptions:\n",
+	 true},
 	{"create", "",
 	 "usage: moat create [OPTIONS] [--name NAME] [--idle-timeout D] [--lifetime D]\n"
 	 "Creates a sandbox that outlives this command, served by its own supervisor\n"
@@ -96,8 +105,8 @@ static const struct help helps[] = {
 };
 
 static const char *const commands[] = {
-	"run",	   "policy", "doctor", "log",  "diff", "apply", "ps",	"gc", "selftest", "mcp",
-	"version", "help",   "create", "exec", "ls",   "logs",	"stop", "rm", "cp"};
+	"run",	 "policy",  "doctor", "log",	"diff", "apply", "ps",	 "gc",	 "selftest", "mcp",
+	"serve", "version", "help",   "create", "exec", "ls",	 "logs", "stop", "rm",	     "cp"};
 
 const char *moat_cli_suggest_command(const char *cmd)
 {

@@ -24,6 +24,8 @@ static void usage(FILE *f)
 		"  moat gc                                  clean up after crashed runs\n"
 		"  moat selftest [--json] [--policy FILE]   the red-team battery on this machine\n"
 		"  moat mcp [--policy FILE] [OPTIONS]       an MCP server (stdio) for agents\n"
+		"  moat serve [--socket PATH] [--listen ADDR:PORT --token-file F] [--pool N[:POLICY]]\n"
+		"             [--policy FILE] [OPTIONS]     an HTTP API (docs/API.md)\n"
 		"  moat help COMMAND / moat COMMAND --help      help of one command\n"
 		"  moat --version | -V\n\n"
 		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
@@ -73,6 +75,8 @@ int main(int argc, char **argv)
 		return moat_cli_selftest(argc - 1, argv + 1);
 	if (strcmp(cmd, "mcp") == 0)
 		return moat_cli_mcp(argc - 1, argv + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return moat_cli_serve(argc - 1, argv + 1);
 	if (strcmp(cmd, "__mcp-front") == 0)
 		return moat_cli_mcp_front(argc - 1, argv + 1);
 	if (strcmp(cmd, "create") == 0)

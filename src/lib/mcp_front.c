@@ -18,21 +18,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <linux/capability.h>
 #include <poll.h>
 #include <seccomp.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/confine.h"
 #include "lib/mcp_front.h"
 #include "lib/mcp_front_int.h"
 #include "lib/mcp_proto.h"
@@ -44,7 +42,6 @@
 /* write_file's content (1 MiB) as JSON escapes (\uXXXX: 6 bytes per byte)
  * fits; a larger line is refused without being parsed. */
 #define MCP_MAX_LINE (8u << 20)
-#define MCP_NOBODY 65534u
 
 enum {
 	RPC_PARSE = -32700,
@@ -360,72 +357,9 @@ static int from_supervisor(struct moat_mcp_front *f)
 
 static int install_seccomp(void)
 {
-	static const int allow[] = {
-		SCMP_SYS(read),
-		SCMP_SYS(write),
-		SCMP_SYS(close),
-		SCMP_SYS(poll),
-		SCMP_SYS(ppoll),
-		SCMP_SYS(brk),
-		SCMP_SYS(munmap),
-		SCMP_SYS(mremap),
-		SCMP_SYS(madvise),
-		SCMP_SYS(rt_sigreturn),
-		SCMP_SYS(rt_sigprocmask),
-		SCMP_SYS(exit),
-		SCMP_SYS(exit_group),
-		SCMP_SYS(restart_syscall),
-		SCMP_SYS(futex),
-		SCMP_SYS(getrandom),
-		SCMP_SYS(clock_gettime),
-		SCMP_SYS(getpid),
-		SCMP_SYS(gettid),
-		/* AddressSanitizer's queries (the sanitizer build) */
-		SCMP_SYS(sigaltstack),
-	};
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-	int r = ctx ? 0 : -ENOMEM;
-
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(allow); i++)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allow[i], 0);
-	/* memory, never executable: everything it runs is loaded already */
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
-				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
-				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	/* no_new_privs is the attribute's default (SCMP_FLTATR_CTL_NNP) */
-	if (r >= 0)
-		r = seccomp_load(ctx);
-	if (ctx)
-		seccomp_release(ctx);
-	return r;
-}
-
-/* As root: nobody, no groups, no capability in any set. */
-static int drop_root(void)
-{
-	if (geteuid() != 0)
-		return 0;
-	for (int c = 0; c <= 63; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return negerrno();
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return negerrno();
-	if (setgroups(0, NULL) < 0 || setresgid(MCP_NOBODY, MCP_NOBODY, MCP_NOBODY) < 0 ||
-	    setresuid(MCP_NOBODY, MCP_NOBODY, MCP_NOBODY) < 0)
-		return negerrno();
-	struct __user_cap_header_struct hd = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct d[2] = {{0}};
-	if (syscall(SYS_capget, &hd, d) < 0)
-		return negerrno();
-	if (d[0].permitted || d[1].permitted || d[0].effective || d[1].effective)
-		return -EPERM;
-	/* a change of credentials clears these */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return negerrno();
-	return 0;
+	/* read, write, poll: no open, no socket, no exec, no kill, no ptrace */
+	static const int allow[] = {SCMP_SYS(poll), SCMP_SYS(ppoll)};
+	return moat_confine_seccomp(allow, ELEMENTSOF(allow), NULL, NULL);
 }
 
 static int front_fail(const char *step, int k)
@@ -517,7 +451,7 @@ int moat_mcp_front_main(void)
 		return front_fail("descriptors", -EBADF);
 	if (getppid() == 1)
 		return MOAT_EXIT_SETUP;
-	if ((k = drop_root()) < 0)
+	if ((k = moat_confine_drop_root()) < 0)
 		return front_fail("identity", k);
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return front_fail("dumpable", negerrno());

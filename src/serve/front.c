@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * "moat-serve-front": the side of `moat serve` that parses HTTP. It is
+ * exec'd by the back (serve.c) with exactly /dev/null on 0 and 1, stderr,
+ * the channel to the back and the listening sockets (serve_proto.h); as
+ * root it first becomes nobody with no capabilities; it loads its seccomp
+ * filter (lib/confine.c's base plus what libmicrohttpd's epoll loop needs:
+ * accept, send, receive, epoll; no open, no socket, no connect, no exec)
+ * before it accepts a connection. libmicrohttpd parses the HTTP/1.1
+ * framing; every complete request goes through the route table
+ * (lib/serve_route.c), which answers it or forwards one checked request to
+ * the back as a frame; the back's frames come back as the response.
+ *
+ * It is a separate executable (next to moat) because it links
+ * libmicrohttpd and GnuTLS: `moat run` never loads them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <strings.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/confine.h"
+#include "lib/serve_proto.h"
+#include "lib/serve_route.h"
+#include "shared/fdset.h"
+#include "shared/macro.h"
+
+/* ---- requests in flight ------------------------------------------------------------ */
+
+enum conn_state {
+	C_BODY, /* receiving the body */
+	C_WAIT, /* forwarded: waiting for the back's first frame */
+	C_READY, /* the first frame came: queue the response */
+	C_SENT, /* response queued */
+};
+
+struct conn {
+	struct conn *prev, *next;
+	struct MHD_Connection *mc;
+	uint32_t id; /* 0: not forwarded */
+	enum conn_state state;
+	char *uri; /* raw, as received */
+	char *body;
+	size_t len, cap;
+	bool too_big;
+	const struct moat_serve_route *route;
+	const struct moat_serve_codec *codec;
+	struct moat_serve_stream st;
+	size_t sent; /* bytes of st.buf given to libmicrohttpd */
+	bool ended; /* the back sent the last frame */
+	bool suspended;
+	bool headers_seen; /* the first call (headers only) was answered */
+};
+
+static struct conn *conns;
+static uint32_t next_id;
+static int chan = MOAT_SERVE_FRONT_FD_CHAN;
+
+/* Bytes for the back, not yet written (the channel is non-blocking: the
+ * front never blocks on the back, so the back's writes always drain). */
+static char *outq;
+static size_t outq_len, outq_cap;
+
+static void die(const char *why)
+{
+	char m[160];
+	int n = snprintf(m, sizeof(m), "moat serve: front: %s\n", why);
+	if (n > 0)
+		(void)!write(STDERR_FILENO, m, MIN((size_t)n, sizeof(m) - 1));
+	_exit(MOAT_SERVE_FRONT_EXIT);
+}
+
+static void queue_frame(json_t *j, const char *data, size_t len)
+{
+	char *t = json_dumps(j, JSON_COMPACT);
+	if (!t)
+		die("out of memory");
+	struct moat_serve_frame h = {.magic = MOAT_SERVE_FRAME_MAGIC,
+				     .json_len = (uint32_t)strlen(t),
+				     .data_len = (uint32_t)len};
+	size_t need = outq_len + sizeof(h) + h.json_len + len;
+	if (need > outq_cap) {
+		size_t cap = MAX(outq_cap * 2, need + 65536);
+		char *q = realloc(outq, cap);
+		if (!q)
+			die("out of memory");
+		outq = q;
+		outq_cap = cap;
+	}
+	memcpy(outq + outq_len, &h, sizeof(h));
+	memcpy(outq + outq_len + sizeof(h), t, h.json_len);
+	if (len)
+		memcpy(outq + outq_len + sizeof(h) + h.json_len, data, len);
+	outq_len = need;
+	free(t);
+}
+
+static void flush_out(void)
+{
+	while (outq_len) {
+		ssize_t k = write(chan, outq, outq_len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			return;
+		if (k <= 0)
+			die("the back is gone");
+		memmove(outq, outq + k, outq_len - (size_t)k);
+		outq_len -= (size_t)k;
+	}
+}
+
+static struct conn *find_conn(uint32_t id)
+{
+	for (struct conn *c = conns; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static void wake(struct conn *c)
+{
+	if (c->suspended) {
+		c->suspended = false;
+		MHD_resume_connection(c->mc);
+	}
+}
+
+/* ---- the back's frames -------------------------------------------------------------- */
+
+static char *inbuf;
+static size_t in_len, in_cap;
+
+static void on_frame(json_t *j, const char *data, size_t len)
+{
+	json_t *idv = json_object_get(j, "id");
+	if (!json_is_integer(idv))
+		return; /* not for a request (the back's own notes) */
+	struct conn *c = find_conn((uint32_t)json_integer_value(idv));
+	if (!c)
+		return; /* cancelled */
+	if (c->state == C_WAIT) {
+		json_t *st = json_object_get(j, "status");
+		int status = json_is_integer(st) ? (int)json_integer_value(st) : 502;
+		if (status < 100 || status > 599)
+			status = 502;
+		bool stream = json_is_true(json_object_get(j, "stream"));
+		c->codec->start(&c->st, status, json_object_get(j, "body"),
+				json_string_value(json_object_get(j, "type")), data, len, stream);
+		c->state = C_READY;
+		if (!stream)
+			c->ended = true;
+	} else if (json_object_get(j, "event")) {
+		c->codec->event(&c->st, json_object_get(j, "event"), data, len);
+	} else if (json_is_true(json_object_get(j, "end"))) {
+		c->codec->end(&c->st, false);
+		c->ended = true;
+	}
+	wake(c);
+}
+
+static void read_back(void)
+{
+	for (;;) {
+		if (in_cap - in_len < 65536) {
+			size_t cap = in_cap ? in_cap * 2 : (1u << 20);
+			if (cap > 2 * (MOAT_SERVE_MAX_DATA + MOAT_SERVE_MAX_JSON))
+				cap = 2 * (MOAT_SERVE_MAX_DATA + MOAT_SERVE_MAX_JSON);
+			if (cap > in_cap) {
+				char *b = realloc(inbuf, cap);
+				if (!b)
+					die("out of memory");
+				inbuf = b;
+				in_cap = cap;
+			}
+		}
+		ssize_t k = read(chan, inbuf + in_len, in_cap - in_len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			break;
+		if (k <= 0)
+			die("the back is gone");
+		in_len += (size_t)k;
+		if (in_len < in_cap)
+			break;
+	}
+	size_t off = 0;
+	while (in_len - off >= sizeof(struct moat_serve_frame)) {
+		struct moat_serve_frame h;
+		memcpy(&h, inbuf + off, sizeof(h));
+		if (h.magic != MOAT_SERVE_FRAME_MAGIC || h.json_len > MOAT_SERVE_MAX_JSON ||
+		    h.data_len > MOAT_SERVE_MAX_DATA)
+			die("the back sent a malformed frame");
+		size_t need = sizeof(h) + h.json_len + h.data_len;
+		if (in_len - off < need)
+			break;
+		json_t *j = json_loadb(inbuf + off + sizeof(h), h.json_len, 0, NULL);
+		if (!json_is_object(j))
+			die("the back sent a malformed frame");
+		on_frame(j, inbuf + off + sizeof(h) + h.json_len, h.data_len);
+		json_decref(j);
+		off += need;
+	}
+	memmove(inbuf, inbuf + off, in_len - off);
+	in_len -= off;
+}
+
+/* ---- libmicrohttpd's callbacks ------------------------------------------------------- */
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->mc = mc;
+	c->uri = strndup(uri ? uri : "", 8192);
+	c->codec = &moat_serve_codec_json;
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
+	return c;
+}
+
+static void conn_free(struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (conns == c)
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c->uri);
+	free(c->body);
+	free(c->st.buf);
+	for (unsigned i = 0; i < c->st.n_headers; i++)
+		free(c->st.headers[i]);
+	free(c);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn *c = *con_cls;
+	if (!c)
+		return;
+	if (c->id && !c->ended) {
+		json_t *j = json_pack("{s:I,s:s}", "id", (json_int_t)c->id, "op", "cancel");
+		if (j)
+			queue_frame(j, NULL, 0);
+		json_decref(j);
+	}
+	conn_free(c);
+	*con_cls = NULL;
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct conn *c = cls;
+	if (c->st.failed)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (c->sent < c->st.len) {
+		size_t n = MIN(max, c->st.len - c->sent);
+		memcpy(buf, c->st.buf + c->sent, n);
+		c->sent += n;
+		if (c->sent == c->st.len) {
+			c->sent = c->st.len = 0;
+		}
+		return (ssize_t)n;
+	}
+	if (c->ended)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	c->suspended = true;
+	MHD_suspend_connection(c->mc);
+	return 0;
+}
+
+static enum MHD_Result queue(struct conn *c, int status, const char *type, char *body, size_t len,
+			     bool stream)
+{
+	struct MHD_Response *r = stream
+		? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, c, NULL)
+		: MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		if (!stream)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	for (unsigned i = 0; i < c->st.n_headers; i++) {
+		char *colon = strchr(c->st.headers[i], ':');
+		if (colon) {
+			*colon = '\0';
+			MHD_add_response_header(r, c->st.headers[i], colon + 1 + (colon[1] == ' '));
+			*colon = ':';
+		}
+	}
+	c->state = C_SENT;
+	enum MHD_Result k = MHD_queue_response(c->mc, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return k;
+}
+
+static enum MHD_Result queue_error(struct conn *c, int status, const char *code, const char *msg)
+{
+	struct moat_serve_out out = {0};
+	moat_serve_reply_error(&out, status, code, "%s", msg);
+	enum MHD_Result k =
+		queue(c, out.status, out.content_type, TAKE_PTR(out.body), out.body_len, false);
+	moat_serve_out_clear(&out);
+	return k;
+}
+
+struct hdrs {
+	struct moat_serve_header h[MOAT_SERVE_MAX_HEADERS];
+	size_t n;
+	bool over;
+};
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				      const char *value)
+{
+	struct hdrs *hs = cls;
+	if (hs->n >= MOAT_SERVE_MAX_HEADERS) {
+		hs->over = true;
+		return MHD_NO;
+	}
+	hs->h[hs->n++] = (struct moat_serve_header){key, value ? value : ""};
+	return MHD_YES;
+}
+
+/* The bearer token: "" if none; NULL if malformed. */
+static const char *bearer(const char *auth)
+{
+	if (!auth)
+		return "";
+	if (strncasecmp(auth, "Bearer ", 7) != 0)
+		return NULL;
+	const char *t = auth + 7;
+	size_t n = strlen(t);
+	if (n == 0 || n > MOAT_SERVE_MAX_TOKEN)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (t[i] < 0x21 || t[i] > 0x7e)
+			return NULL;
+	return t;
+}
+
+static enum MHD_Result dispatch(struct conn *c, const char *method)
+{
+	struct hdrs hs = {.n = 0};
+	MHD_get_connection_values(c->mc, MHD_HEADER_KIND, collect_header, &hs);
+	if (hs.over)
+		return queue_error(c, 431, "bad_request", "too many header fields");
+	char *q = strchr(c->uri, '?');
+	if (q)
+		*q++ = '\0';
+	struct moat_serve_http_req rq = {.method = method,
+					 .path = c->uri,
+					 .query = q ? q : "",
+					 .headers = hs.h,
+					 .n_headers = hs.n,
+					 .body = c->body ? c->body : "",
+					 .body_len = c->len};
+	struct moat_serve_out out = {0};
+	const char *token = bearer(moat_serve_header(&rq, "Authorization"));
+	if (!token)
+		return queue_error(c, 401, "unauthorized",
+				   "Authorization: must be \"Bearer TOKEN\" (printable ASCII)");
+	moat_serve_dispatch(&rq, token, &out, &c->route);
+	if (c->route && c->route->codec)
+		c->codec = c->route->codec;
+	if (out.status) {
+		enum MHD_Result k = queue(c, out.status, out.content_type, TAKE_PTR(out.body),
+					  out.body_len, false);
+		moat_serve_out_clear(&out);
+		return k;
+	}
+	if (++next_id == 0)
+		next_id = 1;
+	c->id = next_id;
+	json_object_set_new(out.fwd, "id", json_integer(c->id));
+	queue_frame(out.fwd, out.fwd_data, out.fwd_len);
+	moat_serve_out_clear(&out);
+	/* the body was copied into the frame */
+	free(c->body);
+	c->body = NULL;
+	c->len = c->cap = 0;
+	c->state = C_WAIT;
+	c->suspended = true;
+	MHD_suspend_connection(c->mc);
+	return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct conn *c = *con_cls;
+	if (!c)
+		return MHD_NO;
+	switch (c->state) {
+	case C_BODY:
+		if (!c->headers_seen) {
+			/* the first call: headers only; the body (if any) follows */
+			c->headers_seen = true;
+			return MHD_YES;
+		}
+		if (*upload_size) {
+			if (!c->too_big && c->len + *upload_size > MOAT_SERVE_MAX_BODY) {
+				c->too_big = true;
+				free(c->body);
+				c->body = NULL;
+				c->len = c->cap = 0;
+			}
+			if (!c->too_big) {
+				if (c->len + *upload_size > c->cap) {
+					size_t cap = MAX(c->cap * 2, c->len + *upload_size + 1);
+					cap = MIN(cap, (size_t)MOAT_SERVE_MAX_BODY + 1);
+					char *b = realloc(c->body, cap);
+					if (!b)
+						return MHD_NO;
+					c->body = b;
+					c->cap = cap;
+				}
+				memcpy(c->body + c->len, upload, *upload_size);
+				c->len += *upload_size;
+			}
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		if (c->too_big)
+			return queue_error(c, 413, "payload_too_large",
+					   "the body is larger than 16 MiB");
+		return dispatch(c, method);
+	case C_WAIT:
+		return MHD_YES; /* spurious: still suspended */
+	case C_READY: {
+		bool stream = c->st.streaming || !c->ended;
+		if (stream)
+			return queue(c, c->st.status, c->st.content_type, NULL, 0, true);
+		char *b = TAKE_PTR(c->st.buf);
+		size_t n = c->st.len;
+		c->st.len = c->st.cap = 0;
+		if (c->st.failed) {
+			free(b);
+			return MHD_NO;
+		}
+		return queue(c, c->st.status, c->st.content_type, b ? b : strdup(""), b ? n : 0,
+			     false);
+	}
+	case C_SENT:
+		return MHD_YES;
+	}
+	return MHD_NO;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	/* libmicrohttpd's own diagnostics: dropped (the client's bytes may be
+	 * in them; the front has no log of its own) */
+}
+
+/* ---- the process --------------------------------------------------------------------- */
+
+static int front_rules(scmp_filter_ctx ctx, void *userdata)
+{
+	/* accepting on the listening sockets it holds; no new socket of any kind */
+	return 0;
+}
+
+static int install_seccomp(void)
+{
+	static const int allow[] = {
+		SCMP_SYS(poll),	       SCMP_SYS(ppoll),	       SCMP_SYS(epoll_wait),
+		SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl),    SCMP_SYS(accept4),
+		SCMP_SYS(accept),      SCMP_SYS(recvfrom),     SCMP_SYS(sendto),
+		SCMP_SYS(recvmsg),     SCMP_SYS(sendmsg),      SCMP_SYS(shutdown),
+		SCMP_SYS(setsockopt),  SCMP_SYS(getsockopt),   SCMP_SYS(getsockname),
+		SCMP_SYS(getpeername), SCMP_SYS(fcntl),	       SCMP_SYS(writev),
+		SCMP_SYS(readv),       SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday),
+		SCMP_SYS(time),	       SCMP_SYS(sched_yield),  SCMP_SYS(ioctl),
+	};
+	return moat_confine_seccomp(allow, ELEMENTSOF(allow), front_rules, NULL);
+}
+
+static int read_exact(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t k = read(fd, p, len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -EPIPE;
+		p += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+static struct MHD_Daemon *start_daemon(int fd, bool tls, const char *cert, const char *key)
+{
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+		(tls ? MHD_USE_TLS : 0);
+	struct MHD_OptionItem o[] = {
+		{MHD_OPTION_LISTEN_SOCKET, fd, NULL},
+		{MHD_OPTION_CONNECTION_LIMIT, MOAT_SERVE_MAX_CONNS, NULL},
+		{MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL},
+		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, 128 * 1024, NULL},
+		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+		{MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL},
+		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
+		{tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)(intptr_t)cert},
+		{tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)(intptr_t)key},
+		{MHD_OPTION_END, 0, NULL},
+	};
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, o,
+				MHD_OPTION_END);
+}
+
+int main(int argc, char **argv)
+{
+	struct stat st;
+	int k;
+
+	if (argc != 1)
+		die("internal to moat serve");
+	if (syscall(SYS_close_range, MOAT_SERVE_FRONT_FD_TCP + 1, ~0U, 0) < 0 ||
+	    fstat(MOAT_SERVE_FRONT_FD_CHAN, &st) < 0 || !S_ISSOCK(st.st_mode))
+		die("descriptors: not started by moat serve");
+	if (getppid() == 1)
+		_exit(MOAT_SERVE_FRONT_EXIT);
+	if ((k = moat_confine_drop_root()) < 0)
+		die("identity: cannot drop root");
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		die("dumpable");
+	signal(SIGPIPE, SIG_IGN);
+	json_object_seed(0);
+
+	/* the back's configuration frame (blocking read, before anything else) */
+	struct moat_serve_frame h;
+	if (read_exact(chan, &h, sizeof(h)) < 0 || h.magic != MOAT_SERVE_FRAME_MAGIC ||
+	    h.json_len > MOAT_SERVE_MAX_JSON || h.data_len > (1u << 20))
+		die("no configuration from the back");
+	char *cfg = malloc((size_t)h.json_len + h.data_len + 2);
+	if (!cfg || read_exact(chan, cfg, (size_t)h.json_len + h.data_len) < 0)
+		die("no configuration from the back");
+	json_t *j = json_loadb(cfg, h.json_len, 0, NULL);
+	bool tls = json_is_true(json_object_get(j, "tls"));
+	size_t cert_len = (size_t)json_integer_value(json_object_get(j, "cert_len"));
+	size_t key_len = (size_t)json_integer_value(json_object_get(j, "key_len"));
+	bool have_unix = json_is_true(json_object_get(j, "unix"));
+	bool have_tcp = json_is_true(json_object_get(j, "tcp"));
+	json_decref(j);
+	if (tls && cert_len + key_len != h.data_len)
+		die("configuration: TLS material");
+	char *cert = NULL, *key = NULL;
+	if (tls) {
+		cert = strndup(cfg + h.json_len, cert_len);
+		key = strndup(cfg + h.json_len + cert_len, key_len);
+		if (!cert || !key)
+			die("out of memory");
+	}
+	explicit_bzero(cfg, (size_t)h.json_len + h.data_len);
+	free(cfg);
+
+	struct MHD_Daemon *du =
+		have_unix ? start_daemon(MOAT_SERVE_FRONT_FD_UNIX, false, NULL, NULL) : NULL;
+	struct MHD_Daemon *dt =
+		have_tcp ? start_daemon(MOAT_SERVE_FRONT_FD_TCP, tls, cert, key) : NULL;
+	if ((have_unix && !du) || (have_tcp && !dt))
+		die("libmicrohttpd did not start");
+	if (key) {
+		explicit_bzero(key, key_len);
+		free(key);
+	}
+	free(cert);
+	if (fcntl(chan, F_SETFL, O_NONBLOCK) < 0)
+		die("channel");
+
+	char fds[512], line[700];
+	if (moat_fdset_describe(fds, sizeof(fds)) < 0)
+		die("descriptors");
+	for (char *p = fds; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			*p = '?';
+	unsigned uid = (unsigned)getuid();
+	if (install_seccomp() < 0)
+		die("seccomp");
+	k = snprintf(line, sizeof(line),
+		     "moat serve: front %d (uid %u) serves: fds %s, seccomp on\n", (int)getpid(),
+		     uid, fds);
+	if (k > 0)
+		(void)!write(STDERR_FILENO, line, MIN((size_t)k, sizeof(line) - 1));
+
+	for (;;) {
+		struct pollfd pf[3];
+		unsigned n = 0;
+		pf[n++] = (struct pollfd){.fd = chan, .events = POLLIN | (outq_len ? POLLOUT : 0)};
+		struct MHD_Daemon *ds[2] = {du, dt};
+		unsigned nd = 0;
+		MHD_UNSIGNED_LONG_LONG tmo = 0, t;
+		int timeout = -1;
+		for (unsigned i = 0; i < 2; i++) {
+			if (!ds[i])
+				continue;
+			const union MHD_DaemonInfo *di =
+				MHD_get_daemon_info(ds[i], MHD_DAEMON_INFO_EPOLL_FD);
+			pf[n++] = (struct pollfd){.fd = di->epoll_fd, .events = POLLIN};
+			nd++;
+			if (MHD_get_timeout(ds[i], &t) == MHD_YES && (timeout < 0 || t < tmo)) {
+				tmo = t;
+				timeout = (int)MIN(t, 60000ull);
+			}
+		}
+		k = poll(pf, n, timeout);
+		if (k < 0 && errno != EINTR)
+			die("poll");
+		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
+			read_back();
+		for (unsigned i = 0; i < 2; i++)
+			if (ds[i])
+				MHD_run(ds[i]);
+		flush_out();
+	}
+}
