@@ -58,7 +58,7 @@ run_suite fuzz-replay fuzz_replay
 stage=$(mktemp -d /tmp/moat-check.XXXXXX)
 chmod 755 "$stage"
 mkdir -p "$stage/bin"
-cp "$O/moat" "$O/moat-net.so" "$O/moat-nft.so" "$stage/bin/"
+cp "$O/moat" "$O/moat-net.so" "$O/moat-nft.so" "$O/moat-serve-front" "$stage/bin/"
 # The test build and its own plugins (the tests that need a test switch).
 mkdir -p "$stage/bin/test"
 cp "$O/test/moat-testing" "$O/test/moat-net.so" "$O/test/moat-nft.so" "$stage/bin/test/"

@@ -73,6 +73,9 @@ start_serve() {
 	printf '{"tenants":[{"name":"a","token":"%s"},{"name":"b","token":"%s"}]}\n' \
 		"$KEY_A" "$KEY_B" >tokens.json
 	PORT=$(free_port)
+	# unprivileged, serve's limits need the rlimit fallback (named, as
+	# limits.sh does); root has cgroups
+	is_root || set -- "$@" --allow-degraded cgroup
 	"$MOAT" serve --listen "127.0.0.1:$PORT" --token-file tokens.json --socket "$PWD/serve.sock" \
 		"$@" >serve.out 2>serve.err &
 	SERVE_PID=$!
@@ -114,7 +117,8 @@ t_sdk_scenario() {
 	export E2B_API_URL="http://127.0.0.1:$PORT" E2B_SANDBOX_URL="http://127.0.0.1:$PORT" \
 		E2B_API_KEY="$KEY_A"
 	coproc CLIENT { timeout 120 node "$HERE/e2b_client.mjs" "$SDK" scenario 2>&1; }
-	local line id="" during
+	# bash forgets CLIENT_PID once the client ends
+	local cpid=$CLIENT_PID line id="" during
 	while IFS= read -r -t 90 line <&"${CLIENT[0]}"; do
 		echo "$line" >>client.out
 		case $line in
@@ -138,7 +142,7 @@ t_sdk_scenario() {
 	while IFS= read -r -t 90 line <&"${CLIENT[0]}"; do
 		echo "$line" >>client.out
 	done
-	wait "$CLIENT_PID" || fail "the client failed: $(grep -m1 FAIL client.out || tail -5 client.out)"
+	wait "$cpid" || fail "the client failed: $(grep -m1 FAIL client.out || tail -5 client.out)"
 	assert_contains "$(tail -1 client.out)" "all ok" "the SDK scenario's checks"
 	assert_contains "$(cat client.out)" "ok the SDK reads the file written through /v1" "the /v1 file seen by the SDK"
 	# gone: for /v1 and in the process tree
