@@ -4,18 +4,107 @@
  * the message in it, each request body, the /files query, an upload body
  * with a boundary from the input); the rest is the input. Every accepted
  * result is checked against the promises of serve_e2b.h (paths absolute
- * and normalised, lengths within the limits), and aborts if one is broken. */
+ * and normalised, lengths within the limits), and aborts if one is broken.
+ * Selector 10: a whole request through serve's route table with the E2B
+ * routes on ("METHOD PATH[?QUERY]", header lines "Name: value", an empty
+ * line, the body), and the route's codec over a few answers of the back. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/serve_connect.h"
 #include "lib/serve_e2b.h"
+#include "lib/serve_route.h"
 
 static void check(int ok)
 {
 	if (!ok)
 		abort();
+}
+
+/* The route's codec over one answer of the back: bytes out, no crash. */
+static void answer(const struct moat_serve_route *r, const char *note, int status, const char *body,
+		   bool stream)
+{
+	const struct moat_serve_codec *c = r->codec ? r->codec : &moat_serve_codec_json;
+	struct moat_serve_stream st = {.note = note ? strdup(note) : NULL};
+	json_t *b = body ? json_loads(body, 0, NULL) : NULL;
+	c->start(&st, status, b, NULL, "xy", 2, stream);
+	if (stream) {
+		json_t *ev = json_pack("{s:s,s:i}", "type", "start", "num", 1);
+		c->event(&st, ev, NULL, 0);
+		json_decref(ev);
+		ev = json_pack("{s:s}", "type", "stdout");
+		c->event(&st, ev, "\xff\x00", 2);
+		json_decref(ev);
+		c->end(&st, true);
+	}
+	json_decref(b);
+	free(st.buf);
+	free(st.note);
+}
+
+static void dispatch(char *s, size_t n)
+{
+	struct moat_serve_header h[MOAT_SERVE_MAX_HEADERS];
+	size_t nh = 0;
+	char *body = strstr(s, "\n\n");
+	size_t blen = 0;
+	if (body) {
+		*body = 0;
+		body += 2;
+		blen = n - (size_t)(body - s);
+	}
+	char *line = strchr(s, '\n');
+	if (line)
+		*line++ = 0;
+	char *path = strchr(s, ' ');
+	if (!path)
+		return;
+	*path++ = 0;
+	char *query = strchr(path, '?');
+	if (query)
+		*query++ = 0;
+	while (line && *line && nh < MOAT_SERVE_MAX_HEADERS) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		char *colon = strchr(line, ':');
+		if (colon) {
+			*colon = 0;
+			h[nh++] = (struct moat_serve_header){line, colon + 1 + (colon[1] == ' ')};
+		}
+		line = next;
+	}
+	struct moat_serve_http_req rq = {.method = s,
+					 .path = path,
+					 .query = query ? query : "",
+					 .headers = h,
+					 .n_headers = nh,
+					 .body = body ? body : "",
+					 .body_len = blen};
+	struct moat_serve_out out;
+	const struct moat_serve_route *r = NULL;
+	moat_serve_routes_enable_e2b(true);
+	moat_serve_dispatch(&rq, NULL, &out, &r);
+	check(!!out.status != !!out.fwd);
+	if (out.fwd) {
+		/* a forward always names its credential and, but create and
+		 * list, a sandbox moat could have made */
+		check(json_is_string(json_object_get(out.fwd, "token")));
+		const char *sb = json_string_value(json_object_get(out.fwd, "sandbox"));
+		check(!sb || moat_e2b_id_ok(sb) || r->codec == NULL);
+		check(!out.fwd_len ||
+		      (out.fwd_data >= rq.body &&
+		       out.fwd_data + out.fwd_len <= rq.body + rq.body_len));
+	}
+	if (r && out.fwd) {
+		answer(r, out.note, 200,
+		       "{\"id\":\"sb-1\",\"entries\":[{\"name\":1}],\"execs\":[{}]}", false);
+		answer(r, out.note, 404, "{\"error\":{\"message\":7}}", false);
+		answer(r, out.note, 200, NULL, true);
+	}
+	moat_serve_out_clear(&out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -32,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(s, in, n);
 	s[n] = 0;
 	struct moat_e2b_bad bad;
-	switch (sel % 10) {
+	switch (sel % 11) {
 	case 0: {
 		/* "METHOD URL" */
 		struct moat_e2b_target t;
@@ -128,8 +217,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
-	default:
+	case 9:
 		(void)moat_e2b_parse_empty(in, n, &bad);
+		break;
+	default:
+		dispatch(s, n);
 		break;
 	}
 	free(s);
