@@ -58,13 +58,17 @@ run_suite fuzz-replay fuzz_replay
 stage=$(mktemp -d /tmp/moat-check.XXXXXX)
 chmod 755 "$stage"
 mkdir -p "$stage/bin"
-cp "$O/moat" "$O/moat-net.so" "$O/moat-nft.so" "$O/moat-serve-front" "$stage/bin/"
+cp "$O/moat" "$O/moat-serve-front" "$O/moat-net.so" "$O/moat-nft.so" "$stage/bin/"
 # The test build and its own plugins (the tests that need a test switch).
 mkdir -p "$stage/bin/test"
-cp "$O/test/moat-testing" "$O/test/moat-net.so" "$O/test/moat-nft.so" "$stage/bin/test/"
+cp "$O/test/moat-testing" "$O/test/moat-serve-front" "$O/test/moat-net.so" "$O/test/moat-nft.so" "$stage/bin/test/"
 [ -d "$O/probes" ] && cp -r "$O/probes" "$stage/probes"
 [ -d "$O/testbin" ] && cp -r "$O/testbin" "$stage/testbin"
 cp -r tests "$stage/tests"
+# serve.sh checks the implementation against the API's document and route table
+mkdir -p "$stage/docs" "$stage/src/lib"
+cp docs/openapi.json "$stage/docs/"
+cp src/lib/serve_route.c "$stage/src/lib/"
 cp -r examples "$stage/examples" 2>/dev/null || true
 chmod -R a+rX "$stage"
 

@@ -321,6 +321,43 @@ int moat_sandbox_stat(struct moat_sandbox *sb, const char *path, struct moat_fil
 int moat_sandbox_remove(struct moat_sandbox *sb, const char *path, bool recursive,
 			struct moat_error *ret_err);
 
+/* Snapshots of a sandbox's writable state: the workspace overlay's upper
+ * layer, /tmp and the home directory (docs/SESSIONS.md, "Snapshots").
+ * moat_sandbox_snapshot() freezes what was written so far as a read-only
+ * layer (no copy: the layer the sandbox wrote into is kept, and new writes go
+ * to a new empty one); moat_sandbox_restore() brings the files back to a
+ * snapshot, moat_sandbox_reset() to the sandbox's start. Files only, never
+ * process state. Each of the three replaces the sandbox's writable mounts,
+ * so it is refused (-EBUSY) while a process of the sandbox runs, unless
+ * force (which kills every process first). Names: NULL (snapshot: one is
+ * chosen, "snap-N") or [A-Za-z0-9][A-Za-z0-9_.-]*, at most
+ * MOAT_SNAPSHOT_NAME_MAX bytes, unique per sandbox (-EEXIST); at most
+ * MOAT_SNAPSHOTS_MAX snapshots (-ENOSPC), and their layers count against the
+ * policy's disk limit. ret_name (may be NULL) receives the name. -ENOTSUP
+ * (ret_err says why) when the sandbox has no layered writable state (a
+ * workspace mounted read-write or read-only is the host's, not the
+ * sandbox's). */
+#define MOAT_SNAPSHOT_NAME_MAX 64
+#define MOAT_SNAPSHOTS_MAX 32
+struct moat_snapshot_info {
+	char name[MOAT_SNAPSHOT_NAME_MAX + 1];
+	uint64_t created_us; /* wall clock */
+	uint64_t bytes; /* of the files the snapshot holds (what the sandbox had written) */
+	bool current; /* the last snapshot taken or restored (none after a reset) */
+};
+int moat_sandbox_snapshot(struct moat_sandbox *sb, const char *name, bool force,
+			  char ret_name[MOAT_SNAPSHOT_NAME_MAX + 1], struct moat_error *ret_err);
+int moat_sandbox_restore(struct moat_sandbox *sb, const char *name, bool force,
+			 struct moat_error *ret_err);
+int moat_sandbox_reset(struct moat_sandbox *sb, bool force, struct moat_error *ret_err);
+/* Oldest first. Caller frees *ret. */
+int moat_sandbox_snapshot_list(struct moat_sandbox *sb, struct moat_snapshot_info **ret,
+			       size_t *ret_n, struct moat_error *ret_err);
+/* Forgets a snapshot; its layers are freed once no other snapshot and not the
+ * sandbox's current files stack on them. -ENOENT if there is none. */
+int moat_sandbox_snapshot_delete(struct moat_sandbox *sb, const char *name,
+				 struct moat_error *ret_err);
+
 /* Kills every process, then does what a run's end does. ret_status may be
  * NULL; the sandbox (and every moat_proc of it) is freed. */
 int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status,
@@ -407,6 +444,16 @@ int moat_session_copy_in(const char *id, const char *host_path, const char *path
 			 uint64_t *ret_len, struct moat_error *ret_err);
 int moat_session_copy_out(const char *id, const char *path, const char *host_path, uint64_t max,
 			  uint64_t *ret_len, struct moat_error *ret_err);
+
+/* Snapshots of a session (moat_sandbox_snapshot() and the others, done by
+ * its supervisor); the same rules and errors. */
+int moat_session_snapshot(const char *id, const char *name, bool force,
+			  char ret_name[MOAT_SNAPSHOT_NAME_MAX + 1], struct moat_error *ret_err);
+int moat_session_restore(const char *id, const char *name, bool force, struct moat_error *ret_err);
+int moat_session_reset(const char *id, bool force, struct moat_error *ret_err);
+int moat_session_snapshot_list(const char *id, struct moat_snapshot_info **ret, size_t *ret_n,
+			       struct moat_error *ret_err);
+int moat_session_snapshot_delete(const char *id, const char *name, struct moat_error *ret_err);
 
 /* Write the status record as one JSON object to path (mode 0600). */
 int moat_status_write_json(const struct moat_status *st, const char *path,

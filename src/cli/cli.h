@@ -32,6 +32,9 @@ int moat_cli_logs(int argc, char **argv);
 int moat_cli_stop(int argc, char **argv);
 int moat_cli_rm(int argc, char **argv);
 int moat_cli_cp(int argc, char **argv);
+int moat_cli_snapshot(int argc, char **argv);
+int moat_cli_restore(int argc, char **argv);
+int moat_cli_reset(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
  * (proxy.c, moat_proxy_helper_main); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);

@@ -101,13 +101,31 @@ static const struct help helps[] = {
 	 "Copies a regular file into or out of a sandbox (never through a symlink;\n"
 	 "default limit 1G).\n",
 	 false},
+	{"snapshot", "",
+	 "usage: moat snapshot [--force] ID|NAME [SNAPSHOT]\n"
+	 "       moat snapshot --list [--json] ID|NAME\n"
+	 "       moat snapshot --delete ID|NAME SNAPSHOT\n"
+	 "Saves the sandbox's files (workspace changes, /tmp, home; never processes) under\n"
+	 "a name (default snap-N); refused while processes run unless --force (kills them).\n",
+	 false},
+	{"restore", "",
+	 "usage: moat restore [--force] ID|NAME SNAPSHOT\n"
+	 "Brings the sandbox's files back to the snapshot; refused while processes run\n"
+	 "unless --force (kills them).\n",
+	 false},
+	{"reset", "",
+	 "usage: moat reset [--force] ID|NAME\n"
+	 "Brings the sandbox's files back to its start; refused while processes run\n"
+	 "unless --force (kills them).\n",
+	 false},
 	{"version", "", "usage: moat --version | moat -V\n", false},
 	{"help", "", "usage: moat help [COMMAND [SUBCOMMAND]]\n", false},
 };
 
-static const char *const commands[] = {
-	"run",	 "policy",  "doctor", "log",	"diff", "apply", "ps",	 "gc",	 "selftest", "mcp",
-	"serve", "version", "help",   "create", "exec", "ls",	 "logs", "stop", "rm",	     "cp"};
+static const char *const commands[] = {"run",  "policy", "doctor",   "log",	"diff",	 "apply",
+				       "ps",   "gc",	 "selftest", "mcp",	"serve", "version",
+				       "help", "create", "exec",     "ls",	"logs",	 "stop",
+				       "rm",   "cp",	 "snapshot", "restore", "reset"};
 
 const char *moat_cli_suggest_command(const char *cmd)
 {

@@ -14,6 +14,7 @@ static void usage(FILE *f)
 		"  moat create [OPTIONS] [--name N]         a sandbox that outlives one command\n"
 		"  moat exec ID [--tty] -- COMMAND [ARG...] run COMMAND in it (moat ls, logs,\n"
 		"                                           stop, rm, cp: docs/SESSIONS.md)\n"
+		"  moat snapshot ID [NAME] / restore ID NAME / reset ID   its files' snapshots\n"
 		"  moat policy check FILE                   validate a policy file\n"
 		"  moat policy show [OPTIONS]               print the effective policy and plan\n"
 		"  moat doctor [--json]                     kernel features and what moat enforces\n"
@@ -93,6 +94,12 @@ int main(int argc, char **argv)
 		return moat_cli_rm(argc - 1, argv + 1);
 	if (strcmp(cmd, "cp") == 0)
 		return moat_cli_cp(argc - 1, argv + 1);
+	if (strcmp(cmd, "snapshot") == 0)
+		return moat_cli_snapshot(argc - 1, argv + 1);
+	if (strcmp(cmd, "restore") == 0)
+		return moat_cli_restore(argc - 1, argv + 1);
+	if (strcmp(cmd, "reset") == 0)
+		return moat_cli_reset(argc - 1, argv + 1);
 	if (strcmp(cmd, "__proxy") == 0)
 		return moat_cli_proxy_helper(argc - 1, argv + 1);
 	if (strcmp(cmd, "__probe") == 0)

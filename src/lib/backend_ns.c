@@ -374,6 +374,15 @@ static int wait_setup(struct moat_run *r)
 		case MOAT_FD_UPPER:
 			r->upper_fd = fd;
 			break;
+		case MOAT_FD_LOWER:
+			r->lower_fd = fd;
+			break;
+		case MOAT_FD_USERNS:
+			r->userns_fd = fd;
+			break;
+		case MOAT_FD_MNTNS:
+			r->mntns_fd = fd;
+			break;
 		case MOAT_FD_PTMX:
 			r->ptmx_fd = fd;
 			break;

@@ -82,6 +82,9 @@ struct moat_run {
 
 	/* fds handed over by the sandbox */
 	int output_fd, upper_fd, ptmx_fd, notify_fd;
+	int lower_fd; /* the workspace overlay's lower tree (snapshot.c) */
+	int userns_fd, mntns_fd; /* the sandbox's namespaces (snapshot.c) */
+	struct moat_snap *snap; /* snapshots (snapshot.c), NULL until the first */
 	/* exec records (restrict.c): the sandbox root exec paths are checked in
 	 * (-1 until the first exec), and the event buffer */
 	int notify_root_fd;
@@ -164,3 +167,5 @@ void moat_sandbox_abort(struct moat_sandbox *sbx);
 int moat_sandbox_poll(struct moat_run *r, int timeout_ms);
 
 uint64_t moat_now_us(void);
+/* snapshot.c: frees the snapshots' store (at the sandbox's end) */
+void moat_snap_free(struct moat_run *r);

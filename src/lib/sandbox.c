@@ -603,6 +603,12 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 		    s->src);
 	close(lower);
 	close(tree);
+	/* the lower tree itself (the mount now attached there), for snapshots:
+	 * the supervisor reads the workspace's start from it (snapshot.c) */
+	lower = open(NEWROOT "/.moat-ovl/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (lower < 0 || moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_LOWER, lower) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand the overlay's lower layer to moat");
+	close(lower);
 	int mp = walk_mountpoint(s->dest, 0755, idx);
 	snprintf(opts, sizeof(opts),
 		 "lowerdir=" NEWROOT "/.moat-ovl/lower,upperdir=" NEWROOT
@@ -1080,6 +1086,17 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	moat_test_stall("init-mounted");
 	if (chdir(sb->plan->cwd) < 0)
 		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
+
+	/* The namespaces, for the snapshots' helper (snapshot.c). */
+	static const char *const ns_files[] = {"/proc/self/ns/user", "/proc/self/ns/mnt"};
+	for (int i = 0; i < 2; i++) {
+		int nfd = open(ns_files[i], O_RDONLY | O_CLOEXEC);
+		if (nfd < 0 ||
+		    moat_sandbox_send_fd(sb->sock_child, i ? MOAT_FD_MNTNS : MOAT_FD_USERNS, nfd) <
+			    0)
+			die(MOAT_STAGE_MOUNT, errno, -1, "cannot hand %s to moat", ns_files[i]);
+		close(nfd);
+	}
 
 	/* Terminals are made per process by the supervisor, in this sandbox's
 	 * own devpts instance: it gets the instance's ptmx (O_PATH). /dev/null

@@ -54,6 +54,12 @@ enum moat_fd_kind {
 	/* the seccomp listener, taken by moat with pidfd_getfd: the next message
 	 * is its fd number in the init, moat answers 1 (taken) or 0 */
 	MOAT_FD_NOTIFY_TAKE = 5,
+	MOAT_FD_LOWER = 6, /* O_PATH of the workspace overlay's lower tree (snapshots) */
+	/* the sandbox's user and mount namespaces (snapshots: setns; the init's
+	 * own /proc/PID/ns is closed to an unprivileged moat, the init being
+	 * non-dumpable) */
+	MOAT_FD_USERNS = 7,
+	MOAT_FD_MNTNS = 8,
 	MOAT_FD_NET = 16, /* 16..22: the network listeners, struct moat_netns_fds order */
 	MOAT_FD_DONE = 99, /* no more fds follow */
 };

@@ -128,6 +128,17 @@ static uint64_t mono_us(void)
 static int send_frame(struct server *s, json_t *j, const void *data, size_t len)
 {
 	char *t = json_dumps(j, JSON_COMPACT);
+	if (t && strlen(t) > MOAT_SERVE_MAX_JSON) {
+		/* the front refuses a frame over the limit: an error instead */
+		free(t);
+		json_t *e = json_pack("{s:O,s:i,s:{s:{s:s,s:s}}}", "id", json_object_get(j, "id"),
+				      "status", 500, "body", "error", "code", "payload_too_large",
+				      "message", "the answer is larger than the frame limit");
+		t = e ? json_dumps(e, JSON_COMPACT) : NULL;
+		json_decref(e);
+		data = NULL;
+		len = 0;
+	}
 	json_decref(j);
 	if (!t)
 		return -ENOMEM;
@@ -485,26 +496,109 @@ static int op_list(struct server *s, struct request *r)
 	return answer(s, r->id, 200, json_pack("{s:o}", "sandboxes", a ? a : json_array()));
 }
 
-static int op_reset(struct server *s, struct request *r)
+static int snap_error(struct server *s, struct request *r, int k, const struct moat_error *err)
+{
+	int st = k == -EBUSY || k == -EEXIST ? 409 : k == -ENOENT ? 404 : k == -ENOSPC ? 507 : 422;
+	const char *code = k == -EBUSY ? "busy"
+		: k == -EEXIST	       ? "conflict"
+		: k == -ENOENT	       ? "snapshot_not_found"
+		: k == -ENOSPC	       ? "no_space"
+		: k == -ENOTSUP	       ? "not_supported"
+				       : "snapshot_failed";
+	return answer_error(s, r->id, st, code, "%s",
+			    err->message[0] ? err->message : strerror(-k));
+}
+
+static json_t *snap_json(const struct moat_snapshot_info *si)
+{
+	return json_pack("{s:s,s:I,s:I,s:b}", "name", si->name, "created_us",
+			 (json_int_t)si->created_us, "bytes", (json_int_t)si->bytes, "current",
+			 si->current);
+}
+
+/* The jobs of x end first when force: the library kills its processes. */
+static void end_jobs(struct server *s, struct sbx *x)
+{
+	for (struct job *j = s->jobs; j; j = j->next)
+		if (j->s == x && j->kind == JOB_EXEC && j->req) {
+			/* its process is killed: what it wrote is relayed, the
+			 * exit record follows from the loop */
+			if (j->pr)
+				moat_proc_signal(j->pr, SIGKILL);
+		}
+}
+
+static int op_snapshots(struct server *s, struct request *r)
 {
 	struct sbx *x;
 	struct moat_error err = {0};
+	int k;
 	if (need_sbx(s, r, &x) < 0)
 		return 0;
-	for (struct job *j = s->jobs; j; j = j->next)
-		if (j->s == x)
-			job_finish(s, j, true);
-	struct moat_sandbox *nsb = NULL;
-	int k = moat_sandbox_create(x->p, &nsb, &err);
+	bool force = json_is_true(json_object_get(r->args, "force"));
+	if (force)
+		end_jobs(s, x);
+	if (streq(r->op, "snapshot")) {
+		char name[MOAT_SNAPSHOT_NAME_MAX + 1] = "";
+		const char *want = json_string_value(json_object_get(r->args, "name"));
+		if ((k = moat_sandbox_snapshot(x->sb, want, force, name, &err)) < 0)
+			return snap_error(s, r, k, &err);
+		struct moat_snapshot_info *l = NULL;
+		size_t n = 0;
+		json_t *b = NULL;
+		if (moat_sandbox_snapshot_list(x->sb, &l, &n, &err) >= 0)
+			for (size_t i = 0; i < n && !b; i++)
+				if (streq(l[i].name, name))
+					b = snap_json(&l[i]);
+		free(l);
+		return answer(s, r->id, 201, b ? b : json_pack("{s:s}", "name", name));
+	}
+	if (streq(r->op, "snapshots")) {
+		struct moat_snapshot_info *l = NULL;
+		size_t n = 0;
+		if ((k = moat_sandbox_snapshot_list(x->sb, &l, &n, &err)) < 0)
+			return snap_error(s, r, k, &err);
+		json_t *a = json_array();
+		for (size_t i = 0; a && i < n; i++)
+			json_array_append_new(a, snap_json(&l[i]));
+		free(l);
+		return answer(s, r->id, 200, json_pack("{s:o}", "snapshots", a ? a : json_array()));
+	}
+	if (streq(r->op, "snapshot.delete")) {
+		const char *name = json_string_value(json_object_get(r->args, "name"));
+		if ((k = moat_sandbox_snapshot_delete(x->sb, name ? name : "", &err)) < 0)
+			return snap_error(s, r, k, &err);
+		return answer(s, r->id, 200, json_pack("{s:s,s:b}", "name", name, "deleted", 1));
+	}
+	if (streq(r->op, "restore")) {
+		const char *name = json_string_value(json_object_get(r->args, "snapshot"));
+		if ((k = moat_sandbox_restore(x->sb, name ? name : "", force, &err)) < 0)
+			return snap_error(s, r, k, &err);
+		return answer(s, r->id, 200, sbx_json(x));
+	}
+	/* reset: the files back to the start; a sandbox without layered
+	 * state (its workspace is the host's) is replaced by a fresh one */
+	if ((k = moat_sandbox_reset(x->sb, force, &err)) == -ENOTSUP) {
+		for (struct job *j = s->jobs; j; j = j->next)
+			if (j->s == x)
+				job_finish(s, j, true);
+		struct moat_sandbox *nsb = NULL;
+		struct moat_error e2 = {0};
+		if ((k = moat_sandbox_create(x->p, &nsb, &e2)) < 0)
+			return answer_error(s, r->id, 503, "sandbox_failed",
+					    "a fresh sandbox could not be set up (the old one is "
+					    "kept): %s step: %s",
+					    e2.stage, e2.message);
+		moat_sandbox_destroy(x->sb, NULL, NULL);
+		x->sb = nsb;
+		x->execs = 0;
+		x->running = 0;
+		json_t *b = sbx_json(x);
+		json_object_set_new(b, "replaced", json_true());
+		return answer(s, r->id, 200, b);
+	}
 	if (k < 0)
-		return answer_error(s, r->id, 503, "sandbox_failed",
-				    "a fresh sandbox could not be set up (the old one is kept): "
-				    "%s step: %s",
-				    err.stage, err.message);
-	moat_sandbox_destroy(x->sb, NULL, NULL);
-	x->sb = nsb;
-	x->execs = 0;
-	x->running = 0;
+		return snap_error(s, r, k, &err);
 	return answer(s, r->id, 200, sbx_json(x));
 }
 
@@ -1023,7 +1117,12 @@ static int serve_one(struct server *s)
 		r.args = empty;
 	if (r.sandbox && strlen(r.sandbox) > 128)
 		r.sandbox = NULL;
-	if (streq(r.op, "health"))
+	if (streq(r.op, "health") && !s->tenants.open &&
+	    !moat_serve_tenant_find(&s->tenants, json_string_value(json_object_get(j, "token"))))
+		/* without a valid token: that it is up, nothing of its state */
+		answer(s, r.id, 200,
+		       json_pack("{s:s,s:s}", "status", "ok", "version", MOAT_VERSION));
+	else if (streq(r.op, "health"))
 		op_health(s, &r);
 	else if (auth(s, j, &r) < 0)
 		;
@@ -1045,16 +1144,12 @@ static int serve_one(struct server *s)
 		op_exec(s, &r);
 	else if (startswith(r.op, "files."))
 		op_files(s, &r);
-	else if (streq(r.op, "reset"))
-		op_reset(s, &r);
 	else if (streq(r.op, "events"))
 		op_events(s, &r);
-	else if (streq(r.op, "snapshot") || streq(r.op, "snapshots") || streq(r.op, "restore")) {
-		struct sbx *x;
-		if (need_sbx(s, &r, &x) == 0)
-			answer_error(s, r.id, 501, "not_implemented",
-				     "snapshots are not available in this build");
-	} else
+	else if (streq(r.op, "reset") || streq(r.op, "snapshot") || streq(r.op, "snapshots") ||
+		 streq(r.op, "snapshot.delete") || streq(r.op, "restore"))
+		op_snapshots(s, &r);
+	else
 		answer_error(s, r.id, 400, "bad_request", "unknown operation");
 	json_decref(empty);
 	json_decref(j);
@@ -1215,6 +1310,40 @@ static int listen_tcp(const char *addr, char *bound, size_t blen, struct moat_er
 		snprintf(bound, blen, "%s:%u", a, ntohs(((struct sockaddr_in *)&ss)->sin_port));
 	}
 	return fd;
+}
+
+/* The API socket must not be inside anything the policy binds into a
+ * sandbox (the workspace, --ro/--rw mounts): a process there could connect
+ * to it. A request cannot add a mount, so checking the ceiling suffices. */
+static int socket_exposed(const struct moat_policy *p, const char *sock, struct moat_error *err)
+{
+	char dir[PATH_MAX], real[PATH_MAX], src[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", sock);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = '\0';
+	else if (slash)
+		dir[1] = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (!realpath(dir, real))
+		return moat_error_set(err, "socket", errno, "%s: %s", dir, strerror(errno));
+	for (unsigned i = 0; i <= p->n_mounts; i++) {
+		const char *from = i == p->n_mounts ? p->workspace
+			: (p->mounts[i].kind == MOAT_MOUNT_RO || p->mounts[i].kind == MOAT_MOUNT_RW)
+			? p->mounts[i].src
+			: NULL;
+		if (!from || !realpath(from, src))
+			continue;
+		size_t n = strlen(src);
+		if (streq(src, "/") || (strncmp(real, src, n) == 0 && (real[n] == '/' || !real[n])))
+			return moat_error_set(err, "socket", EPERM,
+					      "the API socket %s would be inside %s, which the "
+					      "policy binds into every sandbox: choose another "
+					      "--socket",
+					      sock, from);
+	}
+	return 0;
 }
 
 /* ---- the front ------------------------------------------------------------------------ */
@@ -1407,6 +1536,21 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 	else if ((k = moat_serve_socket_default(sock_path, sizeof(sock_path))) < 0) {
 		k = moat_error_set(ret_err, "socket", -k, "cannot find the runtime directory");
 		goto out;
+	}
+	{
+		/* the directory must exist for the check: listen_unix creates it */
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", sock_path);
+		char *sl = strrchr(dir, '/');
+		if (sl && sl != dir) {
+			*sl = '\0';
+			int dfd = moat_path_open(dir, MOAT_PATH_DIR | MOAT_PATH_MKDIR, 0700, NULL);
+			safe_close(dfd);
+		}
+		if ((k = socket_exposed(ceiling, sock_path, ret_err)) < 0) {
+			sock_path[0] = '\0';
+			goto out;
+		}
 	}
 	if ((ufd = listen_unix(sock_path, ret_err)) < 0) {
 		k = ufd;

@@ -227,6 +227,9 @@ struct moat_policy *moat_serve_policy_copy(const struct moat_policy *p, struct m
 		return moat_policy_free(c);
 	}
 	c->base_dir = p->base_dir;
+	/* which limits were asked for (a limit asked for fails closed when it
+	 * cannot be enforced; a default one falls back): not in the JSON */
+	c->limits_set = p->limits_set;
 	return c;
 }
 
@@ -339,8 +342,19 @@ int moat_serve_narrow(struct moat_policy *p, const struct moat_policy *ceil, jso
 				      "net: %s is wider than the operator's --net %s: a request "
 				      "can narrow the policy, never widen it",
 				      s, moat_net_mode_names[ceil->net]);
+		if (mode == MOAT_NET_NONE && p->n_secrets)
+			return refuse(-EINVAL, f, flen, "net", msg, mlen,
+				      "net: none is not possible with the operator's secrets");
 		if (mode != (int)p->net && moat_policy_set_option(p, "--net", s, &e) < 0)
 			return refuse(-EINVAL, f, flen, "net", msg, mlen, "net: %s", e.message);
+		if (mode != MOAT_NET_ALLOW) {
+			/* the allowlist goes with the mode it needs */
+			for (unsigned r = 0; r < p->n_allow_hosts; r++)
+				free(p->allow_hosts[r].pattern);
+			for (unsigned r = 0; r < p->n_allow_cidrs; r++)
+				free(p->allow_cidrs[r].pattern);
+			p->n_allow_hosts = p->n_allow_cidrs = 0;
+		}
 	}
 
 	if ((v = json_object_get(args, "allow_hosts"))) {

@@ -46,7 +46,7 @@
 
 #define MOAT_SERVE_FRAME_MAGIC 0x6d737631u /* "msv1" */
 
-#define MOAT_SERVE_MAX_JSON (256u << 10) /* a frame's JSON */
+#define MOAT_SERVE_MAX_JSON (4u << 20) /* a frame's JSON */
 #define MOAT_SERVE_MAX_DATA (16u << 20) /* a frame's data: a file, a chunk */
 #define MOAT_SERVE_MAX_BODY (16u << 20) /* an HTTP request's body */
 #define MOAT_SERVE_MAX_ARGV 256u

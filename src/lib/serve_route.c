@@ -399,6 +399,14 @@ static int check_uint(json_t *o, const char *field, uint64_t max, struct moat_se
 	return 1;
 }
 
+static int check_bool(json_t *o, const char *field, struct moat_serve_out *out)
+{
+	json_t *v = json_object_get(o, field);
+	if (!v)
+		return 0;
+	return json_is_boolean(v) ? 1 : bad_field(out, field, "must be true or false");
+}
+
 /* The query's path=: absolute, bounded, no NUL, into a new string field. */
 static int query_path(const struct moat_serve_http_req *rq, json_t *args,
 		      struct moat_serve_out *out)
@@ -465,9 +473,29 @@ static int h_delete(const struct moat_serve_http_req *rq, struct moat_serve_out 
 {
 	return h_plain(rq, out, "delete");
 }
+/* A body with only {"force": bool} (or none). */
+static int h_force(const struct moat_serve_http_req *rq, struct moat_serve_out *out, const char *op)
+{
+	static const char *const fields[] = {"force", NULL};
+	json_t *o = moat_serve_body_object(rq, out);
+	if (!o)
+		return -EINVAL;
+	if (moat_serve_only_fields(o, fields, out) < 0 || check_bool(o, "force", out) < 0) {
+		json_decref(o);
+		return -EINVAL;
+	}
+	return moat_serve_forward(out, op, SANDBOX(rq), o, NULL, 0);
+}
 static int h_reset(const struct moat_serve_http_req *rq, struct moat_serve_out *out)
 {
-	return h_plain(rq, out, "reset");
+	return h_force(rq, out, "reset");
+}
+static int h_snapshot_delete(const struct moat_serve_http_req *rq, struct moat_serve_out *out)
+{
+	if (rq->body_len)
+		return moat_serve_reply_error(out, 400, "bad_request", "body: must be empty");
+	return moat_serve_forward(out, "snapshot.delete", SANDBOX(rq),
+				  json_pack("{s:s}", "name", rq->param[1]), NULL, 0);
 }
 static int h_snapshots(const struct moat_serve_http_req *rq, struct moat_serve_out *out)
 {
@@ -563,12 +591,13 @@ static int h_file_list(const struct moat_serve_http_req *rq, struct moat_serve_o
 
 static int h_snapshot(const struct moat_serve_http_req *rq, struct moat_serve_out *out)
 {
-	static const char *const fields[] = {"name", NULL};
+	static const char *const fields[] = {"name", "force", NULL};
 	json_t *o = moat_serve_body_object(rq, out);
 	if (!o)
 		return -EINVAL;
 	if (moat_serve_only_fields(o, fields, out) < 0 ||
-	    check_string(o, "name", MOAT_SESSION_NAME_MAX, false, out) < 0) {
+	    check_string(o, "name", MOAT_SESSION_NAME_MAX, false, out) < 0 ||
+	    check_bool(o, "force", out) < 0) {
 		json_decref(o);
 		return -EINVAL;
 	}
@@ -577,12 +606,13 @@ static int h_snapshot(const struct moat_serve_http_req *rq, struct moat_serve_ou
 
 static int h_restore(const struct moat_serve_http_req *rq, struct moat_serve_out *out)
 {
-	static const char *const fields[] = {"snapshot", NULL};
+	static const char *const fields[] = {"snapshot", "force", NULL};
 	json_t *o = moat_serve_body_object(rq, out);
 	if (!o)
 		return -EINVAL;
 	if (moat_serve_only_fields(o, fields, out) < 0 ||
-	    check_string(o, "snapshot", MOAT_SERVE_MAX_ID, true, out) < 0) {
+	    check_string(o, "snapshot", MOAT_SERVE_MAX_ID, true, out) < 0 ||
+	    check_bool(o, "force", out) < 0) {
 		json_decref(o);
 		return -EINVAL;
 	}
@@ -634,6 +664,7 @@ static const struct moat_serve_route routes_v1[] = {
 	{"POST", "/v1/sandboxes/{id}/reset", h_reset, NULL, 0, NULL},
 	{"POST", "/v1/sandboxes/{id}/snapshots", h_snapshot, NULL, 0, NULL},
 	{"GET", "/v1/sandboxes/{id}/snapshots", h_snapshots, NULL, 0, NULL},
+	{"DELETE", "/v1/sandboxes/{id}/snapshots/{name}", h_snapshot_delete, NULL, 0, NULL},
 	{"POST", "/v1/sandboxes/{id}/restore", h_restore, NULL, 0, NULL},
 	{"GET", "/v1/sandboxes/{id}/events", h_events, NULL, 0, NULL},
 	{NULL, NULL, NULL, NULL, 0, NULL},
@@ -726,7 +757,9 @@ void moat_serve_dispatch(struct moat_serve_http_req *rq, const char *token,
 			}
 			if (r->handle(rq, out) < 0 && !out->status)
 				moat_serve_reply_error(out, 400, "bad_request", "refused");
-			if (out->fwd && !(r->flags & MOAT_SERVE_ROUTE_OWN_TOKEN) &&
+			/* the request's bearer token, unless the handler named
+			 * the credential itself */
+			if (out->fwd && !json_object_get(out->fwd, "token") &&
 			    json_object_set_new(out->fwd, "token",
 						json_string(token ? token : "")) < 0)
 				moat_serve_reply_error(out, 500, "internal", "out of memory");

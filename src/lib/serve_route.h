@@ -101,9 +101,9 @@ extern const struct moat_serve_codec moat_serve_codec_json;
 
 enum {
 	MOAT_SERVE_ROUTE_RAW_BODY = 1u << 0, /* the body is bytes, not JSON */
-	/* the handler puts the request's credential in the forward's "token"
-	 * itself (E2B's X-API-KEY, X-Access-Token), and a malformed
-	 * Authorization header is the handler's to judge */
+	/* the route takes its credential from other headers (E2B's
+	 * X-API-KEY, X-Access-Token: the handler puts it in the forward's
+	 * "token"), so a malformed Authorization header is its to judge */
 	MOAT_SERVE_ROUTE_OWN_TOKEN = 1u << 1,
 };
 
@@ -138,7 +138,9 @@ _printf_(4, 5) int moat_serve_reply_error(struct moat_serve_out *out, int status
 /* Takes body (may be NULL: "{}"). */
 int moat_serve_reply_json(struct moat_serve_out *out, int status, json_t *body);
 /* Forward op with args (taken; NULL: {}) and the route's sandbox param
- * (NULL: none); data may be NULL. */
+ * (NULL: none); data may be NULL. The frame gets the request's bearer
+ * token unless the handler put a "token" into out->fwd itself. The ops the
+ * back knows and their args: serve.c (serve_one) and docs/API.md. */
 int moat_serve_forward(struct moat_serve_out *out, const char *op, const char *sandbox,
 		       json_t *args, const char *data, size_t len);
 /* The request's body as a JSON object (an empty body is {}): NULL after a

@@ -349,6 +349,7 @@ static void on_list(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 }
 
 static void end_session(struct sess *s, int reply_fd);
+static void on_snapshot(struct sess *s, struct conn *c, struct moat_sess_msg *m);
 
 static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 {
@@ -405,9 +406,71 @@ static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	case MOAT_SESS_LIST:
 		on_list(s, c, m);
 		break;
+	case MOAT_SESS_SNAPSHOT:
+	case MOAT_SESS_RESTORE:
+	case MOAT_SESS_RESET:
+	case MOAT_SESS_SNAP_LIST:
+	case MOAT_SESS_SNAP_DELETE:
+		on_snapshot(s, c, m);
+		break;
 	default:
 		reply_errorf(c->fd, "usage", EINVAL, "unknown request");
 	}
+}
+
+/* Snapshots: the library does the work (and refuses while processes run,
+ * unless force). */
+static void on_snapshot(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+{
+	struct moat_error e = {0};
+	json_t *jn = json_object_get(m->body, "name");
+	const char *name = json_is_string(jn) ? json_string_value(jn) : NULL;
+	bool force = json_is_true(json_object_get(m->body, "force"));
+	char made[MOAT_SNAPSHOT_NAME_MAX + 1] = "";
+	int k = -EINVAL;
+	if (jn && !json_is_string(jn) && !json_is_null(jn)) {
+		reply_errorf(c->fd, "usage", EINVAL, "the snapshot's name is not a string");
+		return;
+	}
+	switch (m->type) {
+	case MOAT_SESS_SNAPSHOT:
+		k = moat_sandbox_snapshot(s->sb, name, force, made, &e);
+		if (k >= 0) {
+			reply_ok(c->fd, json_pack("{s:s}", "name", made));
+			return;
+		}
+		break;
+	case MOAT_SESS_RESTORE:
+		k = moat_sandbox_restore(s->sb, name, force, &e);
+		break;
+	case MOAT_SESS_RESET:
+		k = moat_sandbox_reset(s->sb, force, &e);
+		break;
+	case MOAT_SESS_SNAP_DELETE:
+		k = moat_sandbox_snapshot_delete(s->sb, name, &e);
+		break;
+	case MOAT_SESS_SNAP_LIST: {
+		struct moat_snapshot_info *v = NULL;
+		size_t n = 0;
+		k = moat_sandbox_snapshot_list(s->sb, &v, &n, &e);
+		if (k < 0)
+			break;
+		json_t *a = json_array();
+		for (size_t i = 0; a && i < n; i++)
+			json_array_append_new(a,
+					      json_pack("{s:s,s:I,s:I,s:b}", "name", v[i].name,
+							"created_us", (json_int_t)v[i].created_us,
+							"bytes", (json_int_t)v[i].bytes, "current",
+							v[i].current));
+		free(v);
+		reply_ok(c->fd, json_pack("{s:o}", "snapshots", a ? a : json_array()));
+		return;
+	}
+	}
+	if (k < 0)
+		reply_error(c->fd, &e);
+	else
+		reply_ok(c->fd, NULL);
 }
 
 /* ---- the end -------------------------------------------------------------- */

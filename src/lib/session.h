@@ -38,6 +38,12 @@ enum moat_sess_type {
 	MOAT_SESS_COPY_OUT, /* {path, max} -> OK {len} | ERROR, then COPY_OUT_FD + fd -> OK */
 	MOAT_SESS_COPY_OUT_FD,
 	MOAT_SESS_LIST, /* {path} -> OK {type, size, entries: [{name, type, size}]} | ERROR */
+	/* snapshots (moat_sandbox_snapshot() and the others) */
+	MOAT_SESS_SNAPSHOT, /* {name?, force} -> OK {name} | ERROR */
+	MOAT_SESS_RESTORE, /* {name, force} -> OK | ERROR */
+	MOAT_SESS_RESET, /* {force} -> OK | ERROR */
+	MOAT_SESS_SNAP_LIST, /* -> OK {snapshots: [{name, created_us, bytes, current}]} */
+	MOAT_SESS_SNAP_DELETE, /* {name} -> OK | ERROR */
 
 	MOAT_SESS_OK = 100,
 	MOAT_SESS_ERROR, /* {stage, err, message} */

@@ -589,3 +589,93 @@ int moat_session_copy_out(const char *id, const char *path, const char *host_pat
 		*ret_len = w.total;
 	return k;
 }
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+static int snap_call(const char *id, unsigned type, json_t *b, struct moat_sess_msg *ret,
+		     struct moat_error *ret_err)
+{
+	if (!b)
+		return moat_error_set(ret_err, "session", ENOMEM, "out of memory");
+	int k = call(id, type, b, NULL, 0, MOAT_SESS_OK, ret, NULL, ret_err);
+	json_decref(b);
+	return k;
+}
+
+int moat_session_snapshot(const char *id, const char *name, bool force,
+			  char ret_name[MOAT_SNAPSHOT_NAME_MAX + 1], struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	json_t *b = name ? json_pack("{s:s,s:b}", "name", name, "force", force)
+			 : json_pack("{s:b}", "force", force);
+	int k = snap_call(id, MOAT_SESS_SNAPSHOT, b, &m, ret_err);
+	if (k < 0)
+		return k;
+	const char *made = json_string_value(json_object_get(m.body, "name"));
+	if (ret_name)
+		snprintf(ret_name, MOAT_SNAPSHOT_NAME_MAX + 1, "%s", made ? made : "");
+	moat_sess_msg_done(&m);
+	return 0;
+}
+
+int moat_session_restore(const char *id, const char *name, bool force, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	if (!name)
+		return moat_error_set(ret_err, "snapshot", EINVAL, "which snapshot?");
+	int k = snap_call(id, MOAT_SESS_RESTORE,
+			  json_pack("{s:s,s:b}", "name", name, "force", force), &m, ret_err);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
+int moat_session_reset(const char *id, bool force, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	int k = snap_call(id, MOAT_SESS_RESET, json_pack("{s:b}", "force", force), &m, ret_err);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
+int moat_session_snapshot_delete(const char *id, const char *name, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	if (!name)
+		return moat_error_set(ret_err, "snapshot", EINVAL, "which snapshot?");
+	int k = snap_call(id, MOAT_SESS_SNAP_DELETE, json_pack("{s:s}", "name", name), &m, ret_err);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
+int moat_session_snapshot_list(const char *id, struct moat_snapshot_info **ret, size_t *ret_n,
+			       struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	int k = snap_call(id, MOAT_SESS_SNAP_LIST, json_object(), &m, ret_err);
+	if (k < 0)
+		return k;
+	json_t *a = json_object_get(m.body, "snapshots");
+	size_t n = json_is_array(a) ? json_array_size(a) : 0;
+	if (n > MOAT_SNAPSHOTS_MAX)
+		n = MOAT_SNAPSHOTS_MAX;
+	struct moat_snapshot_info *v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
+		moat_sess_msg_done(&m);
+		return moat_error_set(ret_err, "session", ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(a, i);
+		const char *nm = json_string_value(json_object_get(o, "name"));
+		snprintf(v[i].name, sizeof(v[i].name), "%s", nm ? nm : "");
+		v[i].created_us = (uint64_t)json_integer_value(json_object_get(o, "created_us"));
+		v[i].bytes = (uint64_t)json_integer_value(json_object_get(o, "bytes"));
+		v[i].current = json_is_true(json_object_get(o, "current"));
+	}
+	moat_sess_msg_done(&m);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}

@@ -174,6 +174,10 @@ static void run_free(struct moat_run *r)
 	safe_close(r->epfd);
 	safe_close(r->output_fd);
 	safe_close(r->upper_fd);
+	safe_close(r->lower_fd);
+	safe_close(r->userns_fd);
+	safe_close(r->mntns_fd);
+	moat_snap_free(r);
 	safe_close(r->ptmx_fd);
 	safe_close(r->notify_fd);
 	if (r->backend)
@@ -216,7 +220,7 @@ static struct moat_sandbox *sandbox_new(const struct moat_policy *p, struct moat
 	r->st = &r->status;
 	r->err = err ? err : &r->errbuf;
 	r->pidfd = r->epfd = r->output_fd = r->upper_fd = r->ptmx_fd = r->notify_fd = -1;
-	r->notify_root_fd = r->uid_slot_fd = -1;
+	r->notify_root_fd = r->uid_slot_fd = r->lower_fd = r->userns_fd = r->mntns_fd = -1;
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		r->sb.premounted[i] = r->sb.user_fd[i] = -1;
 	r->sb.rootfs_fd = -1;

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/confine.h"
@@ -62,7 +63,11 @@ struct conn {
 	bool ended; /* the back sent the last frame */
 	bool suspended;
 	bool headers_seen; /* the first call (headers only) was answered */
+	bool gone; /* the client hung up while the connection was suspended */
+	bool uri_too_long;
 };
+
+#define MAX_URI 8192u
 
 static struct conn *conns;
 static uint32_t next_id;
@@ -226,7 +231,9 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 	if (!c)
 		return NULL;
 	c->mc = mc;
-	c->uri = strndup(uri ? uri : "", 8192);
+	/* a target longer than this is refused (414), never cut */
+	c->uri_too_long = uri && strlen(uri) > MAX_URI;
+	c->uri = strndup(c->uri_too_long || !uri ? "" : uri, MAX_URI);
 	c->codec = &moat_serve_codec_json;
 	c->next = conns;
 	if (conns)
@@ -268,17 +275,34 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* A suspended connection is not watched by libmicrohttpd: whether its
+ * client hung up, from its socket (no byte is consumed). */
+static bool client_gone(struct conn *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return false;
+	struct pollfd pf = {.fd = ci->connect_fd, .events = POLLRDHUP};
+	return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct conn *c = cls;
-	if (c->st.failed)
+	if (c->st.failed || c->gone)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	if (c->sent < c->st.len) {
 		size_t n = MIN(max, c->st.len - c->sent);
 		memcpy(buf, c->st.buf + c->sent, n);
 		c->sent += n;
+		/* what was sent leaves the buffer (its bound counts what waits) */
 		if (c->sent == c->st.len) {
 			c->sent = c->st.len = 0;
+		} else if (c->sent >= (1u << 20)) {
+			memmove(c->st.buf, c->st.buf + c->sent, c->st.len - c->sent);
+			c->st.len -= c->sent;
+			c->sent = 0;
 		}
 		return (ssize_t)n;
 	}
@@ -448,9 +472,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 		if (c->too_big)
 			return queue_error(c, 413, "payload_too_large",
 					   "the body is larger than 16 MiB");
+		if (c->uri_too_long)
+			return queue_error(c, 414, "bad_request",
+					   "the request target is longer than 8192 bytes");
 		return dispatch(c, method);
 	case C_WAIT:
-		return MHD_YES; /* spurious: still suspended */
+		if (c->gone)
+			return MHD_NO; /* the client hung up: the connection is closed */
+		c->suspended = true;
+		MHD_suspend_connection(c->mc);
+		return MHD_YES;
 	case C_READY: {
 		bool stream = c->st.streaming || !c->ended;
 		if (stream)
@@ -611,6 +642,7 @@ int main(int argc, char **argv)
 	if (k > 0)
 		(void)!write(STDERR_FILENO, line, MIN((size_t)k, sizeof(line) - 1));
 
+	time_t last_sweep = 0;
 	for (;;) {
 		struct pollfd pf[3];
 		unsigned n = 0;
@@ -631,9 +663,26 @@ int main(int argc, char **argv)
 				timeout = (int)MIN(t, 60000ull);
 			}
 		}
+		/* A suspended connection's client is not watched by
+		 * libmicrohttpd: once a second, the suspended ones are checked
+		 * for a client that hung up (then closed: its request is
+		 * cancelled, a command it runs is killed) */
+		if (timeout < 0 || timeout > 1000)
+			timeout = 1000;
 		k = poll(pf, n, timeout);
 		if (k < 0 && errno != EINTR)
 			die("poll");
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec != last_sweep) {
+			last_sweep = now.tv_sec;
+			for (struct conn *c = conns; c; c = c->next)
+				if (c->state != C_BODY && !c->ended && c->suspended &&
+				    client_gone(c)) {
+					c->gone = true;
+					wake(c);
+				}
+		}
 		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
 			read_back();
 		for (unsigned i = 0; i < 2; i++)

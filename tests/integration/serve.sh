@@ -1,0 +1,366 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `moat serve` (issue 15): the HTTP API, driven by serve_client.py over the
+# unix socket and over TCP.
+#  - lifecycle: create (ready on return), exec with streamed output and the
+#    exit record, stdin/env/cwd, inspect, list, names, the audit stream,
+#    reset, delete (the end summary; gone after), JSON errors (404, 405, 400,
+#    413); delete leaves nothing (moat ps, processes).
+#  - concurrent execs, streaming (the first line before the command ends),
+#    a client that hangs up (its command is killed).
+#  - files: write/read (binary), stat, list, remove, errors.
+#  - snapshots: take, restore (409 busy while a process runs, unless
+#    force), reset to the start, delete.
+#  - auth over TCP with a tokens file: no token, a wrong token, another
+#    tenant's id (not found; control: the owner reaches it); quotas.
+#  - request fields that would widen the policy: refused naming the field
+#    (control: a narrower request is accepted and applied).
+#  - the warm pool: taken, refilled; a non-matching create is cold.
+#  - a server killed with SIGKILL: its sandboxes die with it, `moat gc`
+#    cleans the rest, a new server replaces the stale socket.
+#  - the API cannot be reached from inside a sandbox (unix socket and TCP;
+#    control: the same probe outside reaches it); a policy that binds the
+#    socket's directory in is refused.
+#  - the front's isolation: unprivileged, seccomp, no_new_privs, exactly its
+#    descriptors (control: the back differs).
+#  - the OpenAPI document: every route, every response checked against it
+#    (openapi_check.py).
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+CLIENT=$HERE/serve_client.py
+FRONT=$(dirname "$MOAT")/moat-serve-front
+
+# Unprivileged runs with explicit limits need the degraded mode here (no
+# cgroup delegation: limits.sh).
+DEG=()
+is_root || DEG=(--allow-degraded cgroup)
+
+need_python() { command -v python3 >/dev/null || skip "python3 not installed"; }
+
+# start_server ARGS...: SRV (pid), SOCK, PORT (with --listen); its stderr
+# in srv.err
+start_server() {
+	SOCK=$PWD/api/serve.sock
+	"$MOAT" serve --socket "$SOCK" ${DEG[@]+"${DEG[@]}"} "$@" 2>srv.err &
+	SRV=$!
+	# shellcheck disable=SC2064 # this server, whatever happens to the test
+	trap "kill -KILL $SRV 2>/dev/null || true" EXIT
+	for _ in $(seq 1 100); do
+		grep -q "listening on" srv.err 2>/dev/null && break
+		kill -0 "$SRV" 2>/dev/null || fail "the server ended: $(cat srv.err)"
+		sleep 0.1
+	done
+	grep -q "listening on" srv.err || fail "the server did not start: $(cat srv.err)"
+	PORT=$(grep -o 'tcp:127.0.0.1:[0-9]*' srv.err | head -1 | cut -d: -f3 || true)
+}
+
+stop_server() {
+	kill -TERM "$SRV" 2>/dev/null || true
+	local rc=0
+	wait "$SRV" || rc=$?
+	assert_eq 0 "$rc" "the server ends cleanly on SIGTERM"
+	[ ! -e "$SOCK" ] || fail "the socket is left behind"
+}
+
+client() {
+	python3 "$CLIENT" "$@" >out 2>err || fail "$(grep -m1 FAIL out || tail -3 out) $(tail -5 err) $(tail -5 srv.err)"
+	assert_contains "$(tail -1 out)" "all ok" "$1"
+}
+
+# the processes whose parent is $1, recursively
+descendants() {
+	local p c
+	for p in "$@"; do
+		for c in $(cat /proc/[0-9]*/stat 2>/dev/null | awk -v p="$p" '$4 == p {print $1}'); do
+			echo "$c"
+			descendants "$c"
+		done
+	done
+}
+
+t_lifecycle() {
+	need_python
+	start_server --memory 1G
+	client lifecycle --socket "$SOCK"
+	local run
+	run=$(awk '/^run /{print $2}' out)
+	[ -n "$run" ] || fail "no run id"
+	# delete left nothing: no live run of it, no process but the front
+	assert_not_contains "$("$MOAT" ps 2>&1)" "$run" "moat ps after the delete"
+	local kids
+	kids=$(descendants "$SRV" | wc -l)
+	assert_eq 1 "$kids" "the server's only process left is its front"
+	stat -c %a "$SOCK" >mode
+	assert_eq 600 "$(cat mode)" "the socket's mode"
+	stop_server
+}
+
+t_concurrent_streaming() {
+	need_python
+	start_server
+	client concurrent --socket "$SOCK"
+	stop_server
+}
+
+t_files() {
+	need_python
+	echo host >"$PWD/host-only.txt"
+	start_server
+	client files --socket "$SOCK" --host-file "$PWD/host-only.txt"
+	stop_server
+}
+
+t_snapshots() {
+	need_python
+	start_server
+	client snapshots --socket "$SOCK"
+	stop_server
+}
+
+tokens() {
+	cat >tokens.json <<'JSON'
+{"tenants":[
+ {"token":"alice-0123456789abcdef","name":"alice","max_sandboxes":1,"max_memory":"256M"},
+ {"token":"bob-0123456789abcdef00","name":"bob"}]}
+JSON
+	chmod 600 tokens.json
+}
+
+t_auth() {
+	need_python
+	tokens
+	start_server --listen 127.0.0.1:0 --token-file tokens.json
+	[ -n "$PORT" ] || fail "no TCP port: $(cat srv.err)"
+	client auth --url "http://127.0.0.1:$PORT" --token bob-0123456789abcdef00 --token2 alice-0123456789abcdef
+	# the unix socket asks for the token too when there is a tokens file
+	client auth --socket "$SOCK" --token bob-0123456789abcdef00 --token2 alice-0123456789abcdef
+	client quota --url "http://127.0.0.1:$PORT" --token alice-0123456789abcdef
+	stop_server
+	# refused at start: TCP without tokens, a tokens file others can read
+	local rc=0
+	"$MOAT" serve --socket "$PWD/x.sock" --listen 127.0.0.1:0 2>err || rc=$?
+	assert_eq 125 "$rc" "--listen without --token-file"
+	assert_contains "$(cat err)" "token-file" "and says why"
+	chmod 644 tokens.json
+	rc=0
+	"$MOAT" serve --socket "$PWD/x.sock" --listen 127.0.0.1:0 --token-file tokens.json 2>err || rc=$?
+	assert_eq 125 "$rc" "a tokens file others can read"
+	echo short >tok1
+	chmod 600 tok1
+	rc=0
+	"$MOAT" serve --socket "$PWD/x.sock" --listen 127.0.0.1:0 --token-file tok1 2>err || rc=$?
+	assert_eq 125 "$rc" "a token shorter than 16 bytes"
+}
+
+t_tls() {
+	need_python
+	command -v openssl >/dev/null || skip "openssl not installed"
+	command -v curl >/dev/null || skip "curl not installed"
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 \
+		-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+	echo "tls-token-0123456789" >tok
+	chmod 600 tok
+	start_server --listen 127.0.0.1:0 --token-file tok --tls-cert cert.pem --tls-key key.pem
+	local got
+	got=$(curl -s --cacert cert.pem -H "Authorization: Bearer tls-token-0123456789" \
+		"https://127.0.0.1:$PORT/v1/sandboxes")
+	assert_eq '{"sandboxes":[]}' "$got" "a request over TLS"
+	# positive control: plaintext on the TLS port is not served
+	got=$(curl -s -m 5 -H "Authorization: Bearer tls-token-0123456789" \
+		"http://127.0.0.1:$PORT/v1/sandboxes" || true)
+	assert_not_contains "$got" "sandboxes" "plaintext HTTP on the TLS listener"
+	stop_server
+}
+
+t_widen() {
+	need_python
+	start_server --memory 1G --cpus 1 --pids 1000 --timeout 10m
+	client widen --socket "$SOCK"
+	stop_server
+}
+
+t_pool() {
+	need_python
+	start_server --pool 2
+	client pool --socket "$SOCK"
+	stop_server
+	local rc=0
+	"$MOAT" serve --socket "$PWD/x.sock" --pool 0 2>err || rc=$?
+	assert_eq 125 "$rc" "--pool 0 is refused"
+	echo '{"version":1,"limits":{"memory":"2G"}}' >big.json
+	rc=0
+	"$MOAT" serve --socket "$PWD/x.sock" --memory 1G --pool 1:big.json 2>err || rc=$?
+	assert_eq 125 "$rc" "a pool policy wider than the ceiling is refused"
+	assert_contains "$(cat err)" "memory" "and names the field"
+}
+
+t_crash() {
+	need_python
+	start_server --pool 1
+	python3 "$CLIENT" hold --socket "$SOCK" --n 2 --wait 120 >out 2>err &
+	local holder=$!
+	for _ in $(seq 1 100); do
+		grep -q "all ok" out && break
+		sleep 0.1
+	done
+	grep -q "all ok" out || fail "the holder did not start: $(cat out err srv.err)"
+	local runs pids
+	runs=$(awk '/^run /{print $2}' out)
+	pids=$(descendants "$SRV")
+	[ "$(echo "$pids" | wc -w)" -ge 4 ] || fail "the sandboxes' processes are not there: $pids"
+	kill -KILL "$SRV"
+	wait "$SRV" || true
+	kill "$holder" 2>/dev/null || true
+	wait "$holder" 2>/dev/null || true
+	# every process of the sandboxes (and the front) dies with the server
+	local left="" p
+	for _ in $(seq 1 50); do
+		left=""
+		for p in $pids; do
+			[ -d "/proc/$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" != Z ] && left="$left $p"
+		done
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	assert_eq "" "$left" "processes left after the server was killed"
+	"$MOAT" gc >gc.out 2>&1 || fail "moat gc: $(cat gc.out)"
+	local r
+	for r in $runs; do
+		assert_not_contains "$("$MOAT" ps 2>&1)" "$r" "a run of the killed server after moat gc"
+	done
+	# cgroups of those runs are gone
+	if [ -d /sys/fs/cgroup ]; then
+		for r in $runs; do
+			[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "*$r*" 2>/dev/null | head -1)" ] ||
+				fail "a cgroup of run $r is left"
+		done
+	fi
+	# a new server takes the stale socket over
+	start_server
+	client lifecycle --socket "$SOCK"
+	stop_server
+}
+
+t_unreachable() {
+	need_python
+	tokens
+	start_server --listen 127.0.0.1:0 --token-file tokens.json
+	local in out_
+	# from inside a sandbox: the unix socket's path and the TCP port
+	in=$("$MOAT" run --ro "$HERE:/t" -- \
+		python3 /t/serve_client.py probe --socket "$SOCK" --url "http://127.0.0.1:$PORT" 2>&1) ||
+		fail "the probe in the sandbox: $in"
+	assert_not_contains "$in" "reached" "the API from inside a sandbox"
+	assert_contains "$in" "unix:" "the probe ran inside"
+	# and through the API's own sandboxes
+	python3 - "$SOCK" "$PORT" "$HERE" >api.out 2>&1 <<'PY' || fail "$(cat api.out)"
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import serve_client as sc
+class A: socket = sys.argv[1]; url = None; token = "bob-0123456789abcdef00"
+cl = sc.Client(A)
+_, sb = cl.json("POST", "/v1/sandboxes", {}, want=201)
+src = open(sys.argv[3] + "/serve_client.py", "rb").read()
+st, _, _ = cl.req("PUT", f"/v1/sandboxes/{sb['id']}/files?path=/tmp/c.py", raw=src)
+st, evs = cl.exec_stream(sb["id"], {"argv": ["python3", "/tmp/c.py", "probe", "--socket", sys.argv[1],
+                                             "--url", "http://127.0.0.1:" + sys.argv[2]]})
+print("inside-api", sc.output(evs), sc.output(evs, "stderr"))
+cl.json("DELETE", f"/v1/sandboxes/{sb['id']}", want=200)
+PY
+	assert_contains "$(cat api.out)" "inside-api unix:" "the probe ran in an API sandbox"
+	assert_not_contains "$(cat api.out)" "reached" "the API from inside one of its own sandboxes"
+	# positive control: the same probe outside a sandbox reaches both (as
+	# root: inside a throw-away user namespace, not as host root)
+	if is_root; then
+		out_=$(unshare -Ur python3 "$CLIENT" probe --socket "$SOCK" --url "http://127.0.0.1:$PORT")
+	else
+		out_=$(python3 "$CLIENT" probe --socket "$SOCK" --url "http://127.0.0.1:$PORT")
+	fi
+	assert_eq "unix:reached tcp:reached" "$out_" "control: the probe reaches the API outside"
+	stop_server
+	# a policy that would bind the socket's directory into every sandbox
+	local rc=0
+	"$MOAT" serve --socket "$PWD/api/serve.sock" --ro "$PWD:/w" 2>err || rc=$?
+	assert_eq 125 "$rc" "the socket inside a --ro mount"
+	assert_contains "$(cat err)" "binds into every sandbox" "and says why"
+}
+
+status_field() { awk -v k="$2:" '$1 == k { $1 = ""; sub(/^ /, ""); print; exit }' "/proc/$1/status"; }
+
+# isolated PID: empty if unprivileged, filtered, no_new_privs, else what differs
+isolated() {
+	local pid=$1 why=""
+	[ "$(status_field "$pid" Seccomp)" = 2 ] || why="$why Seccomp;"
+	[ "$(status_field "$pid" NoNewPrivs)" = 1 ] || why="$why NoNewPrivs;"
+	[ "$(status_field "$pid" CapEff)" = 0000000000000000 ] || why="$why CapEff;"
+	[ "$(status_field "$pid" CapPrm)" = 0000000000000000 ] || why="$why CapPrm;"
+	if is_root; then
+		case " $(status_field "$pid" Uid) " in *" 0 "*) why="$why uid 0;" ;; esac
+		[ "$(status_field "$pid" CapBnd)" = 0000000000000000 ] || why="$why CapBnd;"
+	fi
+	printf '%s' "$why"
+}
+
+t_front_isolation() {
+	tokens
+	start_server --listen 127.0.0.1:0 --token-file tokens.json
+	local front="" _i
+	for _i in $(seq 1 20); do
+		front=$(descendants "$SRV" | head -1)
+		[ -n "$front" ] && break
+		sleep 0.1
+	done
+	[ -n "$front" ] || fail "no front process of $SRV: $(ps -ef | grep -c moat)"
+	case "$(tr '\0' ' ' <"/proc/$front/cmdline")" in
+	"moat-serve-front "*) ;;
+	*) fail "the server's child is not the front: $(tr '\0' ' ' <"/proc/$front/cmdline")" ;;
+	esac
+	assert_eq "" "$(isolated "$front")" "the front: unprivileged, seccomp, no_new_privs"
+	local report
+	report=$(grep -m1 "front $front " srv.err || true)
+	# exactly /dev/null twice, stderr, the channel, the two listeners, and
+	# libmicrohttpd's epoll descriptors (made before the filter)
+	assert_contains "$report" "fds 0=/dev/null 1=/dev/null 2=$PWD/srv.err 3=socket 4=socket 5=socket 6=anon_inode:[eventpoll] 7=anon_inode:[eventpoll], seccomp on" \
+		"the front's descriptors"
+	if is_root; then
+		assert_not_contains "$report" "(uid 0)" "the front's uid"
+		local fds
+		fds=$(find "/proc/$front/fd" -mindepth 1 -maxdepth 1 | wc -l)
+		assert_eq 8 "$fds" "the front's descriptor count from /proc"
+	fi
+	# positive control: the back is not confined so
+	assert_contains "$(isolated "$SRV")" "Seccomp" "control: the back has no filter of its own"
+	stop_server
+	# the front alone refuses to run
+	local rc=0
+	"$FRONT" </dev/null >out 2>err || rc=$?
+	assert_eq 125 "$rc" "moat-serve-front started by hand"
+	assert_contains "$(cat err)" "not started by moat serve" "and says why"
+}
+
+t_openapi() {
+	need_python
+	start_server --memory 1G --pool 1
+	python3 "$HERE/openapi_check.py" "$MOAT_TEST_DIR/../docs/openapi.json" "$SOCK" \
+		"$MOAT_TEST_DIR/../src/lib/serve_route.c" >out 2>err ||
+		fail "$(grep -m3 FAIL out || tail -5 out) $(tail -5 err)"
+	assert_contains "$(tail -1 out)" "all ok" "the OpenAPI check"
+	stop_server
+}
+
+mkdir -p "$T_OUT/api"
+run_test "lifecycle over the API; delete leaves nothing" t_lifecycle
+run_test "concurrent execs, streaming, a client that hangs up" t_concurrent_streaming
+run_test "files: write, read, stat, list, remove" t_files
+run_test "snapshots: take, restore (busy unless force), reset, delete" t_snapshots
+run_test "auth: no token, wrong token, another tenant's id; quotas" t_auth
+run_test "TLS on the TCP listener" t_tls
+run_test "widening fields are refused with the field named" t_widen
+run_test "the warm pool" t_pool
+run_test "a SIGKILLed server leaves nothing moat gc cannot clean" t_crash
+run_test "the API socket is unreachable from inside a sandbox" t_unreachable
+run_test "the front: unprivileged, seccomp, its descriptors (control: back)" t_front_isolation
+run_test "the implementation against docs/openapi.json" t_openapi
+t_done

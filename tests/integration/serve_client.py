@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A small client of `moat serve` for tests/integration/serve.sh (standard
+library only). Usage: serve_client.py CHECK --socket PATH | --url URL
+[--token T] [...]; prints "ok ..." lines and "all ok" at the end, or
+"FAIL ..." and exits 1."""
+import argparse
+import http.client
+import json
+import socket
+import sys
+import threading
+import time
+
+
+class UnixConn(http.client.HTTPConnection):
+    def __init__(self, path, timeout=60):
+        super().__init__("localhost", timeout=timeout)
+        self.path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.path)
+        self.sock = s
+
+
+class Client:
+    def __init__(self, a, token=None):
+        self.a = a
+        self.token = token if token is not None else a.token
+
+    def conn(self):
+        if self.a.socket:
+            return UnixConn(self.a.socket)
+        host, port = self.a.url.split("//", 1)[1].rsplit(":", 1)
+        return http.client.HTTPConnection(host, int(port), timeout=60)
+
+    def req(self, method, path, body=None, raw=None, headers=None):
+        """(status, headers, bytes)"""
+        c = self.conn()
+        h = dict(headers or {})
+        if self.token and "Authorization" not in h:
+            h["Authorization"] = "Bearer " + self.token
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        out = r.read()
+        c.close()
+        return r.status, dict(r.getheaders()), out
+
+    def json(self, method, path, body=None, want=None):
+        st, h, out = self.req(method, path, body)
+        try:
+            j = json.loads(out) if out else None
+        except ValueError:
+            fail(f"{method} {path}: not JSON: {out[:200]!r}")
+        if want is not None and st != want:
+            fail(f"{method} {path}: want {want}, got {st}: {out[:400]!r}")
+        return st, j
+
+    def exec_stream(self, sid, body, on_event=None):
+        """The events of an exec, in order."""
+        c = self.conn()
+        h = {"Content-Type": "application/json"}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        c.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps(body).encode(), headers=h)
+        r = c.getresponse()
+        if r.status != 200:
+            out = r.read()
+            c.close()
+            return r.status, json.loads(out)
+        evs = []
+        while True:
+            line = r.readline()
+            if not line:
+                break
+            ev = json.loads(line)
+            evs.append(ev)
+            if on_event:
+                on_event(ev)
+        c.close()
+        return 200, evs
+
+
+def fail(msg):
+    print("FAIL " + msg, flush=True)
+    sys.exit(1)
+
+
+def ok(msg):
+    print("ok " + msg, flush=True)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    ok(msg)
+
+
+def output(evs, kind="stdout"):
+    return "".join(e.get("data", "") for e in evs if e.get("type") == kind)
+
+
+def exit_of(evs):
+    ex = [e for e in evs if e.get("type") == "exit"]
+    return ex[-1] if ex else None
+
+
+def c_lifecycle(a):
+    cl = Client(a)
+    _, v = cl.json("GET", "/v1/version", want=200)
+    check(v["api"] == "v1", "version")
+    _, h = cl.json("GET", "/v1/health", want=200)
+    check(h["status"] == "ok", "health")
+    t0 = time.monotonic()
+    _, sb = cl.json("POST", "/v1/sandboxes", {"name": "life"}, want=201)
+    sid = sb["id"]
+    check(sb["state"] == "ready", "create returns a ready sandbox")
+    # ready means ready: a command runs at once
+    st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo out; echo err >&2; exit 3"]})
+    check(st == 200 and output(evs) == "out\n" and output(evs, "stderr") == "err\n", "exec output")
+    ex = exit_of(evs)
+    check(ex and ex["exit_code"] == 3 and ex["reason"] == "exited", "the exit record")
+    check(evs[-1]["type"] == "exit", "the exit record is last")
+    print(f"# create+exec {1000 * (time.monotonic() - t0):.1f} ms")
+    st, evs = cl.exec_stream(sid, {"argv": ["cat"], "stdin": "from stdin"})
+    check(output(evs) == "from stdin", "stdin")
+    st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo $FOO; pwd"], "env": {"FOO": "bar"}, "cwd": "/tmp"})
+    check(output(evs) == "bar\n/tmp\n", "env and cwd")
+    st, j = cl.exec_stream(sid, {"argv": ["no-such-command-x"]})
+    check(st == 422 and j["error"]["code"] == "command_not_found", "a command that is not there: 422")
+    _, info = cl.json("GET", f"/v1/sandboxes/{sid}", want=200)
+    check(info["execs"] >= 3 and info["name"] == "life", "inspect")
+    _, info2 = cl.json("GET", "/v1/sandboxes/life", want=200)
+    check(info2["id"] == sid, "inspect by name")
+    _, lst = cl.json("GET", "/v1/sandboxes", want=200)
+    check([s["id"] for s in lst["sandboxes"]] == [sid], "list")
+    st, j = cl.json("POST", "/v1/sandboxes", {"name": "life"})
+    check(st == 409 and j["error"]["code"] == "conflict", "a name taken: 409")
+    # the audit stream
+    st, hd, out = cl.req("GET", f"/v1/sandboxes/{sid}/events")
+    lines = [json.loads(x) for x in out.decode().splitlines()]
+    types = [e["event"]["type"] for e in lines if e["type"] == "audit"]
+    check(st == 200 and "start" in types and "process" in types, "the audit event stream")
+    st, hd, out = cl.req("GET", f"/v1/sandboxes/{sid}/events?types=process")
+    types = {json.loads(x)["event"]["type"] for x in out.decode().splitlines()}
+    check(types == {"process"}, "the audit stream filtered by type")
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/before-reset", raw=b"x")
+    _, r = cl.json("POST", f"/v1/sandboxes/{sid}/reset", {"force": True}, want=200)
+    st, _, _ = cl.req("GET", f"/v1/sandboxes/{sid}/files/stat?path=/tmp/before-reset")
+    check(r["id"] == sid and st == 404, "reset: the same sandbox, its files back to the start")
+    _, d = cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    check(d["deleted"] is True and d["run_id"] == r["run_id"] and "review" in d,
+          "delete returns the end summary")
+    print(f"run {d['run_id']}")
+    st, j = cl.json("GET", f"/v1/sandboxes/{sid}")
+    check(st == 404 and j["error"]["code"] == "not_found", "a deleted sandbox is gone")
+    st, j = cl.json("GET", "/v1/nothing")
+    check(st == 404 and j["error"]["code"] == "not_found", "an unknown path: 404 JSON")
+    st, j = cl.json("PATCH", "/v1/sandboxes")
+    check(st == 405 and j["error"]["code"] == "method_not_allowed", "a wrong method: 405 JSON")
+    st, j = cl.json("POST", "/v1/sandboxes", None)
+    check(st == 201, "an empty body is {}")
+    cl.json("DELETE", f"/v1/sandboxes/{j['id']}", want=200)
+    st, hd, out = cl.req("POST", "/v1/sandboxes", raw=b"{not json")
+    check(st == 400 and json.loads(out)["error"]["code"] == "bad_request", "a body that is not JSON: 400")
+    st, hd, out = cl.req("GET", "/v1/sandboxes/x/files?path=/" + "a" * 9000)
+    check(st == 414, "a request target over 8 KiB: 414, never cut")
+    st, hd, out = cl.req("PUT", "/v1/sandboxes/x/files?path=/a", raw=b"x" * (17 << 20))
+    check(st == 413, "a body over 16 MiB: 413")
+    print("all ok")
+
+
+def c_snapshots(a):
+    cl = Client(a)
+    sid = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/a", raw=b"one")
+    _, sn = cl.json("POST", f"/v1/sandboxes/{sid}/snapshots", {"name": "s1"}, want=201)
+    check(sn["name"] == "s1", "snapshot")
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/a", raw=b"two")
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/b", raw=b"new")
+    # a running process: restore is refused unless force
+    c = cl.conn()
+    c.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps({"argv": ["sleep", "300"]}).encode())
+    r = c.getresponse()
+    r.readline()
+    st, j = cl.json("POST", f"/v1/sandboxes/{sid}/restore", {"snapshot": "s1"})
+    check(st == 409 and j["error"]["code"] == "busy", "restore while a process runs: 409 busy")
+    cl.json("POST", f"/v1/sandboxes/{sid}/restore", {"snapshot": "s1", "force": True}, want=200)
+    rest = r.read().decode()
+    c.close()
+    check('"type":"exit"' in rest, "force: the running command ends with its exit record")
+    st, _, out = cl.req("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/a")
+    check(out == b"one", "restore: the file as it was")
+    st, _, out = cl.req("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/b")
+    check(st == 404, "restore: a later file is gone")
+    cl.json("POST", f"/v1/sandboxes/{sid}/reset", {}, want=200)
+    st, _, out = cl.req("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/a")
+    check(st == 404, "reset: back to the start")
+    _, l = cl.json("GET", f"/v1/sandboxes/{sid}/snapshots", want=200)
+    check([x["name"] for x in l["snapshots"]] == ["s1"], "the snapshot outlives a reset")
+    cl.json("DELETE", f"/v1/sandboxes/{sid}/snapshots/s1", want=200)
+    cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    print("all ok")
+
+
+def c_concurrent(a):
+    cl = Client(a)
+    ids = [cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"] for _ in range(2)]
+    res = {}
+
+    def run(i):
+        sid = ids[i % 2]
+        res[i] = cl.exec_stream(sid, {"argv": ["sh", "-c", f"sleep 1; echo run{i}"]})
+
+    t0 = time.monotonic()
+    th = [threading.Thread(target=run, args=(i,)) for i in range(6)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    el = time.monotonic() - t0
+    for i in range(6):
+        st, evs = res[i]
+        check(st == 200 and output(evs) == f"run{i}\n" and exit_of(evs)["exit_code"] == 0,
+              f"concurrent exec {i}: its own output")
+    check(el < 4.5, f"6 execs of 1 s ran concurrently ({el:.2f} s)")
+    # streaming: the first line arrives before the command ends
+    first = {}
+
+    def on_ev(ev):
+        if ev.get("type") == "stdout" and "t" not in first:
+            first["t"] = time.monotonic()
+
+    t0 = time.monotonic()
+    st, evs = cl.exec_stream(ids[0], {"argv": ["sh", "-c", "echo early; sleep 2; echo late"]}, on_ev)
+    end = time.monotonic()
+    check(output(evs) == "early\nlate\n", "streamed output complete")
+    check(first["t"] - t0 < 1.5 and end - t0 >= 2, f"output is streamed ({first['t'] - t0:.2f} s before the end)")
+    # the client going away kills its command
+    c = cl.conn()
+    c.request("POST", f"/v1/sandboxes/{ids[1]}/exec",
+              body=json.dumps({"argv": ["sh", "-c", "echo started; exec sleep 300"]}).encode())
+    r = c.getresponse()
+    r.readline()
+    r.readline()
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    for _ in range(50):
+        _, info = cl.json("GET", f"/v1/sandboxes/{ids[1]}", want=200)
+        if info["running"] == 0:
+            break
+        time.sleep(0.1)
+    check(info["running"] == 0, "a client that goes away: its command is killed")
+    for sid in ids:
+        cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    print("all ok")
+
+
+def c_files(a):
+    cl = Client(a)
+    sid = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
+    blob = bytes(range(256)) * 64
+    st, _, out = cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/bin%20file", raw=blob)
+    check(st == 200 and json.loads(out)["size"] == len(blob), "write a binary file (path percent-encoded)")
+    st, h, out = cl.req("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/bin%20file")
+    check(st == 200 and out == blob, "read it back byte for byte")
+    _, stt = cl.json("GET", f"/v1/sandboxes/{sid}/files/stat?path=/tmp/bin%20file", want=200)
+    check(stt["type"] == "file" and stt["size"] == len(blob), "stat")
+    cl.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/d", raw=b"")
+    st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "rm /tmp/d; mkdir -p /tmp/d/e; echo x > /tmp/d/e/f"]})
+    _, ls = cl.json("GET", f"/v1/sandboxes/{sid}/files/list?path=/tmp", want=200)
+    names = {e["name"]: e["type"] for e in ls["entries"]}
+    check(names.get("bin file") == "file" and names.get("d") == "dir", "list")
+    st, evs = cl.exec_stream(sid, {"argv": ["cat", "/tmp/bin file"]})
+    check(exit_of(evs)["exit_code"] == 0, "the file is the sandbox's (a process sees it)")
+    st, j = cl.json("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/nope")
+    check(st == 404 and j["error"]["code"] == "file_not_found", "a missing file: 404 file_not_found")
+    st, j = cl.json("DELETE", f"/v1/sandboxes/{sid}/files?path=/tmp/d")
+    check(st >= 400, "removing a non-empty directory without recursive fails")
+    cl.json("DELETE", f"/v1/sandboxes/{sid}/files?path=/tmp/d&recursive=true", want=200)
+    st, j = cl.json("GET", f"/v1/sandboxes/{sid}/files/stat?path=/tmp/d")
+    check(st == 404, "recursive remove")
+    st, j = cl.json("GET", f"/v1/sandboxes/{sid}/files?path=relative")
+    check(st == 400 and j["error"]["field"] == "path", "a relative path: 400 naming path")
+    st, j = cl.json("GET", f"/v1/sandboxes/{sid}/files")
+    check(st == 400 and j["error"]["field"] == "path", "no path: 400")
+    st, j = cl.json("GET", f"/v1/sandboxes/{sid}/files?path=/tmp/%00x")
+    check(st == 400, "a NUL in the path: 400")
+    # the host's files are not the sandbox's
+    st, j = cl.json("GET", f"/v1/sandboxes/{sid}/files?path={a.host_file}")
+    check(st == 404, "a file of the host's /tmp is not in the sandbox")
+    cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    print("all ok")
+
+
+def c_auth(a):
+    alice = Client(a, a.token)
+    bob = Client(a, a.token2)
+    nobody = Client(a, "")
+    wrong = Client(a, "x" * 20)
+    st, j = nobody.json("GET", "/v1/sandboxes")
+    check(st == 401 and j["error"]["code"] == "unauthorized", "no token: 401")
+    _, h = nobody.json("GET", "/v1/health", want=200)
+    check(h["status"] == "ok" and "sandboxes" not in h, "health without a token: up, nothing of its state")
+    _, h = alice.json("GET", "/v1/health", want=200)
+    check("sandboxes" in h, "health with a token: its state (control)")
+    st, j = wrong.json("GET", "/v1/sandboxes")
+    check(st == 401 and j["error"]["code"] == "unauthorized", "a wrong token: 401")
+    st, h, out = alice.req("GET", "/v1/sandboxes", headers={"Authorization": "Basic abc"})
+    check(st == 401, "not a bearer token: 401")
+    st, j = nobody.json("POST", "/v1/sandboxes", {})
+    check(st == 401, "no token cannot create")
+    sid = alice.json("POST", "/v1/sandboxes", {"name": "mine"}, want=201)[1]["id"]
+    # positive control: the owner reaches it
+    alice.json("GET", f"/v1/sandboxes/{sid}", want=200)
+    for m, p, body in [("GET", f"/v1/sandboxes/{sid}", None), ("GET", "/v1/sandboxes/mine", None),
+                       ("DELETE", f"/v1/sandboxes/{sid}", None),
+                       ("POST", f"/v1/sandboxes/{sid}/reset", None),
+                       ("GET", f"/v1/sandboxes/{sid}/files?path=/etc/hostname", None),
+                       ("GET", f"/v1/sandboxes/{sid}/events", None)]:
+        st, j = bob.json(m, p, body)
+        check(st == 404 and j["error"]["code"] == "not_found", f"another tenant's sandbox: {m} {p}: 404")
+    st, j = bob.exec_stream(sid, {"argv": ["true"]})
+    check(st == 404, "another tenant cannot exec in it")
+    st, _, _ = wrong.req("PUT", f"/v1/sandboxes/{sid}/files?path=/tmp/x", raw=b"x")
+    check(st == 401, "a wrong token cannot write files")
+    _, lst = bob.json("GET", "/v1/sandboxes", want=200)
+    check(lst["sandboxes"] == [], "another tenant's list is empty")
+    _, lst = alice.json("GET", "/v1/sandboxes", want=200)
+    check([s["id"] for s in lst["sandboxes"]] == [sid], "the owner's list has it")
+    alice.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    print("all ok")
+
+
+def c_widen(a):
+    cl = Client(a)
+    st, j = cl.json("POST", "/v1/sandboxes", {"memory": 0})
+    check(st in (400, 403) and j["error"]["field"] == "memory", "memory 0 (no limit): refused")
+    for body, field in [({"memory": "2G"}, "memory"),
+                        ({"cpus": 4}, "cpus"), ({"pids": 100000}, "pids"),
+                        ({"timeout": "1h"}, "timeout"), ({"net": "allow"}, "net"),
+                        ({"net": "host"}, "net")]:
+        st, j = cl.json("POST", "/v1/sandboxes", body)
+        check(st == 403 and j["error"]["code"] == "policy_widening" and j["error"]["field"] == field,
+              f"{json.dumps(body)}: refused naming {field}")
+    for body, field in [({"workspace": "/"}, "workspace"), ({"ro": ["/"]}, "ro"),
+                        ({"allow_syscalls": ["ptrace"]}, "allow_syscalls"), ({"memory": [1]}, "memory"),
+                        ({"pids": "many"}, "pids")]:
+        st, j = cl.json("POST", "/v1/sandboxes", body)
+        check(st == 400 and j["error"]["field"] == field, f"{json.dumps(body)}: 400 naming {field}")
+    # positive control: narrowing is accepted and applied
+    st, sb = cl.json("POST", "/v1/sandboxes", {"memory": "64M", "pids": 64, "timeout": "30s"}, want=201)
+    check(sb["policy"]["memory"] == 64 << 20 and sb["policy"]["pids"] == 64, "a narrower request is accepted")
+    st, evs = cl.exec_stream(sb["id"], {"argv": ["sh", "-c", "cat /sys/fs/cgroup/memory.max 2>/dev/null || echo none"]})
+    mm = output(evs).strip()
+    check(mm in (str(64 << 20), "none"), f"the narrowed memory limit is the sandbox's ({mm})")
+    st, j = cl.exec_stream(sb["id"], {"argv": ["true"], "timeout_ms": 3600000})
+    check(st == 403 and j["error"]["field"] == "timeout_ms", "an exec timeout beyond the sandbox's: refused")
+    st, j = cl.exec_stream(sb["id"], {"argv": ["true"], "uid": 0})
+    check(st == 400 and j["error"]["field"] == "uid", "an unknown exec field: 400 naming it")
+    cl.json("DELETE", f"/v1/sandboxes/{sb['id']}", want=200)
+    print("all ok")
+
+
+def c_quota(a):
+    cl = Client(a, a.token)
+    sb = cl.json("POST", "/v1/sandboxes", {"memory": "128M"}, want=201)[1]
+    st, j = cl.json("POST", "/v1/sandboxes", {"memory": "128M"})
+    check(st == 429 and j["error"]["code"] == "quota_exceeded", "max_sandboxes: the second is refused")
+    cl.json("DELETE", f"/v1/sandboxes/{sb['id']}", want=200)
+    st, j = cl.json("POST", "/v1/sandboxes", {"memory": "300M"})
+    check(st == 429 and j["error"]["field"] == "memory", "max_memory: over the tenant's memory quota")
+    sb = cl.json("POST", "/v1/sandboxes", {"memory": "200M"}, want=201)[1]
+    check(True, "after a delete the quota is free again")
+    cl.json("DELETE", f"/v1/sandboxes/{sb['id']}", want=200)
+    print("all ok")
+
+
+def c_pool(a):
+    cl = Client(a)
+    for _ in range(100):
+        _, h = cl.json("GET", "/v1/health", want=200)
+        if h["pools"][0]["ready"] == 2:
+            break
+        time.sleep(0.1)
+    check(h["pools"][0]["ready"] == 2, "the pool fills")
+    t0 = time.monotonic()
+    _, sb = cl.json("POST", "/v1/sandboxes", {}, want=201)
+    st, evs = cl.exec_stream(sb["id"], {"argv": ["echo", "warm"]})
+    print(f"# warm create+exec {1000 * (time.monotonic() - t0):.1f} ms")
+    check(sb["warm"] is True and output(evs) == "warm\n", "a matching create takes a warm sandbox")
+    _, sb2 = cl.json("POST", "/v1/sandboxes", {"memory": "100M"}, want=201)
+    check(sb2["warm"] is False, "a create that does not match the pool's policy is cold")
+    for _ in range(100):
+        _, h = cl.json("GET", "/v1/health", want=200)
+        if h["pools"][0]["ready"] == 2:
+            break
+        time.sleep(0.1)
+    check(h["pools"][0]["ready"] == 2, "the pool refills")
+    for s in (sb, sb2):
+        cl.json("DELETE", f"/v1/sandboxes/{s['id']}", want=200)
+    print("all ok")
+
+
+def c_hold(a):
+    """create N sandboxes with a running command each; print their run ids"""
+    cl = Client(a)
+    for _ in range(a.n):
+        _, sb = cl.json("POST", "/v1/sandboxes", {}, want=201)
+        c = cl.conn()
+        c.request("POST", f"/v1/sandboxes/{sb['id']}/exec",
+                  body=json.dumps({"argv": ["sh", "-c", "echo up; exec sleep 300"]}).encode())
+        r = c.getresponse()
+        r.readline()
+        r.readline()
+        print(f"run {sb['run_id']}", flush=True)
+        # leave the connection open (the server is killed)
+        globals().setdefault("keep", []).append(c)
+    print("all ok", flush=True)
+    time.sleep(a.wait)
+
+
+def c_probe(a):
+    """inside or outside a sandbox: can the API be reached?"""
+    res = []
+    if a.socket:
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(2)
+            s.connect(a.socket)
+            res.append("unix:reached")
+        except OSError as e:
+            res.append(f"unix:{e.errno}")
+    if a.url:
+        host, port = a.url.split("//", 1)[1].rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), timeout=2)
+            res.append("tcp:reached")
+        except OSError as e:
+            res.append(f"tcp:{e.errno}")
+    print(" ".join(res))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("check")
+    p.add_argument("--socket")
+    p.add_argument("--url")
+    p.add_argument("--token")
+    p.add_argument("--token2")
+    p.add_argument("--host-file", default="/nonexistent")
+    p.add_argument("--n", type=int, default=2)
+    p.add_argument("--wait", type=float, default=60)
+    a = p.parse_args()
+    globals()["c_" + a.check](a)
+
+
+if __name__ == "__main__":
+    main()
