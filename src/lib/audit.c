@@ -36,7 +36,7 @@ static const char *const type_names[MOAT_EV_MAX_] = {
 	[MOAT_EV_START] = "start",   [MOAT_EV_EXEC] = "exec",	    [MOAT_EV_NET] = "net",
 	[MOAT_EV_DNS] = "dns",	     [MOAT_EV_SYSCALL] = "syscall", [MOAT_EV_LIMIT] = "limit",
 	[MOAT_EV_FILE] = "file",     [MOAT_EV_ALERT] = "alert",	    [MOAT_EV_EXIT] = "exit",
-	[MOAT_EV_HELPER] = "helper", [MOAT_EV_PROCESS] = "process",
+	[MOAT_EV_HELPER] = "helper", [MOAT_EV_PROCESS] = "process", [MOAT_EV_SNAPSHOT] = "snapshot",
 };
 
 const char *moat_audit_type_name(enum moat_audit_type t)

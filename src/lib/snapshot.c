@@ -46,7 +46,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/audit.h"
 #include "lib/errors.h"
+#include "lib/observe.h"
 #include "lib/plan.h"
 #include "lib/policy.h"
 #include "lib/run.h"
@@ -146,29 +148,62 @@ static const char *tree_path(const struct moat_run *r, int t, mode_t *ret_mode)
 	return dest;
 }
 
-/* Busy: the init has a child (every process of the sandbox descends from
- * it: orphans are reparented to it). */
+/* Whether pid (the host's view) is a zombie: it runs nothing and holds no
+ * file; the init reaps it. */
+static bool zombie(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT; /* reaped meanwhile */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *close_paren = strrchr(buf, ')'); /* the name may hold anything */
+	return close_paren && close_paren[1] == ' ' &&
+		(close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
+/* Busy: the init has a child that is not a zombie (every process of the
+ * sandbox descends from it: orphans are reparented to it). */
 static int busy(const struct moat_run *r)
 {
-	char path[64], buf[16];
+	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)r->init_pid,
 		 (int)r->init_pid);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return negerrno();
-	ssize_t n = read(fd, buf, sizeof(buf));
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
 	if (n < 0)
 		return negerrno();
-	return n > 0;
+	if (n == (ssize_t)sizeof(buf) - 1)
+		return 1; /* a long list: certainly something runs */
+	buf[n] = '\0';
+	char *save = NULL;
+	for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+		long pid = strtol(t, NULL, 10);
+		if (pid > 0 && !zombie((pid_t)pid))
+			return 1;
+	}
+	return 0;
 }
 
 /* Refused while a process runs, unless force: then every process is killed
- * and reaped first. */
+ * and reaped first (returns 1). */
 static int quiesce(struct moat_run *r, bool force, struct moat_error *err)
 {
 	if (r->init_exited)
 		return moat_error_set(err, STAGE, ESRCH, "the sandbox is gone");
 	int k = busy(r);
+	/* a process that is ending (e.g. a set-up helper of the init right
+	 * after create) is waited for a little */
+	for (unsigned i = 0; k > 0 && i < 25; i++) {
+		(void)moat_sandbox_poll(r, 10);
+		k = busy(r);
+	}
 	if (k < 0)
 		return moat_error_set(err, STAGE, -k, "cannot tell whether processes run: %s",
 				      strerror(-k));
@@ -194,7 +229,7 @@ static int quiesce(struct moat_run *r, bool force, struct moat_error *err)
 	if (k != 0)
 		return moat_error_set(err, STAGE, k < 0 ? -k : EBUSY,
 				      "the sandbox's processes did not end");
-	return 0;
+	return 1; /* killed */
 }
 
 enum op {
@@ -329,6 +364,32 @@ static void helper_restore(const struct job *j, int out)
 	}
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Closes every descriptor above 2 but keep[0..n) (-1 entries ignored): the
+ * helper holds nothing else of the supervisor's (in `moat serve`, other
+ * sandboxes' descriptors). */
+static int keep_only(int *keep, unsigned n)
+{
+	qsort(keep, n, sizeof(*keep), cmp_int);
+	unsigned from = 3;
+	for (unsigned i = 0; i < n; i++) {
+		if (keep[i] < (int)from) {
+			if (keep[i] >= 0 && keep[i] + 1 > (int)from)
+				from = (unsigned)keep[i] + 1;
+			continue;
+		}
+		if ((unsigned)keep[i] > from &&
+		    syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0) < 0)
+			return negerrno();
+		from = (unsigned)keep[i] + 1;
+	}
+	return syscall(SYS_close_range, from, ~0U, 0) < 0 ? negerrno() : 0;
+}
+
 /* In the child: join the sandbox, do the job, report. The namespaces are
  * joined by the descriptors the init sent; the sandbox's user has every
  * capability in its own user namespace there (as the init had while it
@@ -337,6 +398,9 @@ static _Noreturn void helper_main(const struct job *j, int userns, int mntns, in
 {
 	struct helper_result res = {0};
 	const struct moat_plan_identity *id = &j->plan->id;
+	int keep[] = {out, sock, userns, mntns, j->upper_fd, j->lower_fd, j->store_fd};
+	if (keep_only(keep, ELEMENTSOF(keep)) < 0)
+		helper_fail(out, errno, "close_range: %s", strerror(errno));
 	/* the user namespace first: joining the mount namespace needs
 	 * CAP_SYS_CHROOT and CAP_SYS_ADMIN in the caller's own one */
 	if (setns(userns, CLONE_NEWUSER) < 0 || setns(mntns, CLONE_NEWNS) < 0)
@@ -414,6 +478,17 @@ static int run_helper(struct moat_run *r, struct job *j, uint64_t *ret_bytes,
 	return 0;
 }
 
+/* One line in the sandbox's audit stream per request, done or not. */
+static int record(struct moat_run *r, const char *op, const char *name, bool killed, uint64_t bytes,
+		  int k, const struct moat_error *err)
+{
+	MOAT_AUDIT(moat_run_audit(r), MOAT_EV_SNAPSHOT, MOAT_F_STR("op", op),
+		   MOAT_F_STR("name", name), MOAT_F_BOOL("killed", killed),
+		   MOAT_F_UINT("bytes", bytes),
+		   MOAT_F_STR("error", k < 0 && err && err->message[0] ? err->message : NULL));
+	return k;
+}
+
 static int prepare(struct moat_sandbox *sbx, bool force, struct job *j, struct moat_error *err)
 {
 	struct moat_run *r = &sbx->r;
@@ -461,9 +536,10 @@ int moat_sandbox_snapshot(struct moat_sandbox *sbx, const char *name, bool force
 	struct job j;
 	int k;
 	if (name && (k = check_name(name, ret_err)) < 0)
-		return k;
+		return record(r, "snapshot", NULL, false, 0, k, ret_err);
 	if ((k = prepare(sbx, force, &j, ret_err)) < 0)
-		return k;
+		return record(r, "snapshot", name, false, 0, k, ret_err);
+	bool killed = k > 0;
 	struct moat_snap *s = r->snap;
 	if (!name) {
 		do
@@ -472,11 +548,16 @@ int moat_sandbox_snapshot(struct moat_sandbox *sbx, const char *name, bool force
 		name = auto_name;
 	}
 	if (find(s, name) >= 0)
-		return moat_error_set(ret_err, STAGE, EEXIST, "a snapshot named %s exists", name);
+		return record(
+			r, "snapshot", name, killed, 0,
+			moat_error_set(ret_err, STAGE, EEXIST, "a snapshot named %s exists", name),
+			ret_err);
 	if (s->n >= MOAT_SNAPSHOTS_MAX)
-		return moat_error_set(ret_err, STAGE, ENOSPC,
-				      "at most %d snapshots per sandbox (delete one first)",
-				      MOAT_SNAPSHOTS_MAX);
+		return record(r, "snapshot", name, killed, 0,
+			      moat_error_set(ret_err, STAGE, ENOSPC,
+					     "at most %d snapshots per sandbox (delete one first)",
+					     MOAT_SNAPSHOTS_MAX),
+			      ret_err);
 	j.op = OP_SNAPSHOT;
 	j.name = name;
 	uint64_t bytes = 0;
@@ -484,7 +565,7 @@ int moat_sandbox_snapshot(struct moat_sandbox *sbx, const char *name, bool force
 	if (k < 0) {
 		if (s->store_fd >= 0)
 			remove_stored(s, name); /* what a failed copy left */
-		return k;
+		return record(r, "snapshot", name, killed, 0, k, ret_err);
 	}
 	struct snap_entry *e = &s->v[s->n];
 	snprintf(e->name, sizeof(e->name), "%s", name);
@@ -495,7 +576,7 @@ int moat_sandbox_snapshot(struct moat_sandbox *sbx, const char *name, bool force
 	s->current = (int)s->n++;
 	if (ret_name)
 		snprintf(ret_name, MOAT_SNAPSHOT_NAME_MAX + 1, "%s", name);
-	return 0;
+	return record(r, "snapshot", name, killed, bytes, 0, NULL);
 }
 
 static int restore(struct moat_sandbox *sbx, const char *name, bool force,
@@ -504,18 +585,22 @@ static int restore(struct moat_sandbox *sbx, const char *name, bool force,
 	struct moat_run *r = &sbx->r;
 	struct job j;
 	int k, at = -1;
+	const char *op = name ? "restore" : "reset";
 	if (name && (k = check_name(name, ret_err)) < 0)
-		return k;
+		return record(r, op, NULL, false, 0, k, ret_err);
 	if ((k = prepare(sbx, force, &j, ret_err)) < 0)
-		return k;
+		return record(r, op, name, false, 0, k, ret_err);
+	bool killed = k > 0;
 	if (name && (at = find(r->snap, name)) < 0)
-		return moat_error_set(ret_err, STAGE, ENOENT, "no snapshot named %s", name);
+		return record(r, op, name, killed, 0,
+			      moat_error_set(ret_err, STAGE, ENOENT, "no snapshot named %s", name),
+			      ret_err);
 	j.op = name ? OP_RESTORE : OP_RESET;
 	j.name = name;
 	if ((k = run_helper(r, &j, NULL, ret_err)) < 0)
-		return k;
+		return record(r, op, name, killed, 0, k, ret_err);
 	r->snap->current = at;
-	return 0;
+	return record(r, op, name, killed, 0, 0, NULL);
 }
 
 int moat_sandbox_restore(struct moat_sandbox *sbx, const char *name, bool force,
@@ -560,6 +645,7 @@ int moat_sandbox_snapshot_delete(struct moat_sandbox *sbx, const char *name,
 	if (!s || (at = find(s, name)) < 0)
 		return moat_error_set(ret_err, STAGE, ENOENT, "no snapshot named %s", name);
 	remove_stored(s, name);
+	(void)record(&sbx->r, "delete", name, false, s->v[at].bytes, 0, NULL);
 	memmove(&s->v[at], &s->v[at + 1], (s->n - (unsigned)at - 1) * sizeof(s->v[0]));
 	s->n--;
 	if (s->current == at)

@@ -146,6 +146,19 @@ t_tamper() {
 	assert_contains "$found" "/tmp/m" "control: the search finds the mark in /tmp"
 	assert_contains "$found" "$ws/f" "control: the search finds the mark in the workspace"
 	assert_eq 3 "$(printf '%s\n' "$found" | grep -c .)" "only the three live copies are visible: $found"
+	# the same size, the same mtime, new bytes in place: still brought back
+	# (nothing but the contents says a file is unchanged: a write through a
+	# shared mapping of a tmpfs file changes neither its mtime nor its ctime)
+	ex "$id" -- sh -c 'cp -p f /tmp/ref; printf X | dd of=f bs=1 seek=3 conv=notrunc 2>/dev/null; touch -r /tmp/ref f; rm /tmp/ref'
+	[ "$(ex "$id" -- cat f)" != "$mark" ] || fail "control: the file changed"
+	timeout 30 "$MOAT" restore "$id" s || fail "restore"
+	assert_eq "$mark" "$(ex "$id" -- cat f)" "an in-place change with the size and mtime kept is undone"
+	if ex "$id" -- python3 -c 'pass' 2>/dev/null; then
+		ex "$id" -- python3 -c 'import mmap; f = open("f", "r+b"); m = mmap.mmap(f.fileno(), 0); m[0:1] = b"Z"; m.flush()'
+		[ "$(ex "$id" -- cat f)" != "$mark" ] || fail "control: the mapping changed the file"
+		timeout 30 "$MOAT" restore "$id" s || fail "restore"
+		assert_eq "$mark" "$(ex "$id" -- cat f)" "a write through a shared mapping is undone"
+	fi
 	# overwrite in place (same inode), truncate, remove: the snapshot keeps its data
 	ex "$id" -- sh -c 'printf tampered >f; : >/tmp/m; rm "$HOME/m"; dd if=/dev/zero of=f bs=1 count=3 seek=0 conv=notrunc 2>/dev/null'
 	timeout 30 "$MOAT" restore "$id" s || fail "restore"
@@ -221,6 +234,11 @@ t_running() {
 	done
 	kill -0 "$pid" 2>/dev/null || fail "the process still runs after the refusals"
 	timeout 30 "$MOAT" reset --force "$id" 2>err || fail "reset --force: $(cat err)"
+	# each request is in the sandbox's audit stream, refused or done
+	timeout 10 "$MOAT" logs --json "$id" >log
+	assert_contains "$(grep '"type":"snapshot"' log | grep '"op":"restore"')" '"error":"processes run' "the refused restore is recorded"
+	assert_contains "$(grep '"type":"snapshot"' log | grep '"op":"reset"' | tail -1)" '"killed":true' "the forced reset is recorded"
+	assert_contains "$(grep '"type":"snapshot"' log | grep '"op":"snapshot"' | head -1)" '"name":"s"' "the snapshot is recorded"
 	rc=0
 	wait "$pid" || rc=$?
 	assert_eq 137 "$rc" "--force killed the running process"
