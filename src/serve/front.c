@@ -65,6 +65,7 @@ struct conn {
 	bool headers_seen; /* the first call (headers only) was answered */
 	bool gone; /* the client hung up while the connection was suspended */
 	bool uri_too_long;
+	bool close_after; /* the framing was ambiguous: no next request on it */
 };
 
 #define MAX_URI 8192u
@@ -316,6 +317,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 static enum MHD_Result queue(struct conn *c, int status, const char *type, char *body, size_t len,
 			     bool stream)
 {
+	bool close_after = c->close_after;
 	struct MHD_Response *r = stream
 		? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, c, NULL)
 		: MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -327,6 +329,8 @@ static enum MHD_Result queue(struct conn *c, int status, const char *type, char 
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type ? type : "application/json");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (close_after)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	for (unsigned i = 0; i < c->st.n_headers; i++) {
 		char *colon = strchr(c->st.headers[i], ':');
 		if (colon) {
@@ -392,6 +396,20 @@ static enum MHD_Result dispatch(struct conn *c, const char *method)
 	MHD_get_connection_values(c->mc, MHD_HEADER_KIND, collect_header, &hs);
 	if (hs.over)
 		return queue_error(c, 431, "bad_request", "too many header fields");
+	/* Ambiguous framing (request smuggling through an intermediary): a
+	 * body length given twice, or both ways, is refused, and nothing more
+	 * is read from the connection. */
+	unsigned n_cl = 0, n_te = 0;
+	for (size_t i = 0; i < hs.n; i++) {
+		n_cl += strcasecmp(hs.h[i].name, "Content-Length") == 0;
+		n_te += strcasecmp(hs.h[i].name, "Transfer-Encoding") == 0;
+	}
+	if (n_cl > 1 || n_te > 1 || (n_cl && n_te)) {
+		c->close_after = true;
+		return queue_error(c, 400, "bad_request",
+				   "the body's length is given more than once (Content-Length, "
+				   "Transfer-Encoding)");
+	}
 	char *q = strchr(c->uri, '?');
 	if (q)
 		*q++ = '\0';
