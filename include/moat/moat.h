@@ -499,6 +499,9 @@ struct moat_serve_opts {
 	const char *tls_cert, *tls_key;
 	const char *const *pools;
 	size_t n_pools;
+	/* also speak E2B's protocol (docs/E2B.md): its REST lifecycle API and
+	 * the in-sandbox process and filesystem services, for E2B's SDKs */
+	bool e2b;
 	void (*on_ready)(const char *socket_path, const char *tcp_addr, void *userdata);
 	void *userdata;
 };

@@ -65,13 +65,14 @@ static const struct help helps[] = {
 	 "tool argument can widen it. See docs/MCP.md.\n\noptions:\n",
 	 true},
 	{"serve", "",
-	 "usage: moat serve [--socket PATH] [--listen ADDR:PORT --token-file FILE\n"
+	 "usage: moat serve [--e2b] [--socket PATH] [--listen ADDR:PORT --token-file FILE\n"
 	 "                  [--tls-cert FILE --tls-key FILE]] [--pool N[:POLICY]]...\n"
 	 "                  [--policy FILE] [OPTIONS]\n"
 	 "An HTTP/1.1 + JSON API (docs/API.md) on a unix socket (mode 0600; default\n"
 	 "in the runtime directory) and optionally TCP with bearer tokens (tenants,\n"
 	 "quotas) and TLS. The policy is the ceiling: a request narrows it, never\n"
-	 "widens it. --pool keeps N sandboxes ready.\n\noptions:\n",
+	 "widens it. --pool keeps N sandboxes ready. --e2b also speaks E2B's protocol\n"
+	 "(E2B_API_URL and E2B_SANDBOX_URL: this address; docs/E2B.md).\n\noptions:\n",
 	 true},
 	{"create", "",
 	 "usage: moat create [OPTIONS] [--name NAME] [--idle-timeout D] [--lifetime D]\n"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* moat serve [--socket PATH] [--listen ADDR:PORT --token-file FILE
+/* moat serve [--e2b] [--socket PATH] [--listen ADDR:PORT --token-file FILE
  *            [--tls-cert F --tls-key F]] [--pool N[:POLICY]]... [--policy FILE] [OPTIONS] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +35,10 @@ int moat_cli_serve(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		const char **slot = NULL;
 		const char *a = argv[i];
+		if (strcmp(a, "--e2b") == 0) {
+			o.e2b = true;
+			continue;
+		}
 		if (strcmp(a, "--socket") == 0)
 			slot = &o.socket_path;
 		else if (strcmp(a, "--listen") == 0)

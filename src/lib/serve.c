@@ -81,6 +81,10 @@ struct job {
 	/* events */
 	struct moat_log *log;
 	bool follow;
+	/* exec: its number in the sandbox (1, 2, ...: the pid E2B's clients
+	 * see) and its argv (exec.list) */
+	uint64_t num;
+	json_t *argv;
 };
 
 struct pool {
@@ -741,6 +745,8 @@ static int op_exec(struct server *s, struct request *r)
 	}
 	x->execs++;
 	x->running++;
+	j->num = x->execs;
+	j->argv = json_incref(av);
 	j->next = s->jobs;
 	s->jobs = j;
 	for (i = 0; i < ei; i++)
@@ -748,7 +754,9 @@ static int op_exec(struct server *s, struct request *r)
 	free(envp);
 	free(argv);
 	stream_open(s, r->id);
-	return stream_event(s, r->id, json_pack("{s:s}", "type", "start"), NULL, 0);
+	return stream_event(s, r->id,
+			    json_pack("{s:s,s:I}", "type", "start", "num", (json_int_t)j->num),
+			    NULL, 0);
 fail:
 	answer_error(s, r->id, k == -ENOMEM ? 500 : 400, k == -ENOMEM ? "internal" : "bad_request",
 		     "exec: %s", strerror(-k));
@@ -826,6 +834,47 @@ static void exec_progress(struct server *s, struct job *j)
 		json_object_set_new(ev, "stdio_error", json_string(ps.stdio_error));
 	stream_event(s, j->req, ev, NULL, 0);
 	job_finish(s, j, false);
+}
+
+/* The sandbox's running execs (E2B's Process/List): number and argv. */
+static int op_exec_list(struct server *s, struct request *r)
+{
+	struct sbx *x;
+	if (need_sbx(s, r, &x) < 0)
+		return 0;
+	json_t *a = json_array();
+	for (struct job *j = s->jobs; a && j; j = j->next)
+		if (j->kind == JOB_EXEC && j->req && j->s == x && j->pr && !moat_proc_done(j->pr))
+			json_array_append_new(
+				a,
+				json_pack("{s:I,s:O}", "num", (json_int_t)j->num, "argv", j->argv));
+	return answer(s, r->id, 200, json_pack("{s:o}", "execs", a ? a : json_array()));
+}
+
+/* A signal to one running exec of the sandbox, by its number (E2B's
+ * Process/SendSignal): KILL or TERM only. */
+static int op_exec_signal(struct server *s, struct request *r)
+{
+	struct sbx *x;
+	if (need_sbx(s, r, &x) < 0)
+		return 0;
+	json_t *nv = json_object_get(r->args, "pid");
+	const char *sig = json_string_value(json_object_get(r->args, "signal"));
+	if (!json_is_integer(nv) || json_integer_value(nv) <= 0)
+		return answer_field(s, r->id, 400, "bad_request", "pid", "pid: a positive integer");
+	if (!sig || !(streq(sig, "KILL") || streq(sig, "TERM")))
+		return answer_field(s, r->id, 400, "bad_request", "signal", "signal: KILL or TERM");
+	for (struct job *j = s->jobs; j; j = j->next)
+		if (j->kind == JOB_EXEC && j->req && j->s == x && j->pr &&
+		    j->num == (uint64_t)json_integer_value(nv) && !moat_proc_done(j->pr)) {
+			int k = moat_proc_signal(j->pr, streq(sig, "KILL") ? SIGKILL : SIGTERM);
+			if (k < 0)
+				return answer_error(s, r->id, 500, "internal", "signal: %s",
+						    strerror(-k));
+			return answer(s, r->id, 200, json_pack("{s:b}", "signaled", 1));
+		}
+	return answer_error(s, r->id, 404, "not_found", "no running process %lld in sandbox %s",
+			    (long long)json_integer_value(nv), x->id);
 }
 
 /* ---- events -------------------------------------------------------------------------- */
@@ -1087,6 +1136,10 @@ static int serve_one(struct server *s)
 			answer(s, r.id, 200, sbx_json(x));
 	} else if (streq(r.op, "delete"))
 		op_delete(s, &r);
+	else if (streq(r.op, "exec.list"))
+		op_exec_list(s, &r);
+	else if (streq(r.op, "exec.signal"))
+		op_exec_signal(s, &r);
 	else if (streq(r.op, "exec"))
 		op_exec(s, &r);
 	else if (startswith(r.op, "files."))
@@ -1537,9 +1590,9 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 	exe = safe_close(exe);
 	s.chan = TAKE_FD(sv[0]);
 	/* the configuration frame */
-	json_t *cfg = json_pack("{s:s,s:b,s:b,s:b,s:I,s:I}", "op", "config", "tls", cert != NULL,
-				"unix", 1, "tcp", o->listen != NULL, "cert_len",
-				(json_int_t)cert_len, "key_len", (json_int_t)key_len);
+	json_t *cfg = json_pack("{s:s,s:b,s:b,s:b,s:b,s:I,s:I}", "op", "config", "e2b", o->e2b,
+				"tls", cert != NULL, "unix", 1, "tcp", o->listen != NULL,
+				"cert_len", (json_int_t)cert_len, "key_len", (json_int_t)key_len);
 	char *mat = NULL;
 	if (cert) {
 		mat = malloc(cert_len + key_len);
@@ -1659,6 +1712,7 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 			struct job *j = *pp;
 			if (!j->req) {
 				*pp = j->next;
+				json_decref(j->argv);
 				free(j->in_data);
 				job_close_fds(j);
 				moat_log_free(j->log);
@@ -1685,6 +1739,7 @@ out:
 			moat_proc_release(j->pr);
 		job_close_fds(j);
 		moat_log_free(j->log);
+		json_decref(j->argv);
 		free(j->in_data);
 		free(j);
 	}

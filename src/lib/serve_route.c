@@ -22,6 +22,7 @@
 void moat_serve_out_clear(struct moat_serve_out *out)
 {
 	free(out->body);
+	free(out->note);
 	json_decref(out->fwd);
 	*out = (struct moat_serve_out){0};
 }
@@ -669,9 +670,14 @@ static const struct moat_serve_route routes_v1[] = {
 	{NULL, NULL, NULL, NULL, 0, NULL},
 };
 
-/* Every table of routes, searched in order. Another API (E2B's) adds its
- * table here. */
-static const struct moat_serve_route *const routes_tables[] = {routes_v1};
+/* Every table of routes, searched in order: /v1, then E2B's when
+ * `moat serve --e2b` enabled it. */
+static bool e2b_on;
+void moat_serve_routes_enable_e2b(bool on)
+{
+	e2b_on = on;
+}
+static const struct moat_serve_route *const routes_tables[] = {routes_v1, moat_serve_routes_e2b};
 
 /* ---- matching ------------------------------------------------------------------ */
 
@@ -729,7 +735,7 @@ void moat_serve_dispatch(struct moat_serve_http_req *rq, const char *token,
 		moat_serve_reply_error(out, 400, "bad_request", "the request line is malformed");
 		return;
 	}
-	for (size_t t = 0; t < ELEMENTSOF(routes_tables); t++)
+	for (size_t t = 0; t < (e2b_on ? ELEMENTSOF(routes_tables) : 1u); t++)
 		for (const struct moat_serve_route *r = routes_tables[t]; r->method; r++) {
 			struct moat_serve_http_req m = *rq;
 			if (!match(r->pattern, rq->path, &m))
@@ -741,9 +747,19 @@ void moat_serve_dispatch(struct moat_serve_http_req *rq, const char *token,
 			rq->n_param = m.n_param;
 			if (ret_route)
 				*ret_route = r;
+			/* a malformed Authorization: refused, unless the route
+			 * takes its credential from elsewhere (E2B) */
+			if (!token && !(r->flags & MOAT_SERVE_ROUTE_OWN_TOKEN)) {
+				moat_serve_reply_error(out, 401, "unauthorized",
+						       "Authorization: must be \"Bearer TOKEN\" "
+						       "(printable ASCII)");
+				return;
+			}
 			if (r->handle(rq, out) < 0 && !out->status)
 				moat_serve_reply_error(out, 400, "bad_request", "refused");
-			if (out->fwd &&
+			/* the request's bearer token, unless the handler named
+			 * the credential itself */
+			if (out->fwd && !json_object_get(out->fwd, "token") &&
 			    json_object_set_new(out->fwd, "token",
 						json_string(token ? token : "")) < 0)
 				moat_serve_reply_error(out, 500, "internal", "out of memory");

@@ -59,6 +59,9 @@ struct moat_serve_out {
 	json_t *fwd;
 	const char *fwd_data;
 	size_t fwd_len;
+	/* a note for the route's codec (owned; handed to the response's
+	 * stream: moat_serve_stream.note), e.g. what the answer must name */
+	char *note;
 };
 
 /* How the back's frames become the HTTP response. */
@@ -86,6 +89,7 @@ struct moat_serve_stream {
 	size_t len, cap;
 	bool failed; /* out of memory or over MOAT_SERVE_MAX_PENDING: drop the connection */
 	void *route_state; /* a codec's own, freed by its end() */
+	char *note; /* the handler's note (moat_serve_out.note), owned */
 };
 /* A response holds at most this much not yet sent (a slow client). */
 #define MOAT_SERVE_MAX_PENDING (32u << 20)
@@ -97,6 +101,10 @@ extern const struct moat_serve_codec moat_serve_codec_json;
 
 enum {
 	MOAT_SERVE_ROUTE_RAW_BODY = 1u << 0, /* the body is bytes, not JSON */
+	/* the route takes its credential from other headers (E2B's
+	 * X-API-KEY, X-Access-Token: the handler puts it in the forward's
+	 * "token"), so a malformed Authorization header is its to judge */
+	MOAT_SERVE_ROUTE_OWN_TOKEN = 1u << 1,
 };
 
 struct moat_serve_route {
@@ -108,10 +116,17 @@ struct moat_serve_route {
 	const char *op; /* for the simple handlers: the back's op */
 };
 
+/* The E2B routes (serve_e2b_route.c), searched after /v1 once enabled
+ * (`moat serve --e2b`: the back's configuration frame says so). */
+extern const struct moat_serve_route moat_serve_routes_e2b[];
+void moat_serve_routes_enable_e2b(bool on);
+
 /* Finds the route of rq (fills rq->param), runs its handler. Always leaves
  * out with a reply or a forward (a 404/405/400 reply when nothing matched
  * or the handler refused); *ret_route: the matched route (NULL if none).
- * token: the request's bearer token ("" if none), put in the forward. */
+ * token: the request's bearer token ("" if none; NULL: the Authorization
+ * header was malformed, refused but on the routes that take their credential
+ * from elsewhere), put in the forward. */
 void moat_serve_dispatch(struct moat_serve_http_req *rq, const char *token,
 			 struct moat_serve_out *out, const struct moat_serve_route **ret_route);
 /* Frees what out owns; out is zeroed. */
