@@ -312,6 +312,11 @@ int moat_sandbox_read_file(struct moat_sandbox *sb, const char *path, uint64_t m
 /* Creates or replaces the file (the directory must exist). */
 int moat_sandbox_write_file(struct moat_sandbox *sb, const char *path, const void *data, size_t len,
 			    struct moat_error *ret_err);
+/* Creates a new directory (its parent must exist) with mode's permission
+ * bits (the sandbox's umask applies); one that exists is an error (-EIO,
+ * ret_err has mkdir's message), never reused. */
+int moat_sandbox_mkdir(struct moat_sandbox *sb, const char *path, unsigned mode,
+		       struct moat_error *ret_err);
 /* The entries of a directory (not . and ..); 1 if the listing was cut at
  * 16 MiB. Caller frees *ret. */
 int moat_sandbox_list_dir(struct moat_sandbox *sb, const char *path, struct moat_file_info **ret,

@@ -256,6 +256,22 @@ static void on_copy_in(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	reply_ok(c->fd, json_pack("{s:I}", "len", (json_int_t)len));
 }
 
+/* A directory copied in: each of its directories is made new (mkdir, no -p) */
+static void on_mkdir(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+{
+	const char *path = json_string_value(json_object_get(m->body, "path"));
+	struct moat_error err = {0};
+	if (!path) {
+		reply_errorf(c->fd, "usage", EINVAL, "malformed mkdir request");
+		return;
+	}
+	if (moat_sandbox_mkdir(s->sb, path, 0755, &err) < 0) {
+		reply_error(c->fd, &err);
+		return;
+	}
+	reply_ok(c->fd, NULL);
+}
+
 static void on_copy_out(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 {
 	const char *path = json_string_value(json_object_get(m->body, "path"));
@@ -395,6 +411,9 @@ static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 		break;
 	case MOAT_SESS_COPY_IN:
 		on_copy_in(s, c, m);
+		break;
+	case MOAT_SESS_MKDIR:
+		on_mkdir(s, c, m);
 		break;
 	case MOAT_SESS_COPY_OUT:
 		on_copy_out(s, c, m);
