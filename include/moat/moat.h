@@ -371,6 +371,8 @@ struct moat_session_info {
 	uint64_t mem_current; /* bytes, 0 if not measured */
 	uint64_t idle_timeout_ms, lifetime_ms;
 	char policy_sha256[65]; /* of the effective policy's JSON */
+	/* the limits as set in the effective policy (0: none) */
+	uint64_t memory_max, cpus_milli, pids_max, disk_max, timeout_ms;
 };
 /* Every session of this user; those whose supervisor died are listed as
  * "gone" once and their socket is removed. Caller frees *ret. */

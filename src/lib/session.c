@@ -127,6 +127,11 @@ static void fill_info(struct sess *s, struct moat_session_info *in)
 	in->idle_timeout_ms = s->o.idle_timeout_ms;
 	in->lifetime_ms = s->o.lifetime_ms;
 	snprintf(in->policy_sha256, sizeof(in->policy_sha256), "%s", s->digest);
+	in->memory_max = s->p->memory;
+	in->cpus_milli = s->p->cpus_milli;
+	in->pids_max = s->p->pids;
+	in->disk_max = s->p->disk;
+	in->timeout_ms = s->p->timeout_ms;
 	struct moat_cgroup_stats cs = {0};
 	if (s->sb->r.limits.cg && moat_cgroup_stats(s->sb->r.limits.cg, &cs) >= 0)
 		in->mem_current = cs.mem_current;

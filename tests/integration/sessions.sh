@@ -409,6 +409,28 @@ t_cp_dir_in_race() {
 	[ $((ok + refused)) -eq 12 ] || fail "unexpected outcomes"
 }
 
+# moat ls shows the limits as set (and the default pids limit when none was)
+t_ls_limits() {
+	trap cleanup_sessions EXIT
+	local id plain row
+	local deg=()
+	# unprivileged on cgroup v1 limits fall back to rlimits, when asked
+	is_root || deg=(--allow-degraded cgroup)
+	id=$(create "${deg[@]}" --memory 256M --cpus 1.5 --pids 77 --disk 64M --timeout 90s)
+	plain=$(create)
+	assert_eq "268435456 1500 77 67108864 90000" "$(ls_field "$id" 'limits | "\(.memory) \(.cpus_milli) \(.pids) \(.disk) \(.timeout_ms)"')" "ls --json limits"
+	assert_eq "0 0" "$(ls_field "$plain" 'limits | "\(.memory) \(.timeout_ms)"')" "no memory or timeout limit when none was set"
+	row=$(timeout 10 "$MOAT" ls | grep "^$id ")
+	assert_contains "$row" "mem=256M,cpus=1.5,pids=77,disk=64M,timeout=90s" "the table's LIMITS"
+	assert_contains "$(timeout 10 "$MOAT" ls | head -1)" "LIMITS" "the header"
+	# the other columns the issue lists: id, name, state, age, policy digest, command count, memory
+	ex "$id" -- true
+	assert_eq 1 "$(ls_field "$id" execs)" "command count"
+	[[ $(ls_field "$id" policy_sha256) =~ ^[0-9a-f]{64}$ ]] || fail "no policy digest"
+	[ "$(ls_field "$id" policy_sha256)" != "$(ls_field "$plain" policy_sha256)" ] || fail "the digest does not depend on the policy"
+	[ "$(ls_field "$id" age_s)" -ge 0 ] || fail "no age"
+}
+
 t_tty_signals() {
 	trap cleanup_sessions EXIT
 	local id out
@@ -560,6 +582,7 @@ run_test "idle timeout and lifetime destroy the sandbox as rm does" t_expiry
 run_test "cp in and out: regular files only, no symlink followed, size cap" t_cp
 run_test "cp of a directory in: no symlink followed, new directory, caps" t_cp_dir_in
 run_test "cp of a directory in while the source swaps a directory and a symlink" t_cp_dir_in_race
+run_test "ls shows the limits as set" t_ls_limits
 run_test "exec on a terminal; signals forwarded" t_tty_signals
 run_test "bad input: unknown ids, names, options" t_bad_input
 run_test "rm --all" t_rm_all
