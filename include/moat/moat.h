@@ -377,6 +377,13 @@ struct moat_session_info {
 /* Every session of this user; those whose supervisor died are listed as
  * "gone" once and their socket is removed. Caller frees *ret. */
 int moat_session_list(struct moat_session_info **ret, size_t *ret_n, struct moat_error *ret_err);
+/* moat gc: what dead sessions of this user left in the sessions directory:
+ * the socket of a session whose supervisor died (it refuses connections and
+ * its id is not among live_ids, the runs moat_ps() lists as live: a
+ * supervisor between bind() and listen() is live) and every name file no
+ * supervisor holds locked. *ret_removed (may be NULL): how many went. */
+int moat_session_gc(const char *const *live_ids, size_t n_live, unsigned *ret_removed,
+		    struct moat_error *ret_err);
 /* One session; -ENOENT (ret_err says so) if there is none of that id or name. */
 int moat_session_info(const char *id, struct moat_session_info *ret, struct moat_error *ret_err);
 

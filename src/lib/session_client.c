@@ -225,6 +225,62 @@ int moat_session_list(struct moat_session_info **ret, size_t *ret_n, struct moat
 	return 0;
 }
 
+int moat_session_gc(const char *const *live_ids, size_t n_live, unsigned *ret_removed,
+		    struct moat_error *ret_err)
+{
+	unsigned removed = 0;
+	if (ret_removed)
+		*ret_removed = 0;
+	struct moat_error e2 = {0};
+	int dfd = moat_sess_dir_open(false, &e2);
+	if (dfd == -ENOENT)
+		return 0; /* no session was ever made */
+	if (dfd < 0) {
+		if (ret_err)
+			*ret_err = e2;
+		return dfd;
+	}
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return moat_error_set(ret_err, "session", errno, "cannot list: %s",
+				      strerror(errno));
+	}
+	struct dirent *de;
+	unsigned seen = 0;
+	while ((de = readdir(d)) && seen++ < 100000) {
+		char id[40];
+		size_t l = strlen(de->d_name);
+		if (l > 5 && l - 5 < sizeof(id) && strcmp(de->d_name + l - 5, ".sock") == 0) {
+			snprintf(id, sizeof(id), "%.*s", (int)(l - 5), de->d_name);
+			if (!moat_sess_id_valid(id))
+				continue;
+			bool live = false;
+			for (size_t i = 0; i < n_live && !live; i++)
+				live = live_ids[i] && strcmp(live_ids[i], id) == 0;
+			struct moat_error e = {0};
+			int fd = live ? -1 : moat_sess_connect(dirfd(d), id, NULL, &e);
+			if (!live && fd == -ECONNREFUSED && unlinkat(dirfd(d), de->d_name, 0) == 0)
+				removed++;
+			safe_close(fd);
+		} else if (l > 5 && strcmp(de->d_name + l - 5, ".name") == 0) {
+			/* held by its supervisor with an OFD lock for its life */
+			_cleanup_close_ int fd = openat(
+				dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+			struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+			struct stat st;
+			if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			    fcntl(fd, F_OFD_SETLK, &fl) == 0 &&
+			    unlinkat(dirfd(d), de->d_name, 0) == 0)
+				removed++;
+		}
+	}
+	closedir(d);
+	if (ret_removed)
+		*ret_removed = removed;
+	return 0;
+}
+
 int moat_session_stop(const char *id, struct moat_error *ret_err)
 {
 	struct moat_sess_msg m;

@@ -431,6 +431,64 @@ t_ls_limits() {
 	[ "$(ls_field "$id" age_s)" -ge 0 ] || fail "no age"
 }
 
+# A crashed session supervisor (SIGKILL while a command runs) leaves nothing
+# that `moat gc` cannot clean: no process, mount, cgroup, live record,
+# socket or name file (tests/lib/leaks.sh; `moat ls`, which also forgets a
+# gone session, is not run before gc).
+t_crash_gc() {
+	trap cleanup_sessions EXIT
+	# shellcheck source=tests/lib/leaks.sh
+	. "$MOAT_TEST_DIR/lib/leaks.sh"
+	local mark="crash-$$-$RANDOM" id pid cli rc deg=()
+	is_root || deg=(--allow-degraded cgroup)
+	id=$(create "${deg[@]}" --memory 256M --name "$mark")
+	echo "$id" >ids
+	ex "$id" -- sh -c "sleep 60; : $mark" &
+	cli=$!
+	for _ in $(seq 50); do [ -n "$(marked "sleep 60; : $mark")" ] && break; sleep 0.1; done
+	leaks_check "$mark" ids >found
+	# positive control: what a live session has is found
+	assert_contains "$(cat found)" "process " "control: its processes"
+	assert_contains "$(cat found)" "live " "control: its live record"
+	assert_contains "$(cat found)" "$id.sock" "control: its socket"
+	assert_contains "$(cat found)" "$mark.name" "control: its name file"
+	if is_root; then assert_contains "$(cat found)" "cgroup " "control: its cgroup"; fi
+	pid=$(timeout 10 "$MOAT" ls --json | jq -r --arg id "$id" '.[] | select(.id == $id) | .pid')
+	[ "$pid" -gt 1 ] || fail "no supervisor pid"
+	kill -9 "$pid"
+	wait "$cli" 2>/dev/null || true
+	for _ in $(seq 50); do [ -z "$(marked "sleep 60; : $mark")" ] && break; sleep 0.1; done
+	local other oname="other-$$-$RANDOM"
+	other=$(create --name "$oname")
+	timeout 30 "$MOAT" gc --quiet || fail "moat gc failed"
+	leaks_check "$mark" ids >found
+	assert_eq 0 "$LEAKS" "left after the supervisor's SIGKILL and moat gc: $(cat found)"
+	# a live session keeps its socket and its name
+	ex "$other" -- true || fail "gc broke a live session's socket"
+	ex "$oname" -- true || fail "gc removed a live session's name"
+	rc=0
+	timeout 30 "$MOAT" create --name "$oname" >/dev/null 2>&1 || rc=$?
+	[ "$rc" -ne 0 ] || fail "the live session's name was free again after gc"
+}
+
+# Sequential create / exec / rm through the CLI leave nothing behind
+# (bench/cycles.sh runs 100).
+t_cli_cycles() {
+	trap cleanup_sessions EXIT
+	# shellcheck source=tests/lib/leaks.sh
+	. "$MOAT_TEST_DIR/lib/leaks.sh"
+	local mark="cyc-$$-$RANDOM" id i
+	: >ids
+	for i in $(seq 10); do
+		id=$(create --name "$mark-$i")
+		echo "$id" >>ids
+		assert_eq ok "$(ex "$id" -- sh -c "(sleep 100; :) </dev/null >/dev/null 2>&1 & echo ok" "$mark")" "exec $i"
+		timeout 30 "$MOAT" rm --force --quiet "$id" || fail "rm $i"
+	done
+	leaks_check "$mark" ids >found
+	assert_eq 0 "$LEAKS" "left behind by 10 cycles: $(cat found)"
+}
+
 t_tty_signals() {
 	trap cleanup_sessions EXIT
 	local id out
@@ -583,6 +641,8 @@ run_test "cp in and out: regular files only, no symlink followed, size cap" t_cp
 run_test "cp of a directory in: no symlink followed, new directory, caps" t_cp_dir_in
 run_test "cp of a directory in while the source swaps a directory and a symlink" t_cp_dir_in_race
 run_test "ls shows the limits as set" t_ls_limits
+run_test "a crashed supervisor leaves nothing moat gc cannot clean" t_crash_gc
+run_test "10 create/exec/rm cycles leave nothing behind" t_cli_cycles
 run_test "exec on a terminal; signals forwarded" t_tty_signals
 run_test "bad input: unknown ids, names, options" t_bad_input
 run_test "rm --all" t_rm_all

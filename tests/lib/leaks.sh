@@ -14,7 +14,8 @@
 #   cgroup   a directory .../moat/<id> in any hierarchy under /sys/fs/cgroup
 #   live     the live record <state>/live/<id> (moat ps / moat gc's)
 #   tmp      an entry of $TMPDIR, /tmp, /dev/shm or /run/moat naming an id
-#   session  an entry of the sessions directory naming an id
+#   session  an entry of the sessions directory naming an id or MARK (a
+#            session's name file)
 # Each kind can be seen: a held sandbox is found (the positive control in
 # the tests). Run records (<runs>/<id>/events.jsonl) are kept by design
 # (moat log, moat gc --retention): leaks_records counts them.
@@ -78,9 +79,10 @@ leaks_check() {
 	sdir=$(_leaks_sessions_dir)
 	if [ -d "$sdir" ]; then
 		# shellcheck disable=SC2010
-		ls -a "$sdir" 2>/dev/null | grep -F -f "$ids" | sed "s|^|session $sdir/|" >>"$found" || true
+		ls -a "$sdir" 2>/dev/null | grep -F -e "$mark" -f "$ids" | sed "s|^|session $sdir/|" >>"$found" || true
 	fi
 	sort -u "$found"
+	# shellcheck disable=SC2034 # read by the caller
 	LEAKS=$(sort -u "$found" | grep -c . || true)
 	rm -f "$found" "$ids"
 }
@@ -90,7 +92,7 @@ leaks_records() {
 	local runs n=0 kb=0 id
 	runs=$(_leaks_runs_dir)
 	while read -r id; do
-		[ -n "$id" ] && [ -d "$runs/$id" ] || continue
+		if [ -z "$id" ] || [ ! -d "$runs/$id" ]; then continue; fi
 		n=$((n + 1))
 		kb=$((kb + $(du -sk "$runs/$id" | cut -f1)))
 	done <"$1"
