@@ -447,7 +447,12 @@ static unsigned long pss_kb(pid_t pid)
 }
 
 /* The memory of N idle sandboxes held by this process: its own PSS growth
- * plus each child's (the inits; no helper runs without --net allow). */
+ * plus each child's (the inits; no helper runs without --net allow), and the
+ * time it took to create all N. Unprivileged, the inits are not dumpable and
+ * their smaps_rollup is not the user's to read: with LC_IDLE_WAIT set this
+ * prints their pids ("idle_pids ...") and waits for a line on stdin before
+ * destroying them, so that root can read their PSS meanwhile
+ * (bench/lifecycle.sh). */
 static int idle(unsigned n)
 {
 	struct moat_policy *p = policy();
@@ -455,16 +460,21 @@ static int idle(unsigned n)
 	if (!sb)
 		return 1;
 	unsigned long before = pss_kb(getpid());
+	uint64_t t0 = now_us();
 	for (unsigned i = 0; i < n; i++)
 		sb[i] = create(p);
+	uint64_t create_us = now_us() - t0;
+	printf("idle created %u in_us %llu per_us %llu\n", n, (unsigned long long)create_us,
+	       (unsigned long long)(n ? create_us / n : 0));
 	unsigned long self = pss_kb(getpid()), kids = 0, nk = 0;
-	char path[64], buf[65536];
+	char path[64], buf[65536], pids[65536];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)getpid(), (int)getpid());
 	FILE *f = fopen(path, "re");
 	size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
 	if (f)
 		fclose(f);
 	buf[len] = '\0';
+	memcpy(pids, buf, len + 1);
 	unsigned long unreadable = 0;
 	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n")) {
 		unsigned long k = pss_kb((pid_t)atoi(tok));
@@ -474,7 +484,18 @@ static int idle(unsigned n)
 	}
 	if (unreadable || nk != n) {
 		/* e.g. unprivileged: the inits are not dumpable, their smaps not ours */
-		printf("idle sandboxes %u children %lu unreadable %lu\n", n, nk, unreadable);
+		printf("idle sandboxes %u children %lu unreadable %lu supervisor_kb %lu (%lu -> "
+		       "%lu)\n",
+		       n, nk, unreadable, self > before ? self - before : 0, before, self);
+		if (getenv("LC_IDLE_WAIT")) {
+			for (char *q = pids; *q; q++)
+				if (*q == '\n')
+					*q = ' ';
+			printf("idle_pids %s\n", pids);
+			char line[16];
+			if (!fgets(line, sizeof(line), stdin))
+				fprintf(stderr, "idle: no line on stdin\n");
+		}
 		for (unsigned i = 0; i < n; i++)
 			destroy(sb[i], "s");
 		free(sb);
@@ -536,20 +557,27 @@ static long host_uid(pid_t pid)
 	return uid;
 }
 
-/* Processes on the host whose real uid is uid. */
-static unsigned procs_of_uid(long uid)
+static int cmp_long(const void *a, const void *b)
 {
-	unsigned n = 0;
+	long x = *(const long *)a, y = *(const long *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Processes on the host whose real uid is one of the n (sorted) uids. */
+static unsigned procs_of_uids(const long *uids, unsigned n)
+{
+	unsigned found = 0;
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
-		n += host_uid((pid_t)atoi(de->d_name)) == uid;
+		long u = host_uid((pid_t)atoi(de->d_name));
+		found += u >= 0 && bsearch(&u, uids, n, sizeof(*uids), cmp_long) != NULL;
 	}
 	if (d)
 		closedir(d);
-	return n;
+	return found;
 }
 
 /* Leak test (issue 15): N sequential create / exec / destroy cycles. Each
@@ -566,9 +594,9 @@ static int cycles(unsigned n, char *mark)
 	char *const argv[] = {"/bin/sh", "-c",
 			      "(sleep 100; :) </dev/null >/dev/null 2>&1 & echo ok", mark, NULL};
 	unsigned fds0 = count_fds(), bad = 0, nuid = 0, ctl_uid = 0, ctl_kids = 0;
-	long uids[64];
+	long *uids = calloc(n ? n : 1, sizeof(*uids));
 	uint64_t *t = calloc(n ? n : 1, sizeof(*t)), t_all = now_us();
-	if (!t)
+	if (!t || !uids)
 		return 1;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t t0 = now_us();
@@ -576,11 +604,8 @@ static int cycles(unsigned n, char *mark)
 		pid_t kids[4];
 		if (children(kids, 4) >= 1) {
 			long u = host_uid(kids[0]);
-			bool seen = u < 0 || (uid_t)u == getuid();
-			for (unsigned k = 0; k < nuid && !seen; k++)
-				seen = uids[k] == u;
-			if (!seen && nuid < 64)
-				uids[nuid++] = u;
+			if (u >= 0 && (uid_t)u != getuid())
+				uids[nuid++] = u; /* root mode: the sandbox's own host uid */
 		}
 		int out;
 		char buf[64];
@@ -591,7 +616,7 @@ static int cycles(unsigned n, char *mark)
 		bad += code != 0 || strcmp(buf, "ok") != 0;
 		if (i == 0) { /* positive control: the checks below see a live sandbox */
 			ctl_kids = children(kids, 4);
-			ctl_uid = nuid ? procs_of_uid(uids[0]) : 0;
+			ctl_uid = nuid ? procs_of_uids(uids, 1) : 0;
 		}
 		struct moat_status st;
 		struct moat_error e = {0};
@@ -604,9 +629,13 @@ static int cycles(unsigned n, char *mark)
 	}
 	t_all = now_us() - t_all;
 	pid_t kids[16];
-	unsigned nk = children(kids, 16), left = 0;
+	unsigned nk = children(kids, 16), left = 0, distinct = 0;
+	qsort(uids, nuid, sizeof(*uids), cmp_long);
 	for (unsigned k = 0; k < nuid; k++)
-		left += procs_of_uid(uids[k]);
+		if (k == 0 || uids[k] != uids[distinct - 1])
+			uids[distinct++] = uids[k];
+	nuid = distinct;
+	left = procs_of_uids(uids, nuid);
 	if (n)
 		qsort(t, n, sizeof(*t), cmp_u64);
 	printf("cycles %u failed %u\n", n, bad);
@@ -618,6 +647,7 @@ static int cycles(unsigned n, char *mark)
 	       (unsigned long long)(n ? t[n / 2] : 0), (unsigned long long)(n ? t[n * 9 / 10] : 0),
 	       (unsigned long long)(t_all / 1000));
 	free(t);
+	free(uids);
 	moat_policy_free(p);
 	return 0;
 }
