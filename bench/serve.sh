@@ -72,7 +72,7 @@ client() {
 	}
 	echo "  # $out" >&2
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' serve "$BENCH_USER" "api $1" \
-		"$(awk '{ print $3 }' <<<"$out")" "$(awk '{ print $5 }' <<<"$out")" "$2" 0 0 0 \
+		"$(awk '{ print $3 }' <<<"$out")" "$(awk '{ print $5 }' <<<"$out")" "$2" 0 "" 0 \
 		>>"$BENCH_OUT/results.tsv"
 	[ "$1" != warm ] || [ "$(awk '{ print $9 }' <<<"$out")" -eq "$2" ] ||
 		bench_note serve "only $(awk '{ print $9 }' <<<"$out") of $2 creates were warm"
@@ -117,7 +117,7 @@ for BENCH_USER in $(bench_users); do
 	bench_ratio serve "moat exec into a session vs bwrap start" "moat exec /bin/true" "bwrap start" "<=" 0.25
 	if [ -n "${api_exec:-}" ]; then
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' serve "$BENCH_USER" "api exec /bin/true" \
-			"$api_exec" "$api_exec" "$n" 0 0 0 >>"$BENCH_OUT/results.tsv"
+			"$api_exec" "$api_exec" "$n" 0 "" 0 >>"$BENCH_OUT/results.tsv"
 		bench_ratio serve "API exec into a sandbox vs bwrap start" "api exec /bin/true" "bwrap start" "<=" 0.25
 	fi
 	echo

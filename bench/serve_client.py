@@ -9,7 +9,8 @@ library only). Usage: serve_client.py SOCKET MODE N [POOL]
         pool is full before each create, counts the creates that were warm
   exec  one sandbox, N execs of /bin/true until the exit record
 
-Prints "MODE_us median M p90 P n N warm W" (microseconds)."""
+Prints "MODE_us median M p90 P n N warm W [create_only_median C]"
+(microseconds; C: the create request alone)."""
 import http.client
 import json
 import socket
@@ -78,7 +79,7 @@ def stats(v):
 def main():
     sock, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     pool = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-    times, warm = [], 0
+    times, creates, warm = [], [], 0
     if mode in ("cold", "warm"):
         for _ in range(n):
             if mode == "warm":
@@ -88,6 +89,7 @@ def main():
                     time.sleep(0.01)
             t0 = time.monotonic()
             sb = call(sock, "POST", "/v1/sandboxes", {})
+            creates.append(int((time.monotonic() - t0) * 1e6))
             t1 = exec_until(sock, sb["id"], ["echo", "x"], "stdout")
             times.append(int((t1 - t0) * 1e6))
             warm += bool(sb.get("warm"))
@@ -103,7 +105,10 @@ def main():
     else:
         sys.exit("usage: serve_client.py SOCKET cold|warm|exec N [POOL]")
     med, p90 = stats(times)
-    print(f"{mode}_us median {med} p90 {p90} n {len(times)} warm {warm}")
+    line = f"{mode}_us median {med} p90 {p90} n {len(times)} warm {warm}"
+    if creates:
+        line += f" create_only_median {stats(creates)[0]}"
+    print(line)
 
 
 if __name__ == "__main__":
