@@ -30,7 +30,7 @@ if [ "${1:-}" = --worker ]; then
 		exit 1
 	}
 	awk '$1 == "cycle" { print $3 }' lib.out >lib.ids
-	leaks_check "$mark" lib.ids >lib.found
+	leaks_check "$mark" lib.ids 3 >lib.found
 	echo "lib_ids $(sort -u lib.ids | grep -c .)"
 	echo "lib_leaks $LEAKS $(head -5 lib.found | tr '\n' ';')"
 	grep -E '^(cycles|fds|children|uids|control|cycle_us) ' lib.out | sed 's/^/lib_/'
@@ -51,7 +51,7 @@ if [ "${1:-}" = --worker ]; then
 		timeout 30 "$MOAT" rm --force --quiet "$id" 2>>cli.err || fails=$((fails + 1))
 		echo $((($(date +%s%N) - t0) / 1000)) >>cli.ms
 	done
-	leaks_check "$mark" cli.ids >cli.found
+	leaks_check "$mark" cli.ids 3 >cli.found
 	echo "cli_cycles $m failed $fails"
 	echo "cli_leaks $LEAKS $(head -5 cli.found | tr '\n' ';')"
 	echo "cli_cycle_us median $(sort -n cli.ms | awk '{ v[NR] = $1 } END { print v[int(NR / 2) + 1] }')"

@@ -137,7 +137,7 @@ t_cycles() {
 		sleep 0.1
 	done
 	"$MOAT" gc --quiet || fail "moat gc failed"
-	leaks_check "$mark-ctl" ctl.ids >found
+	leaks_check "$mark-ctl" ctl.ids 3 >found
 	assert_eq 0 "$LEAKS" "left after the holder's SIGKILL and moat gc: $(cat found)"
 	# the cycles
 	"$LC" cycles 50 "$mark" >out 2>err || fail "probe: $(cat err)"
@@ -154,7 +154,7 @@ t_cycles() {
 		assert_eq "processes 0" "$(line uids out | cut -d' ' -f2-)" "processes of the sandboxes' uids"
 		[[ "$(line control out)" =~ uid_processes\ [1-9] ]] || fail "control: the live sandbox's uid was not seen: $(line control out)"
 	fi
-	leaks_check "$mark" ids >found
+	leaks_check "$mark" ids 3 >found
 	assert_eq 0 "$LEAKS" "left behind by 50 cycles: $(head -20 found)"
 	echo "# $(line cycle_us out); kept: $(leaks_records ids)" >&2
 }

@@ -461,7 +461,7 @@ t_crash_gc() {
 	local other oname="other-$$-$RANDOM"
 	other=$(create --name "$oname")
 	timeout 30 "$MOAT" gc --quiet || fail "moat gc failed"
-	leaks_check "$mark" ids >found
+	leaks_check "$mark" ids 3 >found
 	assert_eq 0 "$LEAKS" "left after the supervisor's SIGKILL and moat gc: $(cat found)"
 	# a live session keeps its socket and its name
 	ex "$other" -- true || fail "gc broke a live session's socket"
@@ -485,7 +485,7 @@ t_cli_cycles() {
 		assert_eq ok "$(ex "$id" -- sh -c "(sleep 100; :) </dev/null >/dev/null 2>&1 & echo ok" "$mark")" "exec $i"
 		timeout 30 "$MOAT" rm --force --quiet "$id" || fail "rm $i"
 	done
-	leaks_check "$mark" ids >found
+	leaks_check "$mark" ids 3 >found
 	assert_eq 0 "$LEAKS" "left behind by 10 cycles: $(cat found)"
 }
 

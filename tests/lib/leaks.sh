@@ -6,7 +6,7 @@
 # `moat gc` cannot clean"). Used by tests/integration/lifecycle.sh,
 # sessions.sh and bench/cycles.sh.
 #
-# leaks_check MARK IDS_FILE: prints one line per thing left behind by the
+# leaks_check MARK IDS_FILE [WAIT]: prints one line per thing left behind by the
 # sandboxes whose run ids are in IDS_FILE (one a line) and whose processes
 # carry MARK in their command line, and sets LEAKS to their number:
 #   process  a process whose command line holds MARK (not this shell's)
@@ -17,7 +17,9 @@
 #   session  an entry of the sessions directory naming an id or MARK (a
 #            session's name file)
 # Each kind can be seen: a held sandbox is found (the positive control in
-# the tests). Run records (<runs>/<id>/events.jsonl) are kept by design
+# the tests). With WAIT (seconds) the check is repeated until nothing is
+# found or WAIT has passed: a supervisor that answered `moat rm` may still be
+# exiting. Run records (<runs>/<id>/events.jsonl) are kept by design
 # (moat log, moat gc --retention): leaks_records counts them.
 
 # The state directories as the library computes them (state.c, audit.c).
@@ -52,6 +54,17 @@ _leaks_sessions_dir() {
 }
 
 leaks_check() {
+	local i tries=$((${3:-0} * 10))
+	for ((i = 0; ; i++)); do
+		_leaks_once "$1" "$2" >"${TMPDIR:-/tmp}/leaks-last.$$"
+		[ "$LEAKS" -eq 0 ] || [ "$i" -ge "$tries" ] && break
+		sleep 0.1
+	done
+	cat "${TMPDIR:-/tmp}/leaks-last.$$"
+	rm -f "${TMPDIR:-/tmp}/leaks-last.$$"
+}
+
+_leaks_once() {
 	local mark=$1 ids found p live sdir d
 	LEAKS=0
 	found=$(mktemp "${TMPDIR:-/tmp}/leaks.XXXXXX")
