@@ -6,7 +6,9 @@
 # (`--pool`, target <= 2 ms); an exec of /bin/true into a ready sandbox
 # through the API; and `moat exec ID -- /bin/true` into a ready session
 # through the CLI (target <= 1 ms median, <= 0.25x a bubblewrap start-up,
-# interleaved). Root and unprivileged. Without `moat serve` in the build the
+# interleaved); one server holding 100 idle sandboxes (the time to create
+# them, <= 1 s, and its PSS growth per sandbox, <= 1 MiB, read by root).
+# Root and unprivileged. Without `moat serve` in the build the
 # API cases are skipped with a note (never a pass). SERVE_MOAT=PATH takes
 # moat (and the moat-serve-front beside it) from another build.
 set -euo pipefail
@@ -81,6 +83,64 @@ client() {
 
 ms() { [ -n "$1" ] && awk -v u="$1" 'BEGIN { printf "%.3f", u / 1000 }'; }
 
+# tree_pss PID: the PSS (kB) of PID and every descendant ("" if one cannot
+# be read: only root reads another user's, or a non-dumpable, process)
+tree_pss() {
+	local all=("$1") p c kb kids sum=0
+	local -a queue=("$1")
+	while [ ${#queue[@]} -gt 0 ]; do
+		p=${queue[0]}
+		queue=("${queue[@]:1}")
+		kids=$(cat "/proc/$p/task/"*/children 2>/dev/null || true)
+		for c in $kids; do
+			all+=("$c")
+			queue+=("$c")
+		done
+	done
+	for p in "${all[@]}"; do
+		kb=$(awk '/^Pss:/ { print $2; exit }' "/proc/$p/smaps_rollup" 2>/dev/null || true)
+		[ -n "$kb" ] || { echo ""; return 0; }
+		sum=$((sum + kb))
+	done
+	echo "$sum ${#all[@]}"
+}
+
+# idle_server N: one server holding N idle sandboxes: the time to create
+# them (one request after the other) and the server's PSS growth per sandbox
+# (its process tree: the back, the front, every init), read by root
+idle_server() {
+	local n=$1 fifo out before after created in_us per
+	fifo=$BENCH_STAGE/serve-idle-$BENCH_USER.fifo
+	out=$BENCH_STAGE/serve-idle-$BENCH_USER.out
+	rm -f "$fifo" "$out"
+	mkfifo -m 0666 "$fifo"
+	before=$(tree_pss "$SRV_PID")
+	bench_as_user python3 "$BENCH_STAGE/serve-bin/serve_client.py" "$SOCK" idle "$n" <"$fifo" >"$out" 2>&1 &
+	local cpid=$!
+	exec 7>"$fifo"
+	for _ in $(seq 1200); do
+		grep -q '^idle_created' "$out" 2>/dev/null && break
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 0.5
+	after=$(tree_pss "$SRV_PID")
+	echo >&7
+	exec 7>&-
+	wait "$cpid" || true
+	created=$(grep '^idle_created' "$out" || true)
+	rm -f "$fifo"
+	echo "  # $created; server tree PSS kB (processes): $before -> $after"
+	in_us=$(awk '{ print $4 }' <<<"$created")
+	bench_target serve "one server: $n idle sandboxes created, one request after the other" \
+		"$([ -n "$in_us" ] && awk -v u="$in_us" -v n="$n" 'BEGIN { printf "%.3f", u / 1e6 * 100 / n }')" "<=" 1 "s (per 100)"
+	per=
+	if [ -n "$before" ] && [ -n "$after" ]; then
+		per=$(awk -v a="${after% *}" -v b="${before% *}" -v n="$n" 'BEGIN { printf "%.3f", (a - b) / n / 1024 }')
+	fi
+	bench_target serve "one server: PSS per idle sandbox ($n held)" "$per" "<=" 1 MiB
+}
+
 for BENCH_USER in $(bench_users); do
 	echo "serve (as $BENCH_USER, $n rounds)"
 	if [ -z "$SMOAT" ]; then
@@ -92,6 +152,7 @@ for BENCH_USER in $(bench_users); do
 		if start_server; then
 			cold=$(client cold "$n")
 			api_exec=$(client exec "$n")
+			if [ "$(id -u)" -eq 0 ]; then idle_server "$(bench_runs 100)"; fi
 			stop_server
 		fi
 		if start_server --pool "$pool"; then

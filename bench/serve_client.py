@@ -8,6 +8,8 @@ library only). Usage: serve_client.py SOCKET MODE N [POOL]
   warm  the same with a server started with --pool POOL: waits until the
         pool is full before each create, counts the creates that were warm
   exec  one sandbox, N execs of /bin/true until the exit record
+  idle  N sandboxes created and held until a line on stdin; prints
+        "idle_created N in_us T"
 
 Prints "MODE_us median M p90 P n N warm W [create_only_median C]"
 (microseconds; C: the create request alone)."""
@@ -102,8 +104,18 @@ def main():
             if i >= 5:  # warm-up
                 times.append(int((t1 - t0) * 1e6))
         call(sock, "DELETE", f"/v1/sandboxes/{sb['id']}")
+    elif mode == "idle":
+        # N sandboxes created one after the other and held until a line
+        # comes on stdin (the bench reads the server's PSS meanwhile)
+        t0 = time.monotonic()
+        ids = [call(sock, "POST", "/v1/sandboxes", {})["id"] for _ in range(n)]
+        print(f"idle_created {n} in_us {int((time.monotonic() - t0) * 1e6)}", flush=True)
+        sys.stdin.readline()
+        for sid in ids:
+            call(sock, "DELETE", f"/v1/sandboxes/{sid}")
+        return
     else:
-        sys.exit("usage: serve_client.py SOCKET cold|warm|exec N [POOL]")
+        sys.exit("usage: serve_client.py SOCKET cold|warm|exec|idle N [POOL]")
     med, p90 = stats(times)
     line = f"{mode}_us median {med} p90 {p90} n {len(times)} warm {warm}"
     if creates:
