@@ -69,7 +69,7 @@ for BENCH_USER in $(bench_users); do
 			root_kb=$((root_kb + kb))
 		done
 	fi
-	echo >&7
+	(echo >&7) 2>/dev/null || true # the probe may have ended already (no wait as root)
 	exec 7>&-
 	wait "$ipid" || {
 		bench_note lifecycle "idle bench failed: $(tail -2 <<<"$out")"
