@@ -312,6 +312,11 @@ int moat_sandbox_read_file(struct moat_sandbox *sb, const char *path, uint64_t m
 /* Creates or replaces the file (the directory must exist). */
 int moat_sandbox_write_file(struct moat_sandbox *sb, const char *path, const void *data, size_t len,
 			    struct moat_error *ret_err);
+/* Creates a new directory (its parent must exist) with mode's permission
+ * bits (the sandbox's umask applies); one that exists is an error (-EIO,
+ * ret_err has mkdir's message), never reused. */
+int moat_sandbox_mkdir(struct moat_sandbox *sb, const char *path, unsigned mode,
+		       struct moat_error *ret_err);
 /* The entries of a directory (not . and ..); 1 if the listing was cut at
  * 16 MiB. Caller frees *ret. */
 int moat_sandbox_list_dir(struct moat_sandbox *sb, const char *path, struct moat_file_info **ret,
@@ -403,10 +408,19 @@ struct moat_session_info {
 	uint64_t mem_current; /* bytes, 0 if not measured */
 	uint64_t idle_timeout_ms, lifetime_ms;
 	char policy_sha256[65]; /* of the effective policy's JSON */
+	/* the limits as set in the effective policy (0: none) */
+	uint64_t memory_max, cpus_milli, pids_max, disk_max, timeout_ms;
 };
 /* Every session of this user; those whose supervisor died are listed as
  * "gone" once and their socket is removed. Caller frees *ret. */
 int moat_session_list(struct moat_session_info **ret, size_t *ret_n, struct moat_error *ret_err);
+/* moat gc: what dead sessions of this user left in the sessions directory:
+ * the socket of a session whose supervisor died (it refuses connections and
+ * its id is not among live_ids, the runs moat_ps() lists as live: a
+ * supervisor between bind() and listen() is live) and every name file no
+ * supervisor holds locked. *ret_removed (may be NULL): how many went. */
+int moat_session_gc(const char *const *live_ids, size_t n_live, unsigned *ret_removed,
+		    struct moat_error *ret_err);
 /* One session; -ENOENT (ret_err says so) if there is none of that id or name. */
 int moat_session_info(const char *id, struct moat_session_info *ret, struct moat_error *ret_err);
 

@@ -82,6 +82,14 @@ int moat_cli_gc(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n_live; i++)
 		ids[i] = live[i].id;
+	/* what dead sessions left: their sockets and name files */
+	unsigned sess_removed = 0;
+	if (moat_session_gc(ids, n_live, &sess_removed, &err) < 0) {
+		moat_cli_print_error(&err);
+		rc = 1;
+	} else if (!quiet)
+		fprintf(stderr, "moat gc: sessions: %u dead socket(s) or name(s) removed\n",
+			sess_removed);
 	r = moat_runs_gc(runs_dir, moat_policy_retention_ms(p), moat_policy_runs_max(p), ids, &rg,
 			 &err);
 	if (!quiet || r < 0)

@@ -98,8 +98,9 @@ static const struct help helps[] = {
 	 false},
 	{"cp", "",
 	 "usage: moat cp [--max-size N] SRC ID:DEST | moat cp [--max-size N] ID:SRC DEST\n"
-	 "Copies a regular file into or out of a sandbox (never through a symlink;\n"
-	 "default limit 1G).\n",
+	 "Copies a regular file or a directory into or out of a sandbox (never through\n"
+	 "a symlink; a directory into a new one, links and devices skipped; at most 32\n"
+	 "deep, 100,000 entries, --max-size in all, default 1G).\n",
 	 false},
 	{"snapshot", "",
 	 "usage: moat snapshot [--force] ID|NAME [SNAPSHOT]\n"

@@ -368,6 +368,63 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* 512M, 1.5G, 100K, 12 (bytes) */
+static void human_size(char *buf, size_t len, uint64_t v)
+{
+	static const char units[] = "KMGT";
+	double d = (double)v;
+	int u = -1;
+	while (d >= 1024.0 && u < 3) {
+		d /= 1024.0;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else if (d == (double)(uint64_t)d)
+		snprintf(buf, len, "%llu%c", (unsigned long long)d, units[u]);
+	else
+		snprintf(buf, len, "%.1f%c", d, units[u]);
+}
+
+/* The limits column: "mem=512M,cpus=1.5,pids=4096,disk=1G,timeout=30s"
+ * (only those set), "-" for none. */
+static void limits_text(char *buf, size_t len, const struct moat_session_info *s)
+{
+	size_t off = 0;
+	char v[32];
+	buf[0] = '\0';
+#define ADD(...) \
+	do { \
+		int n_ = snprintf(buf + off, len - off, "%s", off ? "," : ""); \
+		if (n_ > 0 && (size_t)n_ < len - off) \
+			off += (size_t)n_; \
+		n_ = snprintf(buf + off, len - off, __VA_ARGS__); \
+		if (n_ > 0 && (size_t)n_ < len - off) \
+			off += (size_t)n_; \
+	} while (0)
+	if (s->memory_max) {
+		human_size(v, sizeof(v), s->memory_max);
+		ADD("mem=%s", v);
+	}
+	if (s->cpus_milli)
+		ADD("cpus=%llu.%llu", (unsigned long long)(s->cpus_milli / 1000),
+		    (unsigned long long)(s->cpus_milli % 1000 / 100));
+	if (s->pids_max)
+		ADD("pids=%llu", (unsigned long long)s->pids_max);
+	if (s->disk_max) {
+		human_size(v, sizeof(v), s->disk_max);
+		ADD("disk=%s", v);
+	}
+	if (s->timeout_ms)
+		ADD("timeout=%llu%s",
+		    (unsigned long long)(s->timeout_ms % 1000 ? s->timeout_ms
+							      : s->timeout_ms / 1000),
+		    s->timeout_ms % 1000 ? "ms" : "s");
+#undef ADD
+	if (!off)
+		snprintf(buf, len, "-");
+}
+
 int moat_cli_ls(int argc, char **argv)
 {
 	bool json = false;
@@ -390,8 +447,8 @@ int moat_cli_ls(int argc, char **argv)
 	if (json)
 		putchar('[');
 	else
-		printf("%-16s %-16s %-8s %8s %6s %4s %10s  %s\n", "ID", "NAME", "STATE", "AGE",
-		       "EXECS", "RUN", "MEMORY", "POLICY");
+		printf("%-16s %-16s %-8s %8s %6s %4s %10s  %-12s  %s\n", "ID", "NAME", "STATE",
+		       "AGE", "EXECS", "RUN", "MEMORY", "POLICY", "LIMITS");
 	for (size_t i = 0; i < n; i++) {
 		const struct moat_session_info *s = &v[i];
 		uint64_t age = s->created_us && now_us > s->created_us
@@ -416,16 +473,22 @@ int moat_cli_ls(int argc, char **argv)
 			       (unsigned long long)s->idle_timeout_ms,
 			       (unsigned long long)s->lifetime_ms);
 			json_str(s->policy_sha256);
-			putchar('}');
+			printf(",\"limits\":{\"memory\":%llu,\"cpus_milli\":%llu,\"pids\":%llu,"
+			       "\"disk\":%llu,\"timeout_ms\":%llu}}",
+			       (unsigned long long)s->memory_max, (unsigned long long)s->cpus_milli,
+			       (unsigned long long)s->pids_max, (unsigned long long)s->disk_max,
+			       (unsigned long long)s->timeout_ms);
 		} else {
 			char mem[32] = "-";
 			if (s->mem_current)
 				snprintf(mem, sizeof(mem), "%.1fM",
 					 (double)s->mem_current / (1024.0 * 1024.0));
-			printf("%-16s %-16s %-8s %7llus %6llu %4u %10s  %.12s\n", s->id,
+			char lim[160];
+			limits_text(lim, sizeof(lim), s);
+			printf("%-16s %-16s %-8s %7llus %6llu %4u %10s  %-12.12s  %s\n", s->id,
 			       s->name[0] ? s->name : "-", s->state, (unsigned long long)age,
 			       (unsigned long long)s->execs, s->running, mem,
-			       s->policy_sha256[0] ? s->policy_sha256 : "-");
+			       s->policy_sha256[0] ? s->policy_sha256 : "-", lim);
 		}
 	}
 	if (json)

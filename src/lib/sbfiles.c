@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Files of a ready sandbox, for the session API, `moat serve` and `moat mcp`:
- * read, write, list, stat, remove. Each is a process of the sandbox (the
+ * read, write, mkdir, list, stat, remove. Each is a process of the sandbox (the
  * host's coreutils under the sandbox's user, seccomp, Landlock and mount
  * namespace), so it can reach exactly what the sandbox's own processes can,
  * and it is recorded like them (`process` events). The paths are argv
@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -192,6 +193,20 @@ int moat_sandbox_write_file(struct moat_sandbox *sb, const char *path, const voi
 		S("sh"), S("-c"), S("exec cat >\"$1\""), S("moat-write"), (char *)(uintptr_t)path,
 		NULL};
 	k = run_io(sb, argv, data ? data : "", len, 0, NULL, NULL, NULL, err);
+	return k > 0 ? -EIO : k;
+}
+
+int moat_sandbox_mkdir(struct moat_sandbox *sb, const char *path, unsigned mode,
+		       struct moat_error *err)
+{
+	int k = check_path(path, err);
+	if (k < 0)
+		return k;
+	char m[8];
+	snprintf(m, sizeof(m), "%o", mode & 0777u);
+	/* no -p: a new directory, never one that is there already */
+	char *const argv[] = {S("mkdir"), S("-m"), m, S("--"), (char *)(uintptr_t)path, NULL};
+	k = run_io(sb, argv, NULL, 0, 0, NULL, NULL, NULL, err);
 	return k > 0 ? -EIO : k;
 }
 

@@ -127,6 +127,11 @@ static void fill_info(struct sess *s, struct moat_session_info *in)
 	in->idle_timeout_ms = s->o.idle_timeout_ms;
 	in->lifetime_ms = s->o.lifetime_ms;
 	snprintf(in->policy_sha256, sizeof(in->policy_sha256), "%s", s->digest);
+	in->memory_max = s->p->memory;
+	in->cpus_milli = s->p->cpus_milli;
+	in->pids_max = s->p->pids;
+	in->disk_max = s->p->disk;
+	in->timeout_ms = s->p->timeout_ms;
 	struct moat_cgroup_stats cs = {0};
 	if (s->sb->r.limits.cg && moat_cgroup_stats(s->sb->r.limits.cg, &cs) >= 0)
 		in->mem_current = cs.mem_current;
@@ -254,6 +259,22 @@ static void on_copy_in(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 		return;
 	}
 	reply_ok(c->fd, json_pack("{s:I}", "len", (json_int_t)len));
+}
+
+/* A directory copied in: each of its directories is made new (mkdir, no -p) */
+static void on_mkdir(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+{
+	const char *path = json_string_value(json_object_get(m->body, "path"));
+	struct moat_error err = {0};
+	if (!path) {
+		reply_errorf(c->fd, "usage", EINVAL, "malformed mkdir request");
+		return;
+	}
+	if (moat_sandbox_mkdir(s->sb, path, 0755, &err) < 0) {
+		reply_error(c->fd, &err);
+		return;
+	}
+	reply_ok(c->fd, NULL);
 }
 
 static void on_copy_out(struct sess *s, struct conn *c, struct moat_sess_msg *m)
@@ -396,6 +417,9 @@ static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 		break;
 	case MOAT_SESS_COPY_IN:
 		on_copy_in(s, c, m);
+		break;
+	case MOAT_SESS_MKDIR:
+		on_mkdir(s, c, m);
 		break;
 	case MOAT_SESS_COPY_OUT:
 		on_copy_out(s, c, m);

@@ -35,6 +35,7 @@ enum moat_sess_type {
 	MOAT_SESS_STOP, /* -> OK */
 	MOAT_SESS_REMOVE, /* {force} -> STATUS | ERROR */
 	MOAT_SESS_COPY_IN, /* {path, max} + fd -> OK {len} | ERROR */
+	MOAT_SESS_MKDIR, /* {path} -> OK | ERROR (a new directory, for a copy in) */
 	MOAT_SESS_COPY_OUT, /* {path, max} -> OK {len} | ERROR, then COPY_OUT_FD + fd -> OK */
 	MOAT_SESS_COPY_OUT_FD,
 	MOAT_SESS_LIST, /* {path} -> OK {type, size, entries: [{name, type, size}]} | ERROR */

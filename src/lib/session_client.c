@@ -225,6 +225,62 @@ int moat_session_list(struct moat_session_info **ret, size_t *ret_n, struct moat
 	return 0;
 }
 
+int moat_session_gc(const char *const *live_ids, size_t n_live, unsigned *ret_removed,
+		    struct moat_error *ret_err)
+{
+	unsigned removed = 0;
+	if (ret_removed)
+		*ret_removed = 0;
+	struct moat_error e2 = {0};
+	int dfd = moat_sess_dir_open(false, &e2);
+	if (dfd == -ENOENT)
+		return 0; /* no session was ever made */
+	if (dfd < 0) {
+		if (ret_err)
+			*ret_err = e2;
+		return dfd;
+	}
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return moat_error_set(ret_err, "session", errno, "cannot list: %s",
+				      strerror(errno));
+	}
+	struct dirent *de;
+	unsigned seen = 0;
+	while ((de = readdir(d)) && seen++ < 100000) {
+		char id[40];
+		size_t l = strlen(de->d_name);
+		if (l > 5 && l - 5 < sizeof(id) && strcmp(de->d_name + l - 5, ".sock") == 0) {
+			snprintf(id, sizeof(id), "%.*s", (int)(l - 5), de->d_name);
+			if (!moat_sess_id_valid(id))
+				continue;
+			bool live = false;
+			for (size_t i = 0; i < n_live && !live; i++)
+				live = live_ids[i] && strcmp(live_ids[i], id) == 0;
+			struct moat_error e = {0};
+			int fd = live ? -1 : moat_sess_connect(dirfd(d), id, NULL, &e);
+			if (!live && fd == -ECONNREFUSED && unlinkat(dirfd(d), de->d_name, 0) == 0)
+				removed++;
+			safe_close(fd);
+		} else if (l > 5 && strcmp(de->d_name + l - 5, ".name") == 0) {
+			/* held by its supervisor with an OFD lock for its life */
+			_cleanup_close_ int fd = openat(
+				dirfd(d), de->d_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+			struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+			struct stat st;
+			if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+			    fcntl(fd, F_OFD_SETLK, &fl) == 0 &&
+			    unlinkat(dirfd(d), de->d_name, 0) == 0)
+				removed++;
+		}
+	}
+	closedir(d);
+	if (ret_removed)
+		*ret_removed = removed;
+	return 0;
+}
+
 int moat_session_stop(const char *id, struct moat_error *ret_err)
 {
 	struct moat_sess_msg m;
@@ -354,21 +410,198 @@ struct moat_session_exec *moat_session_exec_free(struct moat_session_exec *e)
 
 /* ---- files ---------------------------------------------------------------- */
 
+#define COPY_MAX_DEPTH 32
+#define COPY_MAX_ENTRIES 100000
+
+struct walk {
+	const char *id;
+	uint64_t max, total;
+	unsigned entries, skipped;
+};
+
+/* One regular file, open, to path in the sandbox (at most max bytes). */
+static int send_file(const char *id, int fd, const char *path, uint64_t max, uint64_t *ret_len,
+		     struct moat_error *ret_err)
+{
+	json_t *b = json_pack("{s:s,s:I}", "path", path, "max", (json_int_t)max);
+	struct moat_sess_msg m;
+	int k = call(id, MOAT_SESS_COPY_IN, b, &fd, 1, MOAT_SESS_OK, &m, NULL, ret_err);
+	json_decref(b);
+	if (k < 0)
+		return k;
+	if (ret_len)
+		*ret_len = (uint64_t)json_integer_value(json_object_get(m.body, "len"));
+	moat_sess_msg_done(&m);
+	return 0;
+}
+
+static int make_dir(const char *id, const char *path, struct moat_error *ret_err)
+{
+	json_t *b = json_pack("{s:s}", "path", path);
+	struct moat_sess_msg m;
+	int k = call(id, MOAT_SESS_MKDIR, b, NULL, 0, MOAT_SESS_OK, &m, NULL, ret_err);
+	json_decref(b);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
+/* "path/name" (one separator), NULL when it would not be a path of the
+ * sandbox (4096 bytes) or out of memory. */
+static char *join(const char *path, const char *name)
+{
+	size_t pl = strlen(path), n = pl + strlen(name) + 2;
+	if (n > 4096)
+		return NULL;
+	char *sub = malloc(n);
+	if (!sub)
+		return NULL;
+	memcpy(sub, path, pl);
+	if (!pl || path[pl - 1] != '/')
+		sub[pl++] = '/';
+	memcpy(sub + pl, name, strlen(name) + 1);
+	return sub;
+}
+
+/* Opens name in dfd again for reading, as what the O_PATH look at it found
+ * (same device and inode): a swap in between (a symlink, a fifo, another
+ * file) is refused, and nothing is ever opened through a symlink. */
+static int reopen_same(int dfd, const char *name, const struct stat *was, int oflags,
+		       struct moat_error *err)
+{
+	int fd = openat(dfd, name, oflags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return moat_error_set(err, "copy", errno,
+				      "%s changed while it was copied (%s): not copied", name,
+				      strerror(errno));
+	if (fstat(fd, &st) < 0 || st.st_dev != was->st_dev || st.st_ino != was->st_ino ||
+	    (st.st_mode & S_IFMT) != (was->st_mode & S_IFMT)) {
+		close(fd);
+		return moat_error_set(err, "copy", EAGAIN,
+				      "%s changed while it was copied: not copied", name);
+	}
+	return fd;
+}
+
+/* The host directory dfd (open for reading) into the new directory path of
+ * the sandbox: regular files and directories, each opened beneath its
+ * parent's fd with O_NOFOLLOW (a symlink is never followed: links, devices,
+ * fifos and sockets are skipped and counted); at most COPY_MAX_DEPTH deep,
+ * COPY_MAX_ENTRIES entries and w->max bytes in all. */
+static int copy_dir_in(struct walk *w, int dfd, const char *path, unsigned depth,
+		       struct moat_error *err)
+{
+	int k = make_dir(w->id, path, err);
+	if (k < 0)
+		return k;
+	int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+	if (!d) {
+		k = moat_error_set(err, "copy", errno, "cannot read a directory: %s",
+				   strerror(errno));
+		safe_close(dup_fd);
+		return k;
+	}
+	struct dirent *de;
+	while (k >= 0 && (errno = 0, de = readdir(d))) {
+		const char *name = de->d_name;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+			continue;
+		if (++w->entries > COPY_MAX_ENTRIES) {
+			k = moat_error_set(err, "copy", E2BIG, "more than %d entries",
+					   COPY_MAX_ENTRIES);
+			break;
+		}
+		struct stat st;
+		int pfd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0 || fstat(pfd, &st) < 0) {
+			k = moat_error_set(err, "copy", errno, "cannot open %s: %s", name,
+					   strerror(errno));
+			safe_close(pfd);
+			break;
+		}
+		close(pfd);
+		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+			w->skipped++;
+			continue;
+		}
+		_cleanup_free_ char *sub = join(path, name);
+		if (!sub) {
+			k = moat_error_set(err, "copy", ENAMETOOLONG,
+					   "a path in the sandbox would be 4096 bytes or more");
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (depth + 1 >= COPY_MAX_DEPTH) {
+				k = moat_error_set(err, "copy", ELOOP, "deeper than %d directories",
+						   COPY_MAX_DEPTH);
+				break;
+			}
+			int sfd = reopen_same(dfd, name, &st, O_RDONLY | O_DIRECTORY, err);
+			if (sfd < 0) {
+				k = sfd;
+				break;
+			}
+			k = copy_dir_in(w, sfd, sub, depth + 1, err);
+			close(sfd);
+			continue;
+		}
+		if (w->total + (uint64_t)st.st_size > w->max) {
+			k = moat_error_set(err, "copy", EFBIG, "more than %llu bytes (--max-size)",
+					   (unsigned long long)w->max);
+			break;
+		}
+		int fd = reopen_same(dfd, name, &st, O_RDONLY, err);
+		if (fd < 0) {
+			k = fd;
+			break;
+		}
+		uint64_t len = 0;
+		k = send_file(w->id, fd, sub, w->max - w->total, &len, err);
+		close(fd);
+		w->total += len;
+	}
+	if (k >= 0 && errno != 0)
+		k = moat_error_set(err, "copy", errno, "cannot read a directory: %s",
+				   strerror(errno));
+	closedir(d);
+	return k;
+}
+
 int moat_session_copy_in(const char *id, const char *host_path, const char *path, uint64_t max,
 			 uint64_t *ret_len, struct moat_error *ret_err)
 {
 	struct moat_path_info *why = calloc(1, sizeof(*why));
 	if (!why)
 		return -ENOMEM;
-	/* the host file: never through a symlink, a regular file only */
-	int k = moat_path_read_file(host_path, why);
-	_cleanup_close_ int fd = k;
+	/* a directory: walked beneath its fd, into a new directory */
+	int k = moat_path_open(host_path, 0, 0, why);
 	struct stat st;
+	if (k >= 0) {
+		_cleanup_close_ int opath = k;
+		if (fstat(opath, &st) == 0 && S_ISDIR(st.st_mode)) {
+			free(why);
+			_cleanup_close_ int dfd =
+				openat(opath, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (dfd < 0)
+				return moat_error_set(ret_err, "copy", errno, "cannot open %s: %s",
+						      host_path, strerror(errno));
+			struct walk w = {.id = id, .max = max};
+			k = copy_dir_in(&w, dfd, path, 0, ret_err);
+			if (ret_len)
+				*ret_len = w.total;
+			return k;
+		}
+	}
+	/* the host file: never through a symlink, a regular file only */
+	k = moat_path_read_file(host_path, why);
+	_cleanup_close_ int fd = k;
 	if (k < 0) {
 		k = k == -EINVAL
 			? moat_error_set(ret_err, "copy", EINVAL,
-					 "%s is not a regular file (only regular "
-					 "files are copied)",
+					 "%s is not a regular file or a directory (only those "
+					 "are copied)",
 					 host_path)
 			: moat_path_error(ret_err, "copy", "the source", host_path, k, why);
 		free(why);
@@ -380,16 +613,7 @@ int moat_session_copy_in(const char *id, const char *host_path, const char *path
 	if ((uint64_t)st.st_size > max)
 		return moat_error_set(ret_err, "copy", EFBIG, "%s is larger than %llu bytes",
 				      host_path, (unsigned long long)max);
-	json_t *b = json_pack("{s:s,s:I}", "path", path, "max", (json_int_t)max);
-	struct moat_sess_msg m;
-	k = call(id, MOAT_SESS_COPY_IN, b, &fd, 1, MOAT_SESS_OK, &m, NULL, ret_err);
-	json_decref(b);
-	if (k < 0)
-		return k;
-	if (ret_len)
-		*ret_len = (uint64_t)json_integer_value(json_object_get(m.body, "len"));
-	moat_sess_msg_done(&m);
-	return 0;
+	return send_file(id, fd, path, max, ret_len, ret_err);
 }
 
 /* Where a copied-out file goes: the top-level file as moat writes files for
@@ -455,15 +679,6 @@ static int copy_file_out(const char *id, const char *path, const struct dest *d,
 	moat_sess_msg_done(&m);
 	return 0;
 }
-
-#define COPY_MAX_DEPTH 32
-#define COPY_MAX_ENTRIES 100000
-
-struct walk {
-	const char *id;
-	uint64_t max, total;
-	unsigned entries, skipped;
-};
 
 static int list(const char *id, const char *path, struct moat_sess_msg *ret, struct moat_error *err)
 {

@@ -297,12 +297,20 @@ void moat_sess_status_from(json_t *o, struct moat_status *st)
 
 json_t *moat_sess_info_json(const struct moat_session_info *in)
 {
-	return json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:i,s:I,s:I,s:I,s:s}", "id", in->id, "name",
-			 in->name, "state", in->state, "pid", in->pid, "created_us",
-			 (json_int_t)in->created_us, "execs", (json_int_t)in->execs, "running",
-			 (int)in->running, "mem_current", (json_int_t)in->mem_current,
-			 "idle_timeout_ms", (json_int_t)in->idle_timeout_ms, "lifetime_ms",
-			 (json_int_t)in->lifetime_ms, "policy_sha256", in->policy_sha256);
+	json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:i,s:I,s:I,s:I,s:s}", "id", in->id, "name",
+			      in->name, "state", in->state, "pid", in->pid, "created_us",
+			      (json_int_t)in->created_us, "execs", (json_int_t)in->execs, "running",
+			      (int)in->running, "mem_current", (json_int_t)in->mem_current,
+			      "idle_timeout_ms", (json_int_t)in->idle_timeout_ms, "lifetime_ms",
+			      (json_int_t)in->lifetime_ms, "policy_sha256", in->policy_sha256);
+	if (o)
+		json_object_set_new(
+			o, "limits",
+			json_pack("{s:I,s:I,s:I,s:I,s:I}", "memory", (json_int_t)in->memory_max,
+				  "cpus_milli", (json_int_t)in->cpus_milli, "pids",
+				  (json_int_t)in->pids_max, "disk", (json_int_t)in->disk_max,
+				  "timeout_ms", (json_int_t)in->timeout_ms));
+	return o;
 }
 
 void moat_sess_info_from(json_t *o, struct moat_session_info *in)
@@ -319,4 +327,10 @@ void moat_sess_info_from(json_t *o, struct moat_session_info *in)
 	in->idle_timeout_ms = get_u64(o, "idle_timeout_ms");
 	in->lifetime_ms = get_u64(o, "lifetime_ms");
 	get_str(o, "policy_sha256", in->policy_sha256, sizeof(in->policy_sha256));
+	json_t *l = json_object_get(o, "limits");
+	in->memory_max = get_u64(l, "memory");
+	in->cpus_milli = get_u64(l, "cpus_milli");
+	in->pids_max = get_u64(l, "pids");
+	in->disk_max = get_u64(l, "disk");
+	in->timeout_ms = get_u64(l, "timeout_ms");
 }

@@ -106,6 +106,59 @@ t_sigkill_holder() {
 	fi
 }
 
+# Issue 15: sequential create / exec / destroy cycles through the library
+# leave nothing behind (processes, mounts, cgroups, uids, records of live
+# runs, temporaries); bench/cycles.sh runs 1,000. A held sandbox is what the
+# checks do find (positive control), and after its holder's SIGKILL
+# `moat gc` leaves nothing of it either.
+t_cycles() {
+	need_lc
+	# shellcheck source=tests/lib/leaks.sh
+	. "$MOAT_TEST_DIR/lib/leaks.sh"
+	local mark="moat-lc-cycles-$$-$RANDOM" pid id found
+	export XDG_STATE_HOME="$T_OUT/state"
+	export LC_OPTS="--memory 256M --pids 200"
+	is_root || LC_OPTS="--allow-degraded cgroup $LC_OPTS"
+	LC_OPTS=$LC_OPTS "$LC" hold "$mark-ctl" >hold 2>err &
+	pid=$!
+	for _ in $(seq 100); do grep -q '^ready' hold && break; sleep 0.1; done
+	grep -q '^ready' hold || { kill -9 "$pid"; fail "the holder never got ready: $(cat err)"; }
+	line ready hold >ctl.ids
+	leaks_check "$mark-ctl" ctl.ids >found
+	found=$(cat found)
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null || true
+	assert_contains "$found" "process " "control: a held sandbox's processes are found"
+	assert_contains "$found" "live " "control: a held sandbox's live record is found"
+	if is_root; then assert_contains "$found" "cgroup " "control: a held sandbox's cgroup is found"; fi
+	for _ in $(seq 50); do
+		leaks_check "$mark-ctl" ctl.ids >found
+		grep -q '^process' found || break
+		sleep 0.1
+	done
+	"$MOAT" gc --quiet || fail "moat gc failed"
+	leaks_check "$mark-ctl" ctl.ids 3 >found
+	assert_eq 0 "$LEAKS" "left after the holder's SIGKILL and moat gc: $(cat found)"
+	# the cycles
+	"$LC" cycles 50 "$mark" >out 2>err || fail "probe: $(cat err)"
+	awk '$1 == "cycle" { print $3 }' out >ids
+	assert_eq 50 "$(sort -u ids | grep -c .)" "50 sandboxes, 50 run ids"
+	assert_eq "50 failed 0" "$(line cycles out)" "each cycle's command ran and wrote ok"
+	local fds
+	fds=$(line fds out)
+	assert_eq "${fds% *}" "${fds#* }" "the holder's fds before and after"
+	assert_eq 0 "$(line children out)" "no child of the holder is left"
+	assert_contains "$(line control out)" "children 1" "control: the live sandbox's init is a child"
+	if is_root; then
+		# each sandbox had its own host uid; none of them runs anything now
+		assert_eq "processes 0" "$(line uids out | cut -d' ' -f2-)" "processes of the sandboxes' uids"
+		[[ "$(line control out)" =~ uid_processes\ [1-9] ]] || fail "control: the live sandbox's uid was not seen: $(line control out)"
+	fi
+	leaks_check "$mark" ids 3 >found
+	assert_eq 0 "$LEAKS" "left behind by 50 cycles: $(head -20 found)"
+	echo "# $(line cycle_us out); kept: $(leaks_records ids)" >&2
+}
+
 t_files() {
 	need_lc
 	"$LC" files >out 2>err || fail "probe: $(cat err)"
@@ -137,4 +190,5 @@ run_test "destroy while processes run leaves none" t_destroy_running
 run_test "a sandbox's init holds nothing of another sandbox (stdin EOF)" t_eof_other_sandbox
 run_test "files of a sandbox: write, read, stat, list, remove" t_files
 run_test "SIGKILL of the holding process: every process of the sandbox dies" t_sigkill_holder
+run_test "50 create/exec/destroy cycles leave nothing behind; gc after a crash" t_cycles
 t_done

@@ -309,6 +309,186 @@ t_cp() {
 	[ "$rc" -ne 0 ] || fail "a directory above --max-size"
 }
 
+# A host directory in (moat cp DIR ID:DEST): regular files and directories
+# only, each opened beneath its parent with O_NOFOLLOW; a planted symlink (to
+# a file or a directory) is skipped, never followed; into a new directory.
+SWAPPER='
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+end = time.time() + float(sys.argv[3])
+n = 0
+while time.time() < end and not os.path.exists(sys.argv[4]):
+    if libc.renameat2(-100, a, -100, b, 2) != 0:
+        sys.exit("renameat2: " + os.strerror(ctypes.get_errno()))
+    n += 1
+print(n)
+'
+
+t_cp_dir_in() {
+	trap cleanup_sessions EXIT
+	local id rc tree
+	mkdir cpin && cd cpin
+	id=$(create)
+	mkdir -p secret sd/s/t
+	echo "SECRET-$$" >secret/f
+	echo 1 >sd/a
+	echo 3 >sd/s/t/c
+	printf 'with space\n' >"sd/s/a b"
+	ln -s "$PWD/secret/f" sd/l
+	ln -s "$PWD/secret" sd/s/dl
+	mkfifo sd/p
+	# positive control: the plants do lead to the secret for a follower
+	assert_eq "SECRET-$$ SECRET-$$" "$(cat sd/l sd/s/dl/f | paste -sd ' ')" "control: the links reach the secret"
+	timeout 30 "$MOAT" cp sd "$id:/tmp/din" || fail "cp of a directory in"
+	tree=$(ex "$id" -- find /tmp/din -printf '%y %P\n' | sort | paste -sd '|')
+	assert_eq "d |d s|d s/t|f a|f s/a b|f s/t/c" "$tree" "the tree, without links and fifos"
+	assert_eq "3" "$(ex "$id" -- cat /tmp/din/s/t/c)" "a nested file"
+	assert_eq "with space" "$(ex "$id" -- cat "/tmp/din/s/a b")" "a name with a space"
+	assert_not_contains "$(ex "$id" -- sh -c 'cat /tmp/din/* /tmp/din/*/* 2>/dev/null' || true)" "SECRET" "the secret in the sandbox"
+	# never merged into what is there
+	rc=0
+	timeout 30 "$MOAT" cp sd "$id:/tmp/din" 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a directory copied into an existing one"
+	assert_contains "$(cat err)" "exists" "says why"
+	rc=0
+	timeout 30 "$MOAT" cp sd "$id:/tmp" 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a directory copied into /tmp itself"
+	# the size cap in all
+	rc=0
+	timeout 30 "$MOAT" cp --max-size 3 sd "$id:/tmp/dcap" 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a directory above --max-size"
+	assert_contains "$(cat err)" "max-size" "says why"
+	# the depth cap: 33 levels
+	mkdir -p "deep/$(printf 'd/%.0s' $(seq 33))"
+	rc=0
+	timeout 60 "$MOAT" cp deep "$id:/tmp/deep" 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a tree deeper than 32 levels"
+	assert_contains "$(cat err)" "deeper than 32" "says why"
+	# a source that is itself a symlink to a directory is refused
+	ln -s "$PWD/secret" sdlink
+	rc=0
+	timeout 30 "$MOAT" cp sdlink "$id:/tmp/sl" 2>err || rc=$?
+	[ "$rc" -ne 0 ] || fail "a symlinked source directory was followed"
+	ex "$id" -- test ! -e /tmp/sl || fail "something was made for the refused copy"
+}
+
+# A racing swap in the source: a real directory and a symlink to the secret
+# exchanged (RENAME_EXCHANGE) while the tree is copied in again and again.
+t_cp_dir_in_race() {
+	trap cleanup_sessions EXIT
+	local id rc ok=0 refused=0 hits=0 pid
+	mkdir cprace && cd cprace
+	id=$(create)
+	mkdir -p secret src/r
+	echo "SECRET-$$" >secret/f
+	echo "REAL-$$" >src/r/f
+	ln -s "$PWD/secret" src/x
+	# positive control: the swap exposes the secret to a plain reader
+	/usr/bin/python3 -c "$SWAPPER" src/r src/x 5 stop >ctl 2>&1 &
+	pid=$!
+	for _ in $(seq 400); do
+		if grep -qs SECRET src/r/f; then hits=1; break; fi
+	done
+	touch stop
+	wait "$pid" || fail "control swapper: $(cat ctl)"
+	rm -f stop
+	[ "$hits" -eq 1 ] || fail "control: the exchange never exposed the secret"
+	[ -L src/x ] || { mv src/r src/t && mv src/x src/r && mv src/t src/x; }
+	/usr/bin/python3 -c "$SWAPPER" src/r src/x 60 stop >swaps 2>&1 &
+	pid=$!
+	for i in $(seq 12); do
+		rc=0
+		timeout 30 "$MOAT" cp src "$id:/tmp/r$i" 2>err || rc=$?
+		if [ "$rc" -eq 0 ]; then ok=$((ok + 1)); else refused=$((refused + 1)); fi
+	done
+	touch stop
+	wait "$pid" || fail "swapper: $(cat swaps)"
+	echo "# race: $ok copied, $refused refused, swaps: $(cat swaps)" >&2
+	assert_not_contains "$(ex "$id" -- sh -c 'cat /tmp/r*/*/f 2>/dev/null' || true)" "SECRET" "the secret in the sandbox"
+	[ $((ok + refused)) -eq 12 ] || fail "unexpected outcomes"
+}
+
+# moat ls shows the limits as set (and the default pids limit when none was)
+t_ls_limits() {
+	trap cleanup_sessions EXIT
+	local id plain row
+	local deg=()
+	# unprivileged on cgroup v1 limits fall back to rlimits, when asked
+	is_root || deg=(--allow-degraded cgroup)
+	id=$(create "${deg[@]}" --memory 256M --cpus 1.5 --pids 77 --disk 64M --timeout 90s)
+	plain=$(create)
+	assert_eq "268435456 1500 77 67108864 90000" "$(ls_field "$id" 'limits | "\(.memory) \(.cpus_milli) \(.pids) \(.disk) \(.timeout_ms)"')" "ls --json limits"
+	assert_eq "0 0" "$(ls_field "$plain" 'limits | "\(.memory) \(.timeout_ms)"')" "no memory or timeout limit when none was set"
+	row=$(timeout 10 "$MOAT" ls | grep "^$id ")
+	assert_contains "$row" "mem=256M,cpus=1.5,pids=77,disk=64M,timeout=90s" "the table's LIMITS"
+	assert_contains "$(timeout 10 "$MOAT" ls | head -1)" "LIMITS" "the header"
+	# the other columns the issue lists: id, name, state, age, policy digest, command count, memory
+	ex "$id" -- true
+	assert_eq 1 "$(ls_field "$id" execs)" "command count"
+	[[ $(ls_field "$id" policy_sha256) =~ ^[0-9a-f]{64}$ ]] || fail "no policy digest"
+	[ "$(ls_field "$id" policy_sha256)" != "$(ls_field "$plain" policy_sha256)" ] || fail "the digest does not depend on the policy"
+	[ "$(ls_field "$id" age_s)" -ge 0 ] || fail "no age"
+}
+
+# A crashed session supervisor (SIGKILL while a command runs) leaves nothing
+# that `moat gc` cannot clean: no process, mount, cgroup, live record,
+# socket or name file (tests/lib/leaks.sh; `moat ls`, which also forgets a
+# gone session, is not run before gc).
+t_crash_gc() {
+	trap cleanup_sessions EXIT
+	# shellcheck source=tests/lib/leaks.sh
+	. "$MOAT_TEST_DIR/lib/leaks.sh"
+	local mark="crash-$$-$RANDOM" id pid cli rc deg=()
+	is_root || deg=(--allow-degraded cgroup)
+	id=$(create "${deg[@]}" --memory 256M --name "$mark")
+	echo "$id" >ids
+	ex "$id" -- sh -c "sleep 60; : $mark" &
+	cli=$!
+	for _ in $(seq 50); do [ -n "$(marked "sleep 60; : $mark")" ] && break; sleep 0.1; done
+	leaks_check "$mark" ids >found
+	# positive control: what a live session has is found
+	assert_contains "$(cat found)" "process " "control: its processes"
+	assert_contains "$(cat found)" "live " "control: its live record"
+	assert_contains "$(cat found)" "$id.sock" "control: its socket"
+	assert_contains "$(cat found)" "$mark.name" "control: its name file"
+	if is_root; then assert_contains "$(cat found)" "cgroup " "control: its cgroup"; fi
+	pid=$(timeout 10 "$MOAT" ls --json | jq -r --arg id "$id" '.[] | select(.id == $id) | .pid')
+	[ "$pid" -gt 1 ] || fail "no supervisor pid"
+	kill -9 "$pid"
+	wait "$cli" 2>/dev/null || true
+	for _ in $(seq 50); do [ -z "$(marked "sleep 60; : $mark")" ] && break; sleep 0.1; done
+	local other oname="other-$$-$RANDOM"
+	other=$(create --name "$oname")
+	timeout 30 "$MOAT" gc --quiet || fail "moat gc failed"
+	leaks_check "$mark" ids 3 >found
+	assert_eq 0 "$LEAKS" "left after the supervisor's SIGKILL and moat gc: $(cat found)"
+	# a live session keeps its socket and its name
+	ex "$other" -- true || fail "gc broke a live session's socket"
+	ex "$oname" -- true || fail "gc removed a live session's name"
+	rc=0
+	timeout 30 "$MOAT" create --name "$oname" >/dev/null 2>&1 || rc=$?
+	[ "$rc" -ne 0 ] || fail "the live session's name was free again after gc"
+}
+
+# Sequential create / exec / rm through the CLI leave nothing behind
+# (bench/cycles.sh runs 100).
+t_cli_cycles() {
+	trap cleanup_sessions EXIT
+	# shellcheck source=tests/lib/leaks.sh
+	. "$MOAT_TEST_DIR/lib/leaks.sh"
+	local mark="cyc-$$-$RANDOM" id i
+	: >ids
+	for i in $(seq 10); do
+		id=$(create --name "$mark-$i")
+		echo "$id" >>ids
+		assert_eq ok "$(ex "$id" -- sh -c "(sleep 100; :) </dev/null >/dev/null 2>&1 & echo ok" "$mark")" "exec $i"
+		timeout 30 "$MOAT" rm --force --quiet "$id" || fail "rm $i"
+	done
+	leaks_check "$mark" ids 3 >found
+	assert_eq 0 "$LEAKS" "left behind by 10 cycles: $(cat found)"
+}
+
 t_tty_signals() {
 	trap cleanup_sessions EXIT
 	local id out
@@ -458,6 +638,11 @@ run_test "a sandbox cannot see another's files or processes; stop" t_isolation
 run_test "SIGKILL of the supervisor kills the sandbox's processes" t_kill_supervisor
 run_test "idle timeout and lifetime destroy the sandbox as rm does" t_expiry
 run_test "cp in and out: regular files only, no symlink followed, size cap" t_cp
+run_test "cp of a directory in: no symlink followed, new directory, caps" t_cp_dir_in
+run_test "cp of a directory in while the source swaps a directory and a symlink" t_cp_dir_in_race
+run_test "ls shows the limits as set" t_ls_limits
+run_test "a crashed supervisor leaves nothing moat gc cannot clean" t_crash_gc
+run_test "10 create/exec/rm cycles leave nothing behind" t_cli_cycles
 run_test "exec on a terminal; signals forwarded" t_tty_signals
 run_test "bad input: unknown ids, names, options" t_bad_input
 run_test "rm --all" t_rm_all
