@@ -390,6 +390,27 @@ int moat_session_exec_resize(struct moat_session_exec *e, unsigned rows, unsigne
 int moat_session_exec_wait(struct moat_session_exec *e, struct moat_proc_status *ret);
 struct moat_session_exec *moat_session_exec_free(struct moat_session_exec *e);
 
+/* The sessions directory of this thread's later moat_session_* calls (and
+ * of the supervisors they fork): path (absolute; the caller's own, 0700,
+ * created if missing) instead of the user's; NULL: the user's again. The OCI
+ * runtime keeps each container's session in the container's state
+ * directory. */
+int moat_session_set_dir(const char *path, struct moat_error *ret_err);
+
+/* OCI containers (docs/OCI.md): the session's container process, kept (with
+ * x->fd[], passed to the supervisor) until moat_session_start() executes it.
+ * When it ends, the session ends as moat_session_remove() ends it and the
+ * supervisor exits as the process did (its exit status, or killed by the
+ * same signal): an engine's subreaper that waits for the supervisor's pid
+ * (*ret_pid) sees the container's status. Once per session; info's state is
+ * then "created", "running" or "stopped". */
+int moat_session_prepare(const char *id, const struct moat_exec *x, int *ret_pid,
+			 struct moat_error *ret_err);
+int moat_session_start(const char *id, struct moat_error *ret_err);
+/* sig to the container's process group (all: to every process of the
+ * sandbox); before start, any signal ends the container. */
+int moat_session_kill(const char *id, int sig, bool all, struct moat_error *ret_err);
+
 /* Kills every process of the session (its files stay; new processes may be
  * started). */
 int moat_session_stop(const char *id, struct moat_error *ret_err);

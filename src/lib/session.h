@@ -38,6 +38,11 @@ enum moat_sess_type {
 	MOAT_SESS_COPY_OUT, /* {path, max} -> OK {len} | ERROR, then COPY_OUT_FD + fd -> OK */
 	MOAT_SESS_COPY_OUT_FD,
 	MOAT_SESS_LIST, /* {path} -> OK {type, size, entries: [{name, type, size}]} | ERROR */
+	/* the container's process (OCI, moat_session_prepare()): as EXEC's
+	 * request, kept until START; -> OK {pid: the supervisor's} | ERROR */
+	MOAT_SESS_PREPARE,
+	MOAT_SESS_START, /* -> OK | ERROR */
+	MOAT_SESS_KILL, /* {sig, all} -> OK | ERROR */
 
 	MOAT_SESS_OK = 100,
 	MOAT_SESS_ERROR, /* {stage, err, message} */
