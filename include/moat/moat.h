@@ -325,6 +325,28 @@ int moat_sandbox_remove(struct moat_sandbox *sb, const char *path, bool recursiv
  * NULL; the sandbox (and every moat_proc of it) is freed. */
 int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status,
 			 struct moat_error *ret_err);
+/* ---- OCI runtime (docs/OCI.md) ---------------------------------------------- */
+
+/* The container's process of a bundle. */
+struct moat_oci_process {
+	char **argv, **env; /* NULL-terminated */
+	char *cwd;
+	bool terminal;
+	unsigned uid, gid; /* process.user */
+	char **notes; /* "FIELD: what moat does instead", NULL-terminated, or NULL */
+	char *annotations_json; /* the bundle's annotations as a JSON object */
+};
+/* Reads BUNDLE/config.json (runtime-spec 1.0-1.2) into p (policy options,
+ * on top of what p holds) and *ret; a field moat cannot honour is an error
+ * naming it (ret_err). The JSON is parsed by a confined child process.
+ * Free *ret with moat_oci_process_done() (also after a failure). */
+int moat_oci_config_load(struct moat_policy *p, const char *bundle, struct moat_oci_process *ret,
+			 struct moat_error *ret_err);
+/* A runtime-spec Process file (`exec --process FILE`) into *ret. */
+int moat_oci_process_load(const char *file, struct moat_oci_process *ret,
+			  struct moat_error *ret_err);
+void moat_oci_process_done(struct moat_oci_process *x);
+
 /* The egress proxy helper of a --net allow run: moat_run() execs moat's own
  * executable as `moat __proxy` with its descriptors at fixed numbers (its
  * event pipe, a sealed memfd with its configuration, a control socket for

@@ -135,7 +135,9 @@ static void fill_info(struct sess *s, struct moat_session_info *in)
 	snprintf(in->state, sizeof(in->state), "%s", in->running ? "running" : "idle");
 	if (s->main.prepared) /* OCI's states */
 		snprintf(in->state, sizeof(in->state), "%s",
-			 !s->main.started ? "created" : s->main.ended ? "stopped" : "running");
+			 !s->main.started	 ? "created"
+				 : s->main.ended ? "stopped"
+						 : "running");
 	in->pid = (int)getpid();
 	in->created_us = s->created_us;
 	in->execs = s->execs;
