@@ -655,7 +655,7 @@ static void default_root(void)
 	unsigned long in = 0, out = 0, n = 0;
 	if (f) { /* the initial namespace maps all of 0..2^32-1 onto itself */
 		userns = fscanf(f, "%lu %lu %lu", &in, &out, &n) != 3 || in != 0 || out != 0 ||
-			 n != 4294967295UL;
+			n != 4294967295UL;
 		fclose(f);
 	}
 	if (x && x[0] == '/' && (geteuid() != 0 || userns))

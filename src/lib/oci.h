@@ -45,3 +45,8 @@ int moat_oci_parse_process(const char *json, size_t len, struct moat_oci_recs *o
 void moat_oci_recs_done(struct moat_oci_recs *r);
 /* The i-th string of the records from *pos (advanced), NULL past the end. */
 const char *moat_oci_recs_next(const struct moat_oci_recs *r, size_t *pos);
+
+/* oci_load.c: what the parser's child does before it parses: nobody where
+ * it can, no_new_privs, seccomp allowing read, write, memory and exit only
+ * (the rest fails with EPERM). */
+int moat_oci_confine(void);

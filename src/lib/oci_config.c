@@ -804,10 +804,14 @@ static int resources(struct ctx *c, json_t *o)
 static bool proc_covered(const char *p)
 {
 	static const char *const cov[] = {
-		"/proc/sys",	     "/proc/sysrq-trigger", "/proc/irq",	"/proc/bus",
-		"/proc/fs",	     "/proc/kcore",	    "/proc/keys",	"/proc/timer_list",
-		"/proc/sched_debug", "/proc/kallsyms",	    "/proc/kpagecount", "/proc/kpageflags",
-		"/proc/sysvipc",     "/proc/asound",	 "/proc/acpi",	   "/proc/latency_stats",
+		"/proc/sys",	     "/proc/sysrq-trigger",
+		"/proc/irq",	     "/proc/bus",
+		"/proc/fs",	     "/proc/kcore",
+		"/proc/keys",	     "/proc/timer_list",
+		"/proc/sched_debug", "/proc/kallsyms",
+		"/proc/kpagecount",  "/proc/kpageflags",
+		"/proc/sysvipc",     "/proc/asound",
+		"/proc/acpi",	     "/proc/latency_stats",
 		"/proc/timer_stats", "/proc/scsi",
 	};
 	return in(p, cov, ELEMENTSOF(cov));

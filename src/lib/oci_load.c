@@ -39,7 +39,7 @@ static const char *const allowed_opts[] = {
 	"--secret", "--log",	      "--apply",  "--timeout",
 };
 
-static int confine_self(void)
+int moat_oci_confine(void)
 {
 	/* nobody, where this user namespace has it (rootless: it may not) */
 	if (geteuid() == 0 && setgroups(0, NULL) == 0)
@@ -69,7 +69,7 @@ static int confine_self(void)
 _Noreturn static void parser_child(const char *json, size_t len, const char *bundle, int out)
 {
 	struct moat_oci_recs r;
-	if (confine_self() < 0)
+	if (moat_oci_confine() < 0)
 		_exit(3);
 	int k = bundle ? moat_oci_parse(json, len, bundle, &r)
 		       : moat_oci_parse_process(json, len, &r);

@@ -465,10 +465,9 @@ static void do_proc(const struct moat_step *s, int idx)
 	}
 	/* masked with an empty read-only file: kernel memory, keys, timers */
 	/* (the OCI engines' default maskedPaths are a subset: docs/OCI.md) */
-	static const char *const masked[] = {"kcore",	     "keys",	    "timer_list",
-					     "sched_debug",   "kallsyms",   "kpagecount",
-					     "kpageflags",    "sysvipc",    "acpi",
-					     "latency_stats", "timer_stats", "scsi"};
+	static const char *const masked[] = {
+		"kcore",      "keys",	 "timer_list", "sched_debug",	"kallsyms",    "kpagecount",
+		"kpageflags", "sysvipc", "acpi",       "latency_stats", "timer_stats", "scsi"};
 	int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
 	for (size_t i = 0; devnull >= 0 && i < ELEMENTSOF(masked); i++) {
 		struct stat st;
