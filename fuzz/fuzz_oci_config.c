@@ -2,6 +2,7 @@
 /* Fuzz target: config.json (runtime-spec) -> moat's records (lib/oci_config.c),
  * and the same bytes as an exec's process.json. The records are always
  * well formed: four strings each, or one error naming a field. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
