@@ -266,6 +266,44 @@ t_seccomp_limits() {
 	fi
 }
 
+# run.moat.allow-hosts: moat's egress proxy in the container's network; a
+# loopback mirror (127.0.0.3, mapped by run.moat.resolve) is the one allowed
+# destination, another name is denied and recorded in the audit stream
+t_allow_hosts() {
+	need_busybox
+	mkdir -p www
+	echo "pkg-$$" >www/pkg.txt
+	python3 -u -m http.server 0 --bind 127.0.0.3 --directory www >srv.log 2>&1 &
+	local srv=$! port=
+	for _ in $(seq 50); do
+		port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' srv.log | head -1)
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || skip "cannot start a local http.server"
+	local cmd="wget -q -O - http://mirror.test:$port/pkg.txt; wget -q -O - http://other.test:$port/pkg.txt || echo denied-other"
+	bundle b "$(jq -nc --arg c "$cmd" '["sh", "-c", $c]')" \
+		'.annotations += {"run.moat.allow-hosts": "mirror.test:'"$port"'",
+			"run.moat.resolve": "mirror.test=127.0.0.3", "run.moat.log": "'"$T_OUT/audit.json"'"}'
+	START="$RT --root $ROOT start n1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid n1 >log 2>&1 || true
+	assert_contains "$(cat log)" "pkg-$$" "the allowed name through moat's proxy"
+	assert_contains "$(cat log)" "denied-other" "another name"
+	assert_contains "$(cat audit.json)" '"host":"other.test"' "the denial in the audit stream"
+	assert_contains "$(cat audit.json)" '"action":"deny"'
+	oci delete n1
+	# control: without the annotation the container has no network at all
+	bundle b "$(jq -nc --arg c "wget -q -O - http://127.0.0.3:$port/pkg.txt || echo no-net" '["sh", "-c", $c]')"
+	START="$RT --root $ROOT start n2" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid n2 >log 2>&1 || true
+	assert_contains "$(cat log)" "no-net"
+	assert_not_contains "$(cat log)" "pkg-$$"
+	oci delete n2
+	# positive control: the mirror answers on the host
+	assert_eq "pkg-$$" "$("$BUSYBOX" wget -q -O - "http://127.0.0.3:$port/pkg.txt")" "control: the host"
+	kill "$srv" 2>/dev/null || true
+}
+
 t_cli() {
 	"$RT" --version | grep -q 'moat-oci version' || fail "--version"
 	"$MOAT" oci --version | grep -q 'spec:' || fail "moat oci --version"
@@ -379,6 +417,7 @@ run_test "exec --process (foreground and --detach --pid-file), same files, same 
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
+run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "--version, features, checkpoint/pause refused, ids, --log json" t_cli
 run_test "podman --runtime moat: run, exit codes, -d/exec/logs/stop/rm, -t, limits" t_podman
 t_done
