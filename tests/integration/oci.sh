@@ -410,6 +410,76 @@ t_podman() {
 	pm rmi -f localhost/moat-bb:1 >/dev/null 2>&1 || true
 }
 
+# ---- containerd ----------------------------------------------------------------
+
+# A containerd of this test's own (its config, root, state and sockets under
+# T_OUT; no CRI) with the runc shim pointed at moat (ctr --runc-binary).
+t_containerd() {
+	need_busybox
+	# containerd is a root daemon on this machine: nothing to drive as a user
+	is_root || return 0
+	command -v containerd >/dev/null && command -v ctr >/dev/null ||
+		skip "containerd is not installed (scripts/deps.sh)"
+	local D=$T_OUT/ctd
+	mkdir -p "$D"
+	cat >"$D/config.toml" <<EOF
+version = 2
+root = "$D/root"
+state = "$D/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.aufs", "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "$D/c.sock"
+[ttrpc]
+  address = "$D/c.ttrpc"
+[debug]
+  address = "$D/debug.sock"
+[metrics]
+  address = ""
+EOF
+	containerd --config "$D/config.toml" >"$D/log" 2>&1 &
+	local cpid=$!
+	# shellcheck disable=SC2064 # this containerd, whatever happens
+	trap "kill $cpid 2>/dev/null || true" EXIT
+	for _ in $(seq 100); do [ -S "$D/c.sock" ] && break; sleep 0.1; done
+	[ -S "$D/c.sock" ] || fail "containerd did not start: $(tail -5 "$D/log")"
+	c() { timeout 60 ctr --address "$D/c.sock" "$@"; }
+	# ctr --config takes the spec as it is (ctr has no --user: the bundle's)
+	bundle b '["sh", "-c", "echo from-ctr; id -u; exit 6"]'
+	local rc=0
+	c run --rm --config b/config.json --runc-binary "$RT" k1 >out 2>&1 || rc=$?
+	assert_eq 6 "$rc" "ctr run's exit status (the shim waits for the pid file's pid)"
+	assert_contains "$(cat out)" "from-ctr"
+	assert_contains "$(cat out)" "1000" "the user"
+	# run -d, task exec, task ps, kill, delete
+	bundle b '["sleep", "100"]'
+	c run -d --config b/config.json --runc-binary "$RT" k2 >/dev/null
+	rc=0
+	c task exec --exec-id e1 k2 sh -c 'echo in-exec; exit 3' >out 2>&1 || rc=$?
+	assert_eq 3 "$rc" "ctr task exec's exit status"
+	assert_contains "$(cat out)" "in-exec"
+	c task ps k2 >out 2>&1 || fail "ctr task ps: $(cat out)"
+	c task kill -s KILL k2
+	for _ in $(seq 50); do
+		c task ls | grep -q 'k2.*STOPPED' && break
+		sleep 0.1
+	done
+	assert_contains "$(c task ls)" "STOPPED" "after kill"
+	c task delete k2
+	c container delete k2
+	# a refused field: the shim reports moat's message
+	bundle b '["true"]' '.process.user.uid = 0'
+	if c run --rm --config b/config.json --runc-binary "$RT" k3 >out 2>&1; then
+		fail "ctr run as uid 0 was accepted"
+	fi
+	assert_contains "$(cat out)" "process.user.uid"
+	c container delete k3 >/dev/null 2>&1 || true
+	kill "$cpid"
+	wait "$cpid" 2>/dev/null || true
+}
+
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
@@ -420,4 +490,5 @@ run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_lim
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "--version, features, checkpoint/pause refused, ids, --log json" t_cli
 run_test "podman --runtime moat: run, exit codes, -d/exec/logs/stop/rm, -t, limits" t_podman
+run_test "containerd (ctr, runc shim with moat's binary): run, exit codes, exec, ps, kill, delete (root)" t_containerd
 t_done
