@@ -217,6 +217,7 @@ t_refused_fields() {
 	refused annotations.run.moat.bogus '.annotations["run.moat.bogus"] = "1"'
 	refused linux.sysctl '.linux.sysctl = {"net.ipv4.ip_forward": "1"}'
 	refused 'mounts[3]' '.mounts += [{destination: "/x", type: "nfs", source: "h:/x"}]'
+	refused noexec '.mounts += [{destination: "/x", type: "bind", source: "/tmp", options: ["rbind", "noexec"]}]'
 	refused process.apparmorProfile '.process.apparmorProfile = "p"'
 	refused linux.maskedPaths '.linux.maskedPaths += ["/proc/cpuinfo"]'
 	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_MEMLOCK", hard: 1, soft: 1}]'
