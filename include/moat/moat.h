@@ -432,6 +432,9 @@ int moat_session_start(const char *id, struct moat_error *ret_err);
 /* sig to the container's process group (all: to every process of the
  * sandbox); before start, any signal ends the container. */
 int moat_session_kill(const char *id, int sig, bool all, struct moat_error *ret_err);
+/* Freezes (on) or thaws every process of a running container (its cgroup's
+ * freezer; -EOPNOTSUPP without one). Info's state is "paused" meanwhile. */
+int moat_session_pause(const char *id, bool on, struct moat_error *ret_err);
 
 /* Kills every process of the session (its files stay; new processes may be
  * started). */

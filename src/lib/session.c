@@ -61,7 +61,7 @@ struct sess {
 	/* OCI (MOAT_SESS_PREPARE): the container's process, started by START;
 	 * when it ends the session ends and this process exits as it did */
 	struct main_spec {
-		bool prepared, started, ended;
+		bool prepared, started, ended, paused;
 		char **argv, **env, *cwd;
 		unsigned tty;
 		uint64_t timeout_ms;
@@ -584,6 +584,21 @@ static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	case MOAT_SESS_KILL:
 		on_kill(s, c, m);
 		break;
+	case MOAT_SESS_PAUSE: {
+		bool on = json_is_true(json_object_get(m->body, "on"));
+		int k = s->main.started && !s->main.ended
+			? moat_cgroup_freeze(s->sb->r.limits.cg, on)
+			: -EINVAL;
+		if (k < 0)
+			reply_errorf(c->fd, "session", -k,
+				     k == -EOPNOTSUPP ? "the sandbox's cgroups have no freezer"
+						      : "the container is not running");
+		else {
+			s->main.paused = on;
+			reply_ok(c->fd, NULL);
+		}
+		break;
+	}
 	default:
 		reply_errorf(c->fd, "usage", EINVAL, "unknown request");
 	}

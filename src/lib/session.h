@@ -43,6 +43,7 @@ enum moat_sess_type {
 	MOAT_SESS_PREPARE,
 	MOAT_SESS_START, /* -> OK | ERROR */
 	MOAT_SESS_KILL, /* {sig, all} -> OK | ERROR */
+	MOAT_SESS_PAUSE, /* {on} -> OK | ERROR (no freezer) */
 
 	MOAT_SESS_OK = 100,
 	MOAT_SESS_ERROR, /* {stage, err, message} */

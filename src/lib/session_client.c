@@ -303,6 +303,17 @@ int moat_session_kill(const char *id, int sig, bool all, struct moat_error *ret_
 	return k;
 }
 
+int moat_session_pause(const char *id, bool on, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	json_t *b = json_pack("{s:b}", "on", on);
+	int k = call(id, MOAT_SESS_PAUSE, b, NULL, 0, MOAT_SESS_OK, &m, NULL, ret_err);
+	json_decref(b);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
 /* ---- exec ----------------------------------------------------------------- */
 
 struct moat_session_exec {
