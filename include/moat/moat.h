@@ -340,8 +340,10 @@ struct moat_oci_process {
  * on top of what p holds) and *ret; a field moat cannot honour is an error
  * naming it (ret_err). The JSON is parsed by a confined child process.
  * Free *ret with moat_oci_process_done() (also after a failure). */
-int moat_oci_config_load(struct moat_policy *p, const char *bundle, struct moat_oci_process *ret,
-			 struct moat_error *ret_err);
+/* log_dir: where the annotation run.moat.log NAME puts the audit stream
+ * (LOG_DIR/NAME; created 0700). */
+int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *log_dir,
+			 struct moat_oci_process *ret, struct moat_error *ret_err);
 /* A runtime-spec Process file (`exec --process FILE`) into *ret. */
 int moat_oci_process_load(const char *file, struct moat_oci_process *ret,
 			  struct moat_error *ret_err);

@@ -310,7 +310,9 @@ static int cmd_create(int argc, char **argv)
 	struct moat_policy *p = moat_policy_new();
 	int ret = MOAT_EXIT_SETUP, tty_fd = -1, pid = 0;
 	char sid[40] = "";
-	if (!p || moat_oci_config_load(p, bundle, &pr, &e) < 0) {
+	char logs[1300];
+	snprintf(logs, sizeof(logs), "%s/.logs", moat_oci_g.root);
+	if (!p || moat_oci_config_load(p, bundle, logs, &pr, &e) < 0) {
 		moat_oci_moat_err("create", &e);
 		goto fail;
 	}

@@ -17,6 +17,7 @@
  *   "note" field text  -        what moat provides itself instead (logged)
  *   "ann"  -     key   value    the annotations (state reports them)
  *   "pol"  field name  -        run.moat.policy: a policy file's name
+ *   "log"  field name  -        run.moat.log: the audit log's name
  *   "err"  field text  -        the first field moat cannot honour
  */
 #pragma once

@@ -192,29 +192,25 @@ static int annotations(struct ctx *c, json_t *a)
 		} else if (streq(k, "deny-hosts")) {
 			if (list_opt(c, f, "--deny-host", s) < 0)
 				return -EINVAL;
-		} else if (streq(k, "resolve")) {
-			if (list_opt(c, f, "--resolve", s) < 0)
-				return -EINVAL;
-		} else if (streq(k, "secrets")) {
-			/* NAME@HOST[+HOST];...: the value is moat's own variable NAME */
-			char item[512];
-			const char *p = s;
-			while (*p) {
-				const char *e = strchr(p, ';');
-				size_t n = e ? (size_t)(e - p) : strlen(p);
-				if (n >= sizeof(item))
-					return fail(c, f, "a secret is longer than 511 bytes");
-				memcpy(item, p, n);
-				item[n] = 0;
-				for (char *q = item; *q; q++)
-					if (*q == '+')
-						*q = ',';
-				if (n && opt(c, f, "--secret", item) < 0)
-					return c->k;
-				p += n + (e ? 1 : 0);
-			}
+		} else if (streq(k, "resolve") || streq(k, "secrets")) {
+			/* whoever writes annotations must not choose which of the
+			 * runtime's variables goes to which host, nor map a name onto
+			 * a host-side address: the administrator's policy file does */
+			return fail(c, f,
+				    "not an annotation: name a policy file with run.moat.policy "
+				    "(its secrets and resolve entries are the administrator's)");
 		} else if (streq(k, "log")) {
-			if (opt(c, f, "--log", s) < 0)
+			/* a name in the runtime's log directory, never a path: the
+			 * runtime may be root */
+			if (!*s || strlen(s) > 64 || s[0] == '.' ||
+			    strspn(s,
+				   "abcdefghijklmnopqrstuvwxyz"
+				   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "0123456789_.-") != strlen(s))
+				return fail(
+					c, f,
+					"a log's name ([A-Za-z0-9_.-], at most 64), not a path");
+			if (rec(c, "log", f, s, NULL) < 0)
 				return c->k;
 		} else if (streq(k, "apply")) {
 			if (opt(c, f, "--apply", s) < 0)
@@ -231,8 +227,8 @@ static int annotations(struct ctx *c, json_t *a)
 				return c->k;
 		} else
 			return fail(c, f,
-				    "unknown moat annotation (allow-hosts, deny-hosts, resolve, "
-				    "secrets, log, apply, policy, root-readonly, timeout)");
+				    "unknown moat annotation (allow-hosts, deny-hosts, log, apply, "
+				    "policy, root-readonly, timeout)");
 	}
 	return 0;
 }

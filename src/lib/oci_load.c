@@ -33,10 +33,10 @@
 
 /* Options a record may name (and, for --net, the one value). */
 static const char *const allowed_opts[] = {
-	"--rootfs", "--ro",	      "--rw",	  "--tmpfs",	  "--hide",	 "--uid",
-	"--gid",    "--hostname",     "--nofile", "--fsize",	  "--memory",	 "--pids",
-	"--cpus",   "--deny-syscall", "--net",	  "--allow-host", "--deny-host", "--resolve",
-	"--secret", "--log",	      "--apply",  "--timeout",
+	"--rootfs",	"--ro",	       "--rw",	     "--tmpfs",	       "--hide",
+	"--uid",	"--gid",       "--hostname", "--nofile",       "--fsize",
+	"--memory",	"--pids",      "--cpus",     "--deny-syscall", "--net",
+	"--allow-host", "--deny-host", "--apply",    "--timeout",
 };
 
 int moat_oci_confine(void)
@@ -217,8 +217,28 @@ static int read_small(int dfd, const char *name, const char *shown, char **ret, 
 	return 0;
 }
 
-static int apply_records(struct moat_policy *p, struct moat_oci_recs *r,
+static int apply_records(struct moat_policy *p, struct moat_oci_recs *r, const char *log_dir,
 			 struct moat_oci_process *ret, const char *what, struct moat_error *err);
+
+/* run.moat.log NAME: LOG_DIR/NAME (LOG_DIR created 0700 if missing). */
+static int log_file(struct moat_policy *p, const char *field, const char *name, const char *log_dir,
+		    struct moat_error *err)
+{
+	char path[PATH_MAX];
+	if (!log_dir || log_dir[0] != '/')
+		return moat_error_set(err, "oci", EINVAL, "%s: no log directory", field);
+	if (mkdir(log_dir, 0700) < 0 && errno != EEXIST)
+		return moat_error_set(err, "oci", errno, "%s: %s: %s", field, log_dir,
+				      strerror(errno));
+	if (snprintf(path, sizeof(path), "%s/%s", log_dir, name) >= (int)sizeof(path))
+		return moat_error_set(err, "oci", ENAMETOOLONG, "%s: too long", field);
+	struct moat_error e = {0};
+	int k = moat_policy_set_option(p, "--log", path, &e);
+	if (k < 0)
+		return moat_error_set(err, "oci", e.err ? e.err : EINVAL, "%s: %s", field,
+				      e.message);
+	return 0;
+}
 
 int moat_oci_process_load(const char *file, struct moat_oci_process *ret, struct moat_error *err)
 {
@@ -231,11 +251,11 @@ int moat_oci_process_load(const char *file, struct moat_oci_process *ret, struct
 	struct moat_oci_recs r;
 	if ((k = run_parser(json, len, NULL, &r, err)) < 0)
 		return k;
-	return apply_records(NULL, &r, ret, "--process", err);
+	return apply_records(NULL, &r, NULL, ret, "--process", err);
 }
 
-int moat_oci_config_load(struct moat_policy *p, const char *bundle, struct moat_oci_process *ret,
-			 struct moat_error *err)
+int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *log_dir,
+			 struct moat_oci_process *ret, struct moat_error *err)
 {
 	memset(ret, 0, sizeof(*ret));
 	char dir[PATH_MAX];
@@ -253,12 +273,12 @@ int moat_oci_config_load(struct moat_policy *p, const char *bundle, struct moat_
 	struct moat_oci_recs r;
 	if ((k = run_parser(json, len, dir, &r, err)) < 0)
 		return k;
-	return apply_records(p, &r, ret, "config.json", err);
+	return apply_records(p, &r, log_dir, ret, "config.json", err);
 }
 
 /* The records into p (NULL: a process only: its options are the
  * container's, fixed at create, and only uid/gid are kept to compare). */
-static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr,
+static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const char *log_dir,
 			 struct moat_oci_process *ret, const char *what, struct moat_error *err)
 {
 	struct moat_oci_recs r = *rr;
@@ -280,6 +300,8 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr,
 			k = moat_error_set(err, "oci", EINVAL, "%s: %s: %s", what, f, a);
 		else if (streq(t, "pol") && p)
 			k = policy_file(p, f, a, err);
+		else if (streq(t, "log") && p)
+			k = log_file(p, f, a, log_dir, err);
 	}
 	pos = 0;
 	while (k >= 0 && (t = moat_oci_recs_next(&r, &pos))) {

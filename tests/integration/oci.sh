@@ -293,16 +293,27 @@ t_allow_hosts() {
 	done
 	[ -n "$port" ] || skip "cannot start a local http.server"
 	local cmd="wget -q -O - http://mirror.test:$port/pkg.txt; wget -q -O - http://other.test:$port/pkg.txt || echo denied-other"
+	# the name's mapping is the administrator's (a policy file, named by
+	# an annotation); the annotation allows the name and names the log
+	export XDG_CONFIG_HOME="$T_OUT/config"
+	mkdir -p "$XDG_CONFIG_HOME/moat/oci"
+	echo '{"version": 1, "network": {"resolve": {"mirror.test": "127.0.0.3"}}}' \
+		>"$XDG_CONFIG_HOME/moat/oci/mirror.json"
 	bundle b "$(jq -nc --arg c "$cmd" '["sh", "-c", $c]')" \
 		'.annotations += {"run.moat.allow-hosts": "mirror.test:'"$port"'",
-			"run.moat.resolve": "mirror.test=127.0.0.3", "run.moat.log": "'"$T_OUT/audit.json"'"}'
+			"run.moat.policy": "mirror", "run.moat.log": "n1.jsonl"}'
 	START="$RT --root $ROOT start n1" timeout 60 python3 "$HELPER" reap pid -- \
 		"$RT" --root "$ROOT" create --bundle b --pid-file pid n1 >log 2>&1 || true
 	assert_contains "$(cat log)" "pkg-$$" "the allowed name through moat's proxy"
 	assert_contains "$(cat log)" "denied-other" "another name"
-	assert_contains "$(cat audit.json)" '"host":"other.test"' "the denial in the audit stream"
-	assert_contains "$(cat audit.json)" '"action":"deny"'
+	local audit="$ROOT/.logs/n1.jsonl"
+	assert_contains "$(cat "$audit")" '"host":"other.test"' "the denial in the audit stream"
+	assert_contains "$(cat "$audit")" '"action":"deny"'
 	oci delete n1
+	# an annotation cannot map a name, nor pick a secret or a log path
+	refused annotations.run.moat.resolve '.annotations["run.moat.resolve"] = "mirror.test=127.0.0.3"'
+	refused annotations.run.moat.secrets '.annotations["run.moat.secrets"] = "HOME@evil.test"'
+	refused annotations.run.moat.log '.annotations["run.moat.log"] = "/etc/ld.so.preload"' 
 	# control: without the annotation the container has no network at all
 	bundle b "$(jq -nc --arg c "wget -q -O - http://127.0.0.3:$port/pkg.txt || echo no-net" '["sh", "-c", $c]')"
 	START="$RT --root $ROOT start n2" timeout 60 python3 "$HELPER" reap pid -- \

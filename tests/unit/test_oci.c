@@ -156,16 +156,27 @@ TEST(oci_annotations_add_rules_only)
 {
 	struct moat_oci_recs r;
 	ASSERT_EQ(parse("{" BASE ",\"annotations\":{\"run.moat.allow-hosts\":\"a.example:443,b."
-			"example\",\"run.moat.secrets\":\"TOK@a.example+b.example\","
-			"\"other\":\"v\"}}",
+			"example\",\"run.moat.log\":\"c1.jsonl\",\"other\":\"v\"}}",
 			&r),
 		  0);
 	ASSERT_TRUE(has(&r, "opt", "--net", "allow"));
 	ASSERT_TRUE(has(&r, "opt", "--allow-host", "a.example:443"));
 	ASSERT_TRUE(has(&r, "opt", "--allow-host", "b.example"));
-	ASSERT_TRUE(has(&r, "opt", "--secret", "TOK@a.example,b.example"));
+	ASSERT_TRUE(has(&r, "log", "c1.jsonl", NULL));
 	ASSERT_TRUE(has(&r, "ann", "other", "v"));
 	moat_oci_recs_done(&r);
+	/* whoever writes annotations picks no secret, no address, no path */
+	static const char *const bad[] = {
+		"{" BASE ",\"annotations\":{\"run.moat.secrets\":\"AWS_KEY@evil.example\"}}",
+		"{" BASE ",\"annotations\":{\"run.moat.resolve\":\"a.example=127.0.0.1\"}}",
+		"{" BASE ",\"annotations\":{\"run.moat.log\":\"/etc/ld.so.preload\"}}",
+		"{" BASE ",\"annotations\":{\"run.moat.log\":\"../x\"}}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		ASSERT_EQ(parse(bad[i], &r), -EINVAL);
+		ASSERT_TRUE(!strncmp(err_field(&r), "annotations.run.moat.", 21));
+		moat_oci_recs_done(&r);
+	}
 }
 
 TEST(oci_parser_confinement)
