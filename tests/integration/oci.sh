@@ -510,7 +510,7 @@ run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
-run_test "--version, features, checkpoint/pause refused, ids, --log json" t_cli
+run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli
 run_test "podman --runtime moat: run, exit codes, -d/exec/logs/stop/rm, -t, limits" t_podman
 run_test "containerd (ctr, runc shim with moat's binary): run, exit codes, exec, ps, kill, delete (root)" t_containerd
 t_done
