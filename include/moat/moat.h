@@ -367,6 +367,30 @@ int moat_sandbox_snapshot_delete(struct moat_sandbox *sb, const char *name,
  * NULL; the sandbox (and every moat_proc of it) is freed. */
 int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status,
 			 struct moat_error *ret_err);
+/* ---- OCI runtime (docs/OCI.md) ---------------------------------------------- */
+
+/* The container's process of a bundle. */
+struct moat_oci_process {
+	char **argv, **env; /* NULL-terminated */
+	char *cwd;
+	bool terminal;
+	unsigned uid, gid; /* process.user */
+	char **notes; /* "FIELD: what moat does instead", NULL-terminated, or NULL */
+	char *annotations_json; /* the bundle's annotations as a JSON object */
+};
+/* Reads BUNDLE/config.json (runtime-spec 1.0-1.2) into p (policy options,
+ * on top of what p holds) and *ret; a field moat cannot honour is an error
+ * naming it (ret_err). The JSON is parsed by a confined child process.
+ * Free *ret with moat_oci_process_done() (also after a failure). */
+/* log_dir: where the annotation run.moat.log NAME puts the audit stream
+ * (LOG_DIR/NAME; created 0700). */
+int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *log_dir,
+			 struct moat_oci_process *ret, struct moat_error *ret_err);
+/* A runtime-spec Process file (`exec --process FILE`) into *ret. */
+int moat_oci_process_load(const char *file, struct moat_oci_process *ret,
+			  struct moat_error *ret_err);
+void moat_oci_process_done(struct moat_oci_process *x);
+
 /* The egress proxy helper of a --net allow run: moat_run() execs moat's own
  * executable as `moat __proxy` with its descriptors at fixed numbers (its
  * event pipe, a sealed memfd with its configuration, a control socket for
@@ -440,6 +464,30 @@ int moat_session_exec_resize(struct moat_session_exec *e, unsigned rows, unsigne
 /* Blocks until the process ended; -EPIPE if the session went away first. */
 int moat_session_exec_wait(struct moat_session_exec *e, struct moat_proc_status *ret);
 struct moat_session_exec *moat_session_exec_free(struct moat_session_exec *e);
+
+/* The sessions directory of this thread's later moat_session_* calls (and
+ * of the supervisors they fork): path (absolute; the caller's own, 0700,
+ * created if missing) instead of the user's; NULL: the user's again. The OCI
+ * runtime keeps each container's session in the container's state
+ * directory. */
+int moat_session_set_dir(const char *path, struct moat_error *ret_err);
+
+/* OCI containers (docs/OCI.md): the session's container process, kept (with
+ * x->fd[], passed to the supervisor) until moat_session_start() executes it.
+ * When it ends, the session ends as moat_session_remove() ends it and the
+ * supervisor exits as the process did (its exit status, or killed by the
+ * same signal): an engine's subreaper that waits for the supervisor's pid
+ * (*ret_pid) sees the container's status. Once per session; info's state is
+ * then "created", "running" or "stopped". */
+int moat_session_prepare(const char *id, const struct moat_exec *x, int *ret_pid,
+			 struct moat_error *ret_err);
+int moat_session_start(const char *id, struct moat_error *ret_err);
+/* sig to the container's process group (all: to every process of the
+ * sandbox); before start, any signal ends the container. */
+int moat_session_kill(const char *id, int sig, bool all, struct moat_error *ret_err);
+/* Freezes (on) or thaws every process of a running container (its cgroup's
+ * freezer; -EOPNOTSUPP without one). Info's state is "paused" meanwhile. */
+int moat_session_pause(const char *id, bool on, struct moat_error *ret_err);
 
 /* Kills every process of the session (its files stay; new processes may be
  * started). */

@@ -35,6 +35,9 @@ int moat_cli_cp(int argc, char **argv);
 int moat_cli_snapshot(int argc, char **argv);
 int moat_cli_restore(int argc, char **argv);
 int moat_cli_reset(int argc, char **argv);
+
+/* oci.c: `moat oci ...` and `moat-oci ...`, the OCI runtime (docs/OCI.md) */
+int moat_cli_oci(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
  * (proxy.c, moat_proxy_helper_main); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);

@@ -27,6 +27,7 @@ static void usage(FILE *f)
 		"  moat mcp [--policy FILE] [OPTIONS]       an MCP server (stdio) for agents\n"
 		"  moat serve [--socket PATH] [--listen ADDR:PORT --token-file F] [--pool N[:POLICY]]\n"
 		"             [--policy FILE] [OPTIONS]     an HTTP API (docs/API.md)\n"
+		"  moat oci COMMAND (or as moat-oci)        the OCI runtime (docs/OCI.md)\n"
 		"  moat help COMMAND / moat COMMAND --help      help of one command\n"
 		"  moat --version | -V\n\n"
 		"exit status of run: the command's; 128+N if killed by signal N; 124 timeout;\n"
@@ -37,6 +38,11 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* installed (linked) as moat-oci: the OCI runtime an engine calls */
+	const char *base = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
+	base = base ? base + 1 : argc > 0 && argv[0] ? argv[0] : "";
+	if (strcmp(base, "moat-oci") == 0)
+		return moat_cli_oci(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return MOAT_EXIT_USAGE;
@@ -80,6 +86,8 @@ int main(int argc, char **argv)
 		return moat_cli_serve(argc - 1, argv + 1);
 	if (strcmp(cmd, "__mcp-front") == 0)
 		return moat_cli_mcp_front(argc - 1, argv + 1);
+	if (strcmp(cmd, "oci") == 0)
+		return moat_cli_oci(argc - 1, argv + 1);
 	if (strcmp(cmd, "create") == 0)
 		return moat_cli_create(argc - 1, argv + 1);
 	if (strcmp(cmd, "exec") == 0)

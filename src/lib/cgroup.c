@@ -379,6 +379,20 @@ static void freeze(const struct moat_cgroup *cg, bool on)
 	}
 }
 
+int moat_cgroup_freeze(struct moat_cgroup *cg, bool on)
+{
+	bool any = false;
+	for (unsigned i = 0; cg && i < cg->n; i++) {
+		const struct moat_cgroup_dir *d = &cg->d[i];
+		any |= d->version == 2 ? moat_cgroup_exists_at(d->fd, "cgroup.freeze")
+				       : (d->controllers & MOAT_CG_FREEZER) != 0;
+	}
+	if (!any)
+		return -EOPNOTSUPP;
+	freeze(cg, on);
+	return 0;
+}
+
 int moat_cgroup_kill(struct moat_cgroup *cg)
 {
 	if (!cg)

@@ -128,6 +128,9 @@ unsigned moat_cgroup_limited(const struct moat_cgroup *cg);
  * loop until every group is empty, so forking and double-forked daemons die.
  * Returns 0 when empty, -ETIMEDOUT if something survived ~5 s. */
 int moat_cgroup_kill(struct moat_cgroup *cg);
+/* Freezes (on) or thaws every process of the group (v2 cgroup.freeze, v1
+ * freezer.state); -EOPNOTSUPP when no directory of it has a freezer. */
+int moat_cgroup_freeze(struct moat_cgroup *cg, bool on);
 
 struct moat_cgroup_stats {
 	uint64_t mem_peak; /* bytes, 0 if unknown */

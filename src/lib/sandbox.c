@@ -393,7 +393,7 @@ static void do_proc(const struct moat_step *s, int idx)
 	int proc = walk_dir(s->dest, strlen(s->dest), 0, false);
 	if (proc < 0)
 		die(MOAT_STAGE_MOUNT, -proc, idx, "cannot open the new %s", s->dest);
-	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+	static const char *const ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", "asound"};
 	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
 		int tree = (int)open_tree(proc, ro[i],
 					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
@@ -409,8 +409,10 @@ static void do_proc(const struct moat_step *s, int idx)
 		close(tree);
 	}
 	/* masked with an empty read-only file: kernel memory, keys, timers */
-	static const char *const masked[] = {"kcore",	 "keys",       "timer_list", "sched_debug",
-					     "kallsyms", "kpagecount", "kpageflags", "sysvipc"};
+	/* (the OCI engines' default maskedPaths are a subset: docs/OCI.md) */
+	static const char *const masked[] = {
+		"kcore",      "keys",	 "timer_list", "sched_debug",	"kallsyms",    "kpagecount",
+		"kpageflags", "sysvipc", "acpi",       "latency_stats", "timer_stats", "scsi"};
 	int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
 	for (size_t i = 0; devnull >= 0 && i < ELEMENTSOF(masked); i++) {
 		struct stat st;

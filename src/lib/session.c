@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -57,6 +58,17 @@ struct sess {
 	bool quit;
 	ino_t sock_ino; /* the socket as bound: when it is gone, no one can reach us */
 	uint64_t checked_ms;
+	/* OCI (MOAT_SESS_PREPARE): the container's process, started by START;
+	 * when it ends the session ends and this process exits as it did */
+	struct main_spec {
+		bool prepared, started, ended, paused;
+		char **argv, **env, *cwd;
+		unsigned tty;
+		uint64_t timeout_ms;
+		int fd[3];
+		struct moat_proc *pr;
+		int exit_code, exit_sig;
+	} main;
 };
 
 static uint64_t mono_ms(void)
@@ -121,6 +133,11 @@ static void fill_info(struct sess *s, struct moat_session_info *in)
 	snprintf(in->name, sizeof(in->name), "%s", s->name);
 	in->running = running(s);
 	snprintf(in->state, sizeof(in->state), "%s", in->running ? "running" : "idle");
+	if (s->main.prepared) /* OCI's states */
+		snprintf(in->state, sizeof(in->state), "%s",
+			 !s->main.started	 ? "created"
+				 : s->main.ended ? "stopped"
+						 : "running");
 	in->pid = (int)getpid();
 	in->created_us = s->created_us;
 	in->execs = s->execs;
@@ -166,7 +183,10 @@ static char **str_array(json_t *a, size_t max, int *ret_err)
 	return v;
 }
 
-static void on_exec(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+/* An EXEC or PREPARE request into *x (argv and env point into m's body,
+ * the fds are m's); 0, or < 0 with the error sent to c. */
+static int parse_exec(struct conn *c, struct moat_sess_msg *m, struct moat_exec *ret,
+		      char ***ret_argv, char ***ret_env)
 {
 	int e1, e2;
 	_cleanup_free_ char **argv = str_array(json_object_get(m->body, "argv"), MAX_ARGV, &e1);
@@ -180,7 +200,7 @@ static void on_exec(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	    json_integer_value(jtty) & ~7 || json_integer_value(jfds) & ~7 ||
 	    (jto && json_integer_value(jto) < 0)) {
 		reply_errorf(c->fd, "usage", EINVAL, "malformed exec request");
-		return;
+		return -EINVAL;
 	}
 	struct moat_exec x = {.argv = argv,
 			      .env = env,
@@ -193,10 +213,23 @@ static void on_exec(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 		if (fmask & (1u << i)) {
 			if (used >= m->n_fds) {
 				reply_errorf(c->fd, "usage", EINVAL, "exec request: fds missing");
-				return;
+				return -EINVAL;
 			}
 			x.fd[i] = m->fds[used++];
 		}
+	*ret = x;
+	*ret_argv = TAKE_PTR(argv);
+	*ret_env = TAKE_PTR(env);
+	return 0;
+}
+
+static void on_exec(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+{
+	struct moat_exec x;
+	_cleanup_free_ char **argv = NULL;
+	_cleanup_free_ char **env = NULL;
+	if (parse_exec(c, m, &x, &argv, &env) < 0)
+		return;
 	struct moat_error err = {0};
 	int stage = 0, eno = 0;
 	struct moat_proc *pr = NULL;
@@ -215,6 +248,145 @@ static void on_exec(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	json_t *b = json_pack("{s:i}", "id", moat_proc_status(pr, &ps) == -EBUSY ? 0 : (int)ps.id);
 	moat_sess_send(c->fd, MOAT_SESS_STARTED, b, NULL, 0);
 	json_decref(b);
+}
+
+/* ---- OCI: the container's process --------------------------------------- */
+
+static char **dup_strv(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	char **d = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; d && i < n; i++)
+		if (!(d[i] = strdup(v[i]))) {
+			for (size_t j = 0; j < i; j++)
+				free(d[j]);
+			free(d);
+			return NULL;
+		}
+	return d;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void main_clear(struct main_spec *ms)
+{
+	free_strv(ms->argv);
+	free_strv(ms->env);
+	free(ms->cwd);
+	ms->argv = ms->env = NULL;
+	ms->cwd = NULL;
+	for (int i = 0; i < 3; i++)
+		ms->fd[i] = safe_close(ms->fd[i]);
+}
+
+/* The process is kept (with its descriptors) until START: the OCI runtime's
+ * create/start split. Once only. */
+static void on_prepare(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+{
+	struct moat_exec x;
+	_cleanup_free_ char **argv = NULL;
+	_cleanup_free_ char **env = NULL;
+	struct main_spec *ms = &s->main;
+	if (ms->prepared) {
+		reply_errorf(c->fd, "session", EEXIST, "the container's process is set already");
+		return;
+	}
+	if (parse_exec(c, m, &x, &argv, &env) < 0)
+		return;
+	ms->argv = dup_strv(argv);
+	ms->env = env ? dup_strv(env) : NULL;
+	ms->cwd = x.cwd ? strdup(x.cwd) : NULL;
+	if (!ms->argv || (env && !ms->env) || (x.cwd && !ms->cwd)) {
+		main_clear(ms);
+		reply_errorf(c->fd, "session", ENOMEM, "out of memory");
+		return;
+	}
+	for (int i = 0; i < 3; i++)
+		ms->fd[i] = x.fd[i] >= 0 ? fcntl(x.fd[i], F_DUPFD_CLOEXEC, 3) : -1;
+	ms->tty = x.tty_mask;
+	ms->timeout_ms = x.timeout_ms;
+	ms->prepared = true;
+	reply_ok(c->fd, json_pack("{s:i}", "pid", (int)getpid()));
+}
+
+static void on_start(struct sess *s, struct conn *c)
+{
+	struct main_spec *ms = &s->main;
+	if (!ms->prepared || ms->started) {
+		reply_errorf(c->fd, "session", EINVAL,
+			     ms->started ? "the container was started already"
+					 : "the container has no process to start");
+		return;
+	}
+	struct moat_exec x = {.argv = ms->argv,
+			      .env = ms->env,
+			      .cwd = ms->cwd,
+			      .tty_mask = ms->tty,
+			      .timeout_ms = ms->timeout_ms,
+			      .fd = {ms->fd[0], ms->fd[1], ms->fd[2]}};
+	struct moat_error err = {0};
+	int stage = 0, eno = 0;
+	int k = moat_sandbox_exec_for(s->sb, &x, false, &ms->pr, &err, &stage, &eno);
+	ms->started = true;
+	main_clear(ms); /* the library holds its own copies of the fds */
+	if (k < 0) {
+		if (stage == MOAT_STAGE_EXEC)
+			snprintf(err.stage, sizeof(err.stage), "command");
+		/* a container whose process could not start is stopped */
+		ms->ended = true;
+		ms->exit_code = k == -ENOENT ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC;
+		reply_error(c->fd, &err);
+		return;
+	}
+	s->execs++;
+	reply_ok(c->fd, NULL);
+}
+
+static void end_session(struct sess *s, int reply_fd);
+
+/* The container's process ended (or never will): how this process exits. */
+static void main_ended(struct sess *s)
+{
+	struct moat_proc_status ps;
+	struct main_spec *ms = &s->main;
+	if (ms->pr && moat_proc_status(ms->pr, &ps) >= 0) {
+		ms->exit_sig = ps.reason == MOAT_REASON_SIGNALED ? ps.signal : 0;
+		ms->exit_code = ps.reason == MOAT_REASON_EXITED ? ps.status : ps.exit_code;
+	}
+	ms->pr = NULL; /* freed with the sandbox */
+	ms->ended = true;
+}
+
+static void on_kill(struct sess *s, struct conn *c, struct moat_sess_msg *m)
+{
+	json_int_t sig = json_integer_value(json_object_get(m->body, "sig"));
+	bool all = json_is_true(json_object_get(m->body, "all"));
+	struct main_spec *ms = &s->main;
+	if (sig <= 0 || sig >= NSIG) {
+		reply_errorf(c->fd, "usage", EINVAL, "not a signal");
+		return;
+	}
+	if (!ms->started) {
+		/* nothing of the container's runs yet: a signal ends it as it
+		 * would end a process that had not done anything */
+		reply_ok(c->fd, NULL);
+		ms->ended = true;
+		ms->exit_sig = (int)sig;
+		end_session(s, -1);
+		return;
+	}
+	if (all || !ms->pr)
+		moat_sandbox_signal(s->sb, (int)sig);
+	else
+		moat_proc_signal(ms->pr, (int)sig);
+	reply_ok(c->fd, NULL);
 }
 
 static void on_copy_in(struct sess *s, struct conn *c, struct moat_sess_msg *m)
@@ -437,6 +609,31 @@ static void on_message(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	case MOAT_SESS_SNAP_DELETE:
 		on_snapshot(s, c, m);
 		break;
+
+	case MOAT_SESS_PREPARE:
+		on_prepare(s, c, m);
+		break;
+	case MOAT_SESS_START:
+		on_start(s, c);
+		break;
+	case MOAT_SESS_KILL:
+		on_kill(s, c, m);
+		break;
+	case MOAT_SESS_PAUSE: {
+		bool on = json_is_true(json_object_get(m->body, "on"));
+		int k = s->main.started && !s->main.ended
+			? moat_cgroup_freeze(s->sb->r.limits.cg, on)
+			: -EINVAL;
+		if (k < 0)
+			reply_errorf(c->fd, "session", -k,
+				     k == -EOPNOTSUPP ? "the sandbox's cgroups have no freezer"
+						      : "the container is not running");
+		else {
+			s->main.paused = on;
+			reply_ok(c->fd, NULL);
+		}
+		break;
+	}
 	default:
 		reply_errorf(c->fd, "usage", EINVAL, "unknown request");
 	}
@@ -503,10 +700,12 @@ static void on_snapshot(struct sess *s, struct conn *c, struct moat_sess_msg *m)
  * the end of a run; reply_fd (or -1) gets the status. */
 static void end_session(struct sess *s, int reply_fd)
 {
-	if (running(s)) {
+	bool main_runs = s->main.pr && !moat_proc_done(s->main.pr);
+	if (running(s) || main_runs) {
 		moat_sandbox_signal(s->sb, SIGKILL);
 		uint64_t until = mono_ms() + 5000;
-		while (running(s) && mono_ms() < until) {
+		while ((running(s) || (s->main.pr && !moat_proc_done(s->main.pr))) &&
+		       mono_ms() < until) {
 			struct pollfd pf = {.fd = moat_sandbox_fd(s->sb), .events = POLLIN};
 			if (poll(&pf, 1, 100) > 0 && moat_sandbox_dispatch(s->sb) < 0)
 				break;
@@ -525,6 +724,9 @@ static void end_session(struct sess *s, int reply_fd)
 		else
 			c->pr = NULL; /* freed with the sandbox */
 	}
+	if (s->main.pr && !s->main.ended)
+		main_ended(s);
+	s->main.pr = NULL;
 	struct moat_status st;
 	struct moat_error err = {0};
 	int k = moat_sandbox_destroy(s->sb, &st, &err);
@@ -728,6 +930,15 @@ static void serve_loop(struct sess *s)
 			end_session(s, -1); /* the init died: everything is gone */
 			return;
 		}
+		if (s->main.pr && moat_proc_done(s->main.pr)) {
+			main_ended(s); /* the container's end is the session's */
+			end_session(s, -1);
+			return;
+		}
+		if (s->main.ended && !s->main.pr) { /* it could not start */
+			end_session(s, -1);
+			return;
+		}
 		/* processes that ended: their clients get the status */
 		for (unsigned i = 0; i < MOAT_SESS_MAX_CONNS; i++) {
 			struct conn *c = &s->c[i];
@@ -779,6 +990,27 @@ static void serve_loop(struct sess *s)
 	}
 }
 
+/* The supervisor of a container exits as the container's process did
+ * (conmon and containerd's shim wait for it and report its status): with
+ * its exit status, or killed by the same signal (no core dump). */
+_Noreturn static void exit_as_main(const struct main_spec *ms)
+{
+	if (!ms->prepared)
+		_exit(0);
+	if (ms->exit_sig > 0 && ms->exit_sig < NSIG) {
+		struct rlimit rl = {0, 0};
+		sigset_t all;
+		setrlimit(RLIMIT_CORE, &rl);
+		signal(ms->exit_sig, SIG_DFL);
+		sigemptyset(&all);
+		sigaddset(&all, ms->exit_sig);
+		sigprocmask(SIG_UNBLOCK, &all, NULL);
+		raise(ms->exit_sig);
+		_exit(128 + ms->exit_sig); /* a signal that does not kill */
+	}
+	_exit(ms->exit_code & 0xff);
+}
+
 _Noreturn void moat_sess_serve(const struct moat_policy *p, const struct moat_session_opts *o,
 			       int rep)
 {
@@ -787,6 +1019,8 @@ _Noreturn void moat_sess_serve(const struct moat_policy *p, const struct moat_se
 	sigset_t mask;
 	for (unsigned i = 0; i < MOAT_SESS_MAX_CONNS; i++)
 		s.c[i].fd = -1;
+	for (int i = 0; i < 3; i++)
+		s.main.fd[i] = -1;
 	if (o->name)
 		snprintf(s.name, sizeof(s.name), "%s", o->name);
 	s.o.name = NULL;
@@ -827,7 +1061,7 @@ _Noreturn void moat_sess_serve(const struct moat_policy *p, const struct moat_se
 	serve_loop(&s);
 	if (!s.quit && s.sb)
 		end_session(&s, -1);
-	_exit(0);
+	exit_as_main(&s.main);
 fail_destroy:
 	if (s.lfd >= 0)
 		unlinkat(s.dfd, s.sock, 0);

@@ -46,6 +46,13 @@ enum moat_sess_type {
 	MOAT_SESS_SNAP_LIST, /* -> OK {snapshots: [{name, created_us, bytes, current}]} */
 	MOAT_SESS_SNAP_DELETE, /* {name} -> OK | ERROR */
 
+	/* the container's process (OCI, moat_session_prepare()): as EXEC's
+	 * request, kept until START; -> OK {pid: the supervisor's} | ERROR */
+	MOAT_SESS_PREPARE,
+	MOAT_SESS_START, /* -> OK | ERROR */
+	MOAT_SESS_KILL, /* {sig, all} -> OK | ERROR */
+	MOAT_SESS_PAUSE, /* {on} -> OK | ERROR (no freezer) */
+
 	MOAT_SESS_OK = 100,
 	MOAT_SESS_ERROR, /* {stage, err, message} */
 	MOAT_SESS_INFO_REPLY,

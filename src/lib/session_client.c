@@ -305,6 +305,71 @@ int moat_session_remove(const char *id, bool force, struct moat_status *ret_stat
 	return 0;
 }
 
+/* ---- OCI: the container's process ------------------------------------------ */
+
+static json_t *str_json(char *const *v);
+
+int moat_session_prepare(const char *id, const struct moat_exec *x, int *ret_pid,
+			 struct moat_error *ret_err)
+{
+	if (!x || !x->argv || !x->argv[0] || !x->argv[0][0])
+		return moat_error_set(ret_err, "usage", EINVAL, "no command given");
+	int fds[3];
+	unsigned n = 0, mask = 0;
+	for (int i = 0; i < 3; i++)
+		if (x->fd[i] >= 0) {
+			fds[n++] = x->fd[i];
+			mask |= 1u << i;
+		}
+	json_t *b = json_pack("{s:o,s:o,s:i,s:i,s:I}", "argv", str_json(x->argv), "env",
+			      x->env ? str_json(x->env) : json_null(), "tty", (int)x->tty_mask,
+			      "fds", (int)mask, "timeout_ms", (json_int_t)x->timeout_ms);
+	if (!b)
+		return moat_error_set(ret_err, "usage", EINVAL, "the command is not valid UTF-8");
+	if (x->cwd)
+		json_object_set_new(b, "cwd", json_string(x->cwd));
+	struct moat_sess_msg m;
+	int k = call(id, MOAT_SESS_PREPARE, b, fds, n, MOAT_SESS_OK, &m, NULL, ret_err);
+	json_decref(b);
+	if (k < 0)
+		return k;
+	if (ret_pid)
+		*ret_pid = (int)json_integer_value(json_object_get(m.body, "pid"));
+	moat_sess_msg_done(&m);
+	return 0;
+}
+
+int moat_session_start(const char *id, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	int k = call(id, MOAT_SESS_START, NULL, NULL, 0, MOAT_SESS_OK, &m, NULL, ret_err);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
+int moat_session_kill(const char *id, int sig, bool all, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	json_t *b = json_pack("{s:i,s:b}", "sig", sig, "all", all);
+	int k = call(id, MOAT_SESS_KILL, b, NULL, 0, MOAT_SESS_OK, &m, NULL, ret_err);
+	json_decref(b);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
+int moat_session_pause(const char *id, bool on, struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	json_t *b = json_pack("{s:b}", "on", on);
+	int k = call(id, MOAT_SESS_PAUSE, b, NULL, 0, MOAT_SESS_OK, &m, NULL, ret_err);
+	json_decref(b);
+	if (k >= 0)
+		moat_sess_msg_done(&m);
+	return k;
+}
+
 /* ---- exec ----------------------------------------------------------------- */
 
 struct moat_session_exec {

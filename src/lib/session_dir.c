@@ -25,11 +25,31 @@
 #include "lib/session.h"
 #include "shared/macro.h"
 
+/* moat_session_set_dir(): this thread's (and its forks') directory instead */
+static __thread char dir_override[MOAT_SESS_PATH];
+
+int moat_session_set_dir(const char *path, struct moat_error *ret_err)
+{
+	if (!path) {
+		dir_override[0] = 0;
+		return 0;
+	}
+	if (path[0] != '/' || strlen(path) >= sizeof(dir_override))
+		return moat_error_set(ret_err, "usage", EINVAL,
+				      "a sessions directory must be an absolute path of at most "
+				      "%zu bytes",
+				      sizeof(dir_override) - 1);
+	snprintf(dir_override, sizeof(dir_override), "%s", path);
+	return 0;
+}
+
 int moat_sess_dir_path(char *buf, size_t len)
 {
 	int n;
 	const char *x = getenv("XDG_RUNTIME_DIR"), *s = getenv("XDG_STATE_HOME");
-	if (geteuid() == 0)
+	if (dir_override[0])
+		n = snprintf(buf, len, "%s", dir_override);
+	else if (geteuid() == 0)
 		n = snprintf(buf, len, "/run/moat/sessions");
 	else if (x && x[0] == '/')
 		n = snprintf(buf, len, "%s/moat/sessions", x);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* `moat oci` / `moat-oci`: the OCI runtime command line (docs/OCI.md). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "moat/moat.h"
+
+#define MOAT_OCI_ID_MAX 128
+
+/* The global options every engine passes before the command. */
+struct moat_oci_globals {
+	const char *root; /* --root, or the default */
+	const char *log; /* --log FILE */
+	bool log_json; /* --log-format json */
+};
+
+/* A container's record in its state directory (ROOT/ID/state). */
+struct moat_oci_state {
+	char id[MOAT_OCI_ID_MAX + 1];
+	char dir[1200]; /* ROOT/ID */
+	char session[40];
+	char bundle[4096];
+	int pid; /* the supervisor's: what --pid-file holds */
+	unsigned uid, gid; /* the container's user */
+	long long created; /* seconds since the epoch */
+	char *annotations; /* a JSON object (owned) */
+};
+
+extern struct moat_oci_globals moat_oci_g;
+
+/* An error: to stderr and, with --log, a line of the log (JSON or text). */
+void moat_oci_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void moat_oci_moat_err(const char *what, const struct moat_error *e);
+/* ROOT/ID into st->dir (id checked); then the record read. */
+int moat_oci_state_load(const char *id, struct moat_oci_state *st);
+void moat_oci_state_done(struct moat_oci_state *st);
+/* "created", "running", "stopped" */
+const char *moat_oci_status(const struct moat_oci_state *st);
+/* Writes pid to FILE (replaced atomically). */
+int moat_oci_write_pid(const char *file, int pid);
+/* A terminal for the console socket: its main side sent to sock, the other
+ * side (raw: the sandbox has its own terminal) in *ret_fd. */
+int moat_oci_console(const char *sock, int *ret_fd);
+/* Exits as a process that ended so (128+N: killed by N). */
+_Noreturn void moat_oci_exit_as(const struct moat_proc_status *ps);
+
+int moat_oci_cmd_exec(int argc, char **argv);

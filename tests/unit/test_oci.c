@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The OCI runtime's config.json translation (lib/oci_config.c) and the
+ * confinement of its parser (lib/oci_load.c): fields become policy options
+ * or notes, a field moat cannot honour is one error naming it, the spec's
+ * seccomp allowlist becomes moat's deny list, and the confined parser can
+ * open nothing. Each test runs in its own forked child. */
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/tap.h"
+#include "lib/oci.h"
+#include "shared/macro.h"
+
+#define BASE \
+	"\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\",\"readonly\":true}," \
+	"\"process\":{\"user\":{\"uid\":1000,\"gid\":1000},\"args\":[\"sh\",\"-c\",\"x\"]," \
+	"\"env\":[\"PATH=/bin\"],\"cwd\":\"/\"}"
+
+/* Whether the records hold tag/field?/a/b (NULL: any). */
+static bool has(const struct moat_oci_recs *r, const char *tag, const char *a, const char *b)
+{
+	size_t pos = 0;
+	const char *t;
+	while ((t = moat_oci_recs_next(r, &pos))) {
+		moat_oci_recs_next(r, &pos);
+		const char *x = moat_oci_recs_next(r, &pos), *y = moat_oci_recs_next(r, &pos);
+		if (streq(t, tag) && (!a || streq(a, x)) && (!b || streq(b, y)))
+			return true;
+	}
+	return false;
+}
+
+/* The error's field, "" if none. */
+static const char *err_field(const struct moat_oci_recs *r)
+{
+	size_t pos = 0;
+	const char *t = moat_oci_recs_next(r, &pos);
+	return t && streq(t, "err") ? moat_oci_recs_next(r, &pos) : "";
+}
+
+static int parse(const char *json, struct moat_oci_recs *r)
+{
+	return moat_oci_parse(json, strlen(json), "/b", r);
+}
+
+TEST(oci_basic_records)
+{
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{" BASE ",\"hostname\":\"h1\",\"linux\":{\"resources\":{"
+			"\"memory\":{\"limit\":67108864},\"pids\":{\"limit\":20},"
+			"\"cpu\":{\"quota\":50000,\"period\":100000}}}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "opt", "--rootfs", "/b/rootfs"));
+	ASSERT_TRUE(has(&r, "opt", "--uid", "1000"));
+	ASSERT_TRUE(has(&r, "opt", "--hostname", "h1"));
+	ASSERT_TRUE(has(&r, "opt", "--memory", "67108864"));
+	ASSERT_TRUE(has(&r, "opt", "--pids", "20"));
+	ASSERT_TRUE(has(&r, "opt", "--cpus", "0.500"));
+	ASSERT_TRUE(has(&r, "arg", "sh", NULL));
+	ASSERT_TRUE(has(&r, "env", "PATH=/bin", NULL));
+	ASSERT_TRUE(has(&r, "cwd", "/", NULL));
+	ASSERT_TRUE(!has(&r, "tty", NULL, NULL));
+	/* noNewPrivileges absent: moat sets it anyway, said in a note */
+	ASSERT_TRUE(has(&r, "note", NULL, NULL));
+	moat_oci_recs_done(&r);
+}
+
+TEST(oci_refused_fields_are_named)
+{
+	static const struct {
+		const char *extra, *field;
+	} cases[] = {
+		{",\"hooks\":{\"prestart\":[{\"path\":\"/x\"}]}", "hooks"},
+		{",\"linux\":{\"sysctl\":{\"a\":\"1\"}}", "linux.sysctl"},
+		{",\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/x\"}]}",
+		 "linux.namespaces[0]"},
+		{",\"linux\":{\"namespaces\":[{\"type\":\"bogus\"}]}", "linux.namespaces[0]"},
+		{",\"linux\":{\"uidMappings\":[{\"hostID\":0,\"containerID\":0,\"size\":1}]}",
+		 "linux.uidMappings"},
+		{",\"mounts\":[{\"destination\":\"/x\",\"type\":\"nfs\",\"source\":\"h\"}]",
+		 "mounts[0]"},
+		{",\"mounts\":[{\"destination\":\"rel\",\"type\":\"bind\",\"source\":\"/h\"}]",
+		 "mounts[0]"},
+		{",\"domainname\":\"d\"", "domainname"},
+		{",\"bogus\":1", "bogus"},
+		{",\"annotations\":{\"run.moat.no-seccomp\":\"1\"}",
+		 "annotations.run.moat.no-seccomp"},
+		{",\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_NOTIFY\"}}",
+		 "linux.seccomp.defaultAction"},
+		{",\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\"0-1\"}}}",
+		 "linux.resources.cpu.cpus"},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char json[1024];
+		struct moat_oci_recs r;
+		snprintf(json, sizeof(json), "{" BASE "%s}", cases[i].extra);
+		ASSERT_EQ(parse(json, &r), -EINVAL);
+		ASSERT_EQ(r.n, 1);
+		if (!streq(err_field(&r), cases[i].field))
+			moat_tap_fail(__FILE__, __LINE__, "case %zu: field '%s', want '%s'", i,
+				      err_field(&r), cases[i].field);
+		moat_oci_recs_done(&r);
+	}
+	/* positive control: BASE alone is accepted */
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{" BASE "}", &r), 0);
+	moat_oci_recs_done(&r);
+}
+
+TEST(oci_process_user_and_caps)
+{
+	struct moat_oci_recs r;
+	const char *root_user =
+		"{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\",\"readonly\":"
+		"true},\"process\":{\"user\":{\"uid\":0,\"gid\":0},\"args\":[\"a\"],"
+		"\"cwd\":\"/\"}}";
+	ASSERT_EQ(parse(root_user, &r), -EINVAL);
+	ASSERT_TRUE(streq(err_field(&r), "process.user.uid"));
+	moat_oci_recs_done(&r);
+	const char *caps = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\",\"readonly\":true},"
+			   "\"process\":{\"user\":{\"uid\":1,\"gid\":1},\"args\":[\"a\"],\"cwd\":"
+			   "\"/\",\"capabilities\":{\"permitted\":[\"CAP_KILL\",\"CAP_SYS_"
+			   "PTRACE\"]}}}";
+	ASSERT_EQ(parse(caps, &r), -EINVAL);
+	ASSERT_TRUE(streq(err_field(&r), "process.capabilities.permitted"));
+	moat_oci_recs_done(&r);
+}
+
+TEST(oci_seccomp_allowlist_becomes_denials)
+{
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\","
+			"\"syscalls\":[{\"names\":[\"read\",\"write\",\"exit_group\"],"
+			"\"action\":\"SCMP_ACT_ALLOW\"}]}}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "opt", "--deny-syscall", "mkdir"));
+	ASSERT_TRUE(has(&r, "opt", "--deny-syscall", "openat"));
+	ASSERT_TRUE(!has(&r, "opt", "--deny-syscall", "read"));
+	ASSERT_TRUE(!has(&r, "opt", "--deny-syscall", "exit_group"));
+	moat_oci_recs_done(&r);
+	/* a denylist: exactly its names */
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ALLOW\","
+			"\"syscalls\":[{\"names\":[\"mkdir\"],\"action\":\"SCMP_ACT_ERRNO\"}]}}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "opt", "--deny-syscall", "mkdir"));
+	ASSERT_TRUE(!has(&r, "opt", "--deny-syscall", "openat"));
+	moat_oci_recs_done(&r);
+}
+
+TEST(oci_annotations_add_rules_only)
+{
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{" BASE ",\"annotations\":{\"run.moat.allow-hosts\":\"a.example:443,b."
+			"example\",\"run.moat.log\":\"c1.jsonl\",\"other\":\"v\"}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "opt", "--net", "allow"));
+	ASSERT_TRUE(has(&r, "opt", "--allow-host", "a.example:443"));
+	ASSERT_TRUE(has(&r, "opt", "--allow-host", "b.example"));
+	ASSERT_TRUE(has(&r, "log", "c1.jsonl", NULL));
+	ASSERT_TRUE(has(&r, "ann", "other", "v"));
+	moat_oci_recs_done(&r);
+	/* whoever writes annotations picks no secret, no address, no path */
+	static const char *const bad[] = {
+		"{" BASE ",\"annotations\":{\"run.moat.secrets\":\"AWS_KEY@evil.example\"}}",
+		"{" BASE ",\"annotations\":{\"run.moat.resolve\":\"a.example=127.0.0.1\"}}",
+		"{" BASE ",\"annotations\":{\"run.moat.log\":\"/etc/ld.so.preload\"}}",
+		"{" BASE ",\"annotations\":{\"run.moat.log\":\"../x\"}}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		ASSERT_EQ(parse(bad[i], &r), -EINVAL);
+		ASSERT_TRUE(!strncmp(err_field(&r), "annotations.run.moat.", 21));
+		moat_oci_recs_done(&r);
+	}
+}
+
+TEST(oci_parser_confinement)
+{
+	/* control: before, a file opens */
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	close(fd);
+	ASSERT_EQ(moat_oci_confine(), 0);
+	errno = 0;
+	ASSERT_EQ(open("/proc/self/status", O_RDONLY | O_CLOEXEC), -1);
+	ASSERT_EQ(errno, EPERM);
+	ASSERT_EQ(socket(AF_UNIX, SOCK_STREAM, 0), -1);
+	ASSERT_EQ(fork(), -1);
+	/* what it needs still works: memory and the parse itself */
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{" BASE "}", &r), 0);
+	moat_oci_recs_done(&r);
+}
