@@ -103,7 +103,16 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 	char map[64], path[64];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return negerrno();
-	pid_t pid = fork();
+	/* Born in its new user namespace (clone3 with CLONE_NEWUSER): the maps
+	 * can be written as soon as clone returns, with no waiting for the child
+	 * to unshare. Kernels without clone3: fork, then unshare in the child. */
+	struct clone_args ca = {.flags = CLONE_NEWUSER, .exit_signal = SIGCHLD};
+	bool born_in_ns = true;
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && errno == ENOSYS) {
+		born_in_ns = false;
+		pid = fork();
+	}
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
@@ -115,7 +124,7 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 		if (dup2(pfd[0], 0) < 0 || syscall(SYS_close_range, 1u, ~0u, 0u) < 0)
 			_exit(1);
 		pfd[0] = 0;
-		if (unshare(CLONE_NEWUSER) < 0)
+		if (!born_in_ns && unshare(CLONE_NEWUSER) < 0)
 			_exit(1);
 		/* wait until the parent has opened our namespace, then leave */
 		(void)!read(pfd[0], &c, 1);
@@ -123,8 +132,9 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 	}
 	close(pfd[0]);
 	int k = 0;
-	/* the child unshares asynchronously: wait until its ns differs from ours */
-	for (int tries = 0; tries < 1000; tries++) {
+	/* after fork the child unshares asynchronously: wait until its ns
+	 * differs from ours */
+	for (int tries = 0; !born_in_ns && tries < 1000; tries++) {
 		struct stat a, b;
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 		if (stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 &&
