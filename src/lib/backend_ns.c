@@ -366,6 +366,7 @@ static int wait_setup(struct moat_run *r)
 	struct moat_setup_error e;
 	ssize_t n;
 	bool done = false;
+	int take_err = 0;
 
 	/* fds first: the init sends them before it execs, DONE last */
 	for (;;) {
@@ -391,16 +392,18 @@ static int wait_setup(struct moat_run *r)
 			r->notify_fd = fd;
 			break;
 		case MOAT_FD_NOTIFY_TAKE: {
-			/* The init's listener, by its number there (sandbox.c). */
-			int num = -1, ok = 0;
+			/* The init's listener, by its number there (sandbox.c); the
+			 * init goes on without an answer and keeps it (dumpable)
+			 * until our first record: a failure here fails the setup. */
+			int num = -1;
 			k = moat_sandbox_recv_fd(r->sb.sock_sup, &num, &fd);
 			safe_close(fd);
 			if (k >= 0 && num >= 0 && r->notify_fd < 0) {
 				r->notify_fd = (int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
-				ok = r->notify_fd >= 0; /* pidfd_getfd sets O_CLOEXEC */
-			}
-			int32_t ack = ok;
-			(void)!send(r->sb.sock_sup, &ack, sizeof(ack), MSG_NOSIGNAL);
+				if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
+					take_err = errno;
+			} else
+				take_err = k < 0 ? -k : EPROTO;
 			break;
 		}
 		default:
@@ -426,6 +429,12 @@ static int wait_setup(struct moat_run *r)
 		;
 	/* EOF after DONE: the sandbox is ready (the init closed its end).
 	 * EOF without DONE: the init died before finishing setup. */
+	if (n == 0 && done && take_err)
+		return moat_error_set(
+			r->err, "seccomp", take_err,
+			"seccomp step failed: moat could not take the seccomp listener "
+			"(pidfd_getfd): %s",
+			strerror(take_err));
 	if (n == 0 && done)
 		return 0;
 	if (n != sizeof(e))

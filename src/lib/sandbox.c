@@ -1123,12 +1123,19 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
 	if (notify_fd >= 0) {
 		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
-		 * very listener, which nobody would serve yet. */
-		int k = moat_sandbox_offer_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, notify_fd);
-		if (k < 0)
-			die(MOAT_STAGE_SECCOMP, -k, -1,
-			    "moat could not take the seccomp listener (pidfd_getfd)");
-		close(notify_fd);
+		 * very listener, which nobody would serve yet. moat takes it with
+		 * pidfd_getfd(), which needs ptrace access: an unprivileged moat
+		 * has it to a dumpable process of its own uid only, so the init is
+		 * dumpable until moat has it. No answer is waited for: moat takes
+		 * it before it reads DONE and sends nothing before, so the first
+		 * record on the channel says it is taken (and a failure ends the
+		 * sandbox from moat's side). Nothing else runs in the sandbox
+		 * meanwhile. */
+		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+		    moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, -1) < 0 ||
+		    moat_sandbox_send_fd(sb->sock_child, notify_fd, -1) < 0)
+			die(MOAT_STAGE_SECCOMP, errno, -1,
+			    "cannot hand the seccomp listener to moat");
 	}
 	moat_test_stall("init-restricted");
 	for (int i = 0; i < 3; i++)
@@ -1139,5 +1146,14 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
 	/* setup is done: EOF on the setup pipe; from now on the control channel */
 	close(sb->setup_w);
+	if (notify_fd >= 0) {
+		/* the first record (or the channel's end): moat has the listener */
+		struct pollfd pf = {.fd = sb->sock_child, .events = POLLIN};
+		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+			;
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+			_exit(MOAT_EXIT_SETUP);
+		close(notify_fd);
+	}
 	moat_init_serve(sb->sock_child, sb->rlimit_as);
 }
