@@ -29,6 +29,7 @@
 #include "lib/run.h"
 #include "lib/state.h"
 #include "lib/supervise.h"
+#include "shared/fdpass.h"
 #include "shared/macro.h"
 
 static int pipe_pair(int *ret_r, int *ret_w)
@@ -393,8 +394,8 @@ static int wait_setup(struct moat_run *r)
 			break;
 		case MOAT_FD_NOTIFY_TAKE: {
 			/* The init's listener, by its number there (sandbox.c); the
-			 * init goes on without an answer and keeps it (dumpable)
-			 * until our first record: a failure here fails the setup. */
+			 * init goes on without waiting and keeps it (dumpable) until
+			 * our first record: a failure here fails the setup. */
 			int num = -1;
 			k = moat_sandbox_recv_fd(r->sb.sock_sup, &num, &fd);
 			safe_close(fd);
@@ -402,6 +403,13 @@ static int wait_setup(struct moat_run *r)
 				r->notify_fd = (int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
 				if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
 					take_err = errno;
+				/* a record that does nothing (the init ignores the
+				 * type): taken, the init is non-dumpable again before
+				 * any request, even in a sandbox left idle */
+				struct moat_ctl_req none = {0};
+				if (r->notify_fd >= 0)
+					(void)moat_msg_send(r->sb.sock_sup, &none, sizeof(none),
+							    NULL, 0);
 			} else
 				take_err = k < 0 ? -k : EPROTO;
 			break;
