@@ -28,6 +28,7 @@
 #include "lib/run.h"
 #include "lib/state.h"
 #include "lib/supervise.h"
+#include "shared/fdpass.h"
 #include "shared/macro.h"
 
 static int pipe_pair(int *ret_r, int *ret_w)
@@ -102,7 +103,16 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 	char map[64], path[64];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return negerrno();
-	pid_t pid = fork();
+	/* Born in its new user namespace (clone3 with CLONE_NEWUSER): the maps
+	 * can be written as soon as clone returns, with no waiting for the child
+	 * to unshare. Kernels without clone3: fork, then unshare in the child. */
+	struct clone_args ca = {.flags = CLONE_NEWUSER, .exit_signal = SIGCHLD};
+	bool born_in_ns = true;
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && errno == ENOSYS) {
+		born_in_ns = false;
+		pid = fork();
+	}
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
@@ -114,7 +124,7 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 		if (dup2(pfd[0], 0) < 0 || syscall(SYS_close_range, 1u, ~0u, 0u) < 0)
 			_exit(1);
 		pfd[0] = 0;
-		if (unshare(CLONE_NEWUSER) < 0)
+		if (!born_in_ns && unshare(CLONE_NEWUSER) < 0)
 			_exit(1);
 		/* wait until the parent has opened our namespace, then leave */
 		(void)!read(pfd[0], &c, 1);
@@ -122,8 +132,9 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 	}
 	close(pfd[0]);
 	int k = 0;
-	/* the child unshares asynchronously: wait until its ns differs from ours */
-	for (int tries = 0; tries < 1000; tries++) {
+	/* after fork the child unshares asynchronously: wait until its ns
+	 * differs from ours */
+	for (int tries = 0; !born_in_ns && tries < 1000; tries++) {
 		struct stat a, b;
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 		if (stat(path, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 &&
@@ -355,6 +366,7 @@ static int wait_setup(struct moat_run *r)
 	struct moat_setup_error e;
 	ssize_t n;
 	bool done = false;
+	int take_err = 0;
 
 	/* fds first: the init sends them before it execs, DONE last */
 	for (;;) {
@@ -389,16 +401,25 @@ static int wait_setup(struct moat_run *r)
 			r->notify_fd = fd;
 			break;
 		case MOAT_FD_NOTIFY_TAKE: {
-			/* The init's listener, by its number there (sandbox.c). */
-			int num = -1, ok = 0;
+			/* The init's listener, by its number there (sandbox.c); the
+			 * init goes on without waiting and keeps it (dumpable) until
+			 * our first record: a failure here fails the setup. */
+			int num = -1;
 			k = moat_sandbox_recv_fd(r->sb.sock_sup, &num, &fd);
 			safe_close(fd);
 			if (k >= 0 && num >= 0 && r->notify_fd < 0) {
 				r->notify_fd = (int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
-				ok = r->notify_fd >= 0; /* pidfd_getfd sets O_CLOEXEC */
-			}
-			int32_t ack = ok;
-			(void)!send(r->sb.sock_sup, &ack, sizeof(ack), MSG_NOSIGNAL);
+				if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
+					take_err = errno;
+				/* a record that does nothing (the init ignores the
+				 * type): taken, the init is non-dumpable again before
+				 * any request, even in a sandbox left idle */
+				struct moat_ctl_req none = {0};
+				if (r->notify_fd >= 0)
+					(void)moat_msg_send(r->sb.sock_sup, &none, sizeof(none),
+							    NULL, 0);
+			} else
+				take_err = k < 0 ? -k : EPROTO;
 			break;
 		}
 		default:
@@ -424,6 +445,12 @@ static int wait_setup(struct moat_run *r)
 		;
 	/* EOF after DONE: the sandbox is ready (the init closed its end).
 	 * EOF without DONE: the init died before finishing setup. */
+	if (n == 0 && done && take_err)
+		return moat_error_set(
+			r->err, "seccomp", take_err,
+			"seccomp step failed: moat could not take the seccomp listener "
+			"(pidfd_getfd): %s",
+			strerror(take_err));
 	if (n == 0 && done)
 		return 0;
 	if (n != sizeof(e))

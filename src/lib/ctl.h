@@ -26,6 +26,12 @@ enum moat_ctl_type {
 #define MOAT_CTL_HAS_FD(i) (1u << (i))
 #define MOAT_CTL_TTY(i) (1u << (4 + (i)))
 #define MOAT_CTL_ERR_IS_OUT (1u << 8)
+/* ... and whether the sandbox ends with this process (moat run's command):
+ * the init exits right after its EXITED record, so the kernel tears the
+ * namespaces down while the supervisor handles that record, instead of
+ * after the supervisor's kill. Every other process dies with the init, as
+ * the supervisor's kill would have made it. */
+#define MOAT_CTL_LAST (1u << 9)
 /* flags of MOAT_CTL_SIGNAL: the process group, not only the process */
 #define MOAT_CTL_GROUP 1u
 

@@ -119,8 +119,8 @@ static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsig
 		refuse(rep, MOAT_STAGE_EXEC, errno, "close_range");
 	if (chdir(cwd) < 0)
 		refuse(rep, MOAT_STAGE_CHDIR, errno, cwd);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
+	/* every disposition is SIG_DFL already (moat_init_serve() reset them
+	 * once, in the init); only the mask is the init's */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -144,6 +144,7 @@ static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsig
 static struct {
 	pid_t pid;
 	uint32_t id;
+	bool last; /* MOAT_CTL_LAST: the init ends after it */
 } procs[MOAT_MAX_PROCS];
 
 /* A plain write (not send: under network recording sendto goes to the
@@ -190,6 +191,7 @@ static void on_request(int sock, const struct moat_ctl_req *rq, int *fds, unsign
 		else {
 			procs[slot].pid = pid;
 			procs[slot].id = rq->id;
+			procs[slot].last = rq->flags & MOAT_CTL_LAST;
 			ev.type = MOAT_CTL_STARTED;
 			ev.pid = pid;
 		}
@@ -219,6 +221,8 @@ static void reap(int sock)
 			};
 			procs[i].pid = 0;
 			send_ev(sock, &ev);
+			if (procs[i].last)
+				_exit(0); /* the record stays readable in the socket */
 		}
 	}
 }
@@ -229,6 +233,12 @@ _Noreturn void moat_init_serve(int sock, uint64_t limit_as)
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
+	/* Every disposition back to the default once, here, not in each new
+	 * process (64 calls per exec): they inherit it with the fork, exec keeps
+	 * an ignored signal ignored, and the init itself takes every signal
+	 * through the signalfd (all blocked), so none acts on it. */
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
 	int sfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		_exit(MOAT_EXIT_SETUP);

@@ -538,7 +538,9 @@ static void review_workspace(struct moat_run *r)
 	 * per-run cap and what is left of the runs directory's total cap */
 	uint64_t cap = p->held_max, used = 0, need = 0, dropped = 0;
 	_cleanup_free_ char *runs = NULL;
-	if (p->runs_max && moat_runs_dir(&runs) >= 0 && moat_runs_usage(runs, &used) >= 0) {
+	/* (the usage walk of every run's directory only when there is
+	 * something to hold) */
+	if (m->n && p->runs_max && moat_runs_dir(&runs) >= 0 && moat_runs_usage(runs, &used) >= 0) {
 		uint64_t avail = used >= p->runs_max ? 1 : p->runs_max - used;
 		if (!cap || avail < cap)
 			cap = avail;

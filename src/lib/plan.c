@@ -103,7 +103,8 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 			    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
 				    sysf);
 
-	/* /etc: generated identity files plus the allowlist, then read-only. */
+	/* /etc: generated identity files plus the allowlist, read-only with the
+	 * root. */
 	snprintf(pl->passwd, sizeof(pl->passwd),
 		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
 		 "%s:x:%u:%u:%s:%s:/bin/sh\n"
@@ -123,7 +124,10 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		 "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 		 "networks: files\nprotocols: files\nservices: files\n");
 
-	ADD(.op = MOAT_STEP_TMPFS, .dest = "/etc", .size = 4u << 20, .mode = 0755);
+	/* a directory of the root tmpfs, read-only with it once assembled (one
+	 * mount fewer at start and at teardown than a tmpfs of its own; the
+	 * same ro, nosuid, nodev) */
+	ADD(.op = MOAT_STEP_MKDIR, .dest = "/etc", .mode = 0755);
 	ADD(.op = MOAT_STEP_FILE, .dest = "/etc/passwd", .data = pl->passwd,
 	    .data_len = strlen(pl->passwd), .mode = 0644);
 	ADD(.op = MOAT_STEP_FILE, .dest = "/etc/group", .data = pl->group,
@@ -141,18 +145,18 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		const char *src = *sys ? arena_join(pl, sys, dest) : dest;
 		if (!dest || !src)
 			return -E2BIG;
-		/* small files are copied into the /etc tmpfs: a mount each would
-		 * cost start-up and teardown time */
+		/* small files are copied into /etc: a mount each would cost
+		 * start-up and teardown time */
 		ADD(.op = MOAT_STEP_BIND, .src = src, .dest = dest,
 		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
 			    MOAT_STEPF_COPY_SMALL | sysf);
 	}
-	ADD(.op = MOAT_STEP_READONLY, .dest = "/etc");
 
 	ADD(.op = MOAT_STEP_PROC, .dest = "/proc");
 
-	/* /dev: a few host device nodes, a private devpts, shm; then read-only. */
-	ADD(.op = MOAT_STEP_TMPFS, .dest = "/dev", .size = 64u << 10, .mode = 0755);
+	/* /dev: a few host device nodes, a private devpts, shm, in a directory of
+	 * the root tmpfs (read-only with it, like /etc). */
+	ADD(.op = MOAT_STEP_MKDIR, .dest = "/dev", .mode = 0755);
 	static const char *const devs[] = {"/dev/null",	  "/dev/zero",	  "/dev/full",
 					   "/dev/random", "/dev/urandom", "/dev/tty"};
 	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
@@ -167,7 +171,6 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	ADD(.op = MOAT_STEP_MKDIR, .dest = "/dev/shm", .mode = 01777);
 	ADD(.op = MOAT_STEP_TMPFS, .dest = "/dev/shm", .size = p->disk, .mode = 01777,
 	    .flags = MOAT_STEPF_WRITABLE | MOAT_STEPF_NOEXEC);
-	ADD(.op = MOAT_STEP_READONLY, .dest = "/dev");
 
 	ADD(.op = MOAT_STEP_TMPFS, .dest = "/tmp", .size = p->disk, .mode = 01777,
 	    .flags = MOAT_STEPF_WRITABLE);

@@ -359,7 +359,8 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 		goto fail;
 	}
 
-	struct moat_ctl_req rq = {.type = MOAT_CTL_EXEC, .id = pr->id};
+	struct moat_ctl_req rq = {
+		.type = MOAT_CTL_EXEC, .id = pr->id, .flags = main_proc ? MOAT_CTL_LAST : 0};
 	int fds[5] = {blob, rep_w};
 	unsigned nfds = 2;
 	for (int i = 0; i < 3; i++) {

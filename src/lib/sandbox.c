@@ -1155,12 +1155,20 @@ static int step_seccomp(struct moat_init *sb)
 		return -1;
 	if (notify_fd >= 0) {
 		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
-		 * very listener, which nobody would serve yet. */
-		int k = moat_sandbox_offer_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, notify_fd);
-		if (k < 0)
-			die(MOAT_STAGE_SECCOMP, -k, -1,
-			    "moat could not take the seccomp listener (pidfd_getfd)");
-		close(notify_fd);
+		 * very listener, which nobody would serve yet. moat takes it with
+		 * pidfd_getfd(), which needs ptrace access: an unprivileged moat
+		 * has it to a dumpable process of its own uid only, so the init is
+		 * dumpable until moat has it. No answer is waited for: moat takes
+		 * it before it reads DONE and sends nothing before, so the first
+		 * record on the channel says it is taken (and a failure ends the
+		 * sandbox from moat's side). Nothing else runs in the sandbox
+		 * meanwhile. */
+		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
+		    moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, -1) < 0 ||
+		    moat_sandbox_send_fd(sb->sock_child, notify_fd, -1) < 0)
+			die(MOAT_STAGE_SECCOMP, errno, -1,
+			    "cannot hand the seccomp listener to moat");
+		sb->init_notify_fd = notify_fd;
 	}
 	moat_test_stall("init-restricted");
 	return 0;
@@ -1265,6 +1273,7 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	char go;
 	g_sb = sb;
 	sb->init_devnull = -1;
+	sb->init_notify_fd = -1;
 	close_inherited(sb); /* the supervisor's ends of the pipes go too */
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
@@ -1286,5 +1295,15 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	}
 	/* setup is done: EOF on the setup pipe; from now on the control channel */
 	close(sb->setup_w);
+	if (sb->init_notify_fd >= 0) {
+		/* the first record (or the channel's end): moat has the listener */
+		struct pollfd pf = {.fd = sb->sock_child, .events = POLLIN};
+		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+			;
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+			_exit(MOAT_EXIT_SETUP);
+		close(sb->init_notify_fd);
+		sb->init_notify_fd = -1;
+	}
 	moat_init_serve(sb->sock_child, sb->rlimit_as);
 }

@@ -120,6 +120,7 @@ struct moat_init {
 	/* The init's own steps (sandbox.c, moat_init_steps): /dev/null for its
 	 * fds 0..2 at the end, opened while /dev is there; -1 before. */
 	int init_devnull;
+	int init_notify_fd; /* the seccomp listener until moat took it */
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

@@ -32,6 +32,52 @@ t_system_readonly() {
 	assert_contains "$out" "Read-only file system"
 }
 
+# /etc and /dev are directories of the read-only root tmpfs (issue 14), not
+# mounts of their own: whatever holds them must be read-only, nosuid and
+# nodev; /dev has exactly moat's entries (the device nodes work, each a bind
+# of its own); /etc has only generated files and the allowlist.
+t_etc_dev_properties() {
+	local out
+	# the options of the mount a path lives on (longest mount point that
+	# is a prefix), from mountinfo: "MNT OPTS"
+	# shellcheck disable=SC2016 # expanded inside the sandbox
+	local mnt_of='mnt_of() { awk -v p="$1" '\''{ m = $5; if ((p == m || index(p, m == "/" ? "/" : m "/") == 1) && length(m) >= length(best)) { best = m; opts = $6 } } END { print best, opts }'\'' /proc/self/mountinfo; }'
+	out=$(mrun -- /bin/sh -c "$mnt_of"'; for p in /etc /etc/passwd /etc/ld.so.cache /dev /dev/stdin /tmp; do echo "$p $(mnt_of $p)"; done')
+	local p line opts
+	for p in /etc /etc/passwd /etc/ld.so.cache /dev /dev/stdin; do
+		line=$(grep "^$p " <<<"$out") || fail "no mount found for $p: $out"
+		opts=$(awk '{ print $3 }' <<<"$line")
+		case ",$opts," in *,ro,*) ;; *) fail "$p is on a mount that is not read-only: $line" ;; esac
+		case ",$opts," in *,nosuid,*) ;; *) fail "$p is on a mount without nosuid: $line" ;; esac
+		case ",$opts," in *,nodev,*) ;; *) fail "$p is on a mount without nodev: $line" ;; esac
+	done
+	# positive control: the same check sees /tmp as writable
+	line=$(grep "^/tmp " <<<"$out")
+	case ",$(awk '{ print $3 }' <<<"$line")," in *,rw,*) ;; *) fail "control: /tmp not rw: $line" ;; esac
+	# /dev: exactly these entries; the nodes are character devices that work
+	out=$(mrun -- /bin/sh -c 'ls -A /dev | tr "\n" " "; for d in null zero full random urandom; do [ -c /dev/$d ] || echo "NOT-CHAR $d"; done; echo x > /dev/null && head -c 4 /dev/zero | wc -c; head -c 8 /dev/urandom | wc -c; (echo x > /dev/full) 2>/dev/null || echo FULL')
+	assert_eq "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero 4
+8
+FULL" "$out"
+	# /etc: nothing but what moat writes and the allowlist (src/lib/plan.c)
+	local allowed=" passwd group hosts hostname resolv.conf nsswitch.conf alternatives ld.so.cache ld.so.conf ld.so.conf.d localtime timezone ssl ca-certificates ca-certificates.conf protocols services host.conf gai.conf os-release debian_version lsb-release mime.types magic magic.mime inputrc bash.bashrc profile profile.d python3 python3.11 perl locale.alias mtab fonts mailcap xattr.conf login.defs manpath.config papersize "
+	out=$(mrun -- /bin/ls -A /etc)
+	local n extra=""
+	for n in $out; do
+		case "$allowed" in *" $n "*) ;; *) extra+=" $n" ;; esac
+	done
+	[ -z "$extra" ] || fail "/etc has files moat does not put there:$extra"
+	assert_contains " $(tr '\n' ' ' <<<"$out")" " passwd "
+	# positive control: the host's /etc has names outside the list
+	extra=""
+	for n in /etc/*; do
+		case "$allowed" in *" ${n#/etc/} "*) ;; *) extra+=" ${n#/etc/}" ;; esac
+	done
+	[ -n "$extra" ] || fail "control: the host's /etc has nothing outside the list"
+	# the generated files are moat's, not the host's
+	assert_eq "moat" "$(mrun -- /bin/cat /etc/hostname)"
+}
+
 t_tmp_and_home_writable() {
 	local out
 	out=$(mrun -- /bin/sh -c 'echo a > /tmp/x && echo b > "$HOME/y" && cat /tmp/x "$HOME/y" && echo "$HOME" && pwd')
@@ -420,6 +466,7 @@ run_test "moat doctor reports the kernel's features" t_doctor
 run_test "no set-uid/set-gid file can be made (it would be the owner's on the host)" t_no_setid_files
 run_test "host files outside the given paths cannot be read" t_host_files_invisible
 run_test "/usr, /etc, /dev and / are read-only" t_system_readonly
+run_test "/etc and /dev: read-only, nosuid, nodev; only moat's entries" t_etc_dev_properties
 run_test "/tmp and \$HOME are private and writable" t_tmp_and_home_writable
 run_test "workspace writes land on the host" t_workspace_writes_land
 run_test "workspace :ro is read-only" t_workspace_readonly_mode

@@ -245,8 +245,12 @@ TEST(plan_default_layout)
 			seen_usr = (int)i;
 			ASSERT_TRUE(s->flags & MOAT_STEPF_RO);
 		}
-		if (s->op == MOAT_STEP_READONLY && !strcmp(s->dest, "/etc"))
+		/* /etc and /dev are directories of the root tmpfs (read-only
+		 * with it), not tmpfs mounts of their own */
+		if (s->op == MOAT_STEP_MKDIR && !strcmp(s->dest, "/etc"))
 			seen_etc_ro = (int)i;
+		ASSERT_TRUE(!(s->op == MOAT_STEP_TMPFS &&
+			      (!strcmp(s->dest, "/etc") || !strcmp(s->dest, "/dev"))));
 		if (s->op == MOAT_STEP_TMPFS && !strcmp(s->dest, "/tmp"))
 			seen_tmp = (int)i;
 		if (!strcmp(s->dest, "/srv/w")) {

@@ -40,17 +40,30 @@ static void fill(struct moat_state_record *r, const char *id)
 	r->start_us = 1700000000123456ull;
 }
 
-static unsigned count_entries(void)
+/* Entries of the state directory, not counting the spare directories kept
+ * for the next runs (empty, at most 4: count_spares) */
+static unsigned count_prefix(const char *prefix, bool match)
 {
 	unsigned n = 0;
 	DIR *d = opendir(sdir);
 	struct dirent *de;
 	while (d && (de = readdir(d)))
-		if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+		if (!streq(de->d_name, ".") && !streq(de->d_name, "..") &&
+		    startswith(de->d_name, prefix) == match)
 			n++;
 	if (d)
 		closedir(d);
 	return n;
+}
+
+static unsigned count_entries(void)
+{
+	return count_prefix(".spare-", false);
+}
+
+static unsigned count_spares(void)
+{
+	return count_prefix(".spare-", true);
 }
 
 TEST(state_default_dir)
@@ -370,5 +383,70 @@ TEST(state_200_cycles_no_leak)
 	closedir(d);
 	ASSERT_EQ(now, fds);
 	ASSERT_EQ(count_entries(), 0);
+	drop_sdir();
+}
+
+/* An ended entry's directory is kept as a spare (removing a directory costs a
+ * synchronous discard on ext4 with -o discard) and taken by the next run:
+ * empty, at most four, never removed by gc, and never a live entry. */
+TEST(state_spare_dirs_reused_and_bounded)
+{
+	struct moat_state_record r;
+	struct moat_state_entry *e[6] = {0};
+	make_sdir();
+	fill(&r, "one");
+	ASSERT_EQ(moat_state_register(sdir, &r, &e[0]), 0);
+	ASSERT_EQ(moat_state_unregister(e[0]), 0);
+	ASSERT_EQ(count_entries(), 0);
+	ASSERT_EQ(count_spares(), 1);
+	char p[400];
+	snprintf(p, sizeof(p), "%s/.spare-0", sdir);
+	DIR *d = opendir(p);
+	ASSERT_TRUE(d != NULL);
+	unsigned files = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		files += !streq(de->d_name, ".") && !streq(de->d_name, "..");
+	closedir(d);
+	ASSERT_EQ(files, 0); /* nothing of the ended run is left in it */
+	/* the next run takes it: no spare while it runs */
+	fill(&r, "two");
+	ASSERT_EQ(moat_state_register(sdir, &r, &e[0]), 0);
+	ASSERT_EQ(count_spares(), 0);
+	ASSERT_EQ(count_entries(), 1);
+	struct moat_state_record *list = NULL;
+	size_t n = 0;
+	ASSERT_EQ(moat_state_list(sdir, &list, &n), 0);
+	ASSERT_EQ(n, 1);
+	ASSERT_STREQ(list[0].id, "two");
+	free(list);
+	/* six at once: at most four spares stay when they end */
+	for (int i = 1; i < 6; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "many-%d", i);
+		fill(&r, id);
+		ASSERT_EQ(moat_state_register(sdir, &r, &e[i]), 0);
+	}
+	for (int i = 0; i < 6; i++)
+		ASSERT_EQ(moat_state_unregister(e[i]), 0);
+	ASSERT_EQ(count_entries(), 0);
+	ASSERT_EQ(count_spares(), 4);
+	/* gc leaves them, even when old (half-removed dot entries it removes
+	 * after 60 s): they are no run of anyone */
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+	for (int i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s/.spare-%d", sdir, i);
+		ASSERT_EQ(utimensat(AT_FDCWD, p, old, 0), 0);
+	}
+	struct moat_state_gc_result res;
+	memset(&res, 0, sizeof(res));
+	ASSERT_EQ(moat_state_gc(sdir, &res), 0);
+	ASSERT_EQ(count_spares(), 4);
+	/* control: an old half-removed entry is removed by the same gc */
+	snprintf(p, sizeof(p), "%s/.dead-x", sdir);
+	ASSERT_EQ(mkdir(p, 0700), 0);
+	ASSERT_EQ(utimensat(AT_FDCWD, p, old, 0), 0);
+	ASSERT_EQ(moat_state_gc(sdir, &res), 0);
+	ASSERT_EQ(access(p, F_OK), -1);
 	drop_sdir();
 }
