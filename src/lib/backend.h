@@ -31,3 +31,5 @@ struct moat_backend_ops {
 };
 
 const struct moat_backend_ops *moat_backend_ns(void);
+/* gVisor (backend_gvisor.c): moat's init inside runsc's sandbox. */
+const struct moat_backend_ops *moat_backend_gvisor(void);
