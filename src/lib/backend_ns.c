@@ -329,6 +329,11 @@ static int prepare_idmapped(struct moat_run *r)
 	return 0;
 }
 
+int moat_backend_ns_idmapped(struct moat_run *r)
+{
+	return prepare_idmapped(r);
+}
+
 /* ---- clone ------------------------------------------------------------------ */
 
 static pid_t clone_sandbox(struct moat_run *r, int *ret_pidfd)
