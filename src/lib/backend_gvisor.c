@@ -130,6 +130,7 @@ static int gv_prepare(struct moat_run *r)
 	if (r->sb.root_mode) {
 		r->sb.host_uid = r->p->uid;
 		r->sb.host_gid = r->p->gid;
+		r->sb.idmap_root = true;
 	}
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/errors.h"
 #include "lib/isolation.h"
@@ -17,6 +18,21 @@
 #define S MOAT_ISO_SAME
 #define E MOAT_ISO_EQUIV
 #define R MOAT_ISO_REFUSED
+
+/* Unprivileged, runsc runs --rootless in a user namespace that maps only
+ * moat's own uid, to root there: gVisor shows the user's files as owned by
+ * its root, and the sandbox user could not write a workspace or --rw bind. */
+static bool u_rootless_writable(const struct moat_policy *p)
+{
+	if (geteuid() == 0)
+		return false;
+	if (p->workspace && p->workspace_mode != MOAT_WS_RO)
+		return true;
+	for (unsigned i = 0; i < p->n_mounts; i++)
+		if (p->mounts[i].kind == MOAT_MOUNT_RW)
+			return true;
+	return false;
+}
 
 static bool u_hide(const struct moat_policy *p)
 {
@@ -85,10 +101,18 @@ static const struct moat_iso_key keys[] = {
 	 NULL,
 	 {S, E, R},
 	 {"the init's identity", "the OCI process of each runsc exec", NULL}},
+	{"filesystem writable workspace or rw (unprivileged)",
+	 u_rootless_writable,
+	 {S, R, R},
+	 {"the sandbox's user namespace maps the owner",
+	  "unprivileged, runsc --rootless shows your files as owned by gVisor's root, so the "
+	  "sandbox user could not write them: use --workspace DIR:ro, or run moat as root",
+	  NULL}},
 	{"process.tty always",
 	 u_tty_always,
 	 {S, R, R},
-	 {"a pty of the sandbox's devpts", "no terminal through runsc exec", NULL}},
+	 {"a pty of the sandbox's devpts",
+	  "gVisor's devpts is not reachable from the host supervisor", NULL}},
 	{"limits (cpus, memory, pids)",
 	 NULL,
 	 {S, E, R},
@@ -137,7 +161,7 @@ static const struct moat_iso_key keys[] = {
 	{"network.mode host",
 	 u_net_host,
 	 {S, R, R},
-	 {"no network namespace", "refused: gVisor would share the host's network", NULL}},
+	 {"no network namespace", "gVisor would share the host's network", NULL}},
 	{"audit, apply, review, credentials",
 	 NULL,
 	 {S, S, R},
