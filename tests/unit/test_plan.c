@@ -198,7 +198,6 @@ static const struct opt o_limits[] = {{"--cpus", "1.5"},
 static const struct opt o_rootfs[] = {{"--rootfs", "/srv/rootfs"}, {NULL, NULL}};
 static const struct opt o_gvisor[] = {
 	{"--isolation", "gvisor"},	     {"--net", "allow"},
-	{"--allow-host", "api.example.com"}, {"--workspace", "/srv/ws"},
 	{"--deny-syscall", "personality"},   {NULL, NULL}};
 
 TEST(plan_golden)
