@@ -196,9 +196,10 @@ static const struct opt o_limits[] = {{"--cpus", "1.5"},
 				      {"--no-record-exec", NULL},
 				      {NULL, NULL}};
 static const struct opt o_rootfs[] = {{"--rootfs", "/srv/rootfs"}, {NULL, NULL}};
-static const struct opt o_gvisor[] = {
-	{"--isolation", "gvisor"},	     {"--net", "allow"},
-	{"--deny-syscall", "personality"},   {NULL, NULL}};
+static const struct opt o_gvisor[] = {{"--isolation", "gvisor"},
+				      {"--net", "allow"},
+				      {"--deny-syscall", "personality"},
+				      {NULL, NULL}};
 
 TEST(plan_golden)
 {
