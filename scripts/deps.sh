@@ -9,7 +9,7 @@ build_pkgs=(gcc make pkg-config libjansson-dev libseccomp-dev nettle-dev libnfta
 # libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for `make fuzz`
 # (only recommended by clang-14, so not pulled in by --no-install-recommends).
 test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
-	shellcheck cppcheck clang-format busybox-static make gcc nodejs)
+	shellcheck cppcheck clang-format busybox-static make gcc nodejs runsc)
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
 	want+=("${test_pkgs[@]}")
