@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -83,21 +84,15 @@ static void parse_blob(int report, int fd, const char **ret_cwd, char ***ret_arg
 	*ret_envp = v + h->argc + 1;
 }
 
-/* close_range(lo, hi), or each descriptor in turn where the kernel refuses
- * it: gVisor (runsc 0.0~20221219) answers EINVAL for an open-ended range. */
+/* close_range(lo, hi); gVisor (runsc 0.0~20221219) answers EINVAL for a
+ * last descriptor above INT_MAX, so the range is retried up to there. */
 static int close_fds(unsigned lo, unsigned hi)
 {
 	if (syscall(SYS_close_range, lo, hi, 0) == 0)
 		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
+	if (errno != EINVAL || hi <= INT_MAX)
 		return -1;
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return -1;
-	unsigned top = rl.rlim_cur < 65536 ? (unsigned)rl.rlim_cur : 65536;
-	for (unsigned fd = lo; fd <= hi && fd < top; fd++)
-		close((int)fd);
-	return 0;
+	return syscall(SYS_close_range, lo, (unsigned)INT_MAX, 0) == 0 ? 0 : -1;
 }
 
 /* --allow-degraded cgroup: the address-space limit each process gets */
