@@ -49,6 +49,7 @@ gv() { "$MOAT" run --quiet --isolation gvisor "$@"; }
 t_exit_and_kernel() {
 	need_runsc
 	local out rc=0
+	# shellcheck disable=SC2016 # expanded inside
 	out=$(gv -- /bin/sh -c 'echo out-$((6*7)); dmesg | head -1; exit 7') || rc=$?
 	assert_eq 7 "$rc" "the command's exit status"
 	assert_contains "$out" "out-42" "its stdout"
@@ -153,17 +154,40 @@ t_vm() {
 	assert_contains "$out" "syscalls.deny: refused (IN USE: the run fails)" "and what it refuses"
 }
 
+# run_of LOG: the run id in an audit log.
+run_of() { sed -n 's/.*"run":"\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | head -1; }
+
 t_no_leftovers() {
 	need_runsc
-	local before after
-	before=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'moat-gvisor-*' 2>/dev/null | wc -l)
-	gv -- /bin/sh -c 'sleep 30 & exit 0'
-	after=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'moat-gvisor-*' 2>/dev/null | wc -l)
-	assert_eq "$before" "$after" "the bundle is removed"
+	local log="$T_OUT/left.json" id
+	gv --log "$log" -- /bin/sh -c 'sleep 30 & exit 0'
+	id=$(run_of "$log")
+	[ -n "$id" ] || fail "no run id in the log"
+	[ -z "$(ls -d "${TMPDIR:-/tmp}/moat-gvisor-$id-"* 2>/dev/null)" ] || fail "the bundle was left"
 	# nothing of runsc survives the run (a background sleep included)
-	sleep 0.2
-	[ -z "$(pgrep -u "$(id -u)" -f 'runsc-sandbox.*moat-gvisor' || true)" ] ||
-		fail "a runsc sandbox survived the run"
+	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived the run"
+	# SIGKILL of moat itself: its init inside gVisor sees the channel close
+	# and the container, runsc and its gofer end with it
+	log="$T_OUT/kill.json"
+	"$MOAT" run --quiet --log "$log" --isolation gvisor -- sleep 60 &
+	local pid=$!
+	id=
+	for _ in $(seq 100); do
+		id=$(run_of "$log")
+		[ -n "$id" ] && pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null && break
+		sleep 0.1
+	done
+	pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null ||
+		fail "positive control: the run's runsc sandbox was not seen running"
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		pgrep -f "runsc.*moat-gvisor-$id" >/dev/null || break
+		sleep 0.1
+	done
+	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived moat's SIGKILL"
+	# the crashed run's bundle (moat could not remove it)
+	rm -rf "${TMPDIR:-/tmp}/moat-gvisor-$id-"*
 }
 
 run_test "gvisor: exit status, stdout, gVisor's kernel" t_exit_and_kernel
@@ -172,5 +196,5 @@ run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
 run_test "gvisor: keys it cannot honour fail closed naming the key" t_refused_keys
 run_test "vm: fails closed" t_vm
-run_test "gvisor: no bundle or runsc process left" t_no_leftovers
+run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
 t_done
