@@ -487,8 +487,14 @@ static int gv_start(struct moat_run *r)
 	if (g->srcfd[MOAT_GV_EXE_STEP] < 0)
 		return moat_error_set(r->err, "isolation", errno,
 				      "cannot open moat's executable %s", g->exe);
-	k = moat_gv_bundle_write(g->dirfd, g->dir, pl, g->srcfd, r->plan->limits.rl.nofile, &g->b,
-				 &step, why, sizeof(why));
+	/* the rlimits of the plan; without a cgroup (--allow-degraded cgroup)
+	 * the memory and pids limits as RLIMIT_AS and RLIMIT_NPROC, as at the
+	 * process level */
+	struct moat_rlimit_opts rl = r->plan->limits.rl;
+	rl.as = r->sb.rlimit_as;
+	rl.nproc = r->sb.rlimit_nproc;
+	k = moat_gv_bundle_write(g->dirfd, g->dir, pl, g->srcfd, &rl, &g->b, &step, why,
+				 sizeof(why));
 	if (k < 0) {
 		char at[32] = "";
 		if (step >= 0)

@@ -36,8 +36,8 @@ struct moat_gv_bundle {
 /* Writes root/ (mount points, /etc files, symlinks, directories) and
  * config.json into the bundle directory dirfd, for plan pl; srcfd[i] is the
  * opened source (O_PATH) of bind step i, -1 for none. Fills b with what the
- * holder must mount. nofile: RLIMIT_NOFILE of the process.
+ * holder must mount. rl: the process's rlimits (0 = not set).
  * -errno with *ret_step (plan step or -1) and why filled. */
 int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl, const int *srcfd,
-			 uint64_t nofile, struct moat_gv_bundle *b, int *ret_step, char *why,
-			 size_t whylen);
+			 const struct moat_rlimit_opts *rl, struct moat_gv_bundle *b, int *ret_step,
+			 char *why, size_t whylen);

@@ -148,15 +148,18 @@ static int one_step(int rootfd, const char *dir, const struct moat_plan *pl, uns
 			break;
 		}
 		char mode[64];
-		/* owned by the sandbox user (the home, mode 0700) as at process level */
+		/* owned by the sandbox user (the home, mode 0700) as at process
+		 * level; gVisor's tmpfs honours size= (measured) */
 		snprintf(mode, sizeof(mode), "mode=%04o", s->mode & 07777);
-		char uid[32], gid[32];
+		char uid[32], gid[32], size[48];
 		snprintf(uid, sizeof(uid), "uid=%u", (unsigned)pl->id.uid);
 		snprintf(gid, sizeof(gid), "gid=%u", (unsigned)pl->id.gid);
+		snprintf(size, sizeof(size), "size=%llu", (unsigned long long)s->size);
 		json_array_append_new(mounts,
-				      json_pack("{s:s,s:s,s:s,s:[s,s,s,s,s]}", "destination",
+				      json_pack("{s:s,s:s,s:s,s:[s,s,s,s,s,s]}", "destination",
 						s->dest, "type", "tmpfs", "source", "tmpfs",
-						"options", "nosuid", "nodev", mode, uid, gid));
+						"options", "nosuid", "nodev", mode, uid, gid,
+						size));
 		break;
 	case MOAT_STEP_BIND:
 		if (srcfd[i] < 0)
@@ -216,9 +219,17 @@ static int one_step(int rootfd, const char *dir, const struct moat_plan *pl, uns
 	return k;
 }
 
+static void add_rlimit(json_t *a, const char *name, uint64_t v)
+{
+	if (v)
+		json_array_append_new(a,
+				      json_pack("{s:s,s:I,s:I}", "type", name, "hard",
+						(json_int_t)v, "soft", (json_int_t)v));
+}
+
 int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl, const int *srcfd,
-			 uint64_t nofile, struct moat_gv_bundle *b, int *ret_step, char *why,
-			 size_t whylen)
+			 const struct moat_rlimit_opts *rl, struct moat_gv_bundle *b, int *ret_step,
+			 char *why, size_t whylen)
 {
 	int k;
 	*ret_step = -1;
@@ -280,21 +291,26 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 	json_array_append_new(mounts, bind_mount(dir, MOAT_GV_EXE_STEP, MOAT_GV_INIT, true));
 	char rootpath[MOAT_MAX_PATH];
 	snprintf(rootpath, sizeof(rootpath), "%s/" MOAT_GV_ROOT, dir);
-	/* The init runs as the sandbox user with no capability; every process
-	 * it starts inherits that (init_serve.c). */
+	/* The init runs as the sandbox user with no capability and the plan's
+	 * rlimits; every process it starts inherits them (init_serve.c). */
+	json_t *rlimits = json_array();
+	add_rlimit(rlimits, "RLIMIT_NOFILE", rl->nofile);
+	add_rlimit(rlimits, "RLIMIT_FSIZE", rl->fsize);
+	add_rlimit(rlimits, "RLIMIT_AS", rl->as);
+	add_rlimit(rlimits, "RLIMIT_NPROC", rl->nproc);
+	json_array_append_new(
+		rlimits, json_pack("{s:s,s:i,s:i}", "type", "RLIMIT_CORE", "hard", 0, "soft", 0));
 	json_t *caps = json_pack("{s:[],s:[],s:[],s:[],s:[]}", "bounding", "effective",
 				 "inheritable", "permitted", "ambient");
-	json_t *cfg =
-		json_pack("{s:s,s:{s:b,s:{s:I,s:I},s:[s,s],s:[s],s:s,s:o,s:[{s:s,s:I,s:I}],s:b},"
-			  "s:{s:s,s:b},s:s,s:o,s:{s:[{s:s},{s:s},{s:s},{s:s}]}}",
-			  "ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid",
-			  (json_int_t)pl->id.uid, "gid", (json_int_t)pl->id.gid, "args",
-			  MOAT_GV_INIT, "__gvisor-init", "env", "PATH=/usr/local/bin:/usr/bin:/bin",
-			  "cwd", "/", "capabilities", caps, "rlimits", "type", "RLIMIT_NOFILE",
-			  "hard", (json_int_t)nofile, "soft", (json_int_t)nofile, "noNewPrivileges",
-			  1, "root", "path", rootpath, "readonly", 1, "hostname", pl->id.hostname,
-			  "mounts", mounts, "linux", "namespaces", "type", "pid", "type", "mount",
-			  "type", "ipc", "type", "uts");
+	json_t *cfg = json_pack(
+		"{s:s,s:{s:b,s:{s:I,s:I},s:[s,s],s:[s],s:s,s:o,s:o,s:b},"
+		"s:{s:s,s:b},s:s,s:o,s:{s:[{s:s},{s:s},{s:s},{s:s}]}}",
+		"ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid",
+		(json_int_t)pl->id.uid, "gid", (json_int_t)pl->id.gid, "args", MOAT_GV_INIT,
+		"__gvisor-init", "env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
+		"capabilities", caps, "rlimits", rlimits, "noNewPrivileges", 1, "root", "path",
+		rootpath, "readonly", 1, "hostname", pl->id.hostname, "mounts", mounts, "linux",
+		"namespaces", "type", "pid", "type", "mount", "type", "ipc", "type", "uts");
 	if (!cfg)
 		return -ENOMEM;
 	char *text = json_dumps(cfg, JSON_INDENT(1));

@@ -72,16 +72,6 @@ static bool u_net_host(const struct moat_policy *p)
 	return p->net == MOAT_NET_HOST;
 }
 
-static bool u_fsize(const struct moat_policy *p)
-{
-	return p->fsize > 0;
-}
-
-static bool u_disk(const struct moat_policy *p)
-{
-	return (p->limits_set & MOAT_LIMIT_DISK) != 0;
-}
-
 /* Keys not listed mean the same at every level by construction: they act
  * on the supervisor's side (audit, review, proxy, credentials, timeouts,
  * output) or on the bundle the backend is given (mounts, identity). */
@@ -118,15 +108,13 @@ static const struct moat_iso_key keys[] = {
 	 {S, E, R},
 	 {"the run's cgroup",
 	  "the run's cgroup holds runsc's sandbox and gofer (gVisor's own memory counts)", NULL}},
-	{"limits (timeout, kill_grace, max_output, nofile)",
+	{"limits (timeout, kill_grace, max_output, nofile, fsize, disk)",
 	 NULL,
 	 {S, E, R},
-	 {"the supervisor and rlimits", "the supervisor and the OCI process's rlimits", NULL}},
-	{"limits.fsize", u_fsize, {S, R, R}, {"RLIMIT_FSIZE", "not passed to runsc yet", NULL}},
-	{"limits.disk",
-	 u_disk,
-	 {S, R, R},
-	 {"tmpfs size", "gVisor's tmpfs ignores size= (2022-12)", NULL}},
+	 {"the supervisor, rlimits and tmpfs sizes",
+	  "the supervisor, the OCI process's rlimits (RLIMIT_AS/NPROC too without a cgroup) and "
+	  "gVisor's tmpfs size=",
+	  NULL}},
 	{"syscalls.allow",
 	 u_allow_sys,
 	 {S, R, R},

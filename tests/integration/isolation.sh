@@ -132,6 +132,23 @@ other-refused" "$out" "proxy and transparent capture reach the mirror; direct an
 t_refused_keys() {
 	need_runsc
 	local out rc=0
+	# honoured with the same meaning: --fsize (RLIMIT_FSIZE) and --disk
+	# (gVisor's tmpfs size=); positive control: without them both writes pass
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(gv --fsize 100k --disk 1m -- /bin/sh -c '
+		(head -c 200000 /dev/zero >/tmp/f) 2>/dev/null && echo fsize-passed
+		head -c 400000 /dev/zero >"$HOME/a" && head -c 400000 /dev/zero >"$HOME/b" &&
+			head -c 400000 /dev/zero >"$HOME/c" 2>/dev/null && echo disk-passed
+		true' 2>/dev/null)
+	assert_eq "" "$out" "--fsize and --disk hold under gVisor"
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(gv -- /bin/sh -c '
+		(head -c 200000 /dev/zero >/tmp/f) 2>/dev/null && echo fsize-passed
+		head -c 400000 /dev/zero >"$HOME/a" && head -c 400000 /dev/zero >"$HOME/b" &&
+			head -c 400000 /dev/zero >"$HOME/c" 2>/dev/null && echo disk-passed
+		true' 2>/dev/null)
+	assert_eq "fsize-passed
+disk-passed" "$out" "positive control: the same writes pass without the limits"
 	out=$(gv --deny-syscall personality -- true 2>&1) || rc=$?
 	assert_eq 125 "$rc" "a key the level cannot honour: exit 125"
 	assert_contains "$out" "syscalls.deny" "the message names the key"
@@ -194,7 +211,7 @@ run_test "gvisor: exit status, stdout, gVisor's kernel" t_exit_and_kernel
 run_test "gvisor: workspace overlay, review, rw owner" t_files_review
 run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
-run_test "gvisor: keys it cannot honour fail closed naming the key" t_refused_keys
+run_test "gvisor: --fsize/--disk hold; keys it cannot honour fail closed naming the key" t_refused_keys
 run_test "vm: fails closed" t_vm
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
 t_done
