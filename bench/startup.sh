@@ -41,7 +41,7 @@ for BENCH_USER in $(bench_users); do
 		[ "$BENCH_USER" = root ] || rl=(--rootless)
 		bench_case moat-gvisor "$MOAT" run --isolation gvisor -- /bin/true
 		bench_case runsc-do runsc --root "$gvst" --platform ptrace --network none \
-			--ignore-cgroups "${rl[@]}" do /bin/true
+			--ignore-cgroups "${rl[@]}" "do" /bin/true
 	else
 		bench_note startup "gvisor missing: runsc is not installed"
 	fi
