@@ -126,7 +126,8 @@ TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
 .PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
 all: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
-	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/testbin/lifecycle_probe $(O)/cli-includes.checked
+	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/testbin/lifecycle_probe $(O)/cli-includes.checked \
+	$(O)/callgraph.checked
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -167,6 +168,12 @@ $(O)/cli-includes.checked: $(wildcard src/cli/*.c src/cli/*.h) scripts/check-cli
 	@mkdir -p $(dir $@)
 	scripts/check-cli-includes.sh --control
 	scripts/check-cli-includes.sh
+	@touch $@
+
+# No call cycle among the lifecycle and the layers (from the objects).
+$(O)/callgraph.checked: $(LIB_OBJS) scripts/check-callgraph.sh
+	scripts/check-callgraph.sh --control
+	scripts/check-callgraph.sh $(O)/pic
 	@touch $@
 
 $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.sh

@@ -16,6 +16,15 @@
 # Results go to $BENCH_OUT/*.tsv; bench/run-all.sh turns them into the table,
 # docs/BENCHMARKS.md and the chart.
 
+# As root, every benchmark runs in a mount namespace of its own (private
+# propagation): the tmpfs work directories it mounts (bench_tmpfs_workdir,
+# stdio.sh) are never mounts of the machine's, and vanish with the script even
+# if it is killed.
+if [ "$(id -u)" -eq 0 ] && [ -z "${BENCH_MOUNT_NS:-}" ]; then
+	export BENCH_MOUNT_NS=1
+	exec unshare --mount --propagation private -- "$BASH" "$(readlink -f "/proc/$$/fd/255" 2>/dev/null || echo "$0")" "$@"
+fi
+
 BENCH_TOP=${BENCH_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 O=${O:-build}
 BENCH_OUT=${BENCH_OUT:-$BENCH_TOP/$O/bench}

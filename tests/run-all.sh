@@ -88,6 +88,15 @@ as_user() {
 	fi
 }
 
+# The layers' unit tests apply steps in namespaces of their own: once more as
+# the unprivileged user (the run above was the caller's, root in CI).
+if [ "$(id -u)" -eq 0 ]; then
+	cp "$O/unit-tests" "$stage/bin/unit-tests"
+	chmod a+rx "$stage/bin/unit-tests"
+	run_suite unit-layers-user as_user env MOAT_TEST_DIR="$stage/tests" \
+		"$stage/bin/unit-tests" layers_
+fi
+
 for t in tests/integration/*.sh tests/redteam/*.sh; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .sh)

@@ -25,7 +25,6 @@
 #include "lib/backend.h"
 #include "lib/errors.h"
 #include "lib/paths.h"
-#include "lib/restrict.h"
 #include "lib/run.h"
 #include "lib/state.h"
 #include "lib/supervise.h"
@@ -422,7 +421,7 @@ static int wait_setup(struct moat_run *r)
 		if (pf[0].revents)
 			break;
 		if (pf[1].revents & POLLIN)
-			moat_restrict_notify(r);
+			moat_supervise_pending(r);
 		else if (pf[1].revents)
 			break;
 	}

@@ -71,9 +71,8 @@ int moat_hook_restrict_prepare(struct moat_init *sb)
 	return 0;
 }
 
-int moat_hook_restrict(struct moat_init *sb, int *ret_notify_fd)
+int moat_hook_landlock(struct moat_init *sb)
 {
-	*ret_notify_fd = -1;
 	if (moat_plan_landlock_on(sb->plan)) {
 		if (!sb->landlock_ready) {
 			errno = EPROTO; /* never run without the rules that were asked for */
@@ -89,6 +88,12 @@ int moat_hook_restrict(struct moat_init *sb, int *ret_notify_fd)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+int moat_hook_seccomp(struct moat_init *sb, int *ret_notify_fd)
+{
+	*ret_notify_fd = -1;
 	if (!moat_plan_seccomp_on(sb->plan))
 		return 0;
 	if (!sb->seccomp_prog) {

@@ -22,4 +22,5 @@ int moat_hook_before_caps(struct moat_init *sb);
 int moat_hook_restrict_prepare(struct moat_init *sb);
 /* After capabilities are dropped, last before fork+exec: Landlock (as
  * prepared), then seccomp. *ret_notify_fd receives the seccomp listener, or -1. */
-int moat_hook_restrict(struct moat_init *sb, int *ret_notify_fd);
+int moat_hook_landlock(struct moat_init *sb);
+int moat_hook_seccomp(struct moat_init *sb, int *ret_notify_fd);

@@ -634,13 +634,20 @@ static void recheck_rw_workspace(struct moat_run *r)
 	copy_raw(r->st->rw_new_repo, sizeof(r->st->rw_new_repo), c.repo);
 }
 
-int moat_observe_finish(struct moat_run *r, int k)
+int moat_observe_finish_workspace(struct moat_run *r, int k)
 {
 	if (!r->obs)
 		return k;
 	collect_output(r);
 	review_workspace(r);
 	recheck_rw_workspace(r);
+	return k;
+}
+
+int moat_observe_finish(struct moat_run *r, int k)
+{
+	if (!r->obs)
+		return k;
 	if (!r->st->execs)
 		r->st->execs = moat_audit_count(r->obs->audit, MOAT_EV_EXEC);
 	write_exit(r);

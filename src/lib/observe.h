@@ -18,7 +18,10 @@ int moat_observe_prepare(struct moat_run *r);
 /* The start record (after clone, or at the end if the run never started). */
 int moat_observe_start(struct moat_run *r);
 void moat_observe_limit(struct moat_run *r, const char *what);
-/* After the init exited: /output, workspace manifest and apply, exit event. */
+/* After the init exited, the workspace layer's part: /output, the workspace
+ * change manifest, its review and apply. */
+int moat_observe_finish_workspace(struct moat_run *r, int k);
+/* After that, the audit layer's: the exec count and the exit event. */
 int moat_observe_finish(struct moat_run *r, int k);
 /* Always called last: writes the exit event if finish did not (setup
  * failures), waits briefly for alert commands, frees everything. */

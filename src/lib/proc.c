@@ -25,7 +25,6 @@
 #include "lib/audit.h"
 #include "lib/errors.h"
 #include "lib/observe.h"
-#include "lib/restrict.h"
 #include "lib/run.h"
 #include "lib/stdio_relay.h"
 #include "lib/supervise.h"
@@ -232,7 +231,7 @@ static int wait_exec(struct moat_proc *pr, int report, struct moat_error *err, i
 		if (pf[0].revents)
 			break;
 		if (pf[1].revents & POLLIN)
-			moat_restrict_notify(r);
+			moat_supervise_pending(r);
 	}
 	struct moat_setup_error e;
 	ssize_t n;
@@ -787,6 +786,30 @@ int moat_proc_status(const struct moat_proc *pr, struct moat_proc_status *ret)
 		return -EBUSY;
 	fill(pr, ret);
 	return 0;
+}
+
+/* The sandbox's event loop, one pass: the init's pidfd, the control channel
+ * and the processes' fds here, everything else the layers' (supervise.c). */
+int moat_sandbox_poll(struct moat_run *r, int timeout_ms)
+{
+	struct epoll_event evs[16];
+	int n = epoll_wait(r->epfd, evs, (int)ELEMENTSOF(evs), timeout_ms);
+	if (n < 0)
+		return negerrno();
+	for (int i = 0; i < n; i++) {
+		uint32_t tag = evs[i].data.u32;
+		if (tag == MOAT_TAG_PIDFD) {
+			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pidfd, NULL);
+			moat_proc_init_died(r);
+		} else if (tag == MOAT_TAG_CTL)
+			moat_proc_on_ctl(r);
+		else if (tag >= MOAT_TAG_PROC_BASE)
+			moat_proc_dispatch(r, tag);
+		else
+			moat_supervise_dispatch(r, tag, evs[i].events);
+	}
+	moat_proc_settle(r);
+	return r->init_exited && !r->killed ? -ESRCH : 0;
 }
 
 int moat_proc_wait(struct moat_proc *pr, struct moat_proc_status *ret)

@@ -25,7 +25,7 @@ static void degraded_add(struct moat_run *r, const char *what)
 	snprintf(d + len, sizeof(r->st->degraded) - len, "%s%s", len ? "," : "", what);
 }
 
-static int prepare_landlock(struct moat_run *r)
+int moat_restrict_prepare_landlock(struct moat_run *r)
 {
 	const struct moat_plan_landlock *l = &r->plan->landlock;
 	if (!moat_plan_landlock_on(r->plan)) {
@@ -45,7 +45,7 @@ static int prepare_landlock(struct moat_run *r)
 	return 0;
 }
 
-static int prepare_seccomp(struct moat_run *r)
+int moat_restrict_prepare_seccomp(struct moat_run *r)
 {
 	const struct moat_plan_seccomp *s = &r->plan->seccomp;
 	struct moat_seccomp_probe probe;
@@ -143,8 +143,8 @@ int moat_restrict_compile(struct moat_run *r)
 
 int moat_restrict_prepare(struct moat_run *r)
 {
-	int k = prepare_landlock(r);
-	return k < 0 ? k : prepare_seccomp(r);
+	int k = moat_restrict_prepare_landlock(r);
+	return k < 0 ? k : moat_restrict_prepare_seccomp(r);
 }
 
 /* One event into the run's records. The audit stream hooks in here. */

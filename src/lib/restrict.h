@@ -22,6 +22,9 @@ int moat_restrict_compile(struct moat_run *r);
 /* Before clone. Prepares r->sb.seccomp_prog (filled after clone), adds degraded layers to the status.
  * Fails (r->err filled) when a layer the run needs is missing. */
 int moat_restrict_prepare(struct moat_run *r);
+/* Its two halves, one per layer (layer_landlock.c, layer_seccomp.c). */
+int moat_restrict_prepare_landlock(struct moat_run *r);
+int moat_restrict_prepare_seccomp(struct moat_run *r);
 /* Answer every pending notification (non-blocking). */
 void moat_restrict_notify(struct moat_run *r);
 /* After the run: the network attempts into the status (summary). Also done

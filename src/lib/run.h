@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "lib/backend.h"
 #include "lib/ctl.h"
@@ -162,7 +163,15 @@ void moat_sandbox_kill(struct moat_sandbox *sbx, int stop_fd);
 int moat_sandbox_finish(struct moat_sandbox *sbx, int k, struct moat_status *ret_status);
 /* gone without the end of a run (the first command could not run) */
 void moat_sandbox_abort(struct moat_sandbox *sbx);
-/* spawn.c: one pass over what is ready (timeout_ms -1: wait) */
+/* proc.c: one pass over the sandbox's epoll set, what is ready dispatched to
+ * the processes or the layers (timeout_ms -1: wait) */
 int moat_sandbox_poll(struct moat_run *r, int timeout_ms);
 
-uint64_t moat_now_us(void);
+/* CLOCK_MONOTONIC in microseconds (inline: every part of the run uses it,
+ * none of them needs another's object for it) */
+static inline uint64_t moat_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}

@@ -27,6 +27,7 @@
 #include <termios.h>
 
 #include "lib/hooks.h"
+#include "lib/layer.h"
 #include "lib/paths.h"
 #include "lib/sandbox.h"
 #include "shared/io.h"
@@ -75,62 +76,6 @@ static _Noreturn _printf_(4, 5) void die(int stage, int err, int step, const cha
 	if (g_sb)
 		(void)!write(g_sb->setup_w, &e, sizeof(e));
 	_exit(MOAT_EXIT_SETUP);
-}
-
-int moat_sandbox_send_fd(int sock, int kind, int fd)
-{
-	/* without an fd a plain write(), which never reaches the seccomp
-	 * listener, whatever the policy denies (network recording watches
-	 * sendmsg, a --deny-syscall may name sendto: moat_sandbox_offer_fd) */
-	int32_t k = kind;
-	return moat_msg_send(sock, &k, sizeof(k), &fd, fd >= 0 ? 1 : 0);
-}
-
-int moat_sandbox_offer_fd(int sock, int kind, int fd)
-{
-	int32_t ack = 0;
-	ssize_t n;
-	int k;
-
-	/* moat takes the fd with pidfd_getfd(): it needs ptrace access, which an
-	 * unprivileged moat has to a dumpable process of its own uid only. The
-	 * init is dumpable for the few calls until the answer; nothing else runs
-	 * in the sandbox yet. */
-	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
-		return negerrno();
-	if ((k = moat_sandbox_send_fd(sock, kind, -1)) < 0 ||
-	    (k = moat_sandbox_send_fd(sock, fd, -1)) < 0)
-		goto out;
-	while ((n = read(sock, &ack, sizeof(ack))) < 0 && errno == EINTR)
-		;
-	k = n == sizeof(ack) && ack == 1 ? 0 : n == sizeof(ack) ? -EPERM : -EPROTO;
-out:
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 && k >= 0)
-		k = negerrno();
-	return k;
-}
-
-int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd)
-{
-	int32_t k = 0;
-	unsigned n_fds = 0;
-	ssize_t n = moat_msg_recv(sock, &k, sizeof(k), ret_fd, 1, &n_fds);
-	if (n < 0)
-		return (int)n;
-	if (n == 0) {
-		if (n_fds)
-			close(*ret_fd);
-		return -EPIPE;
-	}
-	if (n != sizeof(k)) {
-		if (n_fds)
-			close(*ret_fd);
-		return -EBADMSG;
-	}
-	if (!n_fds)
-		*ret_fd = -1;
-	*ret_kind = k;
-	return 0;
 }
 
 /* ---- walking the new root (fixed buffers, no allocation) -------------------- */
@@ -1026,10 +971,272 @@ static void close_inherited(struct moat_init *sb)
 		_exit(MOAT_EXIT_SETUP);
 }
 
+/* ---- the init's ordered steps ----------------------------------------------
+ *
+ * Each step belongs to one layer (layer.h); the table below is their order,
+ * and the order is the point. A step that fails reports {stage, errno, fail}
+ * (or its own, more precise message) and nothing runs.
+ */
+
+static int step_cgroup_join(struct moat_init *sb)
+{
+	/* Into the run's cgroup v1 groups before anything is forked (sandbox.h) */
+	for (unsigned i = 0; i < sb->n_cgroup_self; i++) {
+		if (write(sb->cgroup_self[i], "0", 1) != 1)
+			die(MOAT_STAGE_CGROUP, errno, -1, "cannot join the run's cgroup");
+		close(sb->cgroup_self[i]);
+	}
+	return 0;
+}
+
+static int step_wipe(struct moat_init *sb)
+{
+	wipe_args_and_env();
+	return 0;
+}
+
+static int step_hostname(struct moat_init *sb)
+{
+	/* the identity is the plan's */
+	const struct moat_plan_identity *id = &sb->plan->id;
+	if (sethostname(id->hostname, strlen(id->hostname)) < 0)
+		return -1;
+	if (setdomainname("", 0) < 0)
+		die(MOAT_STAGE_HOSTNAME, errno, -1, "setdomainname");
+	return 0;
+}
+
+static int step_loopback(struct moat_init *sb)
+{
+	if (sb->plan->id.clone_flags & CLONE_NEWNET)
+		loopback_up();
+	return 0;
+}
+
+static int step_ucounts(struct moat_init *sb)
+{
+	limit_ucounts();
+	return 0;
+}
+
+static int step_private(struct moat_init *sb)
+{
+	return mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+}
+
+static int step_sources(struct moat_init *sb)
+{
+	open_sources();
+	return 0;
+}
+
+static int step_ids(struct moat_init *sb)
+{
+	const struct moat_plan_identity *id = &sb->plan->id;
+	if (setresgid(id->gid, id->gid, id->gid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)id->gid);
+	if (setresuid(id->uid, id->uid, id->uid) < 0)
+		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)id->uid);
+	rearm_parent_death();
+	return 0;
+}
+
+static int step_mounts(struct moat_init *sb)
+{
+	apply_plan();
+	return 0;
+}
+
+static int step_root(struct moat_init *sb)
+{
+	enter_root();
+	moat_test_stall("init-mounted");
+	return 0;
+}
+
+static int step_cwd(struct moat_init *sb)
+{
+	if (chdir(sb->plan->cwd) < 0)
+		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
+	return 0;
+}
+
+/* Terminals are made per process by the supervisor, in this sandbox's own
+ * devpts instance: it gets the instance's ptmx (O_PATH). */
+static int step_terminal(struct moat_init *sb)
+{
+	int ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
+	if (ptmx >= 0) {
+		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_PTMX, ptmx) < 0)
+			return -1;
+		close(ptmx);
+	}
+	return 0;
+}
+
+/* /dev/null for 0..2 of the init, which keeps none of the caller's files. */
+static int step_devnull(struct moat_init *sb)
+{
+	sb->init_devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	return sb->init_devnull < 0 ? -1 : 0;
+}
+
+static int step_rlimits(struct moat_init *sb)
+{
+	set_rlimits();
+	return 0;
+}
+
+static int step_bounding(struct moat_init *sb)
+{
+	limit_privileges();
+	return 0;
+}
+
+/* The supervisor placed us in our cgroup and compiled the seccomp filter
+ * while we built the root: its second byte on the go pipe says both are
+ * done (the program is in the shared mapping). */
+static int step_sync(struct moat_init *sb)
+{
+	char go;
+	ssize_t n;
+	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1 || go != 'f')
+		_exit(MOAT_EXIT_SETUP); /* the supervisor failed and reports why */
+	close(sb->go_r);
+	return 0;
+}
+
+/* Our cgroup becomes the root of our cgroup namespace. */
+static int step_cgroupns(struct moat_init *sb)
+{
+	return unshare(CLONE_NEWCGROUP);
+}
+
+static int step_caps(struct moat_init *sb)
+{
+	drop_privileges();
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		die(MOAT_STAGE_CAPS, errno, -1, "cannot make init non-dumpable");
+	return 0;
+}
+
+static int step_seccomp(struct moat_init *sb)
+{
+	int notify_fd = -1;
+	if (moat_hook_seccomp(sb, &notify_fd) < 0)
+		return -1;
+	if (notify_fd >= 0) {
+		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
+		 * very listener, which nobody would serve yet. */
+		int k = moat_sandbox_offer_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, notify_fd);
+		if (k < 0)
+			die(MOAT_STAGE_SECCOMP, -k, -1,
+			    "moat could not take the seccomp listener (pidfd_getfd)");
+		close(notify_fd);
+	}
+	moat_test_stall("init-restricted");
+	return 0;
+}
+
+static int step_stdio(struct moat_init *sb)
+{
+	for (int i = 0; i < 3; i++)
+		if (dup2(sb->init_devnull, i) < 0)
+			die(MOAT_STAGE_STDIO, errno, -1, "cannot set up fd %d", i);
+	close(sb->init_devnull);
+	sb->init_devnull = -1;
+	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
+		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
+	return 0;
+}
+
+/*
+ * The order, and why:
+ * - limits/cgroup first: the init is in its v1 groups before it forks (the
+ *   network child) or allocates anything the groups should count.
+ * - credentials/wipe: moat's argv and environment (which may name secrets)
+ *   are gone before anything else could read /proc/1/cmdline.
+ * - identity/hostname, network/loopback and network/capture: the network
+ *   child is started as early as possible, with the namespace capabilities
+ *   and the host's mount table, so that libnftables' work overlaps the
+ *   whole root assembly below (hook_net.c).
+ * - limits/ucounts: through the host's /proc, before the sandbox's own /proc
+ *   (whose sys is read-only) replaces it.
+ * - mount/private, mount/sources: the sources are opened as the caller, so
+ *   before identity/uid; identity/uid before the mounts, so that what the
+ *   steps create belongs to the sandbox's uid (the namespace capabilities
+ *   stay: uid 0 is not mapped).
+ * - mount/steps, mount/root, mount/cwd: the root is built, pivoted into and
+ *   made read-only.
+ * - init/terminal, init/devnull: need the new /dev, before it is locked.
+ * - network/join: the capture rules must be in before capabilities go (the
+ *   command never runs without them).
+ * - limits/rlimits, identity/before-caps, identity/bounding: while the
+ *   supervisor still compiles the seccomp program.
+ * - landlock/ruleset: built before the sync, enforced after it (it needs the
+ *   assembled root, not the capabilities).
+ * - init/sync: waits for the supervisor (cgroup attach, seccomp program).
+ * - identity/cgroupns, identity/caps: the cgroup namespace needs
+ *   CAP_SYS_ADMIN, so it comes right before every capability is dropped and
+ *   no_new_privs set (which Landlock needs).
+ * - landlock/enforce, then seccomp/install: last, for the init and
+ *   everything it forks; seccomp after Landlock because Landlock's own
+ *   syscalls may be among those it denies.
+ * - init/stdio: 0..2 to /dev/null, the supervisor told "done".
+ */
+static const struct moat_init_step init_steps[] = {
+	{"limits", "cgroup", MOAT_STAGE_CGROUP, step_cgroup_join, "cannot join the run's cgroup"},
+	{"credentials", "wipe", MOAT_STAGE_SYNC, step_wipe, "cannot wipe moat's environment"},
+	{"identity", "hostname", MOAT_STAGE_HOSTNAME, step_hostname, "sethostname"},
+	{"network", "loopback", MOAT_STAGE_NETWORK, step_loopback, "cannot bring lo up"},
+	{"network", "capture", MOAT_STAGE_NETWORK, moat_hook_network, "network setup failed"},
+	{"limits", "ucounts", MOAT_STAGE_RLIMIT, step_ucounts, "cannot limit ucounts"},
+	{"mount", "private", MOAT_STAGE_MOUNT, step_private, "cannot make mounts private"},
+	{"mount", "sources", MOAT_STAGE_MOUNT, step_sources, "cannot open the sources"},
+	{"identity", "uid", MOAT_STAGE_IDENTITY, step_ids, "cannot set the identity"},
+	{"mount", "steps", MOAT_STAGE_MOUNT, step_mounts, "cannot mount"},
+	{"mount", "root", MOAT_STAGE_PIVOT, step_root, "pivot_root failed"},
+	{"mount", "cwd", MOAT_STAGE_CHDIR, step_cwd, "cannot change directory"},
+	{"init", "terminal", MOAT_STAGE_PTY, step_terminal, "cannot hand the pty device to moat"},
+	{"init", "devnull", MOAT_STAGE_STDIO, step_devnull, "cannot open /dev/null"},
+	{"network", "join", MOAT_STAGE_NETWORK, moat_hook_network_join, "network setup failed"},
+	{"limits", "rlimits", MOAT_STAGE_RLIMIT, step_rlimits, "cannot set the rlimits"},
+	{"identity", "before-caps", MOAT_STAGE_CAPS, moat_hook_before_caps, "setup hook failed"},
+	{"identity", "bounding", MOAT_STAGE_CAPS, step_bounding, "cannot limit capabilities"},
+	{"landlock", "ruleset", MOAT_STAGE_LANDLOCK, moat_hook_restrict_prepare,
+	 "cannot build the Landlock rules"},
+	{"init", "sync", MOAT_STAGE_SYNC, step_sync, "the supervisor failed"},
+	{"identity", "cgroupns", MOAT_STAGE_IDENTITY, step_cgroupns,
+	 "cannot create the cgroup namespace"},
+	{"identity", "caps", MOAT_STAGE_CAPS, step_caps, "cannot clear capabilities"},
+	{"landlock", "enforce", MOAT_STAGE_SECCOMP, moat_hook_landlock, "restriction hook failed"},
+	{"seccomp", "install", MOAT_STAGE_SECCOMP, step_seccomp, "restriction hook failed"},
+	{"init", "stdio", MOAT_STAGE_STDIO, step_stdio, "cannot set up fds 0..2"},
+};
+
+const struct moat_init_step *moat_init_steps(size_t *ret_n)
+{
+	*ret_n = ELEMENTSOF(init_steps);
+	return init_steps;
+}
+
+int moat_init_step_run(struct moat_init *sb, const char *layer, const char *name)
+{
+	g_sb = sb;
+	for (size_t i = 0; i < ELEMENTSOF(init_steps); i++)
+		if (streq(init_steps[i].layer, layer) && streq(init_steps[i].name, name))
+			return init_steps[i].apply(sb);
+	errno = ENOENT;
+	return -1;
+}
+
 _Noreturn void moat_sandbox_init(struct moat_init *sb)
 {
 	char go;
 	g_sb = sb;
+	sb->init_devnull = -1;
 	close_inherited(sb); /* the supervisor's ends of the pipes go too */
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
@@ -1044,99 +1251,11 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	if (n != 1)
 		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
 	moat_test_stall("init-go");
-	/* Into the run's cgroup v1 groups before anything is forked (sandbox.h) */
-	for (unsigned i = 0; i < sb->n_cgroup_self; i++) {
-		if (write(sb->cgroup_self[i], "0", 1) != 1)
-			die(MOAT_STAGE_CGROUP, errno, -1, "cannot join the run's cgroup");
-		close(sb->cgroup_self[i]);
+	for (size_t i = 0; i < ELEMENTSOF(init_steps); i++) {
+		const struct moat_init_step *s = &init_steps[i];
+		if (s->apply(sb) < 0)
+			die(s->stage, errno, -1, "%s", s->fail);
 	}
-	wipe_args_and_env();
-
-	/* the identity is the plan's */
-	const struct moat_plan_identity *id = &sb->plan->id;
-	if (sethostname(id->hostname, strlen(id->hostname)) < 0)
-		die(MOAT_STAGE_HOSTNAME, errno, -1, "sethostname");
-	if (setdomainname("", 0) < 0)
-		die(MOAT_STAGE_HOSTNAME, errno, -1, "setdomainname");
-	if (id->clone_flags & CLONE_NEWNET)
-		loopback_up();
-	if (moat_hook_network(sb) < 0)
-		die(MOAT_STAGE_NETWORK, errno, -1, "network setup failed");
-
-	limit_ucounts();
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		die(MOAT_STAGE_MOUNT, errno, -1, "cannot make mounts private");
-	open_sources();
-	/* The sandbox identity, after the sources are open: in root mode they were
-	 * opened as their owner (the caller), not as the sandbox's host uid. The
-	 * namespace capabilities stay: uid 0 is not mapped, so no setuid fixup. */
-	if (setresgid(id->gid, id->gid, id->gid) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "setresgid(%u)", (unsigned)id->gid);
-	if (setresuid(id->uid, id->uid, id->uid) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "setresuid(%u)", (unsigned)id->uid);
-	rearm_parent_death();
-	apply_plan();
-	enter_root();
-	moat_test_stall("init-mounted");
-	if (chdir(sb->plan->cwd) < 0)
-		die(MOAT_STAGE_CHDIR, errno, -1, "cannot change to %s", sb->plan->cwd);
-
-	/* Terminals are made per process by the supervisor, in this sandbox's
-	 * own devpts instance: it gets the instance's ptmx (O_PATH). /dev/null
-	 * for 0..2 of the init, which keeps none of the caller's files. */
-	int ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
-	if (ptmx >= 0) {
-		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_PTMX, ptmx) < 0)
-			die(MOAT_STAGE_PTY, errno, -1, "cannot hand the pty device to moat");
-		close(ptmx);
-	}
-	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0)
-		die(MOAT_STAGE_STDIO, errno, -1, "cannot open /dev/null");
-
-	/* the capture rules and listeners, set up by a child meanwhile */
-	if (moat_hook_network_join(sb) < 0)
-		die(MOAT_STAGE_NETWORK, errno, -1, "network setup failed");
-	set_rlimits();
-	if (moat_hook_before_caps(sb) < 0)
-		die(MOAT_STAGE_CAPS, errno, -1, "setup hook failed");
-	limit_privileges();
-	if (moat_hook_restrict_prepare(sb) < 0)
-		die(MOAT_STAGE_LANDLOCK, errno, -1, "cannot build the Landlock rules");
-	/* The supervisor placed us in our cgroup and compiled the seccomp filter
-	 * while we built the root: its second byte on the go pipe says both are
-	 * done (the program is in the shared mapping). */
-	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1 || go != 'f')
-		_exit(MOAT_EXIT_SETUP); /* the supervisor failed and reports why */
-	close(sb->go_r);
-	/* Our cgroup becomes the root of our cgroup namespace. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		die(MOAT_STAGE_IDENTITY, errno, -1, "cannot create the cgroup namespace");
-	drop_privileges();
-	if (prctl(PR_SET_DUMPABLE, 0) < 0)
-		die(MOAT_STAGE_CAPS, errno, -1, "cannot make init non-dumpable");
-	/* Landlock and seccomp, last, for init and everything it forks. */
-	int notify_fd = -1;
-	if (moat_hook_restrict(sb, &notify_fd) < 0)
-		die(MOAT_STAGE_SECCOMP, errno, -1, "restriction hook failed");
-	if (notify_fd >= 0) {
-		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
-		 * very listener, which nobody would serve yet. */
-		int k = moat_sandbox_offer_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, notify_fd);
-		if (k < 0)
-			die(MOAT_STAGE_SECCOMP, -k, -1,
-			    "moat could not take the seccomp listener (pidfd_getfd)");
-		close(notify_fd);
-	}
-	moat_test_stall("init-restricted");
-	for (int i = 0; i < 3; i++)
-		if (dup2(devnull, i) < 0)
-			die(MOAT_STAGE_STDIO, errno, -1, "cannot set up fd %d", i);
-	close(devnull);
-	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
-		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
 	/* setup is done: EOF on the setup pipe; from now on the control channel */
 	close(sb->setup_w);
 	moat_init_serve(sb->sock_child, sb->rlimit_as);

@@ -113,6 +113,9 @@ struct moat_init {
 	 * enforced after it (hook_restrict.c); -1 without Landlock. */
 	int landlock_ruleset;
 	bool landlock_ready;
+	/* The init's own steps (sandbox.c, moat_init_steps): /dev/null for its
+	 * fds 0..2 at the end, opened while /dev is there; -1 before. */
+	int init_devnull;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */

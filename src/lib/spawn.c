@@ -47,13 +47,6 @@
 #define ROOT_UID_SLOTS MOAT_PLAN_ROOT_UID_SLOTS
 #define MOAT_MAX_ARGS 65536
 
-uint64_t moat_now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static int random_hex(char *out, size_t nbytes)
 {
 	unsigned char b[32];
@@ -355,28 +348,6 @@ const char *moat_sandbox_id(const struct moat_sandbox *sbx)
 int moat_sandbox_fd(const struct moat_sandbox *sbx)
 {
 	return sbx->r.epfd;
-}
-
-int moat_sandbox_poll(struct moat_run *r, int timeout_ms)
-{
-	struct epoll_event evs[16];
-	int n = epoll_wait(r->epfd, evs, (int)ELEMENTSOF(evs), timeout_ms);
-	if (n < 0)
-		return negerrno();
-	for (int i = 0; i < n; i++) {
-		uint32_t tag = evs[i].data.u32;
-		if (tag == MOAT_TAG_PIDFD) {
-			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->pidfd, NULL);
-			moat_proc_init_died(r);
-		} else if (tag == MOAT_TAG_CTL)
-			moat_proc_on_ctl(r);
-		else if (tag >= MOAT_TAG_PROC_BASE)
-			moat_proc_dispatch(r, tag);
-		else
-			moat_supervise_dispatch(r, tag, evs[i].events);
-	}
-	moat_proc_settle(r);
-	return r->init_exited && !r->killed ? -ESRCH : 0;
 }
 
 int moat_sandbox_dispatch(struct moat_sandbox *sbx)

@@ -1,138 +1,100 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The supervisor side of the layers: one table, each layer a row of
- * operations called at fixed points of a sandbox's life (supervise.h). The
- * sandbox-side steps of the layers are the init's hooks (hooks.h).
+ * The supervisor side of the layers: one table of modules, each a struct
+ * moat_layer_ops (layer.h, layer_*.c), called at fixed points of a
+ * sandbox's life (supervise.h). The layers' steps inside the sandbox are the
+ * init's ordered table (sandbox.c, moat_init_steps).
  *
- *   layer     | prepare            | started          | events            | finish / teardown
- *   limits    | cgroups, state     | (child: attach)  | -                 | accounting, removal
- *   restrict  | seccomp options    | BPF compiled     | seccomp listener  | counters, net top list
- *   network   | proxy config, CA   | proxy helper     | proxy events      | counters, helper gone
- *   audit     | log, /output, ws   | start record     | -                 | /output, review, exit
+ *   layer       | prepare            | started         | events           | finish / teardown
+ *   workspace   | -                  | -               | -                | /output, changes, review
+ *   mount       | (backend: paths)   | -               | -                | -
+ *   identity    | (create: host uid) | -               | -                | -
+ *   limits      | cgroups, state     | (child: attach) | -                | accounting, removal
+ *   landlock    | kernel check       | -               | -                | -
+ *   seccomp     | kernel check, map  | BPF compiled    | seccomp listener | counters, net top list
+ *   network     | rules; env: proxy  | proxy helper    | proxy events     | counters, helper gone
+ *   credentials | env: CA, placehold.| (network's)     | -                | -
+ *   audit       | log, /output, ws   | start record    | -                | exit record
  */
 #include <errno.h>
-#include <sys/epoll.h>
 #include <string.h>
 
-#include "lib/errors.h"
+#include "lib/layer.h"
 #include "lib/observe.h"
-#include "lib/restrict.h"
 #include "lib/supervise.h"
 #include "lib/supervise_limits.h"
-#include "lib/supervise_net.h"
 
-/* The seccomp listener: restrict's only event. */
-static int restrict_watch(struct moat_run *r, int epfd, uint32_t tag)
-{
-	if (r->notify_fd < 0)
-		return 0;
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
-		return moat_error_set(r->err, "seccomp", errno,
-				      "cannot watch the seccomp listener: %s", strerror(errno));
-	return 0;
-}
-
-static void restrict_dispatch(struct moat_run *r, uint32_t sub, uint32_t events)
-{
-	moat_restrict_notify(r);
-}
-
-static void net_dispatch(struct moat_run *r, uint32_t sub, uint32_t events)
-{
-	moat_net_dispatch(r);
-}
-
-static int observe_finish(struct moat_run *r, int k)
-{
-	return moat_observe_finish(r, k);
-}
-
-static void limits_finish(struct moat_run *r)
-{
-	moat_supervise_limits_finish(r);
-}
-
-struct moat_layer_ops {
-	const char *name;
-	/* before the backend starts (records degraded layers for the start event) */
-	int (*prepare)(struct moat_run *r);
-	/* the sandbox exists, not yet released */
-	int (*child)(struct moat_run *r);
-	/* released: overlaps the sandbox's own set-up */
-	int (*started)(struct moat_run *r);
-	/* an fd the sandbox handed over: 1 taken, 0 not this layer's */
-	int (*take_fd)(struct moat_run *r, int kind, int fd);
-	/* its fds on the sandbox's epoll set, with tag; then its events */
-	int (*watch)(struct moat_run *r, int epfd, uint32_t tag);
-	void (*dispatch)(struct moat_run *r, uint32_t sub, uint32_t events);
-	/* everything is gone: statistics (the audit layer's also returns the
-	 * run's result, and runs last) */
-	void (*finish)(struct moat_run *r);
-	int (*finish_result)(struct moat_run *r, int k); /* the audit layer's */
-	/* remove what it made; safe at any point */
-	void (*teardown)(struct moat_run *r);
+/* Order matters. env, prepare, child and started go down the table, finish
+ * and teardown up it, the audit layer last of all.
+ * - workspace first: going up, it finishes after every other layer (their
+ *   counters and events are in before the change manifest and review), just
+ *   before the audit layer's exit record.
+ * - mount, identity: their supervisor work is the backend's and the
+ *   create's; in the table for derive and for a backend that needs more.
+ * - limits before the kernel layers: they record degraded layers for the
+ *   start event, and the init is attached to its cgroup first (child).
+ * - landlock, then seccomp: the kernel checks in this order (the first
+ *   missing layer is the error); seccomp's program is compiled first at
+ *   started, as the sandbox waits for it.
+ * - network before credentials: the plugins are checked and the proxy's
+ *   variables set before the per-run CA and the placeholders are made.
+ * - audit last: it opens (prepare) even when a layer before it failed, so
+ *   that the failure is recorded, and writes the exit record at finish. */
+static const struct moat_layer_ops *const layers[] = {
+	&moat_layer_workspace, &moat_layer_mount,	&moat_layer_identity,
+	&moat_layer_limits,    &moat_layer_landlock,	&moat_layer_seccomp,
+	&moat_layer_network,   &moat_layer_credentials, &moat_layer_audit,
 };
-
-/* Order matters. prepare, child and started go down the table (limits
- * first: they record degraded layers for the start event; the seccomp
- * program before the rest of started: the sandbox waits for it); finish and
- * teardown go up, the audit layer last of all: it writes the exit record
- * and opens (prepare) even when a layer before it failed, so that the
- * failure is recorded. */
-static const struct moat_layer_ops layers[] = {
-	{
-		.name = "limits",
-		.prepare = moat_supervise_limits_prepare,
-		.child = moat_supervise_limits_child,
-		.finish = limits_finish,
-		.teardown = moat_supervise_limits_teardown,
-	},
-	{
-		.name = "restrict",
-		.prepare = moat_restrict_prepare,
-		.started = moat_restrict_compile,
-		.watch = restrict_watch,
-		.dispatch = restrict_dispatch,
-		.finish = moat_restrict_finish,
-		.teardown = moat_restrict_teardown,
-	},
-	{
-		.name = "network",
-		.prepare = moat_net_prepare,
-		.started = moat_net_started,
-		.take_fd = moat_net_take_fd,
-		.watch = moat_net_start,
-		.dispatch = net_dispatch,
-		.finish = moat_net_finish,
-		.teardown = moat_net_teardown,
-	},
-	{
-		.name = "audit",
-		.prepare = moat_observe_prepare,
-		.started = moat_observe_start,
-		.finish_result = observe_finish,
-		.teardown = moat_observe_teardown,
-	},
-};
-#define N_LAYERS (sizeof(layers) / sizeof(layers[0]))
+#define N_LAYERS ELEMENTSOF(layers)
 #define TAGS_PER_LAYER 4u
+
+const struct moat_layer_ops *const *moat_layers(size_t *ret_n)
+{
+	*ret_n = N_LAYERS;
+	return layers;
+}
+
+const struct moat_layer_ops *moat_layer_find(const char *name)
+{
+	size_t n;
+	const struct moat_layer_ops *const *t = moat_layers(&n);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i]->name, name))
+			return t[i];
+	return NULL;
+}
+
+int moat_layer_derive(const struct moat_layer_ops *l, const struct moat_plan *pl,
+		      struct moat_layer_view *v)
+{
+	v->len = 0;
+	v->n_lines = 0;
+	v->truncated = false;
+	v->text[0] = 0;
+	if (!l->derive)
+		return 0;
+	int k = l->derive(pl, v);
+	return k < 0 ? k : v->truncated ? -ENOBUFS : 0;
+}
 
 int moat_supervise_env(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *))
 {
-	return moat_net_env(r, push);
+	int k = 0;
+	for (unsigned i = 0; i < N_LAYERS && k >= 0; i++)
+		k = layers[i]->env ? layers[i]->env(r, push) : 0;
+	return k;
 }
 
 int moat_supervise_prepare(struct moat_run *r)
 {
 	int k = 0;
 	for (unsigned i = 0; i + 1 < N_LAYERS && k >= 0; i++)
-		k = layers[i].prepare ? layers[i].prepare(r) : 0;
+		k = layers[i]->prepare ? layers[i]->prepare(r) : 0;
 	struct moat_error saved = {0};
 	if (k < 0 && r->err)
 		saved = *r->err;
-	int k2 = layers[N_LAYERS - 1].prepare(r); /* the audit log, always */
+	int k2 = layers[N_LAYERS - 1]->prepare(r); /* the audit log, always */
 	if (k < 0 && r->err)
 		*r->err = saved;
 	return k < 0 ? k : k2;
@@ -146,7 +108,7 @@ void moat_supervise_clone_args(struct moat_run *r, struct clone_args *ca)
 int moat_supervise_child(struct moat_run *r)
 {
 	for (unsigned i = 0; i < N_LAYERS; i++) {
-		int k = layers[i].child ? layers[i].child(r) : 0;
+		int k = layers[i]->child ? layers[i]->child(r) : 0;
 		if (k < 0)
 			return k;
 	}
@@ -157,14 +119,14 @@ int moat_supervise_started(struct moat_run *r)
 {
 	int k = 0;
 	for (unsigned i = 0; i < N_LAYERS && k >= 0; i++)
-		k = layers[i].started ? layers[i].started(r) : 0;
+		k = layers[i]->started ? layers[i]->started(r) : 0;
 	return k;
 }
 
 int moat_supervise_take_fd(struct moat_run *r, int kind, int fd)
 {
 	for (unsigned i = 0; i < N_LAYERS; i++) {
-		int k = layers[i].take_fd ? layers[i].take_fd(r, kind, fd) : 0;
+		int k = layers[i]->take_fd ? layers[i]->take_fd(r, kind, fd) : 0;
 		if (k != 0)
 			return k;
 	}
@@ -175,7 +137,7 @@ int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 {
 	r->tag_base = base;
 	for (unsigned i = 0; i < N_LAYERS; i++) {
-		int k = layers[i].watch ? layers[i].watch(r, epfd, base + i * TAGS_PER_LAYER) : 0;
+		int k = layers[i]->watch ? layers[i]->watch(r, epfd, base + i * TAGS_PER_LAYER) : 0;
 		if (k < 0)
 			return k;
 	}
@@ -185,8 +147,15 @@ int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base)
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events)
 {
 	uint32_t i = (tag - r->tag_base) / TAGS_PER_LAYER;
-	if (tag >= r->tag_base && i < N_LAYERS && layers[i].dispatch)
-		layers[i].dispatch(r, (tag - r->tag_base) % TAGS_PER_LAYER, events);
+	if (tag >= r->tag_base && i < N_LAYERS && layers[i]->dispatch)
+		layers[i]->dispatch(r, (tag - r->tag_base) % TAGS_PER_LAYER, events);
+}
+
+void moat_supervise_pending(struct moat_run *r)
+{
+	for (unsigned i = 0; i < N_LAYERS; i++)
+		if (layers[i]->pending)
+			layers[i]->pending(r);
 }
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
@@ -201,16 +170,16 @@ void moat_supervise_kill_all(struct moat_run *r)
 
 int moat_supervise_finish(struct moat_run *r, int k)
 {
-	for (unsigned i = N_LAYERS - 1; i-- > 0;)
-		if (layers[i].finish)
-			layers[i].finish(r);
-	return layers[N_LAYERS - 1].finish_result(r, k);
+	for (unsigned i = N_LAYERS; i-- > 0;)
+		if (layers[i]->finish && i != N_LAYERS - 1)
+			k = layers[i]->finish(r, k);
+	return layers[N_LAYERS - 1]->finish(r, k);
 }
 
 void moat_supervise_teardown(struct moat_run *r)
 {
 	for (unsigned i = N_LAYERS - 1; i-- > 0;)
-		if (layers[i].teardown)
-			layers[i].teardown(r);
-	layers[N_LAYERS - 1].teardown(r);
+		if (layers[i]->teardown)
+			layers[i]->teardown(r);
+	layers[N_LAYERS - 1]->teardown(r);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The supervisor-side steps of the layers, called by moat_run() at fixed
- * points of a run's life. Each returns >= 0 or -errno with r->err filled.
+ * The supervisor-side steps of the layers (the table of layer.h modules in
+ * supervise.c), called by the lifecycle (spawn.c, backend_ns.c, proc.c) at
+ * fixed points of a sandbox's life. Each returns >= 0 or -errno with r->err
+ * filled.
  */
 #pragma once
 
@@ -28,6 +30,10 @@ int moat_supervise_take_fd(struct moat_run *r, int kind, int fd);
 /* Register extra fds on the epoll set with tags >= base. */
 int moat_supervise_register(struct moat_run *r, int epfd, uint32_t base);
 void moat_supervise_dispatch(struct moat_run *r, uint32_t tag, uint32_t events);
+/* Serve what the layers have pending now (the seccomp listener), without
+ * waiting: for loops that wait on something else while the sandbox may be
+ * blocked on a layer (the setup's fd hand-over, a process's start). */
+void moat_supervise_pending(struct moat_run *r);
 /* A limit was hit ("timeout", ...). */
 void moat_supervise_event_limit(struct moat_run *r, const char *what);
 /* Kill every process of the sandbox now. */

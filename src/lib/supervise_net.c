@@ -166,9 +166,9 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 	return 0;
 }
 
-int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *, const char *))
+int moat_net_env_proxy(struct moat_run *r,
+		       int (*push)(struct moat_run *, const char *, const char *))
 {
-	struct moat_net_run *n;
 	int k;
 
 	if (r->plan->net.mode != MOAT_NET_ALLOW)
@@ -178,8 +178,16 @@ int moat_net_env(struct moat_run *r, int (*push)(struct moat_run *, const char *
 	 * credential proxy. */
 	if ((k = moat_net_plugins_present(r->err)) < 0)
 		return k;
-	if ((k = moat_net_proxy_env(r, push)) < 0)
-		return k;
+	return moat_net_proxy_env(r, push);
+}
+
+int moat_net_env_credentials(struct moat_run *r,
+			     int (*push)(struct moat_run *, const char *, const char *))
+{
+	struct moat_net_run *n;
+
+	if (r->plan->net.mode != MOAT_NET_ALLOW)
+		return 0;
 	n = net_get(r);
 	if (!n)
 		return -ENOMEM;

@@ -494,13 +494,27 @@ static int connect_tls(const char *host, const char *sni, const char *cafile)
 	return done;
 }
 
+/* The upstream's accept count once it reached @want (the proxy may connect
+ * upstream after the client's handshake completed), or what it is after 5 s. */
+static unsigned wait_accepts(unsigned want)
+{
+	unsigned n = 0;
+	for (int i = 0; i < 500; i++) {
+		n = __atomic_load_n(up_accepts, __ATOMIC_SEQ_CST);
+		if (n >= want)
+			break;
+		usleep(10 * 1000);
+	}
+	return n;
+}
+
 TEST(proxy_tls_intercepted_host_only_through_interception)
 {
 	setup(true);
 	/* positive control: the intercepted host with its SNI (the proxy's
 	 * leaf, trusted through the run CA) */
 	ASSERT_EQ(connect_tls("api.github.test", "api.github.test", runca_path), 1);
-	unsigned base = __atomic_load_n(up_accepts, __ATOMIC_SEQ_CST);
+	unsigned base = wait_accepts(1);
 	ASSERT_EQ(base, 1);
 	/* no SNI; another allowed host's SNI at the same address; and the
 	 * other way round: none reaches the upstream raw, or at all */
@@ -513,6 +527,9 @@ TEST(proxy_tls_intercepted_host_only_through_interception)
 	/* positive control: plain.test with its SNI passes through untouched
 	 * (the upstream's own certificate) */
 	ASSERT_EQ(connect_tls("plain.test", "plain.test", upca_path), 1);
+	/* ... and it is the one connection the upstream saw since: none of
+	 * the four refused ones arrived late */
+	ASSERT_EQ(wait_accepts(base + 1), base + 1);
 	char *ev = events();
 	ASSERT_CONTAINS(ev, "\"decision\":\"deny\",\"reason\":\"no-sni\"");
 	ASSERT_CONTAINS(ev,
