@@ -5,7 +5,8 @@
 # allow, --no-record-exec), all interleaved in one run, as root and as an
 # unprivileged user. Targets: issue 2 (moat <= 1.0x bwrap), issue 4 (limits
 # <= 1.15x none), issue 5 (--net allow <= 2x --net none), issue 14 (with a
-# workspace: rw <= 1.0x bwrap binding it; the overlay reported beside it).
+# workspace: rw <= 1.0x bwrap binding it; the overlay reported beside it),
+# issue 17 (--isolation gvisor beside `runsc do` with the same options, info).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -33,6 +34,17 @@ for BENCH_USER in $(bench_users); do
 	if command -v bwrap >/dev/null; then
 		bench_case bwrap-ws "${BENCH_BWRAP[@]}" --bind "$ws" "$ws" --chdir "$ws" /bin/true
 	fi
+	# issue 17: the gvisor level, and runsc's own `do` with moat's options
+	if command -v runsc >/dev/null; then
+		gvst=$(bench_workdir "startup-runsc-$BENCH_USER")
+		rl=()
+		[ "$BENCH_USER" = root ] || rl=(--rootless)
+		bench_case moat-gvisor "$MOAT" run --isolation gvisor -- /bin/true
+		bench_case runsc-do runsc --root "$gvst" --platform ptrace --network none \
+			--ignore-cgroups "${rl[@]}" "do" /bin/true
+	else
+		bench_note startup "gvisor missing: runsc is not installed"
+	fi
 	bench_run startup "$runs" 90
 	bench_ratio startup "start-up moat / bwrap" moat bwrap "<=" 1.0
 	bench_ratio startup "start-up all limits / none" moat-limits moat "<=" 1.15
@@ -40,5 +52,7 @@ for BENCH_USER in $(bench_users); do
 	bench_ratio startup "start-up recording / --no-record-exec" moat moat-no-record-exec info -
 	bench_ratio startup "start-up workspace rw: moat / bwrap" moat-ws-rw bwrap-ws "<=" 1.0
 	bench_ratio startup "start-up workspace overlay: moat / bwrap (rw bind)" moat-ws-overlay bwrap-ws info -
+	bench_ratio startup "start-up --isolation gvisor / runsc do" moat-gvisor runsc-do info -
+	bench_ratio startup "start-up --isolation gvisor / process" moat-gvisor moat info -
 	echo
 done

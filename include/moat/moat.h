@@ -400,6 +400,13 @@ void moat_oci_process_done(struct moat_oci_process *x);
  * set when this process was not started as such a helper. */
 int moat_proxy_helper_main(struct moat_error *ret_err);
 
+/* The init of a sandbox at the gvisor isolation level (docs/ISOLATION.md):
+ * runsc starts moat's own executable inside gVisor as `moat __gvisor-init`,
+ * with the control channel to the supervisor as its stdin. This serves it
+ * and does not return; -EINVAL with ret_err set when fd 0 is not such a
+ * channel (the command was not started by moat). */
+int moat_gvisor_init_main(struct moat_error *ret_err);
+
 /* ---- sessions: sandboxes served by their own supervisor ------------------- */
 
 /* moat_session_create() forks a supervisor process (setsid, detached from the

@@ -41,6 +41,7 @@ int moat_cli_oci(int argc, char **argv);
 /* `moat __proxy`: the exec'd egress proxy helper of a --net allow run
  * (proxy.c, moat_proxy_helper_main); not a user command. */
 int moat_cli_proxy_helper(int argc, char **argv);
+int moat_cli_gvisor_init(int argc, char **argv);
 /* `moat __probe NAME ARGS`: one red-team probe built into moat (selftest.c),
  * selected by argv only. */
 int moat_cli_probe(int argc, char **argv);

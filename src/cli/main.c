@@ -110,6 +110,8 @@ int main(int argc, char **argv)
 		return moat_cli_reset(argc - 1, argv + 1);
 	if (strcmp(cmd, "__proxy") == 0)
 		return moat_cli_proxy_helper(argc - 1, argv + 1);
+	if (strcmp(cmd, "__gvisor-init") == 0)
+		return moat_cli_gvisor_init(argc - 1, argv + 1);
 	if (strcmp(cmd, "__probe") == 0)
 		return moat_cli_probe(argc - 1, argv + 1);
 	fputs("moat: unknown command '", stderr);

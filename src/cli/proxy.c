@@ -25,3 +25,20 @@ int moat_cli_proxy_helper(int argc, char **argv)
 	}
 	return k;
 }
+
+int moat_cli_gvisor_init(int argc, char **argv)
+{
+	struct moat_error e = {0};
+
+	(void)argv;
+	if (argc != 1 || moat_gvisor_init_main(&e) < 0) {
+		fputs("moat: ", stderr);
+		moat_cli_put_safe(
+			stderr,
+			e.message[0] ? e.message
+				     : "__gvisor-init is internal to moat run --isolation gvisor");
+		fputs("\n", stderr);
+		return MOAT_EXIT_USAGE;
+	}
+	return MOAT_EXIT_SETUP;
+}

@@ -31,3 +31,8 @@ struct moat_backend_ops {
 };
 
 const struct moat_backend_ops *moat_backend_ns(void);
+/* Root mode: the user's directories as detached idmapped mounts in
+ * r->sb.premounted[] (their owner shown as r->sb.host_uid); backend_ns.c. */
+int moat_backend_ns_idmapped(struct moat_run *r);
+/* gVisor (backend_gvisor.c): moat's init inside runsc's sandbox. */
+const struct moat_backend_ops *moat_backend_gvisor(void);

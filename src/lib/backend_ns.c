@@ -143,8 +143,17 @@ static int idmap_userns(struct moat_run *r, uid_t owner, gid_t group, int *ret_f
 		usleep(50);
 	}
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner, (unsigned)r->sb.host_uid);
+	/* the gvisor level: its gofer creates files as root, then gives them
+	 * to the sandbox user; root is shown for on-disk nobody (65534, or
+	 * 65533 when that is the owner) so that creation can map back */
+	if (r->sb.idmap_root && r->sb.host_uid != 0)
+		snprintf(map + strlen(map), sizeof(map) - strlen(map), "%u 0 1\n",
+			 owner == 65534 ? 65533u : 65534u);
 	if ((k = write_file(pid, "uid_map", map)) >= 0) {
 		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)group, (unsigned)r->sb.host_gid);
+		if (r->sb.idmap_root && r->sb.host_gid != 0)
+			snprintf(map + strlen(map), sizeof(map) - strlen(map), "%u 0 1\n",
+				 group == 65534 ? 65533u : 65534u);
 		k = write_file(pid, "gid_map", map);
 	}
 	if (k >= 0) {
@@ -337,6 +346,11 @@ static int prepare_idmapped(struct moat_run *r)
 				s->src, (unsigned)st.st_uid, strerror(errno));
 	}
 	return 0;
+}
+
+int moat_backend_ns_idmapped(struct moat_run *r)
+{
+	return prepare_idmapped(r);
 }
 
 /* ---- clone ------------------------------------------------------------------ */

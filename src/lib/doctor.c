@@ -165,6 +165,7 @@ int moat_doctor(char **ret_json, char **ret_text)
 	json_object_set_new(o, "cgroup_detail", json_string(cgdetail));
 	json_object_set_new(o, "root", json_boolean(geteuid() == 0));
 	moat_doctor_extra(o);
+	moat_doctor_isolation(o);
 
 	fprintf(t, "moat %s doctor (%s)\n\n", MOAT_VERSION,
 		geteuid() == 0 ? "as root" : "unprivileged");
@@ -186,6 +187,7 @@ int moat_doctor(char **ret_json, char **ret_text)
 			ll >= 4 ? " +tcp" : "", ll >= 6 ? " +scoping" : "");
 	fprintf(t, "  [info] %-26s %s\n", "cgroups", cgdetail);
 	moat_doctor_extra_text(t, o);
+	moat_doctor_isolation_text(t, o);
 	problems = !userns || !netns || !pidfd || !seccomp;
 	fprintf(t, "\n%s\n",
 		problems ? "some required features are missing: moat run will refuse to start"

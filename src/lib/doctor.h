@@ -10,3 +10,6 @@ void moat_doctor_extra_text(FILE *t, json_t *o);
 /* The limits layer (doctor_cgroup.c). */
 void moat_doctor_cgroup(json_t *o);
 void moat_doctor_cgroup_text(FILE *t, json_t *o);
+/* The isolation levels that work here, and why not (doctor_isolation.c). */
+void moat_doctor_isolation(json_t *o);
+void moat_doctor_isolation_text(FILE *t, json_t *o);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -83,6 +84,17 @@ static void parse_blob(int report, int fd, const char **ret_cwd, char ***ret_arg
 	*ret_envp = v + h->argc + 1;
 }
 
+/* close_range(lo, hi); gVisor (runsc 0.0~20221219) answers EINVAL for a
+ * last descriptor above INT_MAX, so the range is retried up to there. */
+static int close_fds(unsigned lo, unsigned hi)
+{
+	if (syscall(SYS_close_range, lo, hi, 0) == 0)
+		return 0;
+	if (errno != EINVAL || hi <= INT_MAX)
+		return -1;
+	return syscall(SYS_close_range, lo, (unsigned)INT_MAX, 0) == 0 ? 0 : -1;
+}
+
 /* --allow-degraded cgroup: the address-space limit each process gets */
 static uint64_t rlimit_as;
 
@@ -113,9 +125,9 @@ static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsig
 	}
 	if (tty >= 0 && ioctl(tty, TIOCSCTTY, 0) < 0)
 		refuse(rep, MOAT_STAGE_PTY, errno, "cannot make the pty the controlling terminal");
-	if (rep > 3 && syscall(SYS_close_range, 3, rep - 1, 0) < 0)
+	if (rep > 3 && close_fds(3, (unsigned)rep - 1) < 0)
 		refuse(rep, MOAT_STAGE_EXEC, errno, "close_range");
-	if (syscall(SYS_close_range, rep + 1, ~0U, 0) < 0)
+	if (close_fds((unsigned)rep + 1, ~0U) < 0)
 		refuse(rep, MOAT_STAGE_EXEC, errno, "close_range");
 	if (chdir(cwd) < 0)
 		refuse(rep, MOAT_STAGE_CHDIR, errno, cwd);

@@ -18,6 +18,7 @@
 #include "lib/copytree.h"
 #include "lib/errors.h"
 #include "lib/fsdiff.h"
+#include "lib/isolation.h"
 #include "lib/paths.h"
 #include "lib/policy.h"
 #include "lib/seccomp.h"
@@ -156,18 +157,23 @@ static void sha256_hex(const char *s, char out[65])
 static int write_start(struct moat_run *r)
 {
 	const struct moat_policy *p = r->p;
-	_cleanup_free_ char *pj = NULL;
+	_cleanup_free_ char *pj = NULL, *records = NULL;
 	char digest[65] = "";
+
+	/* which records this level produces: no silent gap (isolation.h) */
+	if (moat_isolation_records_json(p, &records) < 0)
+		return -ENOMEM;
 
 	if (moat_policy_to_json(p, &pj) >= 0)
 		sha256_hex(pj, digest);
 	return MOAT_AUDIT(
 		r->obs->audit, MOAT_EV_START, MOAT_F_STR("version", MOAT_VERSION),
 		MOAT_F_STR("policy_sha256", digest), MOAT_F_JSON("policy", pj),
-		MOAT_F_STRV("argv", r->argv_copy), MOAT_F_UINT("uid", p->uid),
-		MOAT_F_UINT("gid", p->gid), MOAT_F_UINT("host_uid", r->sb.host_uid),
-		MOAT_F_UINT("host_gid", r->sb.host_gid), MOAT_F_BOOL("root_mode", r->sb.root_mode),
-		MOAT_F_STR("workspace", p->workspace),
+		MOAT_F_STR("isolation", moat_isolation_names[p->isolation]),
+		MOAT_F_JSON("records", records), MOAT_F_STRV("argv", r->argv_copy),
+		MOAT_F_UINT("uid", p->uid), MOAT_F_UINT("gid", p->gid),
+		MOAT_F_UINT("host_uid", r->sb.host_uid), MOAT_F_UINT("host_gid", r->sb.host_gid),
+		MOAT_F_BOOL("root_mode", r->sb.root_mode), MOAT_F_STR("workspace", p->workspace),
 		MOAT_F_STR("workspace_mode",
 			   p->workspace ? moat_ws_mode_names[p->workspace_mode] : NULL),
 		MOAT_F_BOOL("review", p->workspace && p->workspace_mode == MOAT_WS_OVERLAY),

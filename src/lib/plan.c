@@ -83,6 +83,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	int r = 0;
 
 	memset(pl, 0, sizeof(*pl));
+	pl->policy = p;
 	pl->sysroot = sys;
 	snprintf(home, sizeof(home), "/home/%s", p->user);
 

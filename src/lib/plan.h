@@ -216,6 +216,9 @@ struct moat_plan {
 	struct moat_plan_seccomp seccomp;
 	struct moat_plan_limits limits;
 	struct moat_plan_audit audit;
+	/* the policy the plan was built from (its isolation level and the keys
+	 * the level honours: isolation.h); not owned */
+	const struct moat_policy *policy;
 	/* paths the steps point at (--rootfs sources, /etc names, home) */
 	struct {
 		char buf[16384];

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lib/isolation.h"
 #include "lib/plan.h"
 #include "shared/macro.h"
 #include "shared/parse.h"
@@ -365,16 +366,23 @@ static void format_audit(FILE *f, const struct moat_plan *pl)
 	fputc('\n', f);
 }
 
+static void format_isolation(FILE *f, const struct moat_plan *pl)
+{
+	if (pl->policy)
+		moat_isolation_format(f, pl->policy);
+}
+
 int moat_plan_format(const struct moat_plan *pl, char **ret_text)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(FILE *, const struct moat_plan *);
 	} parts[] = {
-		{"mounts", format_mounts},     {"identity", format_identity},
-		{"network", format_net},       {"credentials", format_creds},
-		{"landlock", format_landlock}, {"seccomp", format_seccomp},
-		{"limits", format_limits},     {"audit", format_audit},
+		{"isolation", format_isolation}, {"mounts", format_mounts},
+		{"identity", format_identity},	 {"network", format_net},
+		{"credentials", format_creds},	 {"landlock", format_landlock},
+		{"seccomp", format_seccomp},	 {"limits", format_limits},
+		{"audit", format_audit},
 	};
 	char *buf = NULL;
 	size_t len = 0;

@@ -55,6 +55,13 @@ enum moat_tty_mode {
 	MOAT_TTY_NEVER,
 };
 
+/* The isolation level (docs/ISOLATION.md; the keys each honours: isolation.c). */
+enum moat_isolation {
+	MOAT_ISO_PROCESS, /* namespaces, seccomp, Landlock (backend_ns.c) */
+	MOAT_ISO_GVISOR, /* gVisor's user-space kernel, runsc (backend_gvisor.c) */
+	MOAT_ISO_VM, /* a microVM (not in this build: fails closed) */
+};
+
 enum moat_apply_mode {
 	MOAT_APPLY_SAFE,
 	MOAT_APPLY_NEVER,
@@ -122,6 +129,8 @@ struct moat_http_rule {
 
 struct moat_policy {
 	int version;
+
+	enum moat_isolation isolation;
 
 	/* filesystem */
 	char *rootfs; /* NULL: the host's system directories */
@@ -219,6 +228,7 @@ extern const char *const moat_ws_mode_names[3];
 extern const char *const moat_net_mode_names[3];
 extern const char *const moat_tty_mode_names[3];
 extern const char *const moat_apply_mode_names[3];
+extern const char *const moat_isolation_names[3];
 
 /* Whether the test build's --test-disable-layer switched a layer off. In the
  * shipped build a constant false (a macro: no trace in the binary), so the

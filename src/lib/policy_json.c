@@ -49,6 +49,7 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	       *audit = json_object(), *mounts = json_array(), *env = json_object(),
 	       *secrets = json_array(), *resolve = json_object(), *deg = json_array();
 	json_object_set_new(root, "version", json_integer(p->version));
+	json_object_set_new(root, "isolation", json_string(moat_isolation_names[p->isolation]));
 	if (p->rootfs)
 		json_object_set_new(fs, "rootfs", json_string(p->rootfs));
 	if (p->workspace)

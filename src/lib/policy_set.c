@@ -236,6 +236,16 @@ int moat_pset_tty_mode(struct moat_policy *p, const char *v, char *why, size_t w
 	return r;
 }
 
+int moat_pset_isolation(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	unsigned m;
+	int r = moat_policy_keyword(v, moat_isolation_names, ELEMENTSOF(moat_isolation_names), &m,
+				    why, whylen);
+	if (r >= 0)
+		p->isolation = (enum moat_isolation)m;
+	return r;
+}
+
 int moat_pset_cpus(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	/* a policy written for a bigger machine still loads (up to 4x the CPUs
@@ -661,6 +671,8 @@ struct option_def {
 };
 
 static const struct option_def options[] = {
+	{"--isolation", "process|gvisor|vm", ONE, moat_pset_isolation,
+	 "isolation level (default process; docs/ISOLATION.md)"},
 	{"--workspace", "DIR[:MODE]", ONE, moat_pset_workspace,
 	 "the project directory, at the same path, the working directory (MODE rw, ro, overlay)"},
 	{"--ro", "PATH[:DEST]", MANY, set_ro,

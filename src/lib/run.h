@@ -19,6 +19,7 @@
 #include "moat/moat.h"
 
 struct moat_observe;
+struct moat_gv_run;
 
 #include <linux/filter.h>
 
@@ -70,6 +71,7 @@ struct moat_run {
 	struct moat_shared_filter *shared_filter;
 
 	const struct moat_backend_ops *backend; /* backend.h */
+	struct moat_gv_run *gv; /* the gVisor backend's state (backend_gvisor.c) */
 	pid_t init_pid;
 	/* supervise_limits.c: how the init reaches its cgroups */
 	bool self_attached; /* the init writes "0" to the v1 groups' tasks files */

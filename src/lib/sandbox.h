@@ -72,6 +72,8 @@ struct moat_init {
 	uid_t host_uid; /* what the sandbox's uid maps to on the host */
 	gid_t host_gid;
 	bool root_mode; /* moat runs as root: maps to an allocated unprivileged uid */
+	/* the gvisor level's idmapped mounts also show root (backend_ns.c) */
+	bool idmap_root;
 
 	int setup_w, setup_r; /* sandbox -> supervisor: error record or EOF at exec */
 	int go_r, go_w; /* supervisor -> sandbox: maps written, proceed */

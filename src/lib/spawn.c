@@ -32,6 +32,7 @@
 
 #include "lib/audit.h"
 #include "lib/backend.h"
+#include "lib/isolation.h"
 #include "lib/errors.h"
 #include "lib/paths.h"
 #include "lib/restrict.h"
@@ -241,6 +242,9 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 	moat_test_stall_arm();
 	if ((k = moat_policy_validate(p, ret_err)) < 0)
 		goto fail;
+	/* every key in use means the same at this level, or nothing starts */
+	if ((k = moat_isolation_check(p, ret_err)) < 0)
+		goto fail;
 	if ((k = random_hex(r->run_id, 8)) < 0) {
 		k = moat_error_set(ret_err, "setup", -k, "no randomness for the run id");
 		goto fail;
@@ -294,7 +298,7 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 		r->sb.host_gid = getegid();
 	}
 
-	r->backend = moat_backend_ns();
+	r->backend = p->isolation == MOAT_ISO_GVISOR ? moat_backend_gvisor() : moat_backend_ns();
 	if ((k = r->backend->prepare(r)) < 0)
 		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
+#include "lib/isolation.h"
 #include "lib/plan.h"
 #include "lib/policy.h"
 #include "shared/macro.h"
@@ -195,6 +196,10 @@ static const struct opt o_limits[] = {{"--cpus", "1.5"},
 				      {"--no-record-exec", NULL},
 				      {NULL, NULL}};
 static const struct opt o_rootfs[] = {{"--rootfs", "/srv/rootfs"}, {NULL, NULL}};
+static const struct opt o_gvisor[] = {{"--isolation", "gvisor"},
+				      {"--net", "allow"},
+				      {"--deny-syscall", "personality"},
+				      {NULL, NULL}};
 
 TEST(plan_golden)
 {
@@ -206,6 +211,42 @@ TEST(plan_golden)
 	check_golden("workspace_overlay", o_ws_overlay);
 	check_golden("limits", o_limits);
 	check_golden("rootfs", o_rootfs);
+	check_golden("gvisor", o_gvisor);
+}
+
+/* The isolation table (isolation.c): a key the level cannot honour fails
+ * closed naming it; the same policy at the process level passes; vm always
+ * fails closed; every row says how each level honours it or why not. */
+TEST(isolation_table_fails_closed)
+{
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	ASSERT_TRUE(p);
+	ASSERT_EQ(moat_isolation_check(p, &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--deny-syscall", "personality", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), 0); /* process: honoured */
+	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "gvisor", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
+	ASSERT_STREQ(e.stage, "isolation");
+	ASSERT_TRUE(strstr(e.message, "syscalls.deny") != NULL);
+	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "vm", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
+	ASSERT_TRUE(strstr(e.message, "vm") != NULL);
+	moat_policy_free(p);
+	p = moat_policy_new();
+	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "gvisor", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), 0); /* the defaults are all honoured */
+	moat_policy_free(p);
+	unsigned n;
+	const struct moat_iso_key *k = moat_isolation_keys(&n);
+	ASSERT_TRUE(n > 0);
+	for (unsigned i = 0; i < n; i++) {
+		ASSERT_TRUE(k[i].how[MOAT_ISO_PROCESS] != NULL);
+		ASSERT_TRUE(k[i].how[MOAT_ISO_GVISOR] != NULL);
+		/* a refused row must know when it is in use */
+		if (k[i].level[MOAT_ISO_GVISOR] == MOAT_ISO_REFUSED)
+			ASSERT_TRUE(k[i].used != NULL);
+	}
 }
 
 /* Positive control: the comparison notices one changed byte. */

@@ -496,6 +496,7 @@ static const struct {
 	{"--hostname", "h1", "h2"},
 	{"--env", "A=1", "B=2"},
 	{"--tty-mode", "always", "never"},
+	{"--isolation", "gvisor", "process"},
 	{"--cpus", "1", "0.5"},
 	{"--memory", "64M", "128M"},
 	{"--pids", "10", "20"},
