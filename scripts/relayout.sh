@@ -21,6 +21,9 @@
 #   src/audit/      audit*, observe*, layer_audit.c
 #   src/mcp/        mcp*
 #   src/doctor/     doctor*, selftest*
+#   src/api/        serve* (moat serve's back, routes, E2B codecs; its front is src/serve/)
+#   src/oci/        oci* (config.json translation)
+#   also: snapshot* in workspace, confine.* in kernel, isolation.* in sandbox
 # src/shared, src/compat, src/proxy and src/cli stay where they are.
 #
 # It also: rewrites every reference to a moved file (#include "lib/x.h" ->
@@ -44,14 +47,16 @@ cd "$(dirname "$0")/.."
 TABLE=(
 	"policy|policy.h|the policy (options, JSON file, validation) and its plan, the one|pure product of the policy that every layer applies; moat policy show prints it|policy* plan* status.c errors.c errors.h"
 	"supervisor|run.h|the lifecycle (create/exec/wait/destroy, moat_run), the event loop,|the layers' table (supervise.c, layer.h), stdio relays, live-run state, sessions|spawn.c proc.c run.c run.h run_* supervise.c supervise.h layer.h layer_view.c stdio_relay* state.* session*"
-	"sandbox|backend.h|the isolation backends (backend.h; today namespaces) and the|sandbox's init: its ordered set-up steps, control channel, fd hand-over, the user's paths|backend* sandbox* init_* ctl.h hooks.h hook_caps.c paths.* sbfiles.c layer_mount.c layer_identity.c"
-	"kernel|restrict.h|the kernel layers: the seccomp filter and its listener, Landlock,|their supervisor side (restrict.c) and their steps inside the sandbox|seccomp* landlock* restrict* hook_restrict.c layer_seccomp.c layer_landlock.c"
+	"sandbox|backend.h|the isolation backends (backend.h; today namespaces) and the|sandbox's init: its ordered set-up steps, control channel, fd hand-over, the user's paths|backend* sandbox* init_* ctl.h hooks.h hook_caps.c paths.* sbfiles.c layer_mount.c layer_identity.c isolation.*"
+	"kernel|restrict.h|the kernel layers: the seccomp filter and its listener, Landlock,|their supervisor side (restrict.c) and their steps inside the sandbox|seccomp* landlock* restrict* hook_restrict.c layer_seccomp.c layer_landlock.c confine.*"
 	"limits|limits.h|the limits layer: cgroup v1/v2/hybrid behind one ops table, rlimits,|the supervisor's cgroup steps and the state record|cgroup* rlimits* limits* supervise_limits* layer_limits.c"
 	"network|supervise_net.h|the network and credentials layers: the plugins' loader and ABI,|the namespace's capture rules and listeners, the proxy helper's start, --net none records|net_* netns* netrec* nft_* supervise_net* moat-net.map moat-nft.map hook_net.c layer_network.c layer_credentials.c"
-	"workspace|fsdiff.h|the workspace layer: the change manifest (fsdiff*), its review and apply,|the workspace checks, the copy of --input trees|fsdiff* review* wscheck* copytree* layer_workspace.c"
+	"workspace|fsdiff.h|the workspace layer: the change manifest (fsdiff*), its review and apply,|the workspace checks, the copy of --input trees|fsdiff* review* wscheck* copytree* layer_workspace.c snapshot*"
 	"audit|audit.h|the audit layer: the event stream and its sinks (log, --on-alert), the|start/limit/exit records, the observation of a run (observe.c)|audit* observe* layer_audit.c"
 	"mcp|mcp_proto.h|moat mcp: the unprivileged JSON-RPC front and the supervisor that drives|sandboxes for it, with the fixed records between them|mcp*"
 	"doctor|doctor.h|moat doctor (what this host gives each layer) and moat selftest's battery|of probes against a real sandbox|doctor* selftest*"
+	"api|serve_int.h|moat serve: the HTTP API's back (sandboxes per tenant, narrowing, pool), the|route table the confined front (front.c) parses with, E2B's REST and Connect codecs|serve*"
+	"oci|oci.h|moat as an OCI runtime: config.json read by a confined parser and translated|into moat options (every field honoured, satisfied or refused by name)|oci*"
 )
 # The folders that stay, with their README lines (main header | line 1 | line 2).
 STAY=(
