@@ -20,7 +20,7 @@ CC := clang
 endif
 # The executable links only the core libraries; OpenSSL and libnftables are
 # linked into the network plugins moat-net.so and moat-nft.so, loaded for
-# --net allow only (src/lib/net_plugin.h, net_loader.c). The library, unit
+# --net allow only (src/network/net_plugin.h, net_loader.c). The library, unit
 # tests and fuzz targets link all.
 PKGS_CORE := jansson libseccomp nettle libpsl
 PKGS_NET := openssl
@@ -73,7 +73,7 @@ else
 MOAT_LIBS := $(LIBS_CORE)
 endif
 
-LIB_SRCS := $(wildcard src/shared/*.c src/lib/*.c src/proxy/*.c)
+LIB_SRCS := $(wildcard src/shared/*.c src/policy/*.c src/supervisor/*.c src/sandbox/*.c src/kernel/*.c src/limits/*.c src/network/*.c src/workspace/*.c src/audit/*.c src/mcp/*.c src/doctor/*.c src/api/*.c src/oci/*.c src/proxy/*.c)
 CLI_SRCS := $(wildcard src/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c) tests/harness/tap.c
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
@@ -82,7 +82,7 @@ PROBE_SRCS := $(wildcard tests/redteam/probes/*.c)
 # The library is compiled once, position-independent with hidden visibility
 # ($(O)/pic/): the same objects go into libmoat.a, the executable and, from
 # libmoat-core.a, into each plugin, which links its own copy of what it needs
-# and exports only its entry (src/lib/moat-*.map). The executable exports
+# and exports only its entry (src/network/moat-*.map). The executable exports
 # nothing: no plugin binds to its symbols (scripts/check-plugin-syms.sh).
 LIB_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o) $(O)/gen/seccomp_baked.o
 # What only --net allow uses; the rule parsers and the decision engine
@@ -90,11 +90,11 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(O)/pic/%.o) $(O)/gen/seccomp_baked.o
 # clone, the plugin is loaded after it. So does the DNS query parser (dns.c):
 # --net none names the queries it records (netrec.c). The supervisor's side
 # (supervise_net.c) is core too: it calls moat-net.so through its table.
-NET_SRCS := src/lib/net_plugin.c \
+NET_SRCS := src/network/net_plugin.c \
 	$(filter-out src/proxy/addr.c src/proxy/hostmatch.c src/proxy/decide.c src/proxy/dns.c,$(wildcard src/proxy/*.c))
 NET_PIC_OBJS := $(NET_SRCS:%.c=$(O)/pic/%.o)
 # The nftables part, loaded by the sandbox init's network child.
-NFT_SRCS := src/lib/nft_plugin.c src/lib/netns.c
+NFT_SRCS := src/network/nft_plugin.c src/network/netns.c
 NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(O)/pic/%.o)
 CORE_OBJS := $(filter-out $(NET_PIC_OBJS) $(NFT_PIC_OBJS),$(LIB_OBJS))
 CLI_OBJS := $(CLI_SRCS:%.c=$(O)/%.o)
@@ -103,7 +103,7 @@ FUZZ_BINS := $(FUZZ_SRCS:fuzz/%.c=$(O)/fuzz/%)
 PROBE_BINS := $(PROBE_SRCS:tests/redteam/probes/%.c=$(O)/probes/%)
 # The same probe sources, each compiled once more with main renamed, linked
 # into moat itself for `moat __probe` (src/cli/selftest.c; table generated),
-# which the battery of `moat selftest` (src/lib/selftest.c) runs.
+# which the battery of `moat selftest` (src/doctor/selftest.c) runs.
 PROBE_NAMES := $(PROBE_SRCS:tests/redteam/probes/%.c=%)
 PROBE_OBJS := $(PROBE_NAMES:%=$(O)/probeobj/%.o) $(O)/gen/probes_table.o
 
@@ -167,8 +167,8 @@ $(TO)/moat-serve-front: $(SERVE_FRONT)
 # Each plugin: its own objects and what they need of the core; only its
 # entry is exported (the version script makes everything else local).
 PLUGIN_LDFLAGS = $(filter-out -pie,$(LDFLAGS)) -shared -Wl,--no-undefined
-$(MOAT_NET): $(NET_PIC_OBJS) $(LIBMOAT_CORE) src/lib/moat-net.map
-	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-net.map -o $@ $(NET_PIC_OBJS) \
+$(MOAT_NET): $(NET_PIC_OBJS) $(LIBMOAT_CORE) src/network/moat-net.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/network/moat-net.map -o $@ $(NET_PIC_OBJS) \
 		$(LIBMOAT_CORE) $(LIBS_NET) $(LIBS_CORE)
 
 # The shipped build reads no environment variable but the user's own (no
@@ -196,8 +196,8 @@ $(O)/plugins.checked: $(MOAT) $(MOAT_NET) $(MOAT_NFT) scripts/check-plugin-syms.
 	scripts/check-plugin-syms.sh $(MOAT) $(MOAT_NET) $(MOAT_NFT)
 	@touch $@
 
-$(MOAT_NFT): $(NFT_PIC_OBJS) $(LIBMOAT_CORE) src/lib/moat-nft.map
-	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-nft.map -o $@ $(NFT_PIC_OBJS) \
+$(MOAT_NFT): $(NFT_PIC_OBJS) $(LIBMOAT_CORE) src/network/moat-nft.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/network/moat-nft.map -o $@ $(NFT_PIC_OBJS) \
 		$(LIBMOAT_CORE) $(LIBS_NFT) $(LIBS_CORE)
 
 # The test build (see TO above): the same rules with -DMOAT_TESTING.
@@ -216,12 +216,12 @@ $(TO)/libmoat-core.a: $(TEST_CORE_OBJS)
 $(MOAT_TESTING): $(TEST_CLI_OBJS) $(PROBE_OBJS) $(TO)/libmoat-core.a | $(TO)/moat-net.so $(TO)/moat-nft.so
 	$(CC) $(LDFLAGS) -o $@ $(TEST_CLI_OBJS) $(PROBE_OBJS) $(TO)/libmoat-core.a $(MOAT_LIBS)
 
-$(TO)/moat-net.so: $(TEST_NET_PIC_OBJS) $(TO)/libmoat-core.a src/lib/moat-net.map
-	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-net.map -o $@ $(TEST_NET_PIC_OBJS) \
+$(TO)/moat-net.so: $(TEST_NET_PIC_OBJS) $(TO)/libmoat-core.a src/network/moat-net.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/network/moat-net.map -o $@ $(TEST_NET_PIC_OBJS) \
 		$(TO)/libmoat-core.a $(LIBS_NET) $(LIBS_CORE)
 
-$(TO)/moat-nft.so: $(TEST_NFT_PIC_OBJS) $(TO)/libmoat-core.a src/lib/moat-nft.map
-	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/lib/moat-nft.map -o $@ $(TEST_NFT_PIC_OBJS) \
+$(TO)/moat-nft.so: $(TEST_NFT_PIC_OBJS) $(TO)/libmoat-core.a src/network/moat-nft.map
+	$(CC) $(PLUGIN_LDFLAGS) -Wl,--version-script=src/network/moat-nft.map -o $@ $(TEST_NFT_PIC_OBJS) \
 		$(TO)/libmoat-core.a $(LIBS_NFT) $(LIBS_CORE)
 
 $(TO)/plugins.checked: $(MOAT_TESTING) $(TO)/moat-net.so $(TO)/moat-nft.so scripts/check-plugin-syms.sh
@@ -260,15 +260,15 @@ $(O)/gen/probes_table.c: $(PROBE_SRCS) scripts/gen-probes-table.sh
 
 # The default seccomp programs, compiled by libseccomp at build time
 # (scripts/gen-seccomp.c; checked against fresh compilations in the unit tests).
-$(O)/gen/gen-seccomp: scripts/gen-seccomp.c src/lib/seccomp.c src/lib/seccomp.h src/shared/macro.h
+$(O)/gen/gen-seccomp: scripts/gen-seccomp.c src/kernel/seccomp.c src/kernel/seccomp.h src/shared/macro.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) $(LDFLAGS) -o $@ scripts/gen-seccomp.c \
-		src/lib/seccomp.c $(LIBS_CORE)
+		src/kernel/seccomp.c $(LIBS_CORE)
 
 $(O)/gen/seccomp_baked.c: $(O)/gen/gen-seccomp
 	$(O)/gen/gen-seccomp >$@.tmp && mv $@.tmp $@
 
-$(O)/gen/seccomp_baked.o: $(O)/gen/seccomp_baked.c src/lib/seccomp.h
+$(O)/gen/seccomp_baked.o: $(O)/gen/seccomp_baked.c src/kernel/seccomp.h
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
 $(O)/gen/probes_table.o: $(O)/gen/probes_table.c src/cli/probes.h

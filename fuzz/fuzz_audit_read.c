@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "lib/audit.h"
+#include "audit/audit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/serve_connect.h"
-#include "lib/serve_e2b.h"
-#include "lib/serve_route.h"
+#include "api/serve_connect.h"
+#include "api/serve_e2b.h"
+#include "api/serve_route.h"
 
 static void check(int ok)
 {

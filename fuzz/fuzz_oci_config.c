@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Fuzz target: config.json (runtime-spec) -> moat's records (lib/oci_config.c),
+/* Fuzz target: config.json (runtime-spec) -> moat's records (oci/oci_config.c),
  * and the same bytes as an exec's process.json. The records are always
  * well formed: four strings each, or one error naming a field. */
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/oci.h"
+#include "oci/oci.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

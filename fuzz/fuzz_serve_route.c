@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/serve_proto.h"
-#include "lib/serve_route.h"
+#include "api/serve_proto.h"
+#include "api/serve_route.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -30,7 +30,7 @@ check() {
 			inc=${inc#<}
 			inc=${inc%%>*}
 			# a system header, unless it names one of moat's own trees
-			if [[ ! $inc =~ ^(\.\./)*(lib|proxy|shared|compat|cli|moat|src)/ ]]; then
+			if [[ ! $inc =~ ^(\.\./)*(lib|proxy|shared|compat|cli|moat|src|policy|supervisor|sandbox|kernel|limits|network|workspace|audit|mcp|doctor|api|oci)/ ]]; then
 				continue
 			fi
 			;;
@@ -50,9 +50,9 @@ if [ "${1:-}" = --control ]; then
 		echo "check-cli-includes: control: a good file is refused" >&2
 		exit 1
 	}
-	for spelling in '"lib/run.h"' '<shared/macro.h>' '"../lib/run.h"' '"proxy/tls.h"' \
-		'"compat/landlock.h"' '"run.h"' '"cli/../lib/run.h"' '"cli/none.h"' ' "lib/run.h"' \
-		'INTERNAL_HEADER' '<../shared/macro.h>' '<src/lib/run.h>'; do
+	for spelling in '"supervisor/run.h"' '<shared/macro.h>' '"../lib/run.h"' '"proxy/tls.h"' \
+		'"compat/landlock.h"' '"run.h"' '"cli/../lib/run.h"' '"cli/none.h"' ' "supervisor/run.h"' \
+		'INTERNAL_HEADER' '<../shared/macro.h>' '<src/supervisor/run.h>' '<policy/policy.h>'; do
 		printf '#include <stdio.h>\n#  include %s\n' "$spelling" >"$t/bad.c"
 		if check "$t/bad.c" "$t" 2>/dev/null; then
 			echo "check-cli-includes: control: #include $spelling is not caught" >&2

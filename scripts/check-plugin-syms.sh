@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The plugin boundary, checked on the built files (src/lib/net_plugin.h):
+# The plugin boundary, checked on the built files (src/network/net_plugin.h):
 #   - the moat executable exports no symbol of its own (no -rdynamic): a
 #     plugin cannot bind to moat's internals;
 #   - each plugin exports exactly its one entry, moat_*_plugin_v2;

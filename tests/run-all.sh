@@ -66,9 +66,9 @@ cp "$O/test/moat-testing" "$O/test/moat-serve-front" "$O/test/moat-net.so" "$O/t
 [ -d "$O/testbin" ] && cp -r "$O/testbin" "$stage/testbin"
 cp -r tests "$stage/tests"
 # serve.sh checks the implementation against the API's document and route table
-mkdir -p "$stage/docs" "$stage/src/lib"
+mkdir -p "$stage/docs" "$stage/src/api"
 cp docs/openapi.json "$stage/docs/"
-cp src/lib/serve_route.c "$stage/src/lib/"
+cp src/api/serve_route.c "$stage/src/api/"
 cp -r examples "$stage/examples" 2>/dev/null || true
 chmod -R a+rX "$stage"
 

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * README src/cli/: the thin CLI, one file per subcommand; includes only moat/moat.h and its
+ * own headers (scripts/check-cli-includes.sh)
+ */
 /* The moat command: one file per subcommand, each using only moat/moat.h. */
 #pragma once
 

@@ -5,7 +5,7 @@
  * The red-team battery (tests/redteam/), shipped in the installed program:
  * the probes of tests/redteam/probes/ are compiled into this binary
  * (probes.h) and run by `moat __probe NAME`; the battery itself (controls,
- * oracles, the judge) is in the library (moat_selftest_*, src/lib/selftest.c).
+ * oracles, the judge) is in the library (moat_selftest_*, src/doctor/selftest.c).
  * This file parses the flags and prints the results.
  *
  * Exit: 0 nothing escaped and nothing inconclusive, 1 something escaped,

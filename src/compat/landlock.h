@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
+ * README src/compat/: kernel UAPI the distribution's headers lack (Landlock ABI >= 3), nothing
+ * else; included instead of <linux/landlock.h>
+ */
+/*
  * Landlock UAPI up to ABI 7, for distro headers that stop earlier (Debian 12's
  * linux-libc-dev 6.1 knows ABI 2). Written from the kernel's Landlock
  * documentation (Documentation/userspace-api/landlock.rst and the

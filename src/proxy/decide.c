@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "proxy/proxy.h"
 #include "shared/macro.h"
 

@@ -41,7 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "proxy/http1.h"
 #include "proxy/secrets.h"
 #include "proxy/tls.h"

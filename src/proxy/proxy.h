@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
+ * README src/proxy/: the egress and credential proxy (moat-net.so and moat __proxy): accept loop,
+ * HTTP/SOCKS/transparent, TLS interception, DNS stub, secrets; rule parsers in the core
+ */
+/*
  * The egress proxy worker. It runs in its own process, forked by the
  * supervisor, and serves the listeners that moat_netns_setup() created inside
  * the sandbox's network namespace while it dials out from the host namespace:
@@ -32,7 +36,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "lib/netns.h"
+#include "network/netns.h"
 #include "proxy/addr.h"
 #include "proxy/hostmatch.h"
 

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The proxy worker's own seccomp filter, installed once it holds every
  * descriptor it needs: sockets, pipes and epoll only, nothing executable
- * (the base every confined helper shares is lib/confine.c's). */
+ * (the base every confined helper shares is kernel/confine.c's). */
 #include "proxy/proxy_int.h"
 
 #include <errno.h>
 #include <seccomp.h>
 #include <sys/socket.h>
 
-#include "lib/confine.h"
+#include "kernel/confine.h"
 #include "shared/macro.h"
 
 /* New sockets: only TCP/IP streams, exactly as moat_proxy_dial() makes them (the

@@ -51,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "proxy/http1.h"
 
 #define MOAT_SECRETS_MAX_VALUE (64u << 10) /* file / command output cap */

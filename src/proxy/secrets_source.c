@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/paths.h"
+#include "sandbox/paths.h"
 #include "shared/macro.h"
 
 /* The scratch buffer sources are read into. */
@@ -43,7 +43,7 @@ static int read_file_value(const struct moat_secret *def, char *buf, size_t *ret
 	struct stat st;
 	size_t total = 0;
 
-	/* never through a symlink a sandbox could have planted (lib/paths.h) */
+	/* never through a symlink a sandbox could have planted (sandbox/paths.h) */
 	fd = moat_path_read_file(def->from, NULL);
 	if (fd < 0)
 		return moat_secrets_error(

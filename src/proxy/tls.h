@@ -84,7 +84,7 @@ X509 *moat_tls_ca_cert(const struct moat_tls_ca *ca);
  * system_bundle NULL writes the CA alone. The result is meant to be bound
  * where the system bundle is and named by SSL_CERT_FILE, REQUESTS_CA_BUNDLE,
  * CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS, GIT_SSL_CAINFO and PIP_CERT
- * (the plan's credentials part lists them: moat_plan_ca_env, lib/plan.h). */
+ * (the plan's credentials part lists them: moat_plan_ca_env, policy/plan.h). */
 int moat_tls_write_bundle(const struct moat_tls_ca *ca, const char *system_bundle, int out_fd);
 
 /* A server SSL_CTX presenting a leaf certificate for hostname (a DNS name or

@@ -4,11 +4,11 @@
  * exec'd by the back (serve.c) with exactly /dev/null on 0 and 1, stderr,
  * the channel to the back and the listening sockets (serve_proto.h); as
  * root it first becomes nobody with no capabilities; it loads its seccomp
- * filter (lib/confine.c's base plus what libmicrohttpd's epoll loop needs:
+ * filter (kernel/confine.c's base plus what libmicrohttpd's epoll loop needs:
  * accept, send, receive, epoll; no open, no socket, no connect, no exec)
  * before it accepts a connection. libmicrohttpd parses the HTTP/1.1
  * framing; every complete request goes through the route table
- * (lib/serve_route.c), which answers it or forwards one checked request to
+ * (api/serve_route.c), which answers it or forwards one checked request to
  * the back as a frame; the back's frames come back as the response.
  *
  * It is a separate executable (next to moat) because it links
@@ -32,9 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/confine.h"
-#include "lib/serve_proto.h"
-#include "lib/serve_route.h"
+#include "kernel/confine.h"
+#include "api/serve_proto.h"
+#include "api/serve_route.h"
 #include "shared/fdset.h"
 #include "shared/macro.h"
 

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * README src/shared/: no knowledge of moat: size/duration parsers, JSON escaping and positions,
+ * fd sets, SCM_RIGHTS, write_all, openat2, recursive removal, cleanup macros
+ */
 /* Cleanup attributes, ownership transfer and small helpers shared by everything. */
 #pragma once
 

@@ -59,7 +59,7 @@ t_etc_dev_properties() {
 	assert_eq "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero 4
 8
 FULL" "$out"
-	# /etc: nothing but what moat writes and the allowlist (src/lib/plan.c)
+	# /etc: nothing but what moat writes and the allowlist (src/policy/plan.c)
 	local allowed=" passwd group hosts hostname resolv.conf nsswitch.conf alternatives ld.so.cache ld.so.conf ld.so.conf.d localtime timezone ssl ca-certificates ca-certificates.conf protocols services host.conf gai.conf os-release debian_version lsb-release mime.types magic magic.mime inputrc bash.bashrc profile profile.d python3 python3.11 perl locale.alias mtab fonts mailcap xattr.conf login.defs manpath.config papersize "
 	out=$(mrun -- /bin/ls -A /etc)
 	local n extra=""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Checks `moat serve` against docs/openapi.json (tests/integration/serve.sh):
-every route of the implementation's table (src/lib/serve_route.c) is in the
+every route of the implementation's table (src/api/serve_route.c) is in the
 document and every operation of the document is in the table; a request to
 every operation; each response's status must be one the operation documents
 and its body must match the schema of that status and content type (a small

@@ -344,7 +344,7 @@ t_openapi() {
 	need_python
 	start_server --memory 1G --pool 1
 	python3 "$HERE/openapi_check.py" "$MOAT_TEST_DIR/../docs/openapi.json" "$SOCK" \
-		"$MOAT_TEST_DIR/../src/lib/serve_route.c" >out 2>err ||
+		"$MOAT_TEST_DIR/../src/api/serve_route.c" >out 2>err ||
 		fail "$(grep -m3 FAIL out || tail -5 out) $(tail -5 err)"
 	assert_contains "$(tail -1 out)" "all ok" "the OpenAPI check"
 	stop_server

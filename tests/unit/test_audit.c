@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/audit.h"
+#include "audit/audit.h"
 #include "shared/jsonesc.h"
 #include "shared/macro.h"
 

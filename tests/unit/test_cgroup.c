@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/cgroup.h"
+#include "limits/cgroup.h"
 #include "shared/macro.h"
 
 static char fake_root[256];

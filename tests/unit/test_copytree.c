@@ -10,7 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "lib/copytree.h"
+#include "workspace/copytree.h"
 #include "shared/macro.h"
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)

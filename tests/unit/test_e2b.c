@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "harness/tap.h"
-#include "lib/serve_connect.h"
-#include "lib/serve_e2b.h"
+#include "api/serve_connect.h"
+#include "api/serve_e2b.h"
 #include "shared/macro.h"
 
 TEST(connect_envelope_roundtrip)

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "harness/tap.h"
-#include "lib/serve_connect.h"
-#include "lib/serve_e2b.h"
-#include "lib/serve_route.h"
+#include "api/serve_connect.h"
+#include "api/serve_e2b.h"
+#include "api/serve_route.h"
 
 #define TOK "e2b_00112233445566778899aabbccddeeff"
 

@@ -11,8 +11,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "lib/audit.h"
-#include "lib/fsdiff.h"
+#include "audit/audit.h"
+#include "workspace/fsdiff.h"
 #include "shared/macro.h"
 
 #define HOSTILE "bad\nname\x1b[31m\xff"

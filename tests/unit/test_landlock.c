@@ -6,7 +6,7 @@
  * on an allowed object.
  */
 #include "harness/tap.h"
-#include "lib/landlock.h"
+#include "kernel/landlock.h"
 #include "shared/macro.h"
 
 #include <arpa/inet.h>

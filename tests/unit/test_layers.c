@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The layers (lib/layer.h): the supervisor's table and the init's ordered
+ * The layers (supervisor/layer.h): the supervisor's table and the init's ordered
  * steps; what each layer derives from the plan for representative policies
  * (pure, no privileges); and the in-sandbox steps that can be applied without
  * host privileges, each in a forked child (harness) inside a throw-away
@@ -23,13 +23,13 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/fsdiff.h"
-#include "lib/landlock.h"
-#include "lib/layer.h"
-#include "lib/plan.h"
-#include "lib/policy.h"
-#include "lib/sandbox.h"
-#include "lib/seccomp.h"
+#include "workspace/fsdiff.h"
+#include "kernel/landlock.h"
+#include "supervisor/layer.h"
+#include "policy/plan.h"
+#include "policy/policy.h"
+#include "sandbox/sandbox.h"
+#include "kernel/seccomp.h"
 #include "shared/macro.h"
 
 struct opt {

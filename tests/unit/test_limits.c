@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/limits.h"
-#include "lib/plan.h"
+#include "limits/limits.h"
+#include "policy/plan.h"
 #include "shared/macro.h"
 
 static void policy_limits(struct moat_policy *p, unsigned set, unsigned degrade)

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/mcp_front.h"
-#include "lib/mcp_proto.h"
+#include "mcp/mcp_front.h"
+#include "mcp/mcp_proto.h"
 #include "shared/macro.h"
 
 struct rec {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The network plugins' loader and ops tables (src/lib/net_plugin.h): the
+/* The network plugins' loader and ops tables (src/network/net_plugin.h): the
  * unit-test binary sits next to this build's plugins, so it loads them the
  * way moat does. */
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/net_config.h"
-#include "lib/net_plugin.h"
+#include "network/net_config.h"
+#include "network/net_plugin.h"
 #include "shared/macro.h"
 
 TEST(net_plugins_of_this_build_load)

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/netns.h"
+#include "network/netns.h"
 #include "shared/fdpass.h"
 #include "shared/macro.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* --net none network attempts: description, aggregation, caps (netrec.c). */
 #include "harness/tap.h"
-#include "lib/audit.h"
-#include "lib/netrec.h"
+#include "audit/audit.h"
+#include "network/netrec.h"
 #include "moat/moat.h"
 #include "shared/macro.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The OCI runtime's config.json translation (lib/oci_config.c) and the
- * confinement of its parser (lib/oci_load.c): fields become policy options
+/* The OCI runtime's config.json translation (oci/oci_config.c) and the
+ * confinement of its parser (oci/oci_load.c): fields become policy options
  * or notes, a field moat cannot honour is one error naming it, the spec's
  * seccomp allowlist becomes moat's deny list, and the confined parser can
  * open nothing. Each test runs in its own forked child. */
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/oci.h"
+#include "oci/oci.h"
 #include "shared/macro.h"
 
 #define BASE \

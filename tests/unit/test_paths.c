@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* User-given host paths (lib/paths.c): what is followed, what is refused. */
+/* User-given host paths (sandbox/paths.c): what is followed, what is refused. */
 #include "harness/tap.h"
 
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/paths.h"
+#include "sandbox/paths.h"
 #include "shared/macro.h"
 
 static char *tmpdir(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The plan (lib/plan.h): the complete text of `moat policy show` for a set of
+ * The plan (policy/plan.h): the complete text of `moat policy show` for a set of
  * representative policies against golden files (tests/unit/golden/plan_NAME.txt),
  * and each part's content. Pure: no privileges, no sandbox.
  *
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/isolation.h"
-#include "lib/plan.h"
-#include "lib/policy.h"
+#include "sandbox/isolation.h"
+#include "policy/plan.h"
+#include "policy/policy.h"
 #include "shared/macro.h"
 
 #define MAX_OPTS 32

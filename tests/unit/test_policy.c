@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/plan.h"
-#include "lib/policy.h"
+#include "policy/plan.h"
+#include "policy/policy.h"
 #include "shared/macro.h"
 
 static struct moat_policy *load(const char *name, struct moat_error *err)

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/policy.h"
+#include "policy/policy.h"
 #include "proxy/event.h"
 #include "proxy/proxy.h"
 #include "proxy/resolver.h"

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/netns.h"
-#include "lib/policy.h"
+#include "network/netns.h"
+#include "policy/policy.h"
 #include "proxy/http1.h"
 #include "proxy/proxy.h"
 #include "shared/macro.h"

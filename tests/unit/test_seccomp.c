@@ -8,7 +8,7 @@
  * itself, not by a kernel permission check that happens to say EPERM too.
  */
 #include "harness/tap.h"
-#include "lib/seccomp.h"
+#include "kernel/seccomp.h"
 #include "shared/macro.h"
 
 #include <fcntl.h>

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/policy.h"
-#include "lib/serve_int.h"
-#include "lib/serve_route.h"
+#include "policy/policy.h"
+#include "api/serve_int.h"
+#include "api/serve_route.h"
 #include "shared/macro.h"
 
 static void dispatch(const char *method, const char *path, const char *query, const char *body,

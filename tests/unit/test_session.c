@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Sessions' wire format (lib/session_proto.c) and names (session_dir.c): a
+/* Sessions' wire format (supervisor/session_proto.c) and names (session_dir.c): a
  * message and its descriptors round-trip; a wrong magic or version, a
  * length that disagrees, bad JSON, too many descriptors or a truncated
  * datagram are refused with every received descriptor closed. Each test runs
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/session.h"
+#include "supervisor/session.h"
 #include "shared/macro.h"
 
 static int pair(int sv[2])

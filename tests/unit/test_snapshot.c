@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Snapshot trees (lib/snapshot.h): a faithful copy, and a sync that makes a
+/* Snapshot trees (workspace/snapshot.h): a faithful copy, and a sync that makes a
  * live tree equal to a target without following the live tree's symlinks. */
 #include "harness/tap.h"
 
@@ -11,7 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "lib/snapshot.h"
+#include "workspace/snapshot.h"
 #include "shared/macro.h"
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "harness/tap.h"
-#include "lib/state.h"
+#include "supervisor/state.h"
 #include "shared/macro.h"
 
 static char sdir[128];

@@ -6,8 +6,8 @@
 #include <jansson.h>
 #include <unistd.h>
 
-#include "lib/fsdiff.h"
-#include "lib/observe.h"
+#include "workspace/fsdiff.h"
+#include "audit/observe.h"
 #include "moat/moat.h"
 #include "shared/macro.h"
 

@@ -9,7 +9,7 @@
 
 #include "harness/tap.h"
 #include "proxy/tls.h"
-#include "lib/plan.h"
+#include "policy/plan.h"
 #include "shared/macro.h"
 
 /* A socketpair, both ends non-blocking. */

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The limits layer's supervisor side and the run's state record. */
+#include "limits/supervise_limits.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include "limits/cgroup.h"
+#include "policy/errors.h"
+#include "supervisor/state.h"
+#include "shared/macro.h"
+
+static uint64_t realtime_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void record_fill(struct moat_run *r)
+{
+	struct moat_state_record *rec = r->state_rec;
+	rec->n_cgroups = 0;
+	for (unsigned i = 0; i < moat_cgroup_n_dirs(r->limits.cg) && i < MOAT_CGROUP_MAX_HIER; i++)
+		snprintf(rec->cgroups[rec->n_cgroups++], MOAT_STATE_PATH, "%s",
+			 moat_cgroup_dir(r->limits.cg, i));
+}
+
+int moat_supervise_limits_prepare(struct moat_run *r)
+{
+	char dir[MOAT_STATE_PATH];
+	struct moat_state_gc_result g;
+	bool have_dir = moat_state_default_dir(dir, sizeof(dir)) >= 0;
+	int k;
+
+	/* What crashed runs left (their lock is free): cheap, and it means a
+	 * SIGKILLed moat's empty cgroups are gone by the next run at the latest. */
+	if (have_dir)
+		(void)moat_state_gc(dir, &g);
+
+	k = moat_limits_setup(&r->plan->limits, r->run_id, &r->limits, r->err);
+	if (k < 0)
+		return k;
+	if (r->limits.degraded) {
+		r->sb.rlimit_as = r->limits.rl.as;
+		r->sb.rlimit_nproc = r->limits.rl.nproc;
+	}
+
+	/* The record is bookkeeping for gc/ps, not a restriction: a run whose
+	 * state directory cannot be written still runs. */
+	r->state_rec = calloc(1, sizeof(*r->state_rec));
+	if (!r->state_rec || !have_dir)
+		return 0;
+	snprintf(r->state_rec->id, sizeof(r->state_rec->id), "%s", r->run_id);
+	r->state_rec->pid = getpid();
+	r->state_rec->start_us = realtime_us();
+	record_fill(r);
+	if (moat_state_register(dir, r->state_rec, &r->state) < 0)
+		r->state = NULL;
+	return 0;
+}
+
+int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *path)
+{
+	struct moat_state_record *rec = r->state_rec;
+	if (!rec)
+		return 0;
+	if (rec->n_tmpdirs >= MOAT_STATE_MAX_TMPDIRS || strlen(path) >= MOAT_STATE_PATH)
+		return -E2BIG;
+	snprintf(rec->tmpdirs[rec->n_tmpdirs++], MOAT_STATE_PATH, "%s", path);
+	return r->state ? moat_state_update(r->state, rec) : 0;
+}
+
+static void close_self_attach(struct moat_run *r)
+{
+	for (unsigned i = 0; i < r->sb.n_cgroup_self; i++)
+		safe_close(r->sb.cgroup_self[i]);
+	r->sb.n_cgroup_self = 0;
+}
+
+void moat_supervise_limits_clone_args(struct moat_run *r, struct clone_args *ca)
+{
+	int fd = moat_limits_cgroup_fd(&r->limits);
+
+	/* The v1 groups: the init moves itself by writing "0" to their
+	 * `tasks` files, opened here (cgroup.h); if they cannot be opened the
+	 * supervisor writes the init's pid to cgroup.procs after clone. */
+	close_self_attach(r);
+	r->self_attached = false;
+	if (r->limits.cg &&
+	    moat_cgroup_open_self_attach(r->limits.cg, r->sb.cgroup_self,
+					 ELEMENTSOF(r->sb.cgroup_self), &r->sb.n_cgroup_self) == 0)
+		r->self_attached = true;
+	r->into_cgroup = false;
+	if (fd < 0)
+		return;
+	/* Born inside the group (5.7+): not one instruction outside. */
+	ca->flags |= CLONE_INTO_CGROUP;
+	ca->cgroup = (uint64_t)fd;
+	r->into_cgroup = true;
+}
+
+int moat_supervise_limits_child(struct moat_run *r)
+{
+	unsigned which = 0;
+	int k;
+
+	close_self_attach(r);
+	if (!r->self_attached)
+		which |= MOAT_CGROUP_ATTACH_V1;
+	if (!r->into_cgroup)
+		which |= MOAT_CGROUP_ATTACH_V2;
+	k = moat_limits_attach(&r->limits, r->init_pid, which);
+	if (k < 0)
+		return moat_error_set(r->err, "cgroup", -k,
+				      "cannot move the sandbox into its cgroup: %s", strerror(-k));
+	return 0;
+}
+
+void moat_supervise_limits_kill(struct moat_run *r)
+{
+	(void)moat_limits_kill(&r->limits);
+}
+
+void moat_supervise_limits_finish(struct moat_run *r)
+{
+	moat_limits_finish(&r->limits, r->st);
+}
+
+void moat_supervise_limits_teardown(struct moat_run *r)
+{
+	close_self_attach(r);
+	int k = moat_limits_teardown(&r->limits);
+	/* Something could not be removed: keep the record (lock released), so
+	 * the next run or `moat gc` retries. */
+	if (k < 0)
+		moat_state_abandon(r->state);
+	else
+		(void)moat_state_unregister(r->state);
+	r->state = NULL;
+	free(r->state_rec);
+	r->state_rec = NULL;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Supervisor-side steps of the limits layer (cgroups, rlimit fallback) and the
+ * state-directory record of the run, called from supervise.c.
+ */
+#pragma once
+
+#include <linux/sched.h>
+
+#include "supervisor/run.h"
+
+/* Before clone: collect garbage of crashed runs, create the cgroup (fail
+ * closed), record the run in the state directory. */
+int moat_supervise_limits_prepare(struct moat_run *r);
+/* CLONE_INTO_CGROUP when there is a v2 group. */
+void moat_supervise_limits_clone_args(struct moat_run *r, struct clone_args *ca);
+/* After clone, before the sandbox proceeds: attach the init to every group. */
+int moat_supervise_limits_child(struct moat_run *r);
+void moat_supervise_limits_kill(struct moat_run *r);
+/* Statistics and reasons into r->st. */
+void moat_supervise_limits_finish(struct moat_run *r);
+/* Kill and remove the groups, drop the state record. Idempotent. */
+void moat_supervise_limits_teardown(struct moat_run *r);
+/* Record a host temporary directory of the run, so `moat gc` can remove it
+ * after a crash (its last component must start with "moat-"). */
+int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *path);

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A bundle's config.json into a policy and the container's process (moat.h,
+ * "OCI runtime"; oci.h). The runtime often runs as root; config.json is
+ * written by whoever describes the container. So the JSON is parsed by a
+ * child that holds nothing: every descriptor closed but the config's bytes
+ * (in memory) and a pipe, no uid 0 where it can drop it, no_new_privs and a
+ * seccomp filter that lets it read, write, allocate and exit only. What it
+ * sends back is four strings a record; its option names are checked against
+ * the set the translation can produce, and every value goes through
+ * moat_policy_set_option() as a flag would.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <limits.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "policy/errors.h"
+#include "oci/oci.h"
+#include "policy/policy.h"
+#include "moat/moat.h"
+#include "shared/io.h"
+#include "shared/macro.h"
+
+/* Options a record may name (and, for --net, the one value). */
+static const char *const allowed_opts[] = {
+	"--rootfs",	"--ro",	       "--rw",	     "--tmpfs",	       "--hide",
+	"--uid",	"--gid",       "--hostname", "--nofile",       "--fsize",
+	"--memory",	"--pids",      "--cpus",     "--deny-syscall", "--net",
+	"--allow-host", "--deny-host", "--apply",    "--timeout",
+};
+
+int moat_oci_confine(void)
+{
+	/* nobody, where this user namespace has it (rootless: it may not) */
+	if (geteuid() == 0 && setgroups(0, NULL) == 0)
+		if (setresgid(65534, 65534, 65534) == 0)
+			(void)!setresuid(65534, 65534, 65534);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+	if (!ctx)
+		return -ENOMEM;
+	static const char *const ok[] = {"read",    "write",	    "exit",   "exit_group",
+					 "brk",	    "mmap",	    "munmap", "mremap",
+					 "madvise", "rt_sigreturn", "futex"};
+	int k = 0;
+	for (size_t i = 0; i < ELEMENTSOF(ok) && k >= 0; i++) {
+		int nr = seccomp_syscall_resolve_name(ok[i]);
+		if (nr != __NR_SCMP_ERROR)
+			k = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+	}
+	if (k >= 0)
+		k = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return k;
+}
+
+/* The child: translate, send the records, exit. */
+_Noreturn static void parser_child(const char *json, size_t len, const char *bundle, int out)
+{
+	struct moat_oci_recs r;
+	if (moat_oci_confine() < 0)
+		_exit(3);
+	int k = bundle ? moat_oci_parse(json, len, bundle, &r)
+		       : moat_oci_parse_process(json, len, &r);
+	if (k < 0 && !r.failed)
+		_exit(4);
+	if (moat_write_all(out, r.buf, r.len) < 0)
+		_exit(5);
+	_exit(0);
+}
+
+static int run_parser(const char *json, size_t len, const char *bundle, struct moat_oci_recs *ret,
+		      struct moat_error *err)
+{
+	int pp[2];
+	memset(ret, 0, sizeof(*ret));
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return moat_error_set(err, "oci", errno, "pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pp[0]);
+		close(pp[1]);
+		return moat_error_set(err, "oci", errno, "fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		close(pp[0]);
+		int w = pp[1];
+		if (w != 3 && (w = dup3(w, 3, O_CLOEXEC)) < 0)
+			_exit(2);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		for (int i = 0; null >= 0 && i < 3; i++)
+			dup2(null, i);
+		close_range(4, ~0U, 0);
+		parser_child(json, len, bundle, 3);
+	}
+	close(pp[1]);
+	size_t cap = MOAT_OCI_RECS_MAX + 1, n = 0;
+	char *buf = malloc(cap);
+	ssize_t m = 0;
+	while (buf && n < cap && (m = read(pp[0], buf + n, cap - n)) != 0) {
+		if (m < 0 && errno == EINTR)
+			continue;
+		if (m < 0)
+			break;
+		n += (size_t)m;
+	}
+	close(pp[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!buf)
+		return moat_error_set(err, "oci", ENOMEM, "out of memory");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || n > MOAT_OCI_RECS_MAX ||
+	    (n && buf[n - 1] != 0)) {
+		free(buf);
+		return moat_error_set(err, "oci", EPROTO,
+				      "config.json: the confined parser failed (status %d)", st);
+	}
+	ret->buf = buf;
+	ret->len = ret->cap = n;
+	return 0;
+}
+
+static int strv_push(char ***v, size_t *n, const char *s, size_t max)
+{
+	if (*n >= max)
+		return -E2BIG;
+	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[*n] = strdup(s)))
+		return -ENOMEM;
+	nv[++*n] = NULL;
+	return 0;
+}
+
+/* The policy file run.moat.policy names: NAME in root's /etc/moat/oci, or
+ * the user's $XDG_CONFIG_HOME/moat/oci (~/.config/moat/oci): whoever writes
+ * a container's annotations picks one of the administrator's files, never a
+ * path. */
+static int policy_file(struct moat_policy *p, const char *field, const char *name,
+		       struct moat_error *err)
+{
+	char path[PATH_MAX];
+	size_t n = strlen(name);
+	if (!n || n > 64 || name[0] == '.')
+		goto bad;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.'))
+			goto bad;
+	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
+	if (geteuid() == 0 && (!x || x[0] != '/'))
+		snprintf(path, sizeof(path), "/etc/moat/oci/%s.json", name);
+	else if (x && x[0] == '/')
+		snprintf(path, sizeof(path), "%s/moat/oci/%s.json", x, name);
+	else if (h && h[0] == '/')
+		snprintf(path, sizeof(path), "%s/.config/moat/oci/%s.json", h, name);
+	else
+		return moat_error_set(err, "oci", ENOENT, "%s: no configuration directory", field);
+	int k = moat_policy_load_file(p, path, err);
+	if (k < 0 && err) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "%.399s", err->message);
+		snprintf(err->message, sizeof(err->message), "%.100s: %s", field, msg);
+	}
+	return k;
+bad:
+	return moat_error_set(err, "oci", EINVAL,
+			      "%s: a policy's name ([A-Za-z0-9_.-], at most 64), not a path",
+			      field);
+}
+
+/* The bytes of a regular file (at most MOAT_OCI_CONFIG_MAX) opened
+ * without following a symlink in its last component. */
+static int read_small(int dfd, const char *name, const char *shown, char **ret, size_t *ret_len,
+		      struct moat_error *err)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return moat_error_set(err, "oci", errno, "%s: %s", shown, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)MOAT_OCI_CONFIG_MAX)
+		return moat_error_set(err, "oci", EFBIG,
+				      "%s: not a regular file of at most %u bytes", shown,
+				      MOAT_OCI_CONFIG_MAX);
+	size_t cap = (size_t)st.st_size + 1, len = 0;
+	char *json = malloc(cap);
+	ssize_t n;
+	while (json && len < cap && (n = read(fd, json + len, cap - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(json);
+			return moat_error_set(err, "oci", errno, "%s: %s", shown, strerror(errno));
+		}
+		len += (size_t)n;
+	}
+	if (!json || len > MOAT_OCI_CONFIG_MAX) {
+		free(json);
+		return moat_error_set(err, "oci", EFBIG, "%s: too large", shown);
+	}
+	*ret = json;
+	*ret_len = len;
+	return 0;
+}
+
+static int apply_records(struct moat_policy *p, struct moat_oci_recs *r, const char *log_dir,
+			 struct moat_oci_process *ret, const char *what, struct moat_error *err);
+
+/* run.moat.log NAME: LOG_DIR/NAME (LOG_DIR created 0700 if missing). */
+static int log_file(struct moat_policy *p, const char *field, const char *name, const char *log_dir,
+		    struct moat_error *err)
+{
+	char path[PATH_MAX];
+	if (!log_dir || log_dir[0] != '/')
+		return moat_error_set(err, "oci", EINVAL, "%s: no log directory", field);
+	if (mkdir(log_dir, 0700) < 0 && errno != EEXIST)
+		return moat_error_set(err, "oci", errno, "%s: %s: %s", field, log_dir,
+				      strerror(errno));
+	if (snprintf(path, sizeof(path), "%s/%s", log_dir, name) >= (int)sizeof(path))
+		return moat_error_set(err, "oci", ENAMETOOLONG, "%s: too long", field);
+	struct moat_error e = {0};
+	int k = moat_policy_set_option(p, "--log", path, &e);
+	if (k < 0)
+		return moat_error_set(err, "oci", e.err ? e.err : EINVAL, "%s: %s", field,
+				      e.message);
+	return 0;
+}
+
+int moat_oci_process_load(const char *file, struct moat_oci_process *ret, struct moat_error *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	_cleanup_free_ char *json = NULL;
+	size_t len;
+	int k = read_small(AT_FDCWD, file, file, &json, &len, err);
+	if (k < 0)
+		return k;
+	struct moat_oci_recs r;
+	if ((k = run_parser(json, len, NULL, &r, err)) < 0)
+		return k;
+	return apply_records(NULL, &r, NULL, ret, "--process", err);
+}
+
+int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *log_dir,
+			 struct moat_oci_process *ret, struct moat_error *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	char dir[PATH_MAX];
+	if (!realpath(bundle, dir))
+		return moat_error_set(err, "oci", errno, "--bundle %s: %s", bundle,
+				      strerror(errno));
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return moat_error_set(err, "oci", errno, "--bundle %s: %s", dir, strerror(errno));
+	_cleanup_free_ char *json = NULL;
+	size_t len;
+	int k = read_small(dfd, "config.json", "config.json", &json, &len, err);
+	if (k < 0)
+		return k;
+	struct moat_oci_recs r;
+	if ((k = run_parser(json, len, dir, &r, err)) < 0)
+		return k;
+	return apply_records(p, &r, log_dir, ret, "config.json", err);
+}
+
+/* The records into p (NULL: a process only: its options are the
+ * container's, fixed at create, and only uid/gid are kept to compare). */
+static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const char *log_dir,
+			 struct moat_oci_process *ret, const char *what, struct moat_error *err)
+{
+	struct moat_oci_recs r = *rr;
+	int k = 0;
+	size_t pos = 0, n_args = 0, n_env = 0, n_notes = 0;
+	json_t *ann = json_object();
+	const char *t;
+	/* an error, and the policy file first (run.moat.policy): the other
+	 * records on top */
+	while (k >= 0 && (t = moat_oci_recs_next(&r, &pos))) {
+		const char *f = moat_oci_recs_next(&r, &pos);
+		const char *a = f ? moat_oci_recs_next(&r, &pos) : NULL;
+		const char *b = a ? moat_oci_recs_next(&r, &pos) : NULL;
+		if (!b) {
+			k = moat_error_set(err, "oci", EPROTO, "config.json: malformed records");
+			break;
+		}
+		if (streq(t, "err"))
+			k = moat_error_set(err, "oci", EINVAL, "%s: %s: %s", what, f, a);
+		else if (streq(t, "pol") && p)
+			k = policy_file(p, f, a, err);
+		else if (streq(t, "log") && p)
+			k = log_file(p, f, a, log_dir, err);
+	}
+	pos = 0;
+	while (k >= 0 && (t = moat_oci_recs_next(&r, &pos))) {
+		const char *f = moat_oci_recs_next(&r, &pos);
+		const char *a = moat_oci_recs_next(&r, &pos);
+		const char *b = moat_oci_recs_next(&r, &pos);
+		if (streq(t, "opt")) {
+			bool known = false;
+			for (size_t i = 0; i < ELEMENTSOF(allowed_opts) && !known; i++)
+				known = streq(a, allowed_opts[i]);
+			if (!known || (streq(a, "--net") && !streq(b, "allow"))) {
+				k = moat_error_set(err, "oci", EPROTO,
+						   "%s: the parser named an option it cannot "
+						   "produce",
+						   what);
+				break;
+			}
+			if (streq(a, "--uid") || streq(a, "--gid"))
+				*(streq(a, "--uid") ? &ret->uid : &ret->gid) =
+					(unsigned)strtoul(b, NULL, 10);
+			if (!p)
+				continue;
+			struct moat_error e = {0};
+			k = moat_policy_set_option(
+				p, a, moat_policy_option_takes_value(a) ? b : NULL, &e);
+			if (k < 0)
+				k = moat_error_set(err, "oci", e.err ? e.err : EINVAL, "%s: %s: %s",
+						   what, f, e.message);
+		} else if (streq(t, "arg"))
+			k = strv_push(&ret->argv, &n_args, a, 1024);
+		else if (streq(t, "env"))
+			k = strv_push(&ret->env, &n_env, a, MOAT_MAX_ENV);
+		else if (streq(t, "cwd")) {
+			free(ret->cwd);
+			k = (ret->cwd = strdup(a)) ? 0 : -ENOMEM;
+		} else if (streq(t, "tty"))
+			ret->terminal = true;
+		else if (streq(t, "note")) {
+			char line[1024];
+			snprintf(line, sizeof(line), "%s: %s", f, a);
+			k = strv_push(&ret->notes, &n_notes, line, 4096);
+		} else if (streq(t, "ann"))
+			k = json_object_set_new(ann, a, json_string(b)) < 0 ? -ENOMEM : 0;
+	}
+	moat_oci_recs_done(&r);
+	if (k >= 0 && !ret->argv)
+		k = moat_error_set(err, "oci", EINVAL, "%s: process.args: required", what);
+	/* no record and no policy file may weaken a layer (docs/OCI.md) */
+	if (k >= 0 && p && (p->net == MOAT_NET_HOST || p->n_allow_syscalls || p->allow_degraded))
+		k = moat_error_set(err, "oci", EPERM,
+				   "annotations.run.moat.policy: the policy weakens a layer "
+				   "(net host, allow_syscalls or allow_degraded): refused for a "
+				   "container");
+	if (k >= 0) {
+		ret->annotations_json = json_dumps(ann, JSON_COMPACT | JSON_SORT_KEYS);
+		if (!ret->annotations_json)
+			k = -ENOMEM;
+	}
+	json_decref(ann);
+	if (k < 0)
+		moat_oci_process_done(ret);
+	return k < 0 ? k : 0;
+}
+
+void moat_oci_process_done(struct moat_oci_process *x)
+{
+	for (size_t i = 0; x->argv && x->argv[i]; i++)
+		free(x->argv[i]);
+	for (size_t i = 0; x->env && x->env[i]; i++)
+		free(x->env[i]);
+	for (size_t i = 0; x->notes && x->notes[i]; i++)
+		free(x->notes[i]);
+	free(x->argv);
+	free(x->env);
+	free(x->notes);
+	free(x->cwd);
+	free(x->annotations_json);
+	memset(x, 0, sizeof(*x));
+}

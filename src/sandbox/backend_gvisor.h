@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The gVisor backend's parts (backend_gvisor.c): the OCI bundle runsc is
+ * given (backend_gvisor_bundle.c). Kept apart from any OCI-spec parser: this
+ * only writes the subset of config.json that runsc 0.0~20221219 reads.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "policy/plan.h"
+
+/* In the bundle directory. */
+#define MOAT_GV_ROOT "root" /* the container's root: mount points, generated files */
+#define MOAT_GV_MNT "m" /* m/<step>: each bind source, mounted there by the holder */
+#define MOAT_GV_OVL "ovl" /* the overlay workspace's upper/work tmpfs */
+#define MOAT_GV_STATE "state" /* runsc --root */
+#define MOAT_GV_LOG "runsc.log" /* runsc's own stderr */
+#define MOAT_GV_EXE_STEP MOAT_PLAN_MAX_STEPS /* m/<this>: moat's executable */
+#define MOAT_GV_INIT "/.moat/init" /* where it is inside */
+
+/* What the holder mounts at m/<i> (per plan step). */
+enum moat_gv_src {
+	MOAT_GV_NONE = 0, /* nothing (not a bind, or optional and missing) */
+	MOAT_GV_BIND, /* a bind of the step's opened source */
+	MOAT_GV_OVERLAY, /* the workspace overlay */
+	MOAT_GV_OUTPUT, /* a host tmpfs, handed to the supervisor for /output */
+};
+
+struct moat_gv_bundle {
+	enum moat_gv_src src[MOAT_PLAN_MAX_STEPS];
+	mode_t type[MOAT_PLAN_MAX_STEPS]; /* S_IFDIR / S_IFREG of what m/<i> holds */
+};
+
+/* Writes root/ (mount points, /etc files, symlinks, directories) and
+ * config.json into the bundle directory dirfd, for plan pl; srcfd[i] is the
+ * opened source (O_PATH) of bind step i, -1 for none. Fills b with what the
+ * holder must mount. rl: the process's rlimits (0 = not set).
+ * -errno with *ret_step (plan step or -1) and why filled. */
+int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl, const int *srcfd,
+			 const struct moat_rlimit_opts *rl, struct moat_gv_bundle *b, int *ret_step,
+			 char *why, size_t whylen);

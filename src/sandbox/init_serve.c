@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The ready sandbox's init (PID 1 inside): after setup it serves the control
+ * channel (ctl.h). It starts each requested process (fork; the new process
+ * reads its argv and environment from the request's memfd and execs), signals
+ * processes on request, reaps everything and reports each exit. It holds no
+ * file of the caller (0..2 are /dev/null) and allocates nothing. It ends when
+ * the channel closes (the supervisor destroyed the sandbox or died): its exit
+ * takes the whole pid namespace with it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/ctl.h"
+#include "sandbox/sandbox.h"
+#include "shared/fdpass.h"
+#include "shared/macro.h"
+
+#define MAX_REQ_FDS 5 /* blob, report, fds 0..2 */
+#define BLOB_MAX (256u << 20)
+
+/* In the new process: report why it could not exec, then exit as a shell would. */
+static _Noreturn void refuse(int report, int stage, int err, const char *what)
+{
+	struct moat_setup_error e = {.stage = stage, .err = err, .step = -1};
+	size_t n = strnlen(what, sizeof(e.detail) - 1);
+	memcpy(e.detail, what, n);
+	(void)!write(report, &e, sizeof(e));
+	_exit(err == ENOENT ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC);
+}
+
+/* Points argv/envp into the blob mapping; arrays in an anonymous mapping (no
+ * malloc: the init may be a fork of a threaded process). */
+static void parse_blob(int report, int fd, const char **ret_cwd, char ***ret_argv, char ***ret_envp)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct moat_ctl_blob) ||
+	    (uint64_t)st.st_size > BLOB_MAX)
+		refuse(report, MOAT_STAGE_EXEC, EINVAL, "bad request");
+	const char *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		refuse(report, MOAT_STAGE_EXEC, errno, "cannot map the request");
+	const struct moat_ctl_blob *h = (const void *)m;
+	size_t len = (size_t)st.st_size - sizeof(*h);
+	if (h->magic != MOAT_CTL_BLOB_MAGIC || h->len != len || h->argc == 0 || h->argc > len ||
+	    h->envc > len)
+		refuse(report, MOAT_STAGE_EXEC, EINVAL, "bad request");
+	size_t n = (size_t)h->argc + h->envc + 2;
+	char **v = mmap(NULL, n * sizeof(char *), PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (v == MAP_FAILED)
+		refuse(report, MOAT_STAGE_EXEC, errno, "cannot map the request");
+	const char *s = m + sizeof(*h), *end = s + len;
+	const char *cwd = s;
+	size_t k = 0;
+	for (uint64_t want = 1 + (uint64_t)h->argc + h->envc; want; want--) {
+		const char *z = memchr(s, 0, (size_t)(end - s));
+		if (!z)
+			refuse(report, MOAT_STAGE_EXEC, EINVAL, "bad request");
+		if (s != cwd) {
+			v[k++] = (char *)(uintptr_t)s;
+			if (k == h->argc)
+				v[k++] = NULL; /* end of argv; env follows */
+		}
+		s = z + 1;
+	}
+	v[k] = NULL;
+	*ret_cwd = cwd;
+	*ret_argv = v;
+	*ret_envp = v + h->argc + 1;
+}
+
+/* close_range(lo, hi); gVisor (runsc 0.0~20221219) answers EINVAL for a
+ * last descriptor above INT_MAX, so the range is retried up to there. */
+static int close_fds(unsigned lo, unsigned hi)
+{
+	if (syscall(SYS_close_range, lo, hi, 0) == 0)
+		return 0;
+	if (errno != EINVAL || hi <= INT_MAX)
+		return -1;
+	return syscall(SYS_close_range, lo, (unsigned)INT_MAX, 0) == 0 ? 0 : -1;
+}
+
+/* --allow-degraded cgroup: the address-space limit each process gets */
+static uint64_t rlimit_as;
+
+/* The new process: fds, session, terminal, signals, then exec. */
+static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsigned nfds)
+{
+	int blob = fds[0], report = fds[1], std[3] = {-1, -1, -1}, tty = -1;
+	unsigned at = 2;
+	for (int i = 0; i < 3; i++)
+		if ((rq->flags & MOAT_CTL_HAS_FD(i)) && at < nfds)
+			std[i] = fds[at++];
+	if (rq->flags & MOAT_CTL_ERR_IS_OUT)
+		std[2] = std[1];
+	/* the report fd at the lowest number above 2, close-on-exec */
+	int rep = fcntl(report, F_DUPFD_CLOEXEC, 3);
+	if (rep < 0)
+		_exit(MOAT_EXIT_SETUP);
+	const char *cwd;
+	char **argv, **envp;
+	parse_blob(rep, blob, &cwd, &argv, &envp);
+	if (setsid() < 0)
+		refuse(rep, MOAT_STAGE_EXEC, errno, "setsid");
+	for (int i = 0; i < 3; i++) {
+		if (std[i] >= 0 ? dup2(std[i], i) < 0 : close(i) < 0 && errno != EBADF)
+			refuse(rep, MOAT_STAGE_STDIO, errno, "cannot set up the standard streams");
+		if (rq->flags & MOAT_CTL_TTY(i))
+			tty = i;
+	}
+	if (tty >= 0 && ioctl(tty, TIOCSCTTY, 0) < 0)
+		refuse(rep, MOAT_STAGE_PTY, errno, "cannot make the pty the controlling terminal");
+	if (rep > 3 && close_fds(3, (unsigned)rep - 1) < 0)
+		refuse(rep, MOAT_STAGE_EXEC, errno, "close_range");
+	if (close_fds((unsigned)rep + 1, ~0U) < 0)
+		refuse(rep, MOAT_STAGE_EXEC, errno, "close_range");
+	if (chdir(cwd) < 0)
+		refuse(rep, MOAT_STAGE_CHDIR, errno, cwd);
+	/* every disposition is SIG_DFL already (moat_init_serve() reset them
+	 * once, in the init); only the mask is the init's */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	extern char **environ;
+	environ = envp;
+	/* The exec recorder (seccomp notification) reads this process's memory
+	 * while it waits in execve. The init made itself non-dumpable and this
+	 * fork has not exec'd, so its mm still belongs to moat's user namespace:
+	 * an unprivileged supervisor could not read it. exec recomputes
+	 * dumpability anyway, and nothing else in the sandbox can ptrace. */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	if (rlimit_as) {
+		struct rlimit r = {rlimit_as, rlimit_as};
+		if (setrlimit(RLIMIT_AS, &r) < 0)
+			refuse(rep, MOAT_STAGE_RLIMIT, errno, "cannot set RLIMIT_AS");
+	}
+	execvp(argv[0], argv);
+	refuse(rep, MOAT_STAGE_EXEC, errno, argv[0]);
+}
+
+static struct {
+	pid_t pid;
+	uint32_t id;
+	bool last; /* MOAT_CTL_LAST: the init ends after it */
+} procs[MOAT_MAX_PROCS];
+
+/* A plain write (not send: under network recording sendto goes to the
+ * seccomp listener); SIGPIPE is blocked here. */
+static void send_ev(int sock, const struct moat_ctl_ev *ev)
+{
+	(void)moat_msg_send(sock, ev, sizeof(*ev), NULL, 0);
+}
+
+static void on_request(int sock, const struct moat_ctl_req *rq, int *fds, unsigned nfds)
+{
+	struct moat_ctl_ev ev = {.id = rq->id};
+	if (rq->type == MOAT_CTL_SIGNAL_ALL) {
+		kill(-1, rq->sig);
+		return;
+	}
+	if (rq->type == MOAT_CTL_SIGNAL) {
+		for (unsigned i = 0; i < MOAT_MAX_PROCS; i++) {
+			if (procs[i].pid <= 0 || procs[i].id != rq->id)
+				continue;
+			/* the group is the process's own session's (setsid) */
+			if (!(rq->flags & MOAT_CTL_GROUP) || kill(-procs[i].pid, rq->sig) < 0)
+				kill(procs[i].pid, rq->sig);
+		}
+		return;
+	}
+	if (rq->type != MOAT_CTL_EXEC)
+		return;
+	unsigned slot = MOAT_MAX_PROCS;
+	for (unsigned i = 0; i < MOAT_MAX_PROCS && slot == MOAT_MAX_PROCS; i++)
+		if (procs[i].pid == 0)
+			slot = i;
+	ev.type = MOAT_CTL_REFUSED;
+	if (nfds < 2)
+		ev.err = EPROTO;
+	else if (slot == MOAT_MAX_PROCS)
+		ev.err = EAGAIN;
+	else {
+		pid_t pid = fork();
+		if (pid == 0)
+			start(rq, fds, nfds);
+		if (pid < 0)
+			ev.err = errno;
+		else {
+			procs[slot].pid = pid;
+			procs[slot].id = rq->id;
+			procs[slot].last = rq->flags & MOAT_CTL_LAST;
+			ev.type = MOAT_CTL_STARTED;
+			ev.pid = pid;
+		}
+	}
+	send_ev(sock, &ev);
+}
+
+static void reap(int sock)
+{
+	int st;
+	struct rusage ru;
+	pid_t w;
+	while ((w = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		for (unsigned i = 0; i < MOAT_MAX_PROCS; i++) {
+			if (procs[i].pid != w)
+				continue;
+			struct moat_ctl_ev ev = {
+				.type = MOAT_CTL_EXITED,
+				.id = procs[i].id,
+				.pid = w,
+				.status = st,
+				.utime_us = (uint64_t)ru.ru_utime.tv_sec * 1000000u +
+					(uint64_t)ru.ru_utime.tv_usec,
+				.stime_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u +
+					(uint64_t)ru.ru_stime.tv_usec,
+				.maxrss_kb = (uint64_t)ru.ru_maxrss,
+			};
+			procs[i].pid = 0;
+			send_ev(sock, &ev);
+			if (procs[i].last)
+				_exit(0); /* the record stays readable in the socket */
+		}
+	}
+}
+
+_Noreturn void moat_init_serve(int sock, uint64_t limit_as)
+{
+	rlimit_as = limit_as;
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	/* Every disposition back to the default once, here, not in each new
+	 * process (64 calls per exec): they inherit it with the fork, exec keeps
+	 * an ignored signal ignored, and the init itself takes every signal
+	 * through the signalfd (all blocked), so none acts on it. */
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	int sfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		_exit(MOAT_EXIT_SETUP);
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = sock, .events = POLLIN},
+				       {.fd = sfd, .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(MOAT_EXIT_SETUP);
+		}
+		if (pf[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGTERM)
+					kill(-1, SIGTERM); /* the whole sandbox */
+			}
+			reap(sock);
+		}
+		if (!pf[0].revents)
+			continue;
+		struct moat_ctl_req rq;
+		int fds[MAX_REQ_FDS];
+		unsigned nfds = 0;
+		ssize_t n = moat_msg_recv(sock, &rq, sizeof(rq), fds, MAX_REQ_FDS, &nfds);
+		if (n == -EINTR || n == -EBADMSG)
+			continue; /* a bad record is dropped (its fds closed) */
+		if (n <= 0)
+			_exit(0); /* the supervisor is gone: so is the sandbox */
+		if (n == (ssize_t)sizeof(rq))
+			on_request(sock, &rq, fds, nfds);
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+	}
+}

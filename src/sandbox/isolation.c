@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The table of policy keys x isolation levels (isolation.h). One row per key
+ * (or per value of a key whose values differ); every check, message, plan
+ * line and document row comes from it, so a level cannot honour a key in one
+ * place and ignore it in another.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/errors.h"
+#include "sandbox/isolation.h"
+#include "shared/macro.h"
+
+#define S MOAT_ISO_SAME
+#define E MOAT_ISO_EQUIV
+#define R MOAT_ISO_REFUSED
+
+/* Unprivileged, runsc runs --rootless in a user namespace that maps only
+ * moat's own uid, to root there: gVisor shows the user's files as owned by
+ * its root, and the sandbox user could not write a workspace or --rw bind. */
+static bool u_rootless_writable(const struct moat_policy *p)
+{
+	if (geteuid() == 0)
+		return false;
+	if (p->workspace && p->workspace_mode != MOAT_WS_RO)
+		return true;
+	for (unsigned i = 0; i < p->n_mounts; i++)
+		if (p->mounts[i].kind == MOAT_MOUNT_RW)
+			return true;
+	return false;
+}
+
+static bool u_hide(const struct moat_policy *p)
+{
+	for (unsigned i = 0; i < p->n_mounts; i++)
+		if (p->mounts[i].kind == MOAT_MOUNT_HIDE)
+			return true;
+	return false;
+}
+
+static bool u_tty_always(const struct moat_policy *p)
+{
+	return p->tty == MOAT_TTY_ALWAYS;
+}
+
+static bool u_allow_sys(const struct moat_policy *p)
+{
+	return p->n_allow_syscalls > 0;
+}
+
+static bool u_deny_sys(const struct moat_policy *p)
+{
+	return p->n_deny_syscalls > 0;
+}
+
+static bool u_degrade_landlock(const struct moat_policy *p)
+{
+	return p->allow_degraded & MOAT_DEGRADE_LANDLOCK;
+}
+
+static bool u_degrade_notify(const struct moat_policy *p)
+{
+	return p->allow_degraded & MOAT_DEGRADE_SECCOMP_NOTIFY;
+}
+
+static bool u_net_host(const struct moat_policy *p)
+{
+	return p->net == MOAT_NET_HOST;
+}
+
+/* Keys not listed mean the same at every level by construction: they act
+ * on the supervisor's side (audit, review, proxy, credentials, timeouts,
+ * output) or on the bundle the backend is given (mounts, identity). */
+static const struct moat_iso_key keys[] = {
+	{"filesystem (workspace, input, output, rootfs, ro, rw, tmpfs)",
+	 NULL,
+	 {S, E, R},
+	 {"mounts in the sandbox's mount namespace",
+	  "the same mounts in the OCI bundle, served by gVisor's gofer; overlay "
+	  "workspace on the host side, reviewed as at process level",
+	  NULL}},
+	{"filesystem.mounts hide",
+	 u_hide,
+	 {S, R, R},
+	 {"an empty read-only mount", "not in the bundle yet", NULL}},
+	{"process (uid, gid, user, hostname, cwd, env)",
+	 NULL,
+	 {S, E, R},
+	 {"the init's identity", "the OCI process of each runsc exec", NULL}},
+	{"filesystem writable workspace or rw (unprivileged)",
+	 u_rootless_writable,
+	 {S, R, R},
+	 {"the sandbox's user namespace maps the owner",
+	  "unprivileged, runsc --rootless shows your files as owned by gVisor's root, so the "
+	  "sandbox user could not write them: use --workspace DIR:ro, or run moat as root",
+	  NULL}},
+	{"process.tty always",
+	 u_tty_always,
+	 {S, R, R},
+	 {"a pty of the sandbox's devpts",
+	  "gVisor's devpts is not reachable from the host supervisor", NULL}},
+	{"limits (cpus, memory, pids)",
+	 NULL,
+	 {S, E, R},
+	 {"the run's cgroup",
+	  "the run's cgroup holds runsc's sandbox and gofer (gVisor's own memory counts)", NULL}},
+	{"limits (timeout, kill_grace, max_output, nofile, fsize, disk)",
+	 NULL,
+	 {S, E, R},
+	 {"the supervisor, rlimits and tmpfs sizes",
+	  "the supervisor, the OCI process's rlimits (RLIMIT_AS/NPROC too without a cgroup) and "
+	  "gVisor's tmpfs size=",
+	  NULL}},
+	{"syscalls.allow",
+	 u_allow_sys,
+	 {S, R, R},
+	 {"lifts a rule of moat's seccomp filter",
+	  "moat's filter does not apply: gVisor's kernel implements its own set", NULL}},
+	{"syscalls.deny",
+	 u_deny_sys,
+	 {S, R, R},
+	 {"EPERM from moat's seccomp filter", "not translated to gVisor (runsc --oci-seccomp)",
+	  NULL}},
+	{"allow_degraded landlock",
+	 u_degrade_landlock,
+	 {S, R, R},
+	 {"runs without Landlock", "no Landlock layer to degrade: refused as meaningless", NULL}},
+	{"allow_degraded seccomp-notify",
+	 u_degrade_notify,
+	 {S, R, R},
+	 {"runs without seccomp notification",
+	  "no seccomp layer to degrade: refused as meaningless", NULL}},
+	{"network.mode none",
+	 NULL,
+	 {S, E, R},
+	 {"a network namespace with loopback only",
+	  "runsc --network=none (gVisor's own loopback) in moat's empty network namespace", NULL}},
+	{"network.mode allow (allow_hosts, deny_hosts, allow_cidrs, resolve, http, secrets)",
+	 NULL,
+	 {S, E, R},
+	 {"capture rules and proxy listeners in the sandbox's namespace",
+	  "runsc --network=host inside moat's namespace with the same capture rules, "
+	  "listeners and DNS stub: every connection of gVisor passes moat's proxy",
+	  NULL}},
+	{"network.mode host",
+	 u_net_host,
+	 {S, R, R},
+	 {"no network namespace", "gVisor would share the host's network", NULL}},
+	{"audit, apply, review, credentials",
+	 NULL,
+	 {S, S, R},
+	 {"the supervisor", "the supervisor", NULL}},
+	{"landlock, seccomp (built-in layers)",
+	 NULL,
+	 {S, E, R},
+	 {"applied to every process",
+	  "replaced by gVisor's kernel: the command's syscalls never reach the host kernel", NULL}},
+};
+
+#undef S
+#undef E
+#undef R
+
+const struct moat_iso_key *moat_isolation_keys(unsigned *ret_n)
+{
+	*ret_n = ELEMENTSOF(keys);
+	return keys;
+}
+
+int moat_isolation_check(const struct moat_policy *p, struct moat_error *err)
+{
+	if (p->isolation == MOAT_ISO_VM)
+		return moat_error_set(
+			err, "isolation", EOPNOTSUPP,
+			"isolation vm: the microVM level is not in this build (it "
+			"needs qemu-system-x86, a guest kernel and moat's init in an "
+			"initramfs: docs/ISOLATION.md); use --isolation process or gvisor");
+	for (unsigned i = 0; i < ELEMENTSOF(keys); i++) {
+		const struct moat_iso_key *k = &keys[i];
+		if (k->level[p->isolation] != MOAT_ISO_REFUSED || !k->used || !k->used(p))
+			continue;
+		return moat_error_set(err, "isolation", EOPNOTSUPP,
+				      "isolation %s cannot honour policy key %s: %s",
+				      moat_isolation_names[p->isolation], k->key,
+				      k->how[p->isolation] ? k->how[p->isolation]
+							   : "not supported");
+	}
+	return 0;
+}
+
+/* Which records a level produces (AUDIT.md): "recorded", "off" (the policy
+ * said so) or "unavailable: why". */
+static const char *rec_exec(const struct moat_policy *p)
+{
+	if (!p->record_exec)
+		return "off";
+	switch (p->isolation) {
+	case MOAT_ISO_PROCESS:
+		return "recorded";
+	case MOAT_ISO_GVISOR:
+		return "unavailable: runsc 0.0~20221219 reports execs only to its trace "
+		       "sessions' remote sink, which moat does not read";
+	default:
+		return "unavailable";
+	}
+}
+
+static const char *rec_net(const struct moat_policy *p)
+{
+	if (p->net == MOAT_NET_ALLOW)
+		return "recorded"; /* the proxy's decisions, at every level */
+	if (p->net == MOAT_NET_HOST)
+		return "unavailable: no network namespace";
+	return p->isolation == MOAT_ISO_PROCESS
+		? "recorded"
+		: "unavailable: attempts inside gVisor's own network stack are not seen";
+}
+
+int moat_isolation_records_json(const struct moat_policy *p, char **ret_json)
+{
+	json_t *o = json_pack(
+		"{s:s,s:s,s:s,s:s}", "exec", rec_exec(p), "net", rec_net(p), "process", "recorded",
+		"files", p->workspace && p->workspace_mode == MOAT_WS_OVERLAY ? "recorded" : "off");
+	if (!o)
+		return -ENOMEM;
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return -ENOMEM;
+	*ret_json = s;
+	return 0;
+}
+
+void moat_isolation_format(FILE *f, const struct moat_policy *p)
+{
+	static const char *const engine[] = {
+		[MOAT_ISO_PROCESS] = "namespaces, seccomp, Landlock, cgroups (moat's own init)",
+		[MOAT_ISO_GVISOR] =
+			"gVisor (runsc, platform ptrace) under moat's network namespace "
+			"and cgroup",
+		[MOAT_ISO_VM] = "microVM (not in this build: the run fails closed)",
+	};
+	enum moat_isolation l = p->isolation;
+	fprintf(f, "level        %s\n", moat_isolation_names[l]);
+	fprintf(f, "engine       %s\n", engine[l]);
+	if (l == MOAT_ISO_PROCESS)
+		return;
+	for (unsigned i = 0; i < ELEMENTSOF(keys); i++) {
+		const struct moat_iso_key *k = &keys[i];
+		const char *what = k->level[l] == MOAT_ISO_SAME ? "same"
+			: k->level[l] == MOAT_ISO_EQUIV		? "same meaning"
+								: "refused";
+		bool in_use = !k->used || k->used(p);
+		fprintf(f, "key          %s: %s%s%s%s\n", k->key, what,
+			k->level[l] == MOAT_ISO_REFUSED && in_use ? " (IN USE: the run fails)" : "",
+			k->how[l] ? ", " : "", k->how[l] ? k->how[l] : "");
+	}
+	_cleanup_free_ char *rec = NULL;
+	if (moat_isolation_records_json(p, &rec) >= 0)
+		fprintf(f, "records      %s\n", rec);
+}
