@@ -213,6 +213,8 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 			goto out;
 		}
 	}
+	unsigned refused = 0;
+	const struct moat_fs_entry *first_refused = NULL;
 	{
 		unsigned dropped = 0;
 		for (size_t j = 0; j < m->n; j++) {
@@ -226,6 +228,11 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 					(e->path[n] == '\0' || e->path[n] == '/');
 			}
 			dropped += sel && e->state == MOAT_FS_DROPPED;
+			/* a path named on the command line that moat never applies */
+			if (paths && sel && e->refused) {
+				refused++;
+				first_refused = first_refused ?: e;
+			}
 		}
 		if (dropped) {
 			k = moat_error_set(
@@ -246,6 +253,11 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 			ret_err, "review", EIO,
 			"%u change(s) failed and %u conflicted (the workspace changed since the run)",
 			rep.failed, rep.conflicts);
+	else if (refused)
+		k = moat_error_set(ret_err, "review", EPERM,
+				   "%u of the changes named are refused and were not applied "
+				   "(%s: %s); moat never applies them",
+				   refused, first_refused->path, first_refused->refused);
 	if (ret_text && moat_manifest_to_text(m, ret_text) < 0)
 		*ret_text = NULL;
 out:
