@@ -52,7 +52,12 @@ static const struct help helps[] = {
 	 "The audit log of a run (--last: the newest run's). types: start exec net dns\n"
 	 "syscall limit file alert exit\n",
 	 false},
-	{"diff", "", "usage: moat diff [--json] RUN-ID\nThe workspace changes of a run.\n", false},
+	{"diff", "",
+	 "usage: moat diff [--json] RUN-ID\n"
+	 "The workspace changes of a run, then a unified diff of each file whose new\n"
+	 "content the run holds against the workspace's file (binary files marked,\n"
+	 "control bytes escaped). --json: the manifest only.\n",
+	 false},
 	{"apply", "",
 	 "usage: moat apply RUN-ID [--] [PATH...]\n"
 	 "Applies the run's held-back workspace changes (all, or only PATHs); refused\n"

@@ -11,6 +11,7 @@
 #include "lib/errors.h"
 #include "lib/fsdiff.h"
 #include "lib/paths.h"
+#include "lib/review_diff.h"
 #include "lib/sandbox.h"
 #include "moat/moat.h"
 #include "shared/macro.h"
@@ -170,8 +171,21 @@ int moat_review_diff(const char *run_id, bool json, char **ret_text, struct moat
 	k = load_run(run_id, &dfd, &m, ret_err);
 	if (k < 0)
 		return k;
-	safe_close(dfd);
 	k = json ? moat_manifest_to_json(m, ret_text) : moat_manifest_to_text(m, ret_text);
+	if (k >= 0 && !json) {
+		/* then the content of what the run still holds, against the workspace */
+		_cleanup_free_ char *content = NULL;
+		_cleanup_close_ int ws =
+			m->workspace ? moat_path_open(m->workspace, MOAT_PATH_DIR, 0, NULL) : -1;
+		if (moat_review_content_diff(dfd, ws, m, &content) >= 0 && content && *content) {
+			char *both = NULL;
+			if (asprintf(&both, "%s\n%s", *ret_text, content) >= 0) {
+				free(*ret_text);
+				*ret_text = both;
+			}
+		}
+	}
+	safe_close(dfd);
 	moat_manifest_free(m);
 	return k;
 }

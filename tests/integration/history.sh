@@ -157,6 +157,41 @@ t_apply_refused() {
 	[ ! -e "$ws/pipe" ] || fail "the refused FIFO was applied"
 }
 
+# moat diff RUN: the content of what the run holds, as a unified diff;
+# binary files marked; the agent's bytes escaped before the terminal.
+t_diff_content() {
+	local ws="$T_OUT/wsd" out id raw
+	mkdir -p "$ws"
+	printf 'a\nb\nc\n' >"$ws/f.txt"
+	printf 'x\0y' >"$ws/blob"
+	out=$("$MOAT" run --workspace "$ws" --apply never -- /usr/bin/python3 -c '
+open("f.txt", "w").write("a\nB\nc\nd\n")
+open("blob", "wb").write(b"x\0z")
+open("n.txt", "wb").write(b"new\x1b[31mred\n")
+print(open("n.txt", "rb").read()[3])' 2>&1)
+	assert_contains "$out" "27" # the sandbox wrote a raw ESC (control for the escaping)
+	id=$(sed -n 's/.*moat diff \([0-9a-f]*\).*/\1/p' <<<"$out" | head -1)
+	[ -n "$id" ] || fail "no run id in: $out"
+	out=$("$MOAT" diff "$id")
+	assert_contains "$out" "~ modified file    f.txt"
+	assert_contains "$out" "--- a/f.txt
++++ b/f.txt
+@@ -1,3 +1,4 @@
+ a
+-b
++B
+ c
++d"
+	assert_contains "$out" "--- a/blob
++++ b/blob
+Binary file differs (3 -> 3 bytes)"
+	assert_contains "$out" '+new\x1b[31mred'
+	raw=$(printf '\033')
+	assert_not_contains "$out" "$raw"
+	# the workspace is untouched (--apply never)
+	assert_eq "a b c" "$(tr '\n' ' ' <"$ws/f.txt" | sed 's/ $//')"
+}
+
 # srt settings (the sandbox-runtime README's format), as the user writes them.
 t_import_srt() {
 	local d="$T_OUT/proj" out err rc=0
@@ -246,6 +281,7 @@ run_test "the runs directory is pruned by age and total size, at most hourly" t_
 run_test "control: a run younger than the retention is kept" t_control_no_prune
 run_test "moat ps --json: command and limits of a live run" t_ps_json
 run_test "moat apply of a refused path says so and exits 1" t_apply_refused
+run_test "moat diff RUN: content diffs, binary marked, bytes escaped" t_diff_content
 run_test "moat policy import --from srt: srt and Claude Code settings" t_import_srt
 run_test "moat policy import never produces something wider" t_import_never_wider
 t_done
