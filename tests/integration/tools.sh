@@ -33,6 +33,45 @@ t_npm_net_none_fails_fast() {
 	assert_contains "$out" "to allow: --allow-host registry.npmjs.org"
 }
 
+# Node trusts only its built-in roots unless told: with --net allow the
+# sandbox's Node trusts the system bundle the host trusts. A TLS server on the
+# sandbox's own loopback with a certificate from a test CA that is in the
+# bundle (bound over /etc/ssl/certs/ca-certificates.crt for the run).
+t_node_trusts_system_bundle() {
+	command -v node >/dev/null || skip "node not installed"
+	command -v openssl >/dev/null || skip "openssl not installed"
+	local d="$T_OUT/ca" out
+	mkdir -p "$d"
+	(
+		cd "$d"
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=moat-test-ca
+		openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=localhost
+		printf 'subjectAltName=DNS:localhost\n' >ext
+		openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out srv.crt -days 2 -extfile ext
+		cat /etc/ssl/certs/ca-certificates.crt ca.crt >bundle.crt
+	) >/dev/null 2>&1 || skip "cannot make test certificates"
+	cat >"$d/t.js" <<'JS'
+const https = require('https'), fs = require('fs'), d = process.argv[2];
+const s = https.createServer({key: fs.readFileSync(d + '/srv.key'), cert: fs.readFileSync(d + '/srv.crt')},
+  (q, r) => r.end('tls-ok'));
+s.listen(0, '127.0.0.1', () => {
+  https.get({host: 'localhost', port: s.address().port, path: '/'}, (r) => {
+    let b = ''; r.on('data', (c) => b += c); r.on('end', () => { console.log(b); s.close(); });
+  }).on('error', (e) => { console.log('error ' + e.code); s.close(); });
+});
+JS
+	chmod -R a+rX "$T_OUT"
+	out=$("$MOAT" run --quiet --allow-host example.invalid --ro "$d" \
+		--ro "$d/bundle.crt:/etc/ssl/certs/ca-certificates.crt" -- node "$d/t.js" "$d" 2>&1)
+	assert_eq tls-ok "$out"
+	# control: the same Node without the variable does not trust the test CA
+	out=$("$MOAT" run --quiet --allow-host example.invalid --ro "$d" \
+		--ro "$d/bundle.crt:/etc/ssl/certs/ca-certificates.crt" -- \
+		/usr/bin/env -u NODE_EXTRA_CA_CERTS node "$d/t.js" "$d" 2>&1)
+	assert_contains "$out" "error UNABLE_TO_VERIFY_LEAF_SIGNATURE"
+}
+
 run_test "--net none: npm and pip told not to retry; --env overrides" t_net_none_no_retries_env
 run_test "npm under --net none fails in seconds with the flag to allow" t_npm_net_none_fails_fast
+run_test "--net allow: Node trusts the system CA bundle (NODE_EXTRA_CA_CERTS)" t_node_trusts_system_bundle
 t_done
