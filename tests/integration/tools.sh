@@ -71,7 +71,44 @@ JS
 	assert_contains "$out" "error UNABLE_TO_VERIFY_LEAF_SIGNATURE"
 }
 
+# docs/AGENTS.md: its command lines, verbatim (each must be in the file), with
+# a stand-in for the agents, which CI does not install.
+AGENTS_MD=${MOAT_SRC:?}/docs/AGENTS.md
+recipe() {
+	grep -F -x -- "$1" "$AGENTS_MD" >/dev/null || fail "not in docs/AGENTS.md: $1"
+	printf '%s\n' "$1"
+}
+
+t_agents_recipes() {
+	local proj="$T_OUT/agentproj" out line COMMAND
+	mkdir -p "$proj" "$T_OUT/bin" "$T_OUT/home"
+	ln -sf "$MOAT" "$T_OUT/bin/moat"
+	export PATH="$T_OUT/bin:$PATH"
+	cd "$proj"
+	# the whole agent inside: the key stays outside, only the API host allowed
+	line=$(recipe 'moat run --workspace . --allow-host api.anthropic.com --secret ANTHROPIC_API_KEY@api.anthropic.com -- claude')
+	out=$(ANTHROPIC_API_KEY=sk-real-key-123 eval "${line% -- claude} --quiet -- /bin/sh -c 'echo \"key=\$ANTHROPIC_API_KEY\"; echo made > agent.txt'" 2>&1)
+	assert_contains "$out" "key="
+	assert_not_contains "$out" "sk-real-key-123"
+	assert_eq made "$(cat agent.txt)" "the agent's change reached the workspace"
+	# only the shell tool inside
+	# shellcheck disable=SC2034 # the recipe reads it through eval
+	COMMAND='echo tool > tool.txt; cat tool.txt'
+	line=$(recipe 'moat run --quiet --workspace "$PWD" -- /bin/sh -c "$COMMAND"')
+	out=$(eval "$line")
+	assert_eq tool "$out"
+	assert_eq tool "$(cat tool.txt)"
+	# from sandbox-runtime settings
+	echo '{"network":{"allowedDomains":["github.com"]},"filesystem":{"allowWrite":["."]}}' >"$T_OUT/home/.srt-settings.json"
+	HOME="$T_OUT/home" eval "$(recipe 'mkdir -p .moat')"
+	HOME="$T_OUT/home" eval "$(recipe 'moat policy import --from srt ~/.srt-settings.json -o .moat/policy.json')" 2>/dev/null
+	out=$(eval "$(recipe 'moat policy check .moat/policy.json')")
+	assert_contains "$out" ": ok"
+	assert_contains "$(cat .moat/policy.json)" '"github.com"'
+}
+
 run_test "--net none: npm and pip told not to retry; --env overrides" t_net_none_no_retries_env
 run_test "npm under --net none fails in seconds with the flag to allow" t_npm_net_none_fails_fast
 run_test "--net allow: Node trusts the system CA bundle (NODE_EXTRA_CA_CERTS)" t_node_trusts_system_bundle
+run_test "docs/AGENTS.md recipes, verbatim" t_agents_recipes
 t_done
