@@ -17,7 +17,10 @@
  *                              (overlay, reviewed: narrower); others: rw mounts
  *   filesystem.denyWrite    -> inside a writable path: a hide mount (also
  *                              unreadable: narrower); elsewhere nothing to do
- *   filesystem.denyRead     -> inside the workspace or a mount: a hide mount
+ *   filesystem.denyRead     -> a hide mount (wherever it is); a pattern is
+ *                              refused (the import fails) when it may reach
+ *                              what every sandbox sees (/usr, /bin, /lib,
+ *                              /etc), and drops writable paths it reaches
  */
 #include <errno.h>
 #include <jansson.h>
@@ -230,16 +233,48 @@ static int add_writable(struct imp *m, const char *raw)
 
 /* A deny inside a writable path: hide it, or drop the writable path when the
  * deny cannot be expressed (a pattern). */
-static int do_deny(struct imp *m, const char *list, const char *raw, bool read)
+/* What moat shows every sandbox read-only (the plan's system binds, /etc). */
+static bool shown(const char *path)
+{
+	static const char *const sys[] = {"/usr",   "/bin",   "/sbin",	 "/lib",
+					  "/lib32", "/lib64", "/libx32", "/etc"};
+	for (size_t i = 0; i < ELEMENTSOF(sys); i++)
+		if (under(path, sys[i]) || under(sys[i], path))
+			return true;
+	return false;
+}
+
+/* The directory a pattern is rooted in (before its first wildcard). */
+static char *pattern_root(struct imp *m, const char *raw)
+{
+	char buf[PATH_MAX];
+	size_t n = strcspn(raw, "*?[]{}");
+
+	if (n >= sizeof(buf))
+		return NULL;
+	memcpy(buf, raw, n);
+	buf[n] = '\0';
+	char *slash = strrchr(buf, '/');
+	if (slash)
+		slash[slash == buf ? 1 : 0] = '\0';
+	else
+		snprintf(buf, sizeof(buf), ".");
+	return absolute(m, buf);
+}
+
+static int do_deny(struct imp *m, const char *list, const char *raw, bool read,
+		   struct moat_error *err)
 {
 	_cleanup_free_ char *p = has_glob(raw) ? NULL : absolute(m, raw);
+	/* a pattern may match anywhere under its root (unresolvable: anywhere) */
+	_cleanup_free_ char *proot = p ? NULL : pattern_root(m, raw);
 	bool inside = false;
 
 	for (size_t i = 0; i < m->n_writable; i++) {
 		if (!m->writable[i])
 			continue;
-		bool hit = p ? under(p, m->writable[i]) || under(m->writable[i], p)
-			     : true; /* a pattern may match anywhere */
+		const char *d = p ?: proot;
+		bool hit = !d || under(d, m->writable[i]) || under(m->writable[i], d);
 		if (!hit)
 			continue;
 		if (!p || under(m->writable[i], p)) {
@@ -258,7 +293,38 @@ static int do_deny(struct imp *m, const char *list, const char *raw, bool read)
 		}
 		inside = true;
 	}
-	if (p && inside) {
+	if (read) {
+		if (!p) {
+			/* a pattern moat cannot hide: refused where it may reach
+			 * what every sandbox sees, rather than imported wider */
+			_cleanup_free_ char *root = pattern_root(m, raw);
+			if (!root || shown(root)) {
+				note(m,
+				     "filesystem.denyRead \"%s\": a pattern over what moat shows",
+				     raw);
+				return moat_error_set(
+					err, "policy", EINVAL,
+					"srt: a denyRead pattern (above) may match files every "
+					"moat sandbox sees (/usr, /bin, /lib, /etc): not imported, "
+					"the policy would be wider; list the paths instead");
+			}
+			note(m,
+			     "filesystem.denyRead \"%s\": a pattern outside what moat shows "
+			     "(nothing to do)",
+			     raw);
+		} else if (streq(p, "/")) {
+			return moat_error_set(err, "policy", EINVAL,
+					      "srt: denyRead \"/\": moat cannot hide everything");
+		} else {
+			json_array_append_new(m->mounts,
+					      json_pack("{s:s, s:s}", "type", "hide", "dest", p));
+			if (!inside && !shown(p))
+				note(m,
+				     "filesystem.denyRead \"%s\": hidden, though outside what moat "
+				     "shows the sandbox anyway",
+				     raw);
+		}
+	} else if (p && inside) {
 		json_array_append_new(m->mounts,
 				      json_pack("{s:s, s:s}", "type", "hide", "dest", p));
 		if (!read)
@@ -266,11 +332,7 @@ static int do_deny(struct imp *m, const char *list, const char *raw, bool read)
 			     "filesystem.denyWrite \"%s\": hidden in moat (not readable either: "
 			     "narrower)",
 			     raw);
-	} else if (p && read)
-		note(m,
-		     "filesystem.denyRead \"%s\": outside what moat shows the sandbox "
-		     "(nothing to do)",
-		     raw);
+	}
 	(void)list;
 	return 0;
 }
@@ -289,8 +351,10 @@ static int do_filesystem(struct imp *m, json_t *fs, struct moat_error *err)
 	    (k = strings(fs, "denyRead", &dr, err)) < 0)
 		return k;
 	json_array_foreach(aw, i, e) if ((k = add_writable(m, json_string_value(e))) < 0) return k;
-	json_array_foreach(dw, i, e) do_deny(m, "denyWrite", json_string_value(e), false);
-	json_array_foreach(dr, i, e) do_deny(m, "denyRead", json_string_value(e), true);
+	json_array_foreach(dw, i, e) if ((k = do_deny(m, "denyWrite", json_string_value(e), false,
+						      err)) < 0) return k;
+	json_array_foreach(dr, i, e) if ((k = do_deny(m, "denyRead", json_string_value(e), true,
+						      err)) < 0) return k;
 	note(m, "%s",
 	     "srt reads everywhere but denyRead; moat shows only the workspace, the mounts "
 	     "and system directories (narrower)");

@@ -233,7 +233,7 @@ assert not any("gen" in x.get("src", "") for x in m), m
 	assert_contains "$err" "allowUnixSockets"
 	assert_contains "$err" "src/**/*.gen"
 	assert_contains "$err" "ignoreViolations: no equivalent"
-	assert_contains "$err" '"~/.ssh": outside what moat shows'
+	assert_contains "$err" '"~/.ssh": hidden, though outside what moat shows'
 	echo "$out" >imported.json
 	mkdir -p /tmp/moat-import-x 2>/dev/null || true
 	"$MOAT" policy check imported.json || fail "moat policy check of the import"
@@ -268,6 +268,13 @@ assert "workspace" not in p["filesystem"], p
 assert "mounts" not in p["filesystem"], p
 ' <<<"$out" || fail "wider than the input: $out"
 	assert_contains "$(cat err.txt)" "the writable path is left out"
+	# a denyRead pattern over what every sandbox sees cannot be expressed:
+	# refused, not imported wider; one rooted elsewhere is fine
+	echo '{"filesystem":{"denyRead":["/etc/**/*.key"]}}' >s3.json
+	expect_rc 2 "$MOAT" policy import --from srt s3.json
+	echo '{"filesystem":{"denyRead":["/srv/keys/*.pem"],"allowWrite":["."]}}' >s4.json
+	out=$("$MOAT" policy import --from srt s4.json 2>/dev/null)
+	assert_contains "$out" "\"workspace\": \"$d\""
 	# control: the same input without the deny keeps the workspace
 	echo '{"filesystem":{"allowWrite":["."]}}' >s2.json
 	out=$("$MOAT" policy import --from srt s2.json 2>/dev/null)
