@@ -4,8 +4,8 @@
  * file whose new content the run still holds (held/<sha256>), a unified diff
  * against the workspace's current file (empty when created). Binary files
  * (a NUL in the first 8 KiB) are only marked. Every byte that would reach the
- * terminal is escaped (control bytes but tab as \xNN): the content was
- * written inside the sandbox.
+ * terminal is escaped as the audit log escapes (jsonesc.h; tabs kept): the
+ * content was written inside the sandbox.
  *
  * Bounded: files over DIFF_MAX_FILE, more than DIFF_MAX_LINES lines, or a
  * changed middle (after the common head and tail) larger than DIFF_MAX_MID
@@ -25,6 +25,7 @@
 
 #include "lib/fsdiff.h"
 #include "lib/review_diff.h"
+#include "shared/jsonesc.h"
 #include "shared/macro.h"
 
 #define DIFF_MAX_FILE (1u << 20)
@@ -107,14 +108,32 @@ static int split(struct text *t)
 	return 0;
 }
 
+/* Tabs as they are; every run of other bytes printed as is when it is clean
+ * UTF-8 without controls, else escaped as the audit log escapes (C0, DEL,
+ * C1, bidi and line-separator characters, invalid UTF-8: jsonesc.h). */
 static void put_escaped(FILE *f, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			fprintf(f, "\\x%02x", c);
-		else
-			fputc(c, f);
+	while (n) {
+		const char *tab = memchr(s, '\t', n);
+		size_t seg = tab ? (size_t)(tab - s) : n;
+		if (moat_json_is_clean(s, seg)) {
+			fwrite(s, 1, seg, f);
+		} else {
+			size_t need = moat_json_escape(s, seg, NULL, 0) + 1;
+			char *e = malloc(need);
+			if (e) {
+				moat_json_escape(s, seg, e, need);
+				fputs(e, f);
+				free(e);
+			} else
+				fputs("(unprintable)", f);
+		}
+		if (tab) {
+			fputc('\t', f);
+			seg++;
+		}
+		s += seg;
+		n -= seg;
 	}
 }
 

@@ -185,7 +185,7 @@ print(open("n.txt", "rb").read()[3])' 2>&1)
 	assert_contains "$out" "--- a/blob
 +++ b/blob
 Binary file differs (3 -> 3 bytes)"
-	assert_contains "$out" '+new\x1b[31mred'
+	assert_contains "$out" '+new\u001b[31mred'
 	raw=$(printf '\033')
 	assert_not_contains "$out" "$raw"
 	# the workspace is untouched (--apply never)
