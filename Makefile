@@ -131,7 +131,7 @@ TEST_CLI_OBJS := $(CLI_SRCS:%.c=$(TO)/%.o)
 TEST_NET_PIC_OBJS := $(NET_SRCS:%.c=$(TO)/pic/%.o)
 TEST_NFT_PIC_OBJS := $(NFT_SRCS:%.c=$(TO)/pic/%.o)
 
-.PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install
+.PHONY: all deps check demo bench fuzz fuzz-bins lint format clean install uninstall
 all: $(MOAT) $(SERVE_FRONT) $(TO)/moat-serve-front $(MOAT_NET) $(MOAT_NFT) $(O)/plugins.checked $(O)/unit-tests $(FUZZ_BINS) $(PROBE_BINS) \
 	$(MOAT_TESTING) $(TO)/plugins.checked $(O)/env.checked $(O)/testbin/lifecycle_probe $(O)/cli-includes.checked \
 	$(O)/callgraph.checked
@@ -305,6 +305,40 @@ format:
 
 clean:
 	rm -rf build build-san build-fuzz
+
+# `make install` (PREFIX, DESTDIR): moat in bin/, its two plugins in
+# lib/moat/ (where the loader looks, ../lib/moat/ from the executable, and
+# nowhere else: net_loader.c), the man pages (man/, kept in sync with
+# `moat help` by tests/integration/install.sh) and the bash and zsh
+# completion; moat serve's front (moat-serve-front) beside the plugins, where
+# the back looks for it, and moat-oci, the name engines call the OCI runtime
+# by, as a link to moat. Every file mode 0755/0644, no group or other write.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+PLUGINDIR ?= $(PREFIX)/lib/moat
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+INSTALL ?= install
+MAN_PAGES := $(wildcard man/*.1)
+INSTALLED := $(BINDIR)/moat $(BINDIR)/moat-oci $(PLUGINDIR)/moat-net.so $(PLUGINDIR)/moat-nft.so \
+	$(PLUGINDIR)/moat-serve-front \
+	$(MAN_PAGES:man/%=$(MANDIR)/man1/%) $(BASHCOMPDIR)/moat $(ZSHCOMPDIR)/_moat
+
+install: $(MOAT) $(MOAT_NET) $(MOAT_NFT) $(SERVE_FRONT)
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	$(INSTALL) -m 0755 $(MOAT) $(DESTDIR)$(BINDIR)/moat
+	ln -sf moat $(DESTDIR)$(BINDIR)/moat-oci
+	$(INSTALL) -m 0644 $(MOAT_NET) $(MOAT_NFT) $(DESTDIR)$(PLUGINDIR)/
+	$(INSTALL) -m 0755 $(SERVE_FRONT) $(DESTDIR)$(PLUGINDIR)/moat-serve-front
+	$(INSTALL) -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 0644 completion/moat.bash $(DESTDIR)$(BASHCOMPDIR)/moat
+	$(INSTALL) -m 0644 completion/_moat $(DESTDIR)$(ZSHCOMPDIR)/_moat
+
+uninstall:
+	rm -f $(INSTALLED:%=$(DESTDIR)%)
+	-rmdir $(DESTDIR)$(PLUGINDIR) 2>/dev/null
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(SERVE_OBJS:.o=.d) $(UNIT_OBJS:.o=.d) \
 	$(TEST_CORE_OBJS:.o=.d) $(TEST_CLI_OBJS:.o=.d) $(TEST_NET_PIC_OBJS:.o=.d) $(TEST_NFT_PIC_OBJS:.o=.d)

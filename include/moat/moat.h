@@ -705,6 +705,22 @@ struct moat_run_info {
 	uint64_t start_us; /* wall clock, microseconds since the epoch */
 };
 
+/* The recorded runs under @runs_dir (NULL: the default), newest first, at
+ * most @max (0: all): id, start time, exit status, held count, command; as
+ * a table or a JSON array. Caller frees *ret_text. */
+int moat_runs_list(const char *runs_dir, size_t max, bool json, char **ret_text,
+		   struct moat_error *ret_err);
+/* The live runs as a JSON array: id, pid, start_us, argv, command,
+ * workspace, limits (from each run's start event). */
+int moat_ps_json(const char *state_dir, char **ret_text, struct moat_error *ret_err);
+/* Anthropic sandbox-runtime (or Claude Code "sandbox") settings in @path as a
+ * moat policy (JSON text, never wider than the input), and what has no
+ * equivalent (lines for stderr). Caller frees both. */
+int moat_policy_import_srt(const char *path, char **ret_policy, char **ret_notes,
+			   struct moat_error *ret_err);
+/* The id of the newest run (a buffer of 65 bytes is enough). */
+int moat_runs_latest(const char *runs_dir, char *ret_id, size_t len, struct moat_error *ret_err);
+
 /* The live runs. Caller frees *ret with free(). */
 int moat_ps(const char *state_dir, struct moat_run_info **ret, size_t *ret_n,
 	    struct moat_error *ret_err);

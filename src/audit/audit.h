@@ -173,6 +173,11 @@ void moat_audit_timestamp(char buf[32]);
 
 /* A run id is [A-Za-z0-9_.-]{1,64}, not starting with '.' or '-'. */
 bool moat_run_id_valid(const char *id);
+/* Prunes @runs_dir as `moat gc` does (the live runs are kept) unless it was
+ * pruned less than an hour ago (a tenth of @retention_ms if shorter); the
+ * stamp is the file .pruned in it. *ret_pruned: it was pruned now. */
+int moat_runs_autoprune(const char *runs_dir, unsigned long long retention_ms,
+			unsigned long long max_total, bool *ret_pruned);
 /* The directory of the runs' kept records (audit log, manifest, held files):
  * $XDG_STATE_HOME/moat/runs, else $HOME/.local/state/moat/runs, for root
  * /var/lib/moat/runs. Not moat/live: that holds the live-run records of

@@ -244,6 +244,10 @@ int moat_observe_prepare(struct moat_run *r)
 	if (k < 0)
 		return moat_error_set(r->err, "audit", -k,
 				      "no directory for run state (set XDG_STATE_HOME or HOME)");
+	/* the runs past the policy's retention age and total cap go (at most
+	 * once an hour, before this run's own directory exists; runs.c) */
+	bool pruned;
+	(void)moat_runs_autoprune(runs, p->retention_ms, p->runs_max, &pruned);
 	if (asprintf(&o->run_dir, "%s/%s", runs, r->run_id) < 0)
 		return -ENOMEM;
 	struct moat_path_info *why = malloc(sizeof(*why));

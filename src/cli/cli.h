@@ -19,6 +19,7 @@ int moat_cli_diff(int argc, char **argv);
 int moat_cli_apply(int argc, char **argv);
 int moat_cli_gc(int argc, char **argv);
 int moat_cli_ps(int argc, char **argv);
+int moat_cli_runs(int argc, char **argv);
 int moat_cli_selftest(int argc, char **argv);
 int moat_cli_mcp(int argc, char **argv);
 /* `moat serve`: the HTTP API (serve.c). */

@@ -20,12 +20,23 @@ static const struct help helps[] = {
 	 true},
 	{"policy", "",
 	 "usage: moat policy check FILE | moat policy show [OPTIONS]\n"
+	 "       moat policy import --from srt FILE [-o OUT]\n"
 	 "  check FILE    validate a policy file (exit 0 ok, 2 with the line:column)\n"
-	 "  show          print the effective policy and the setup plan\n",
+	 "  show          print the effective policy and the setup plan\n"
+	 "  import        convert sandbox-runtime / Claude Code sandbox settings\n",
 	 false},
 	{"policy", "check",
 	 "usage: moat policy check FILE\n"
 	 "Validates the policy file; relative paths in it are relative to its directory.\n",
+	 false},
+	{"policy", "import",
+	 "usage: moat policy import --from srt FILE [-o OUT]\n"
+	 "Converts Anthropic sandbox-runtime settings (~/.srt-settings.json, or the\n"
+	 "\"sandbox\" object of Claude Code's settings.json) into a moat policy, on stdout\n"
+	 "or into OUT (which must not exist). What has no equivalent in moat is named on\n"
+	 "stderr; the policy is never wider than the input: an allowance moat cannot\n"
+	 "express is left out, a deny it cannot express drops the allowance around it.\n"
+	 "Relative paths resolve against the current directory, '~' against $HOME.\n",
 	 false},
 	{"policy", "show",
 	 "usage: moat policy show [OPTIONS]\n"
@@ -37,18 +48,32 @@ static const struct help helps[] = {
 	 "Kernel features found, what moat enforces and what it will refuse.\n",
 	 false},
 	{"log", "",
-	 "usage: moat log [--type TYPE[,TYPE...]] [--denied] [--json] RUN-ID|FILE\n"
-	 "The audit log of a run. types: start exec net dns syscall limit file alert exit\n",
+	 "usage: moat log [--type TYPE[,TYPE...]] [--denied] [--json] RUN-ID|FILE|--last\n"
+	 "The audit log of a run (--last: the newest run's). types: start exec net dns\n"
+	 "syscall limit file alert exit\n",
 	 false},
-	{"diff", "", "usage: moat diff [--json] RUN-ID\nThe workspace changes of a run.\n", false},
+	{"diff", "",
+	 "usage: moat diff [--json] RUN-ID\n"
+	 "The workspace changes of a run, then a unified diff of each file whose new\n"
+	 "content the run holds against the workspace's file (binary files marked,\n"
+	 "control bytes escaped). --json: the manifest only.\n",
+	 false},
 	{"apply", "",
 	 "usage: moat apply RUN-ID [--] [PATH...]\n"
 	 "Applies the run's held-back workspace changes (all, or only PATHs); refused\n"
 	 "entries (devices, FIFOs, sockets, set-id files) are never applied.\n",
 	 false},
 	{"ps", "",
-	 "usage: moat ps [--state-dir DIR]\n"
-	 "The live runs of this user (root: all of root's): id, pid, start time.\n",
+	 "usage: moat ps [--json] [--state-dir DIR]\n"
+	 "The live runs of this user (root: all of root's): id, pid, start time;\n"
+	 "--json: also the command, workspace and limits.\n",
+	 false},
+	{"runs", "",
+	 "usage: moat runs [-n N | --all] [--json] [--runs-dir DIR]\n"
+	 "The recorded runs, newest first (default the last 20): id, start time, exit\n"
+	 "status, held-back changes, command. The runs directory is pruned as a run\n"
+	 "starts (at most hourly): runs older than audit.retention (default 14d) and,\n"
+	 "oldest first, past audit.runs_max in total (default 4G); see moat gc.\n",
 	 false},
 	{"gc", "", "usage: moat gc [--quiet] [--state-dir DIR]\nCleans up after crashed runs.\n",
 	 false},
@@ -74,6 +99,16 @@ static const struct help helps[] = {
 	 "widens it. --pool keeps N sandboxes ready. --e2b also speaks E2B's protocol\n"
 	 "(E2B_API_URL and E2B_SANDBOX_URL: this address; docs/E2B.md).\n\noptions:\n",
 	 true},
+	{"oci", "",
+	 "usage: moat oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND\n"
+	 "       (or moat-oci ...: the name engines call the runtime by)\n"
+	 "moat as an OCI runtime for podman, containerd and Kubernetes (docs/OCI.md):\n"
+	 "  create --bundle DIR [--pid-file F] [--console-socket S] ID | start ID |\n"
+	 "  state ID | kill [--all] ID [SIG] | delete [--force] ID |\n"
+	 "  exec --process FILE [--detach] [--pid-file F] [--tty --console-socket S] ID |\n"
+	 "  ps [--format json] ID | pause ID | resume ID | features | --version\n"
+	 "A config.json field moat cannot honour fails create, naming the field.\n",
+	 false},
 	{"create", "",
 	 "usage: moat create [OPTIONS] [--name NAME] [--idle-timeout D] [--lifetime D]\n"
 	 "Creates a sandbox that outlives this command, served by its own supervisor\n"
@@ -123,10 +158,10 @@ static const struct help helps[] = {
 	{"help", "", "usage: moat help [COMMAND [SUBCOMMAND]]\n", false},
 };
 
-static const char *const commands[] = {"run",  "policy", "doctor",   "log",	"diff",	 "apply",
-				       "ps",   "gc",	 "selftest", "mcp",	"serve", "version",
-				       "help", "create", "exec",     "ls",	"logs",	 "stop",
-				       "rm",   "cp",	 "snapshot", "restore", "reset"};
+static const char *const commands[] = {
+	"run", "policy", "doctor",   "log",	"diff",	  "apply", "ps", "gc",	 "selftest",
+	"mcp", "serve",	 "version",  "help",	"create", "exec",  "ls", "logs", "stop",
+	"rm",  "cp",	 "snapshot", "restore", "reset",  "runs",  "oci"};
 
 const char *moat_cli_suggest_command(const char *cmd)
 {

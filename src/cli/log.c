@@ -9,13 +9,14 @@
 static void log_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: moat log [--type TYPE[,TYPE...]] [--denied] [--json] RUN-ID|FILE\n"
+		"usage: moat log [--type TYPE[,TYPE...]] [--denied] [--json] RUN-ID|FILE|--last\n"
 		"types: start exec net dns syscall limit file alert exit\n");
 }
 
 int moat_cli_log(int argc, char **argv)
 {
 	const char *types = NULL, *what = NULL;
+	char last[65];
 	bool denied = false, json = false;
 	struct moat_error err = {0};
 	struct moat_log *l = NULL;
@@ -31,7 +32,13 @@ int moat_cli_log(int argc, char **argv)
 			denied = true;
 		else if (strcmp(a, "--json") == 0)
 			json = true;
-		else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+		else if (strcmp(a, "--last") == 0 && !what) {
+			if (moat_runs_latest(NULL, last, sizeof(last), &err) < 0) {
+				moat_cli_print_error(&err);
+				return 1;
+			}
+			what = last;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			log_usage(stdout);
 			return 0;
 		} else if (strcmp(a, "--") == 0 && i + 1 < argc && !what)

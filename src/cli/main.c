@@ -18,7 +18,8 @@ static void usage(FILE *f)
 		"  moat policy check FILE                   validate a policy file\n"
 		"  moat policy show [OPTIONS]               print the effective policy and plan\n"
 		"  moat doctor [--json]                     kernel features and what moat enforces\n"
-		"  moat log [--type T,..] [--denied] RUN-ID|FILE   the audit log of a run\n"
+		"  moat log [--type T,..] [--denied] RUN-ID|FILE|--last   the audit log of a run\n"
+		"  moat runs [-n N] [--json]                the recent runs, newest first\n"
 		"  moat diff [--json] RUN-ID                the workspace changes of a run\n"
 		"  moat apply RUN-ID [PATH...]              apply held-back workspace changes\n"
 		"  moat ps                                  list the live runs\n"
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
 		return moat_cli_gc(argc - 1, argv + 1);
 	if (strcmp(cmd, "ps") == 0)
 		return moat_cli_ps(argc - 1, argv + 1);
+	if (strcmp(cmd, "runs") == 0)
+		return moat_cli_runs(argc - 1, argv + 1);
 	if (strcmp(cmd, "selftest") == 0)
 		return moat_cli_selftest(argc - 1, argv + 1);
 	if (strcmp(cmd, "mcp") == 0)

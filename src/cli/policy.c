@@ -1,10 +1,57 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* moat policy check FILE | moat policy show [OPTIONS] */
+/* moat policy check FILE | moat policy show [OPTIONS] | moat policy import --from srt FILE */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+
+/* moat policy import --from srt FILE [-o OUT] */
+static int import(int argc, char **argv)
+{
+	const char *from = NULL, *file = NULL, *out = NULL;
+	struct moat_error err = {0};
+	char *policy = NULL, *notes = NULL;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--from") == 0 && i + 1 < argc)
+			from = argv[++i];
+		else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+			out = argv[++i];
+		else if (argv[i][0] != '-' && !file)
+			file = argv[i];
+		else
+			from = NULL, file = NULL, i = argc;
+	}
+	if (!from || !file || strcmp(from, "srt") != 0) {
+		fprintf(stderr, "usage: moat policy import --from srt FILE [-o OUT]\n");
+		return MOAT_EXIT_USAGE;
+	}
+	int k = moat_policy_import_srt(file, &policy, &notes, &err);
+	if (notes)
+		fputs(notes, stderr);
+	free(notes);
+	if (k < 0) {
+		moat_cli_print_error(&err);
+		return MOAT_EXIT_USAGE;
+	}
+	FILE *f = out ? fopen(out, "wxe") : stdout;
+	if (!f) {
+		fprintf(stderr, "moat policy import: cannot create ");
+		moat_cli_put_safe(stderr, out);
+		fprintf(stderr, " (it must not exist): %s\n", strerror(errno));
+		free(policy);
+		return 1;
+	}
+	fprintf(f, "%s\n", policy);
+	free(policy);
+	if (out && fclose(f) != 0) {
+		fprintf(stderr, "moat policy import: write error\n");
+		return 1;
+	}
+	return 0;
+}
 
 int moat_cli_policy(int argc, char **argv)
 {
@@ -50,15 +97,17 @@ int moat_cli_policy(int argc, char **argv)
 		}
 		free(json);
 		free(plan);
+	} else if (strcmp(argv[1], "import") == 0) {
+		rc = import(argc, argv);
 	} else {
-		static const char *const subs[] = {"check", "show"};
-		const char *hint = moat_cli_suggest(argv[1], subs, 2);
+		static const char *const subs[] = {"check", "show", "import"};
+		const char *hint = moat_cli_suggest(argv[1], subs, 3);
 		fputs("moat policy: unknown subcommand '", stderr);
 		moat_cli_put_safe(stderr, argv[1]);
 		fputs("'", stderr);
 		if (hint)
 			fprintf(stderr, " (did you mean %s?)", hint);
-		fputs(" (check, show)\n", stderr);
+		fputs(" (check, show, import)\n", stderr);
 		rc = MOAT_EXIT_USAGE;
 	}
 	moat_policy_free(p);

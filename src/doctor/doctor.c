@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "doctor/doctor.h"
+#include "network/net_plugin.h"
 #include "moat/moat.h"
 #include "shared/macro.h"
 
@@ -129,6 +130,15 @@ static const char *cgroup_version(char *detail, size_t len)
 	return "v1";
 }
 
+/* Both network plugins found, checked and loaded (what --net allow and
+ * --secret need), in a child: the doctor itself loads nothing. */
+static int probe_plugins(void)
+{
+	struct moat_error err;
+
+	return moat_net_plugin_load(&err) && moat_nft_plugin_load(&err) ? 0 : 1;
+}
+
 int moat_doctor(char **ret_json, char **ret_text)
 {
 	json_t *o = json_object();
@@ -152,6 +162,9 @@ int moat_doctor(char **ret_json, char **ret_text)
 	bool clone3 = !(syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS);
 	char cgdetail[512];
 	const char *cg = cgroup_version(cgdetail, sizeof(cgdetail));
+	struct moat_error perr = {0};
+	bool present = moat_net_plugins_present(&perr) >= 0;
+	bool plugins = present && in_child(probe_plugins) == 0;
 
 	json_object_set_new(o, "user_namespaces", json_boolean(userns));
 	json_object_set_new(o, "overlayfs_in_userns", json_boolean(overlay));
@@ -164,6 +177,11 @@ int moat_doctor(char **ret_json, char **ret_text)
 	json_object_set_new(o, "cgroup", json_string(cg));
 	json_object_set_new(o, "cgroup_detail", json_string(cgdetail));
 	json_object_set_new(o, "root", json_boolean(geteuid() == 0));
+	json_object_set_new(o, "network_plugins", json_boolean(plugins));
+	if (!plugins)
+		json_object_set_new(o, "network_plugins_error",
+				    json_string(present ? "the plugins are there but do not load"
+							: perr.message));
 	moat_doctor_extra(o);
 	moat_doctor_isolation(o);
 
@@ -186,12 +204,20 @@ int moat_doctor(char **ret_json, char **ret_text)
 		fprintf(t, "  %34s ABI %d: filesystem%s%s%s\n", "", ll, ll >= 2 ? " +refer" : "",
 			ll >= 4 ? " +tcp" : "", ll >= 6 ? " +scoping" : "");
 	fprintf(t, "  [info] %-26s %s\n", "cgroups", cgdetail);
+	ROW(plugins, "network plugins",
+	    plugins ? "--net allow and --secret available"
+		    : "--net allow and --secret will refuse (exit 125)");
+	if (!plugins)
+		fprintf(t, "  %34s %s\n", "",
+			present ? "the plugins are there but do not load" : perr.message);
 	moat_doctor_extra_text(t, o);
 	moat_doctor_isolation_text(t, o);
 	problems = !userns || !netns || !pidfd || !seccomp;
 	fprintf(t, "\n%s\n",
 		problems ? "some required features are missing: moat run will refuse to start"
-			 : "all required features are present");
+			: !plugins ? "the network plugins are missing or broken: reinstall moat"
+				   : "all required features are present");
+	problems |= !plugins;
 	fclose(t);
 	char *j = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);

@@ -31,10 +31,17 @@ static void build_identity(const struct moat_policy *p, struct moat_plan *pl)
 /* The egress proxy's addresses inside the namespace (netns.h) and the
  * variables that point programs at them. */
 static const char *const proxy_env[][2] = {
-	{"HTTP_PROXY", "http://127.0.0.1:3128"},   {"http_proxy", "http://127.0.0.1:3128"},
-	{"HTTPS_PROXY", "http://127.0.0.1:3128"},  {"https_proxy", "http://127.0.0.1:3128"},
-	{"ALL_PROXY", "socks5h://127.0.0.1:1080"}, {"all_proxy", "socks5h://127.0.0.1:1080"},
-	{"NO_PROXY", "localhost,127.0.0.1,::1"},   {"no_proxy", "localhost,127.0.0.1,::1"},
+	{"HTTP_PROXY", "http://127.0.0.1:3128"},
+	{"http_proxy", "http://127.0.0.1:3128"},
+	{"HTTPS_PROXY", "http://127.0.0.1:3128"},
+	{"https_proxy", "http://127.0.0.1:3128"},
+	{"ALL_PROXY", "socks5h://127.0.0.1:1080"},
+	{"all_proxy", "socks5h://127.0.0.1:1080"},
+	{"NO_PROXY", "localhost,127.0.0.1,::1"},
+	{"no_proxy", "localhost,127.0.0.1,::1"},
+	/* Node trusts only its own roots: the system bundle the host trusts too
+	 * (with credentials the same path holds it plus the per-run CA) */
+	{"NODE_EXTRA_CA_CERTS", MOAT_PLAN_CA_BUNDLE},
 };
 
 static const struct moat_plan_listener listeners[] = {

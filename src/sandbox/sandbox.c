@@ -1151,7 +1151,14 @@ static int step_caps(struct moat_init *sb)
 static int step_seccomp(struct moat_init *sb)
 {
 	int notify_fd = -1;
+	/* Dumpable before the filter: until moat has the listener, no syscall
+	 * may reach it (nobody would answer, the set-up would hang), and
+	 * moat's pidfd_getfd() needs the init dumpable (below). */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return -1;
 	if (moat_hook_seccomp(sb, &notify_fd) < 0)
+		return -1;
+	if (notify_fd < 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -1;
 	if (notify_fd >= 0) {
 		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
@@ -1163,8 +1170,7 @@ static int step_seccomp(struct moat_init *sb)
 		 * record on the channel says it is taken (and a failure ends the
 		 * sandbox from moat's side). Nothing else runs in the sandbox
 		 * meanwhile. */
-		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0 ||
-		    moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, -1) < 0 ||
+		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, -1) < 0 ||
 		    moat_sandbox_send_fd(sb->sock_child, notify_fd, -1) < 0)
 			die(MOAT_STAGE_SECCOMP, errno, -1,
 			    "cannot hand the seccomp listener to moat");

@@ -103,6 +103,13 @@ static int build_env(struct moat_run *r)
 	    (k = env_push(r, "LANG", lang && *lang && strlen(lang) < 64 ? lang : "C.UTF-8")) < 0 ||
 	    (k = env_push(r, "MOAT_SANDBOX", "1")) < 0)
 		return k;
+	/* --net none: no destination can ever answer, so package managers fail
+	 * at the first refusal instead of retrying for a minute (npm: 2 retries,
+	 * 10-60 s apart; pip: 5). Before the policy's --env, which overrides. */
+	if (p->net == MOAT_NET_NONE &&
+	    ((k = env_push(r, "npm_config_fetch_retries", "0")) < 0 ||
+	     (k = env_push(r, "PIP_RETRIES", "0")) < 0))
+		return k;
 	for (unsigned i = 0; i < p->n_env; i++) {
 		const char *v = p->env[i].value;
 		if (!v) {

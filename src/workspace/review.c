@@ -11,6 +11,7 @@
 #include "policy/errors.h"
 #include "workspace/fsdiff.h"
 #include "sandbox/paths.h"
+#include "workspace/review_diff.h"
 #include "sandbox/sandbox.h"
 #include "moat/moat.h"
 #include "shared/macro.h"
@@ -170,8 +171,21 @@ int moat_review_diff(const char *run_id, bool json, char **ret_text, struct moat
 	k = load_run(run_id, &dfd, &m, ret_err);
 	if (k < 0)
 		return k;
-	safe_close(dfd);
 	k = json ? moat_manifest_to_json(m, ret_text) : moat_manifest_to_text(m, ret_text);
+	if (k >= 0 && !json) {
+		/* then the content of what the run still holds, against the workspace */
+		_cleanup_free_ char *content = NULL;
+		_cleanup_close_ int ws =
+			m->workspace ? moat_path_open(m->workspace, MOAT_PATH_DIR, 0, NULL) : -1;
+		if (moat_review_content_diff(dfd, ws, m, &content) >= 0 && content && *content) {
+			char *both = NULL;
+			if (asprintf(&both, "%s\n%s", *ret_text, content) >= 0) {
+				free(*ret_text);
+				*ret_text = both;
+			}
+		}
+	}
+	safe_close(dfd);
 	moat_manifest_free(m);
 	return k;
 }
@@ -213,6 +227,8 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 			goto out;
 		}
 	}
+	unsigned refused = 0;
+	const struct moat_fs_entry *first_refused = NULL;
 	{
 		unsigned dropped = 0;
 		for (size_t j = 0; j < m->n; j++) {
@@ -226,6 +242,11 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 					(e->path[n] == '\0' || e->path[n] == '/');
 			}
 			dropped += sel && e->state == MOAT_FS_DROPPED;
+			/* a path named on the command line that moat never applies */
+			if (paths && sel && e->refused) {
+				refused++;
+				first_refused = first_refused ?: e;
+			}
 		}
 		if (dropped) {
 			k = moat_error_set(
@@ -246,6 +267,11 @@ int moat_review_apply(const char *run_id, const char *const *paths, char **ret_t
 			ret_err, "review", EIO,
 			"%u change(s) failed and %u conflicted (the workspace changed since the run)",
 			rep.failed, rep.conflicts);
+	else if (refused)
+		k = moat_error_set(ret_err, "review", EPERM,
+				   "%u of the changes named are refused and were not applied "
+				   "(%s: %s); moat never applies them",
+				   refused, first_refused->path, first_refused->refused);
 	if (ret_text && moat_manifest_to_text(m, ret_text) < 0)
 		*ret_text = NULL;
 out:

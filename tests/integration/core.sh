@@ -149,7 +149,8 @@ t_env_clean() {
 	out=$(RT_CANARY_ENV="canary-$$" AWS_SECRET_ACCESS_KEY=leak mrun --env KEEP=yes --env FROMHOST -- /usr/bin/env 2>&1 || true)
 	assert_contains "$out" "--env FROMHOST: not set in moat's environment"
 	out=$(RT_CANARY_ENV="canary-$$" AWS_SECRET_ACCESS_KEY=leak FROMHOST=copied mrun --env KEEP=yes --env FROMHOST -- /usr/bin/env | sort | cut -d= -f1 | tr '\n' ' ')
-	assert_eq "FROMHOST HOME KEEP LANG LOGNAME MOAT_SANDBOX PATH TERM USER " "$out"
+	# --net none: npm and pip told not to retry (tools.sh)
+	assert_eq "FROMHOST HOME KEEP LANG LOGNAME MOAT_SANDBOX PATH PIP_RETRIES TERM USER npm_config_fetch_retries " "$out"
 	out=$(RT_CANARY_ENV="canary-$$" mrun -- /bin/sh -c 'cat /proc/1/environ /proc/1/cmdline 2>/dev/null; grep -rs "canary-" /proc/1/ 2>/dev/null | head -1; echo END')
 	assert_not_contains "$out" "canary-$$"
 }

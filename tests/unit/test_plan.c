@@ -315,7 +315,8 @@ TEST(plan_network)
 	struct moat_plan *pl = plan_of(p);
 	const struct moat_plan_net *n = &pl->net;
 	ASSERT_EQ(n->mode, MOAT_NET_ALLOW);
-	ASSERT_EQ(n->n_env, 8);
+	ASSERT_EQ(n->n_env, 9);
+	ASSERT_STREQ(n->env[8][0], "NODE_EXTRA_CA_CERTS");
 	ASSERT_STREQ(n->env[0][0], "HTTP_PROXY");
 	ASSERT_STREQ(n->env[0][1], "http://127.0.0.1:3128");
 	ASSERT_EQ(n->n_listeners, 4);

@@ -585,3 +585,28 @@ TEST(policy_option_single_matches_setter)
 	ASSERT_EQ(moat_policy_option_single("--memory"), 1);
 	ASSERT_EQ(moat_policy_option_single("--bogus"), -ENOENT);
 }
+
+/* What the sandbox's init itself calls cannot be denied: the run would hang
+ * or fail in its set-up instead of being refused with the reason. */
+TEST(policy_deny_syscall_init_needs_refused)
+{
+	static const char *const needed[] = {"prctl", "sendmsg", "prlimit64",
+					     "wait4", "execve",	 "kill"};
+	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+		struct moat_policy *p = moat_policy_new();
+		struct moat_error e = {0};
+		ASSERT_TRUE(p);
+		ASSERT_EQ(moat_policy_set_option(p, "--deny-syscall", needed[i], &e), 0);
+		ASSERT_TRUE(moat_policy_validate(p, &e) < 0);
+		ASSERT_CONTAINS(e.message, needed[i]);
+		ASSERT_CONTAINS(e.message, "init needs it");
+		moat_policy_free(p);
+	}
+	/* control: a syscall the init never makes is denied as asked */
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	ASSERT_TRUE(p);
+	ASSERT_EQ(moat_policy_set_option(p, "--deny-syscall", "ptrace", &e), 0);
+	ASSERT_EQ(moat_policy_validate(p, &e), 0);
+	moat_policy_free(p);
+}
