@@ -422,7 +422,7 @@ TEST(state_spare_dirs_reused_and_bounded)
 	free(list);
 	/* six at once: at most four spares stay when they end */
 	for (int i = 1; i < 6; i++) {
-		char id[16];
+		char id[32];
 		snprintf(id, sizeof(id), "many-%d", i);
 		fill(&r, id);
 		ASSERT_EQ(moat_state_register(sdir, &r, &e[i]), 0);
