@@ -52,7 +52,7 @@ int moat_oci_confine(void)
 		return -ENOMEM;
 	static const char *const ok[] = {"read",    "write",	    "exit",   "exit_group",
 					 "brk",	    "mmap",	    "munmap", "mremap",
-					 "madvise", "rt_sigreturn", "futex"};
+					 "madvise", "rt_sigreturn", "futex",  "sigaltstack"};
 	int k = 0;
 	for (size_t i = 0; i < ELEMENTSOF(ok) && k >= 0; i++) {
 		int nr = seccomp_syscall_resolve_name(ok[i]);

@@ -28,13 +28,16 @@ t_install_layout() {
 	minstall "$d" "$p" install
 	for f in bin/moat lib/moat/moat-net.so lib/moat/moat-nft.so share/man/man1/moat.1 \
 		share/man/man1/moat-run.1 share/bash-completion/completions/moat \
-		share/zsh/site-functions/_moat; do
+		share/zsh/site-functions/_moat lib/moat/moat-serve-front; do
 		[ -f "$d$p/$f" ] || fail "not installed: $p/$f"
 	done
 	[ -x "$d$p/bin/moat" ] || fail "bin/moat not executable"
-	# nobody but the owner can write what was installed
+	[ -x "$d$p/lib/moat/moat-serve-front" ] || fail "lib/moat/moat-serve-front not executable"
+	assert_eq moat "$(readlink "$d$p/bin/moat-oci")" "bin/moat-oci, the runtime's name, is a link to moat"
+	# nobody but the owner can write what was installed (a symlink's own
+	# mode is meaningless: its target's counts)
 	local w
-	w=$(find "$d$p" -perm /022 -print)
+	w=$(find "$d$p" ! -type l -perm /022 -print)
 	assert_eq "" "$w" "group/other-writable after install"
 }
 
