@@ -47,6 +47,13 @@
 #define MAX_POOLS 16u
 #define MAX_POOL 256u
 #define MAX_READ (16u << 20)
+/* A refill is a whole sandbox's creation (milliseconds) and holds the loop:
+ * it waits until the loop has been quiet this long (no frame from the front,
+ * no exec output), so that a client's next request (the exec after a warm
+ * create) is not queued behind it; a pool short for POOL_MAX_DEFER_US under
+ * steady traffic still gets one sandbox then (between frames). */
+#define POOL_QUIET_US 50000u
+#define POOL_MAX_DEFER_US 1000000u
 
 struct sbx {
 	struct sbx *next;
@@ -106,6 +113,8 @@ struct server {
 	struct job *jobs;
 	struct pool pools[MAX_POOLS];
 	unsigned n_pools;
+	uint64_t busy_us; /* mono: the last frame served, the last exec output */
+	uint64_t short_us; /* mono: since when a pool has wanted (0: none) */
 	bool stop;
 };
 
@@ -1194,6 +1203,23 @@ static bool pool_wants(const struct server *s)
 	return false;
 }
 
+/* 0 if a refill may run now (the loop quiet for POOL_QUIET_US, or a pool
+ * short for POOL_MAX_DEFER_US), else the microseconds until it may; -1 if no
+ * pool wants one. Never with a frame waiting: the caller polls the channel. */
+static int64_t pool_due(struct server *s)
+{
+	if (s->stop || !pool_wants(s)) {
+		s->short_us = 0;
+		return -1;
+	}
+	uint64_t now = mono_us();
+	if (!s->short_us)
+		s->short_us = now;
+	uint64_t quiet = s->busy_us + POOL_QUIET_US, forced = s->short_us + POOL_MAX_DEFER_US;
+	uint64_t at = quiet < forced ? quiet : forced;
+	return now >= at ? 0 : (int64_t)(at - now);
+}
+
 /* ---- listening ------------------------------------------------------------------------- */
 
 int moat_serve_socket_default(char *buf, size_t len)
@@ -1667,7 +1693,10 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 						.fd = fds[f], .events = f == 2 ? POLLOUT : POLLIN};
 				}
 		}
-		int timeout = pool_wants(&s) ? 0 : follow ? 250 : 1000;
+		int timeout = follow ? 250 : 1000;
+		int64_t due = pool_due(&s);
+		if (due >= 0 && due / 1000 + 1 < timeout)
+			timeout = due ? (int)(due / 1000 + 1) : 0;
 		k = poll(pf, n, timeout);
 		if (k < 0 && errno != EINTR) {
 			free(pf);
@@ -1691,6 +1720,8 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 			}
 		}
 		for (unsigned i = 2; k > 0 && i < n; i++) {
+			if (pf[i].revents && kind[i] == 'j')
+				s.busy_us = mono_us();
 			if (!pf[i].revents || kind[i] != 's')
 				continue;
 			struct sbx *x = of[i];
@@ -1722,10 +1753,19 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 			}
 		}
 		struct pollfd cp = {.fd = s.chan, .events = POLLIN};
-		if (poll(&cp, 1, 0) > 0 && serve_one(&s) < 0)
-			break; /* the front ended or misbehaves */
-		if (!s.stop && pool_wants(&s) && poll(&cp, 1, 0) == 0)
+		if (poll(&cp, 1, 0) > 0) {
+			if (serve_one(&s) < 0)
+				break; /* the front ended or misbehaves */
+			s.busy_us = mono_us();
+		}
+		/* one sandbox per quiet turn, never with a frame waiting */
+		if (pool_due(&s) == 0 && poll(&cp, 1, 0) == 0) {
+			/* forced (steady traffic): the next one a pause later */
+			bool forced = mono_us() < s.busy_us + POOL_QUIET_US;
 			pool_refill(&s);
+			if (forced)
+				s.short_us = mono_us();
+		}
 	}
 	k = 0;
 out:
