@@ -381,6 +381,20 @@ EOF
 	timeout 120 podman import -q "$P/bb.tar" localhost/moat-bb:1 >/dev/null
 }
 pm() { timeout 60 podman "$@"; }
+
+# Rootless podman keeps a "podman pause" process holding its user namespace
+# after it exits: end it, by the pid it recorded under this test's own
+# XDG_RUNTIME_DIR (never another's), once it is sure to be podman's.
+podman_end_pause() {
+	local f pid
+	find "$XDG_RUNTIME_DIR" -name pause.pid 2>/dev/null | while read -r f; do
+		pid=$(cat "$f" 2>/dev/null) || continue
+		case $pid in '' | *[!0-9]*) continue ;; esac
+		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = podman ] || continue
+		[ -O "/proc/$pid" ] || continue
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+}
 PRUN=(--pull=never --read-only --network=none --user 1000:1000)
 
 t_podman() {
@@ -397,6 +411,7 @@ t_podman() {
 		[ "$rc" -ne 0 ] || fail "rootless podman run succeeded: update this test"
 		assert_not_contains "$(cat out)" "ran" "nothing ran"
 		assert_contains "$(cat out)" "moat-oci: create:" "moat's refusal"
+		podman_end_pause
 		return 0
 	fi
 	out=$(pm run --rm "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo hi; exit 4') || rc=$?
