@@ -383,16 +383,21 @@ EOF
 pm() { timeout 60 podman "$@"; }
 
 # Rootless podman keeps a "podman pause" process holding its user namespace
-# after it exits: end it, by the pid it recorded under this test's own
-# XDG_RUNTIME_DIR (never another's), once it is sure to be podman's.
+# after it exits, and conmon starts one more podman (its cleanup) after the
+# container ended: end every podman or conmon process of ours that runs with
+# this test's own XDG_RUNTIME_DIR (never another's), until none is left.
 podman_end_pause() {
-	local f pid
-	find "$XDG_RUNTIME_DIR" -name pause.pid 2>/dev/null | while read -r f; do
-		pid=$(cat "$f" 2>/dev/null) || continue
-		case $pid in '' | *[!0-9]*) continue ;; esac
-		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = podman ] || continue
-		[ -O "/proc/$pid" ] || continue
-		kill -KILL "$pid" 2>/dev/null || true
+	local i pid e found
+	for i in $(seq 50); do
+		found=0
+		for pid in $(pgrep -u "$(id -u)" '^(podman|conmon)'); do
+			e=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
+			grep -qxF "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" <<<"$e" || continue
+			kill -KILL "$pid" 2>/dev/null || true
+			found=1
+		done
+		[ "$found" = 0 ] && [ "$i" -gt 10 ] && return 0
+		sleep 0.1
 	done
 }
 PRUN=(--pull=never --read-only --network=none --user 1000:1000)
