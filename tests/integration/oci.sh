@@ -286,6 +286,10 @@ t_allow_hosts() {
 	echo "pkg-$$" >www/pkg.txt
 	python3 -u -m http.server 0 --bind 127.0.0.3 --directory www >srv.log 2>&1 &
 	local srv=$! port=
+	# ended however the test ends (a failed assertion exits the subshell,
+	# after this function's locals are gone: the pid is expanded now)
+	# shellcheck disable=SC2064
+	trap "kill $srv 2>/dev/null || true" EXIT
 	for _ in $(seq 50); do
 		port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' srv.log | head -1)
 		[ -n "$port" ] && break
