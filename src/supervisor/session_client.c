@@ -307,7 +307,39 @@ int moat_session_remove(const char *id, bool force, struct moat_status *ret_stat
 
 /* ---- OCI: the container's process ------------------------------------------ */
 
-static json_t *str_json(char *const *v);
+static json_t *str_json(char *const *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && v && v[i]; i++)
+		if (json_array_append_new(a, json_string(v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* The request body of an exec (session exec and OCI prepare alike): argv,
+ * env, terminal mask, which of fds 0..2 follow (their fds into ret_fds, in
+ * order, count in *ret_n), time limit, cwd. NULL when a string is not valid
+ * UTF-8 (or out of memory). */
+static json_t *exec_body(const struct moat_exec *x, int ret_fds[3], unsigned *ret_n)
+{
+	unsigned n = 0, mask = 0;
+	for (int i = 0; i < 3; i++)
+		if (x->fd[i] >= 0) {
+			ret_fds[n++] = x->fd[i];
+			mask |= 1u << i;
+		}
+	*ret_n = n;
+	json_t *b = json_pack("{s:o,s:o,s:i,s:i,s:I}", "argv", str_json(x->argv), "env",
+			      x->env ? str_json(x->env) : json_null(), "tty", (int)x->tty_mask,
+			      "fds", (int)mask, "timeout_ms", (json_int_t)x->timeout_ms);
+	if (b && x->cwd && json_object_set_new(b, "cwd", json_string(x->cwd)) < 0) {
+		json_decref(b);
+		return NULL;
+	}
+	return b;
+}
 
 int moat_session_prepare(const char *id, const struct moat_exec *x, int *ret_pid,
 			 struct moat_error *ret_err)
@@ -315,19 +347,10 @@ int moat_session_prepare(const char *id, const struct moat_exec *x, int *ret_pid
 	if (!x || !x->argv || !x->argv[0] || !x->argv[0][0])
 		return moat_error_set(ret_err, "usage", EINVAL, "no command given");
 	int fds[3];
-	unsigned n = 0, mask = 0;
-	for (int i = 0; i < 3; i++)
-		if (x->fd[i] >= 0) {
-			fds[n++] = x->fd[i];
-			mask |= 1u << i;
-		}
-	json_t *b = json_pack("{s:o,s:o,s:i,s:i,s:I}", "argv", str_json(x->argv), "env",
-			      x->env ? str_json(x->env) : json_null(), "tty", (int)x->tty_mask,
-			      "fds", (int)mask, "timeout_ms", (json_int_t)x->timeout_ms);
+	unsigned n = 0;
+	json_t *b = exec_body(x, fds, &n);
 	if (!b)
 		return moat_error_set(ret_err, "usage", EINVAL, "the command is not valid UTF-8");
-	if (x->cwd)
-		json_object_set_new(b, "cwd", json_string(x->cwd));
 	struct moat_sess_msg m;
 	int k = call(id, MOAT_SESS_PREPARE, b, fds, n, MOAT_SESS_OK, &m, NULL, ret_err);
 	json_decref(b);
@@ -378,17 +401,6 @@ struct moat_session_exec {
 	struct moat_proc_status st;
 };
 
-static json_t *str_json(char *const *v)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; a && v && v[i]; i++)
-		if (json_array_append_new(a, json_string(v[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
 int moat_session_exec(const char *id, const struct moat_exec *x, struct moat_session_exec **ret,
 		      struct moat_error *ret_err)
 {
@@ -396,19 +408,10 @@ int moat_session_exec(const char *id, const struct moat_exec *x, struct moat_ses
 	if (!x || !x->argv || !x->argv[0] || !x->argv[0][0])
 		return moat_error_set(ret_err, "usage", EINVAL, "no command given");
 	int fds[3];
-	unsigned n = 0, mask = 0;
-	for (int i = 0; i < 3; i++)
-		if (x->fd[i] >= 0) {
-			fds[n++] = x->fd[i];
-			mask |= 1u << i;
-		}
-	json_t *b = json_pack("{s:o,s:o,s:i,s:i,s:I}", "argv", str_json(x->argv), "env",
-			      x->env ? str_json(x->env) : json_null(), "tty", (int)x->tty_mask,
-			      "fds", (int)mask, "timeout_ms", (json_int_t)x->timeout_ms);
+	unsigned n = 0;
+	json_t *b = exec_body(x, fds, &n);
 	if (!b)
 		return moat_error_set(ret_err, "usage", EINVAL, "the command is not valid UTF-8");
-	if (x->cwd)
-		json_object_set_new(b, "cwd", json_string(x->cwd));
 	struct moat_sess_msg m;
 	int sock = -1;
 	int k = call(id, MOAT_SESS_EXEC, b, fds, n, MOAT_SESS_STARTED, &m, &sock, ret_err);
