@@ -277,6 +277,8 @@ static int wait_started(struct moat_proc *pr, struct moat_error *err)
 	return moat_error_set(err, "exec", ESRCH, "the sandbox is gone");
 }
 
+static bool outputs_idle(struct moat_proc *pr);
+
 int moat_sandbox_exec(struct moat_sandbox *sbx, const struct moat_exec *x, struct moat_proc **ret,
 		      struct moat_error *err)
 {
@@ -414,6 +416,12 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 			pr->tty_in = safe_close(pr->tty_in); /* e.g. /dev/null: nothing to relay */
 	}
 	moat_stdio_register(pr, r->epfd, base + MOAT_PT_STDIO);
+	/* It may have exited already (its EXITED record came while the exec's
+	 * outcome was awaited: a short command) and its output may be at its
+	 * end: the drain then ends on the next dispatch, not after the
+	 * one-second deadline nothing else would cut short. */
+	if (pr->exited && !pr->main && outputs_idle(pr))
+		arm_timer(pr->timerfd, 0);
 	MOAT_AUDIT(moat_run_audit(r), MOAT_EV_PROCESS, MOAT_F_STR("event", "start"),
 		   MOAT_F_UINT("id", pr->id), MOAT_F_INT("pid", pr->pid),
 		   MOAT_F_STRV("argv", (const char *const *)x->argv),
