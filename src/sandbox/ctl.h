@@ -32,6 +32,16 @@ enum moat_ctl_type {
  * after the supervisor's kill. Every other process dies with the init, as
  * the supervisor's kill would have made it. */
 #define MOAT_CTL_LAST (1u << 9)
+/* ... and whether the supervisor may read a process of the init's memory
+ * that is not dumpable (it has CAP_SYS_PTRACE where the init's memory
+ * belongs: root mode). Then the init starts the process with vfork
+ * (CLONE_VM | CLONE_VFORK: no copy of the init's page tables, no
+ * copy-on-write faults, no teardown of that copy at execve) and the process
+ * leaves the shared memory non-dumpable. Without it the process is a fork
+ * that makes its own copy dumpable for the exec recorder: a vforked one
+ * would make the init's memory dumpable, which any process of the sandbox
+ * could then open through /proc/1/mem and keep. */
+#define MOAT_CTL_SHARED_MM (1u << 10)
 /* flags of MOAT_CTL_SIGNAL: the process group, not only the process */
 #define MOAT_CTL_GROUP 1u
 

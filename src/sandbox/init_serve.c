@@ -43,6 +43,14 @@ static _Noreturn void refuse(int report, int stage, int err, const char *what)
 	_exit(err == ENOENT ? MOAT_EXIT_NOT_FOUND : MOAT_EXIT_CANNOT_EXEC);
 }
 
+/* What the new process mapped: when it was vforked these mappings are the
+ * init's, which unmaps them once the process has exec'd or exited
+ * (volatile: written by the vforked process, read by the init after it). */
+static volatile struct {
+	void *blob, *vec;
+	size_t blob_len, vec_len;
+} child_maps;
+
 /* Points argv/envp into the blob mapping; arrays in an anonymous mapping (no
  * malloc: the init may be a fork of a threaded process). */
 static void parse_blob(int report, int fd, const char **ret_cwd, char ***ret_argv, char ***ret_envp)
@@ -54,6 +62,8 @@ static void parse_blob(int report, int fd, const char **ret_cwd, char ***ret_arg
 	const char *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (m == MAP_FAILED)
 		refuse(report, MOAT_STAGE_EXEC, errno, "cannot map the request");
+	child_maps.blob = (void *)(uintptr_t)m;
+	child_maps.blob_len = (size_t)st.st_size;
 	const struct moat_ctl_blob *h = (const void *)m;
 	size_t len = (size_t)st.st_size - sizeof(*h);
 	if (h->magic != MOAT_CTL_BLOB_MAGIC || h->len != len || h->argc == 0 || h->argc > len ||
@@ -64,6 +74,8 @@ static void parse_blob(int report, int fd, const char **ret_cwd, char ***ret_arg
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (v == MAP_FAILED)
 		refuse(report, MOAT_STAGE_EXEC, errno, "cannot map the request");
+	child_maps.vec = v;
+	child_maps.vec_len = n * sizeof(char *);
 	const char *s = m + sizeof(*h), *end = s + len;
 	const char *cwd = s;
 	size_t k = 0;
@@ -98,7 +110,10 @@ static int close_fds(unsigned lo, unsigned hi)
 /* --allow-degraded cgroup: the address-space limit each process gets */
 static uint64_t rlimit_as;
 
-/* The new process: fds, session, terminal, signals, then exec. */
+/* The new process: fds, session, terminal, signals, then exec. Vforked
+ * (MOAT_CTL_SHARED_MM) it runs on the init's memory and stack: it changes
+ * only its own fd table, session, directory, mask and limits (none of them
+ * shared), the init's `environ` (restored by the init) and child_maps. */
 static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsigned nfds)
 {
 	int blob = fds[0], report = fds[1], std[3] = {-1, -1, -1}, tty = -1;
@@ -142,8 +157,11 @@ static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsig
 	 * while it waits in execve. The init made itself non-dumpable and this
 	 * fork has not exec'd, so its mm still belongs to moat's user namespace:
 	 * an unprivileged supervisor could not read it. exec recomputes
-	 * dumpability anyway, and nothing else in the sandbox can ptrace. */
-	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	 * dumpability anyway, and nothing else in the sandbox can ptrace.
+	 * Vforked, this memory is the init's: it stays non-dumpable (the
+	 * supervisor that asked for a vfork may read it as it is). */
+	if (!(rq->flags & MOAT_CTL_SHARED_MM))
+		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (rlimit_as) {
 		struct rlimit r = {rlimit_as, rlimit_as};
 		if (setrlimit(RLIMIT_AS, &r) < 0)
@@ -164,6 +182,30 @@ static struct {
 static void send_ev(int sock, const struct moat_ctl_ev *ev)
 {
 	(void)moat_msg_send(sock, ev, sizeof(*ev), NULL, 0);
+}
+
+/* Starts the process: the pid, or -1 with errno. Vforked, the init waits
+ * here until the process has exec'd or exited (its execve may wait for the
+ * exec recorder: the supervisor serves that while it waits for STARTED). */
+static pid_t spawn(const struct moat_ctl_req *rq, const int *fds, unsigned nfds)
+{
+	extern char **environ;
+	char **env = environ;
+	bool shared = rq->flags & MOAT_CTL_SHARED_MM;
+	child_maps.blob = child_maps.vec = NULL;
+	pid_t pid = shared ? vfork() : fork();
+	if (pid == 0)
+		start(rq, fds, nfds);
+	if (shared) {
+		int e = errno;
+		environ = env;
+		if (child_maps.blob)
+			munmap((void *)child_maps.blob, child_maps.blob_len);
+		if (child_maps.vec)
+			munmap((void *)child_maps.vec, child_maps.vec_len);
+		errno = e;
+	}
+	return pid;
 }
 
 static void on_request(int sock, const struct moat_ctl_req *rq, int *fds, unsigned nfds)
@@ -195,9 +237,7 @@ static void on_request(int sock, const struct moat_ctl_req *rq, int *fds, unsign
 	else if (slot == MOAT_MAX_PROCS)
 		ev.err = EAGAIN;
 	else {
-		pid_t pid = fork();
-		if (pid == 0)
-			start(rq, fds, nfds);
+		pid_t pid = spawn(rq, fds, nfds);
 		if (pid < 0)
 			ev.err = errno;
 		else {

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -254,15 +255,19 @@ static int wait_exec(struct moat_proc *pr, int report, struct moat_error *err, i
 }
 
 /* Waits for the init's answer to a start request (other records meanwhile
- * are handled as they come). */
+ * are handled as they come). A vforked process's execve, and with it the
+ * init's answer, may wait for the exec recorder: served meanwhile. */
 static int wait_started(struct moat_proc *pr, struct moat_error *err)
 {
 	struct moat_run *r = pr->r;
 	while (!pr->started && !pr->exited && !r->init_exited) {
-		struct pollfd pf[2] = {{.fd = r->sb.sock_sup, .events = POLLIN},
-				       {.fd = r->pidfd, .events = POLLIN}};
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		struct pollfd pf[3] = {{.fd = r->sb.sock_sup, .events = POLLIN},
+				       {.fd = r->pidfd, .events = POLLIN},
+				       {.fd = r->notify_fd, .events = POLLIN}};
+		if (poll(pf, r->notify_fd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR)
 			return moat_error_set(err, "exec", errno, "poll: %s", strerror(errno));
+		if (pf[2].revents & POLLIN)
+			moat_supervise_pending(r);
 		if (pf[0].revents)
 			moat_proc_on_ctl(r);
 		else if (pf[1].revents)
@@ -278,6 +283,18 @@ static int wait_started(struct moat_proc *pr, struct moat_error *err)
 }
 
 static bool outputs_idle(struct moat_proc *pr);
+
+/* Whether this process may read the memory of a process of the init's that
+ * is not dumpable: CAP_SYS_PTRACE in its own user namespace, where the
+ * init's memory belongs (the init is a clone of it that never exec'd). */
+static bool may_read_undumpable(void)
+{
+	struct __user_cap_header_struct hd = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2] = {{0}};
+	if (syscall(SYS_capget, &hd, d) < 0)
+		return false;
+	return d[CAP_SYS_PTRACE / 32].effective & (1u << (CAP_SYS_PTRACE % 32));
+}
 
 int moat_sandbox_exec(struct moat_sandbox *sbx, const struct moat_exec *x, struct moat_proc **ret,
 		      struct moat_error *err)
@@ -363,6 +380,8 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 
 	struct moat_ctl_req rq = {
 		.type = MOAT_CTL_EXEC, .id = pr->id, .flags = main_proc ? MOAT_CTL_LAST : 0};
+	if (may_read_undumpable())
+		rq.flags |= MOAT_CTL_SHARED_MM;
 	int fds[5] = {blob, rep_w};
 	unsigned nfds = 2;
 	for (int i = 0; i < 3; i++) {
@@ -417,9 +436,10 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 	}
 	moat_stdio_register(pr, r->epfd, base + MOAT_PT_STDIO);
 	/* It may have exited already (its EXITED record came while the exec's
-	 * outcome was awaited: a short command) and its output may be at its
-	 * end: the drain then ends on the next dispatch, not after the
-	 * one-second deadline nothing else would cut short. */
+	 * outcome was awaited: a short command, or a vforked one, whose
+	 * STARTED comes after its execve) and its output may be at its end:
+	 * the drain then ends on the next dispatch, not after the one-second
+	 * deadline nothing else would cut short. */
 	if (pr->exited && !pr->main && outputs_idle(pr))
 		arm_timer(pr->timerfd, 0);
 	MOAT_AUDIT(moat_run_audit(r), MOAT_EV_PROCESS, MOAT_F_STR("event", "start"),

@@ -170,6 +170,38 @@ t_concurrent() {
 	assert_eq 137 "$rc" "the exec of a removed sandbox: killed"
 }
 
+# The init is never dumpable, also while it starts a process: as root it
+# vforks (the new process runs on the init's memory until its execve is
+# done), so a process that made that memory dumpable for the exec recorder
+# would hand /proc/1/mem to the whole sandbox, and an fd opened in that
+# moment stays usable. A watcher inside opens /proc/1/mem as fast as bash
+# can (the builtin's redirection: no fork per try) during 100 execs.
+t_init_undumpable() {
+	trap cleanup_sessions EXIT
+	local id pw tries hits
+	id=$(create)
+	# shellcheck disable=SC2016 # expanded inside the sandbox
+	ex "$id" -- bash -c 't=0 n=0; while [ ! -e /tmp/stop ]; do t=$((t + 1));
+		if { : </proc/1/mem; } 2>/dev/null; then n=$((n + 1)); fi; done; echo "$t $n"' >watch &
+	pw=$!
+	for _ in $(seq 50); do [ "$(ls_field "$id" running)" = 1 ] && break; sleep 0.1; done
+	assert_eq 1 "$(ls_field "$id" running)" "the watcher runs"
+	for _ in $(seq 100); do ex "$id" -- /bin/true || fail "an exec failed"; done
+	ex "$id" -- touch /tmp/stop
+	local rc=0
+	wait "$pw" || rc=$?
+	[ "$rc" = 0 ] || fail "the watcher failed ($rc): $(cat watch)"
+	read -r tries hits <watch
+	[ "${tries:-0}" -gt 100 ] || fail "the watcher barely ran (${tries:-0} tries)"
+	assert_eq 0 "$hits" "no process opened the init's memory during 100 execs ($tries tries)"
+	# positive control: the same check opens a dumpable process's memory
+	# (a sibling of the sandbox's, same user)
+	# shellcheck disable=SC2016
+	assert_eq "opened" "$(ex "$id" -- bash -c 'sleep 5 & p=$!
+		if { : </proc/$p/mem; } 2>/dev/null; then echo opened; fi; kill $p')" \
+		"the check opens a dumpable process's memory"
+}
+
 t_isolation() {
 	trap cleanup_sessions EXIT
 	local a b mark="moat-sess-iso-$$-$RANDOM"
@@ -634,6 +666,7 @@ run_test "create, exec (files kept, exit codes, env, cwd), ls, logs, rm" t_lifec
 run_test "logs --follow until the sandbox is gone" t_logs_follow
 run_test "rm reviews and applies the workspace changes" t_review_at_rm
 run_test "concurrent execs; rm of a busy sandbox needs --force" t_concurrent
+run_test "the init's memory stays closed to the sandbox while execs start" t_init_undumpable
 run_test "a sandbox cannot see another's files or processes; stop" t_isolation
 run_test "SIGKILL of the supervisor kills the sandbox's processes" t_kill_supervisor
 run_test "idle timeout and lifetime destroy the sandbox as rm does" t_expiry
