@@ -590,8 +590,8 @@ TEST(policy_option_single_matches_setter)
  * or fail in its set-up instead of being refused with the reason. */
 TEST(policy_deny_syscall_init_needs_refused)
 {
-	static const char *const needed[] = {"prctl", "sendmsg", "prlimit64",
-					     "wait4", "execve",	 "kill"};
+	static const char *const needed[] = {"prctl",  "sendmsg", "prlimit64", "wait4",
+					     "execve", "kill",	  "munmap"};
 	for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
 		struct moat_policy *p = moat_policy_new();
 		struct moat_error e = {0};
