@@ -215,25 +215,59 @@ void moat_proc_free(struct moat_proc *pr)
 	free(pr);
 }
 
+/* How long a new process may take from the request to its command. A
+ * process of the sandbox can stop a new one (SIGSTOP, same uid) before its
+ * execve; the supervisor (moat serve's one back holds every tenant's
+ * sandboxes) must not wait for that forever. Generous: a loaded machine or
+ * a sanitizer build is far below it. */
+#define EXEC_START_MS 15000
+
+static int remaining_ms(uint64_t deadline_us)
+{
+	uint64_t now = moat_now_us();
+	return now >= deadline_us ? 0 : (int)((deadline_us - now + 999) / 1000);
+}
+
 /* The exec's outcome: EOF when the new process executed its command (the
  * report fd is close-on-exec), a record when it could not. With exec
- * recording its execve waits for the seccomp listener: served meanwhile. */
+ * recording its execve waits for the seccomp listener: served meanwhile.
+ * Past EXEC_START_MS the process is killed and the exec fails. */
 static int wait_exec(struct moat_proc *pr, int report, struct moat_error *err, int *ret_stage)
 {
 	struct moat_run *r = pr->r;
+	uint64_t deadline = moat_now_us() + EXEC_START_MS * 1000ull;
+	bool killed = false;
 	for (;;) {
 		struct pollfd pf[2] = {{.fd = report, .events = POLLIN},
 				       {.fd = r->notify_fd, .events = POLLIN}};
-		int n = poll(pf, r->notify_fd >= 0 ? 2 : 1, -1);
+		int n = poll(pf, r->notify_fd >= 0 ? 2 : 1, killed ? -1 : remaining_ms(deadline));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return moat_error_set(err, "exec", errno, "poll: %s", strerror(errno));
+		if (n == 0 && !killed) {
+			/* it dies by the init's hand (which answers: it is not
+			 * the one waiting); its end closes the report pipe */
+			killed = true;
+			if (moat_proc_signal(pr, SIGKILL) < 0) {
+				r->backend->kill(r);
+				return moat_error_set(err, "exec", ETIMEDOUT,
+						      "the new process did not reach its command "
+						      "within %d s: the sandbox was ended",
+						      EXEC_START_MS / 1000);
+			}
+			continue;
+		}
 		if (pf[0].revents)
 			break;
 		if (pf[1].revents & POLLIN)
 			moat_supervise_pending(r);
 	}
+	if (killed)
+		return moat_error_set(err, "exec", ETIMEDOUT,
+				      "the new process did not reach its command within %d s "
+				      "(stopped by a process of the sandbox?): it was killed",
+				      EXEC_START_MS / 1000);
 	struct moat_setup_error e;
 	ssize_t n;
 	while ((n = read(report, &e, sizeof(e))) < 0 && errno == EINTR)
@@ -260,12 +294,24 @@ static int wait_exec(struct moat_proc *pr, int report, struct moat_error *err, i
 static int wait_started(struct moat_proc *pr, struct moat_error *err)
 {
 	struct moat_run *r = pr->r;
+	uint64_t deadline = moat_now_us() + EXEC_START_MS * 1000ull;
+	bool killed = false;
 	while (!pr->started && !pr->exited && !r->init_exited) {
 		struct pollfd pf[3] = {{.fd = r->sb.sock_sup, .events = POLLIN},
 				       {.fd = r->pidfd, .events = POLLIN},
 				       {.fd = r->notify_fd, .events = POLLIN}};
-		if (poll(pf, r->notify_fd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR)
+		int n = poll(pf, r->notify_fd >= 0 ? 3 : 2, killed ? -1 : remaining_ms(deadline));
+		if (n < 0 && errno != EINTR)
 			return moat_error_set(err, "exec", errno, "poll: %s", strerror(errno));
+		if (n == 0 && !killed) {
+			/* the init does not answer: a vforked process it waits
+			 * for was stopped, or the init is wedged. It can serve
+			 * nothing else either: the sandbox is ended (its death
+			 * ends this loop). */
+			killed = true;
+			r->backend->kill(r);
+			continue;
+		}
 		if (pf[2].revents & POLLIN)
 			moat_supervise_pending(r);
 		if (pf[0].revents)
@@ -275,6 +321,12 @@ static int wait_started(struct moat_proc *pr, struct moat_error *err)
 	}
 	if (pr->started)
 		return 0;
+	if (killed)
+		return moat_error_set(
+			err, "exec", ETIMEDOUT,
+			"the sandbox did not start the process within %d s "
+			"(stopped by a process of the sandbox?): the sandbox was ended",
+			EXEC_START_MS / 1000);
 	if (pr->exec_errno)
 		return moat_error_set(err, "exec", pr->exec_errno,
 				      "the sandbox refused to start it: %s",

@@ -202,6 +202,36 @@ t_init_undumpable() {
 		"the check opens a dumpable process's memory"
 }
 
+t_exec_stopped() {
+	trap cleanup_sessions EXIT
+	local id out rc t0 t1 i hit=""
+	id=$(create --net none)
+	# control: an exec starts and ends normally before the stoppers run
+	ex "$id" -- /bin/true || fail "the control exec failed"
+	# processes of the sandbox stop every other one, over and over, so a
+	# new process is (sooner or later) stopped before its execve: as root a
+	# vforked one, which also holds the init; unprivileged a forked one.
+	# One stopped after its execve is ended by --timeout: another try.
+	ex "$id" -- sh -c 'for i in 1 2 3; do
+		nohup sh -c "while :; do kill -STOP -1 2>/dev/null; done" >/dev/null 2>&1 </dev/null &
+		done; echo started' >/dev/null || fail "the stoppers did not start"
+	for i in $(seq 40); do
+		t0=$(date +%s)
+		rc=0
+		out=$(timeout 60 "$MOAT" exec --timeout 3s "$id" -- /bin/true 2>&1) || rc=$?
+		t1=$(date +%s)
+		if [ "$rc" = 125 ]; then
+			hit=$i
+			break
+		fi
+	done
+	[ -n "$hit" ] || fail "no exec of 40 was stopped before its command (last: $rc $out)"
+	assert_contains "$out" "within 15 s" "the stopped exec's message names the bound"
+	[ $((t1 - t0)) -lt 40 ] || fail "the supervisor waited $((t1 - t0)) s, not the bound"
+	# the sessions CLI still answers
+	timeout 10 "$MOAT" ls --json >/dev/null || fail "moat ls failed after the stalled exec"
+}
+
 t_isolation() {
 	trap cleanup_sessions EXIT
 	local a b mark="moat-sess-iso-$$-$RANDOM"
@@ -667,6 +697,7 @@ run_test "logs --follow until the sandbox is gone" t_logs_follow
 run_test "rm reviews and applies the workspace changes" t_review_at_rm
 run_test "concurrent execs; rm of a busy sandbox needs --force" t_concurrent
 run_test "the init's memory stays closed to the sandbox while execs start" t_init_undumpable
+run_test "a new process stopped before its command: the supervisor waits 15 s, not forever" t_exec_stopped
 run_test "a sandbox cannot see another's files or processes; stop" t_isolation
 run_test "SIGKILL of the supervisor kills the sandbox's processes" t_kill_supervisor
 run_test "idle timeout and lifetime destroy the sandbox as rm does" t_expiry
