@@ -986,6 +986,27 @@ static void close_inherited(struct moat_init *sb)
  * (or its own, more precise message) and nothing runs.
  */
 
+/* The supervisor's first byte on the go pipe: the id maps are written. Read
+ * by the first step that needs them (identity/maps, or network/capture for
+ * --net allow, whose child keeps the order it always had), not at the
+ * init's start: the steps before it (wipe, hostname, loopback, ucounts,
+ * private, sources) use no id map and overlap the supervisor's writing of
+ * the maps instead of waiting for it. If moat is gone the read gives EOF and
+ * the init leaves. */
+static void wait_go(struct moat_init *sb)
+{
+	char go;
+	ssize_t n;
+	if (sb->go_seen)
+		return;
+	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
+	sb->go_seen = true;
+	moat_test_stall("init-go");
+}
+
 static int step_cgroup_join(struct moat_init *sb)
 {
 	/* Into the run's cgroup v1 groups before anything is forked (sandbox.h) */
@@ -1021,6 +1042,13 @@ static int step_loopback(struct moat_init *sb)
 	return 0;
 }
 
+static int step_capture(struct moat_init *sb)
+{
+	if (sb->plan->net.mode == MOAT_NET_ALLOW)
+		wait_go(sb);
+	return moat_hook_network(sb);
+}
+
 static int step_ucounts(struct moat_init *sb)
 {
 	limit_ucounts();
@@ -1035,6 +1063,12 @@ static int step_private(struct moat_init *sb)
 static int step_sources(struct moat_init *sb)
 {
 	open_sources();
+	return 0;
+}
+
+static int step_maps(struct moat_init *sb)
+{
+	wait_go(sb);
 	return 0;
 }
 
@@ -1205,7 +1239,12 @@ static int step_stdio(struct moat_init *sb)
  * - limits/ucounts: through the host's /proc, before the sandbox's own /proc
  *   (whose sys is read-only) replaces it.
  * - mount/private, mount/sources: the sources are opened as the caller, so
- *   before identity/uid; identity/uid before the mounts, so that what the
+ *   before identity/uid.
+ * - identity/maps: waits for the supervisor's go (the id maps are written);
+ *   every step before it needs no map, so they overlap the supervisor's
+ *   writing of the maps (network/capture waits there instead with --net
+ *   allow: its child starts after the go, as it always did).
+ * - identity/uid before the mounts, so that what the
  *   steps create belongs to the sandbox's uid (the namespace capabilities
  *   stay: uid 0 is not mapped).
  * - mount/steps, mount/root, mount/cwd: the root is built, pivoted into and
@@ -1231,10 +1270,11 @@ static const struct moat_init_step init_steps[] = {
 	{"credentials", "wipe", MOAT_STAGE_SYNC, step_wipe, "cannot wipe moat's environment"},
 	{"identity", "hostname", MOAT_STAGE_HOSTNAME, step_hostname, "sethostname"},
 	{"network", "loopback", MOAT_STAGE_NETWORK, step_loopback, "cannot bring lo up"},
-	{"network", "capture", MOAT_STAGE_NETWORK, moat_hook_network, "network setup failed"},
+	{"network", "capture", MOAT_STAGE_NETWORK, step_capture, "network setup failed"},
 	{"limits", "ucounts", MOAT_STAGE_RLIMIT, step_ucounts, "cannot limit ucounts"},
 	{"mount", "private", MOAT_STAGE_MOUNT, step_private, "cannot make mounts private"},
 	{"mount", "sources", MOAT_STAGE_MOUNT, step_sources, "cannot open the sources"},
+	{"identity", "maps", MOAT_STAGE_SYNC, step_maps, "the supervisor failed"},
 	{"identity", "uid", MOAT_STAGE_IDENTITY, step_ids, "cannot set the identity"},
 	{"mount", "steps", MOAT_STAGE_MOUNT, step_mounts, "cannot mount"},
 	{"mount", "root", MOAT_STAGE_PIVOT, step_root, "pivot_root failed"},
@@ -1276,7 +1316,6 @@ int moat_init_step_run(struct moat_init *sb, const char *layer, const char *name
 
 _Noreturn void moat_sandbox_init(struct moat_init *sb)
 {
-	char go;
 	g_sb = sb;
 	sb->init_devnull = -1;
 	sb->init_notify_fd = -1;
@@ -1284,16 +1323,10 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
 	 * is outside the pid namespace. If moat died before this line, the go
-	 * pipe below reads EOF and we leave.) */
+	 * pipe reads EOF at identity/maps and we leave.) */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(MOAT_EXIT_SETUP);
 
-	ssize_t n;
-	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1)
-		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
-	moat_test_stall("init-go");
 	for (size_t i = 0; i < ELEMENTSOF(init_steps); i++) {
 		const struct moat_init_step *s = &init_steps[i];
 		if (s->apply(sb) < 0)

@@ -77,6 +77,7 @@ struct moat_init {
 
 	int setup_w, setup_r; /* sandbox -> supervisor: error record or EOF at exec */
 	int go_r, go_w; /* supervisor -> sandbox: maps written, proceed */
+	bool go_seen; /* the init read the first byte (identity/maps) */
 	/* fd passing during setup, sandbox -> supervisor; then the control
 	 * channel (ctl.h) */
 	int sock_child, sock_sup;
