@@ -373,6 +373,18 @@ static pid_t clone_sandbox(struct moat_run *r, int *ret_pidfd)
 
 /* ---- setup result ------------------------------------------------------------ */
 
+/* A failed step's record (sandbox.c: die) as the run's error. */
+static int setup_record_error(struct moat_run *r, struct moat_setup_error *e)
+{
+	char step[32] = "";
+	e->detail[sizeof(e->detail) - 1] = 0;
+	if (e->step >= 0)
+		snprintf(step, sizeof(step), " (plan step %d)", e->step + 1);
+	return moat_error_set(r->err, moat_setup_stage_name(e->stage), e->err,
+			      "%s step failed%s: %s: %s", moat_setup_stage_name(e->stage), step,
+			      e->detail, strerror(e->err));
+}
+
 /* Reads the setup pipe: EOF means the command was executed; a record means a
  * step failed. Also receives the fds the init hands over. */
 static int wait_setup(struct moat_run *r)
@@ -470,13 +482,22 @@ static int wait_setup(struct moat_run *r)
 	if (n != sizeof(e))
 		return moat_error_set(r->err, "setup", EPROTO,
 				      "the sandbox died during setup without saying why");
-	e.detail[sizeof(e.detail) - 1] = 0;
-	char step[32] = "";
-	if (e.step >= 0)
-		snprintf(step, sizeof(step), " (plan step %d)", e.step + 1);
-	return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err,
-			      "%s step failed%s: %s: %s", moat_setup_stage_name(e.stage), step,
-			      e.detail, strerror(e.err));
+	return setup_record_error(r, &e);
+}
+
+/* The supervisor failed before the init's first release (the maps, the go
+ * byte), while the init ran its first steps (sandbox.c, identity/maps): if one
+ * of those failed, its record names the cause, not the vanished sandbox. The
+ * go pipe is closed first, so that an init still waiting at identity/maps
+ * leaves and the setup pipe ends; without a record, k stands. */
+static int early_failure(struct moat_run *r, int k)
+{
+	struct moat_setup_error e;
+	ssize_t n;
+	r->sb.go_w = safe_close(r->sb.go_w);
+	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(e) ? setup_record_error(r, &e) : k;
 }
 
 /* Kills the sandbox's init (and so every process) and waits until it is gone. */
@@ -561,10 +582,12 @@ static int ns_start(struct moat_run *r)
 	r->sb.sock_child = safe_close(r->sb.sock_child);
 
 	if ((k = write_maps(r)) < 0)
-		return k;
+		return early_failure(r, k);
 	moat_test_stall("child");
 	if (write(r->sb.go_w, "g", 1) != 1)
-		return moat_error_set(r->err, "sync", errno, "the sandbox vanished during setup");
+		return early_failure(
+			r,
+			moat_error_set(r->err, "sync", errno, "the sandbox vanished during setup"));
 	/* While the sandbox assembles its root: the work it needs only before its
 	 * command runs (the cgroup attach, which on cgroup v1 waits for an RCU
 	 * grace period; the seccomp filter's compilation; the secrets), and the
