@@ -394,63 +394,76 @@ static int wait_setup(struct moat_run *r)
 	bool done = false;
 	int take_err = 0;
 
-	/* fds first: the init sends them before it execs, DONE last */
-	for (;;) {
-		int kind = 0, fd = -1;
-		int k = moat_sandbox_recv_fd(r->sb.sock_sup, &kind, &fd);
+	/* fds first: the init sends them before it execs, DONE last. A message
+	 * may carry several kinds (sandbox.h: moat_sandbox_send_fds). */
+	while (!done) {
+		int32_t kinds[MOAT_SANDBOX_BATCH_MAX];
+		int fds[MOAT_SANDBOX_BATCH_MAX];
+		unsigned nk = 0;
+		int k = moat_sandbox_recv_fds(r->sb.sock_sup, kinds, fds, &nk);
 		if (k < 0)
 			break; /* the init died during setup: the pipe says why */
-		if (kind == MOAT_FD_DONE) {
-			done = true;
-			break;
-		}
-		switch (kind) {
-		case MOAT_FD_OUTPUT:
-			r->output_fd = fd;
-			break;
-		case MOAT_FD_UPPER:
-			r->upper_fd = fd;
-			break;
-		case MOAT_FD_LOWER:
-			r->lower_fd = fd;
-			break;
-		case MOAT_FD_USERNS:
-			r->userns_fd = fd;
-			break;
-		case MOAT_FD_MNTNS:
-			r->mntns_fd = fd;
-			break;
-		case MOAT_FD_PTMX:
-			r->ptmx_fd = fd;
-			break;
-		case MOAT_FD_NOTIFY:
-			r->notify_fd = fd;
-			break;
-		case MOAT_FD_NOTIFY_TAKE: {
-			/* The init's listener, by its number there (sandbox.c); the
-			 * init goes on without waiting and keeps it (dumpable) until
-			 * our first record: a failure here fails the setup. */
-			int num = -1;
-			k = moat_sandbox_recv_fd(r->sb.sock_sup, &num, &fd);
-			safe_close(fd);
-			if (k >= 0 && num >= 0 && r->notify_fd < 0) {
-				r->notify_fd = (int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
-				if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
-					take_err = errno;
-				/* a record that does nothing (the init ignores the
-				 * type): taken, the init is non-dumpable again before
-				 * any request, even in a sandbox left idle */
-				struct moat_ctl_req none = {0};
-				if (r->notify_fd >= 0)
-					(void)moat_msg_send(r->sb.sock_sup, &none, sizeof(none),
-							    NULL, 0);
-			} else
-				take_err = k < 0 ? -k : EPROTO;
-			break;
-		}
-		default:
-			if (moat_supervise_take_fd(r, kind, fd) <= 0)
+		for (unsigned j = 0; j < nk; j++) {
+			int fd = fds[j];
+			if (done) { /* nothing follows DONE */
 				safe_close(fd);
+				continue;
+			}
+			switch (kinds[j]) {
+			case MOAT_FD_DONE:
+				done = true;
+				safe_close(fd);
+				break;
+			case MOAT_FD_OUTPUT:
+				r->output_fd = fd;
+				break;
+			case MOAT_FD_UPPER:
+				r->upper_fd = fd;
+				break;
+			case MOAT_FD_LOWER:
+				r->lower_fd = fd;
+				break;
+			case MOAT_FD_USERNS:
+				r->userns_fd = fd;
+				break;
+			case MOAT_FD_MNTNS:
+				r->mntns_fd = fd;
+				break;
+			case MOAT_FD_PTMX:
+				r->ptmx_fd = fd;
+				break;
+			case MOAT_FD_NOTIFY:
+				r->notify_fd = fd;
+				break;
+			case MOAT_FD_NOTIFY_TAKE: {
+				/* The init's listener, by its number there (the next
+				 * kind, sandbox.c); the init goes on without waiting and
+				 * keeps it (dumpable) until our first record: a failure
+				 * here fails the setup. */
+				safe_close(fd);
+				int num = j + 1 < nk ? kinds[++j] : -1;
+				if (j < nk)
+					safe_close(fds[j]);
+				if (num >= 0 && r->notify_fd < 0) {
+					r->notify_fd =
+						(int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
+					if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
+						take_err = errno;
+					/* a record that does nothing (the init ignores the
+					 * type): taken, the init is non-dumpable again
+					 * before any request, even in a sandbox left idle */
+					struct moat_ctl_req none = {0};
+					if (r->notify_fd >= 0)
+						(void)moat_msg_send(r->sb.sock_sup, &none,
+								    sizeof(none), NULL, 0);
+				} else
+					take_err = EPROTO;
+				break;
+			}
+			default:
+				if (moat_supervise_take_fd(r, kinds[j], fd) <= 0)
+					safe_close(fd);
+			}
 		}
 	}
 	/* Serve the seccomp listener until the init closed the setup pipe (its

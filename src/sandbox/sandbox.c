@@ -1104,32 +1104,46 @@ static int step_cwd(struct moat_init *sb)
 }
 
 /* Terminals are made per process by the supervisor, in this sandbox's own
- * devpts instance: it gets the instance's ptmx (O_PATH). */
+ * devpts instance: it gets the instance's ptmx (O_PATH), handed over with the
+ * namespaces (init/namespaces). */
 static int step_terminal(struct moat_init *sb)
 {
-	int ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
-	if (ptmx >= 0) {
-		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_PTMX, ptmx) < 0)
-			return -1;
-		close(ptmx);
-	}
+	sb->init_ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
 	return 0;
 }
 
 /* The sandbox's user and mount namespaces to the supervisor, for the
  * snapshots' helper (snapshot.c): once the init is not dumpable an
  * unprivileged supervisor can neither open its /proc/PID/ns nor setns by its
- * pidfd. */
+ * pidfd. One message with the ptmx: one wake-up of the supervisor, not three. */
 static int step_namespaces(struct moat_init *sb)
 {
 	static const char *const ns_files[] = {"/proc/self/ns/user", "/proc/self/ns/mnt"};
-	for (int i = 0; i < 2; i++) {
+	int32_t kinds[3];
+	int fds[3];
+	unsigned n = 0;
+	int k = 0;
+	if (sb->init_ptmx >= 0) {
+		kinds[n] = MOAT_FD_PTMX;
+		fds[n++] = sb->init_ptmx;
+		sb->init_ptmx = -1;
+	}
+	for (int i = 0; i < 2 && k >= 0; i++) {
 		int nfd = open(ns_files[i], O_RDONLY | O_CLOEXEC);
-		if (nfd < 0 ||
-		    moat_sandbox_send_fd(sb->sock_child, i ? MOAT_FD_MNTNS : MOAT_FD_USERNS, nfd) <
-			    0)
-			return -1;
-		close(nfd);
+		if (nfd < 0)
+			k = -errno;
+		else {
+			kinds[n] = i ? MOAT_FD_MNTNS : MOAT_FD_USERNS;
+			fds[n++] = nfd;
+		}
+	}
+	if (k >= 0)
+		k = moat_sandbox_send_fds(sb->sock_child, kinds, n, fds, n);
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+	if (k < 0) {
+		errno = -k;
+		return -1;
 	}
 	return 0;
 }
@@ -1194,22 +1208,8 @@ static int step_seccomp(struct moat_init *sb)
 		return -1;
 	if (notify_fd < 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -1;
-	if (notify_fd >= 0) {
-		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
-		 * very listener, which nobody would serve yet. moat takes it with
-		 * pidfd_getfd(), which needs ptrace access: an unprivileged moat
-		 * has it to a dumpable process of its own uid only, so the init is
-		 * dumpable until moat has it. No answer is waited for: moat takes
-		 * it before it reads DONE and sends nothing before, so the first
-		 * record on the channel says it is taken (and a failure ends the
-		 * sandbox from moat's side). Nothing else runs in the sandbox
-		 * meanwhile. */
-		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, -1) < 0 ||
-		    moat_sandbox_send_fd(sb->sock_child, notify_fd, -1) < 0)
-			die(MOAT_STAGE_SECCOMP, errno, -1,
-			    "cannot hand the seccomp listener to moat");
-		sb->init_notify_fd = notify_fd;
-	}
+	/* the listener is handed over with DONE (init/stdio) */
+	sb->init_notify_fd = notify_fd;
 	moat_test_stall("init-restricted");
 	return 0;
 }
@@ -1221,8 +1221,28 @@ static int step_stdio(struct moat_init *sb)
 			die(MOAT_STAGE_STDIO, errno, -1, "cannot set up fd %d", i);
 	close(sb->init_devnull);
 	sb->init_devnull = -1;
-	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
-		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
+	/* The seccomp listener, then DONE, in one message (one wake-up of the
+	 * supervisor). Not with SCM_RIGHTS: under network recording sendmsg goes
+	 * to this very listener, which nobody would serve yet; without fds this
+	 * is a plain write(). moat takes the listener with pidfd_getfd(), which
+	 * needs ptrace access: an unprivileged moat has it to a dumpable process
+	 * of its own uid only, so the init is dumpable until moat has it. No
+	 * answer is waited for: moat takes it before it reads DONE and sends
+	 * nothing before, so the first record on the channel says it is taken
+	 * (and a failure ends the sandbox from moat's side). Nothing else runs
+	 * in the sandbox meanwhile. */
+	int32_t msg[3];
+	unsigned n = 0;
+	if (sb->init_notify_fd >= 0) {
+		msg[n++] = MOAT_FD_NOTIFY_TAKE;
+		msg[n++] = sb->init_notify_fd;
+	}
+	msg[n++] = MOAT_FD_DONE;
+	int k = moat_sandbox_send_fds(sb->sock_child, msg, n, NULL, 0);
+	if (k < 0)
+		die(sb->init_notify_fd >= 0 ? MOAT_STAGE_SECCOMP : MOAT_STAGE_SYNC, -k, -1,
+		    sb->init_notify_fd >= 0 ? "cannot hand the seccomp listener to moat"
+					    : "cannot reach moat");
 	return 0;
 }
 
@@ -1319,6 +1339,7 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 	g_sb = sb;
 	sb->init_devnull = -1;
 	sb->init_notify_fd = -1;
+	sb->init_ptmx = -1;
 	close_inherited(sb); /* the supervisor's ends of the pipes go too */
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
