@@ -1238,11 +1238,14 @@ static int step_stdio(struct moat_init *sb)
 		msg[n++] = sb->init_notify_fd;
 	}
 	msg[n++] = MOAT_FD_DONE;
-	int k = moat_sandbox_send_fds(sb->sock_child, msg, n, NULL, 0);
-	if (k < 0)
-		die(sb->init_notify_fd >= 0 ? MOAT_STAGE_SECCOMP : MOAT_STAGE_SYNC, -k, -1,
-		    sb->init_notify_fd >= 0 ? "cannot hand the seccomp listener to moat"
-					    : "cannot reach moat");
+	/* Setup is done: EOF on the setup pipe before DONE, so that moat, woken
+	 * by DONE, finds it there and does not wait for it again. Nothing is left
+	 * that could fail but the message itself, and without DONE moat fails the
+	 * setup on that EOF ("died during setup"). */
+	close(sb->setup_w);
+	sb->setup_w = -1;
+	if (moat_sandbox_send_fds(sb->sock_child, msg, n, NULL, 0) < 0)
+		_exit(MOAT_EXIT_SETUP);
 	return 0;
 }
 
@@ -1353,8 +1356,8 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 		if (s->apply(sb) < 0)
 			die(s->stage, errno, -1, "%s", s->fail);
 	}
-	/* setup is done: EOF on the setup pipe; from now on the control channel */
-	close(sb->setup_w);
+	/* setup is done (init/stdio closed the setup pipe); from now on the
+	 * control channel */
 	if (sb->init_notify_fd >= 0) {
 		/* the first record (or the channel's end): moat has the listener */
 		struct pollfd pf = {.fd = sb->sock_child, .events = POLLIN};
