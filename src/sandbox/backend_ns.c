@@ -373,6 +373,18 @@ static pid_t clone_sandbox(struct moat_run *r, int *ret_pidfd)
 
 /* ---- setup result ------------------------------------------------------------ */
 
+/* A failed step's record (sandbox.c: die) as the run's error. */
+static int setup_record_error(struct moat_run *r, struct moat_setup_error *e)
+{
+	char step[32] = "";
+	e->detail[sizeof(e->detail) - 1] = 0;
+	if (e->step >= 0)
+		snprintf(step, sizeof(step), " (plan step %d)", e->step + 1);
+	return moat_error_set(r->err, moat_setup_stage_name(e->stage), e->err,
+			      "%s step failed%s: %s: %s", moat_setup_stage_name(e->stage), step,
+			      e->detail, strerror(e->err));
+}
+
 /* Reads the setup pipe: EOF means the command was executed; a record means a
  * step failed. Also receives the fds the init hands over. */
 static int wait_setup(struct moat_run *r)
@@ -382,63 +394,76 @@ static int wait_setup(struct moat_run *r)
 	bool done = false;
 	int take_err = 0;
 
-	/* fds first: the init sends them before it execs, DONE last */
-	for (;;) {
-		int kind = 0, fd = -1;
-		int k = moat_sandbox_recv_fd(r->sb.sock_sup, &kind, &fd);
+	/* fds first: the init sends them before it execs, DONE last. A message
+	 * may carry several kinds (sandbox.h: moat_sandbox_send_fds). */
+	while (!done) {
+		int32_t kinds[MOAT_SANDBOX_BATCH_MAX];
+		int fds[MOAT_SANDBOX_BATCH_MAX];
+		unsigned nk = 0;
+		int k = moat_sandbox_recv_fds(r->sb.sock_sup, kinds, fds, &nk);
 		if (k < 0)
 			break; /* the init died during setup: the pipe says why */
-		if (kind == MOAT_FD_DONE) {
-			done = true;
-			break;
-		}
-		switch (kind) {
-		case MOAT_FD_OUTPUT:
-			r->output_fd = fd;
-			break;
-		case MOAT_FD_UPPER:
-			r->upper_fd = fd;
-			break;
-		case MOAT_FD_LOWER:
-			r->lower_fd = fd;
-			break;
-		case MOAT_FD_USERNS:
-			r->userns_fd = fd;
-			break;
-		case MOAT_FD_MNTNS:
-			r->mntns_fd = fd;
-			break;
-		case MOAT_FD_PTMX:
-			r->ptmx_fd = fd;
-			break;
-		case MOAT_FD_NOTIFY:
-			r->notify_fd = fd;
-			break;
-		case MOAT_FD_NOTIFY_TAKE: {
-			/* The init's listener, by its number there (sandbox.c); the
-			 * init goes on without waiting and keeps it (dumpable) until
-			 * our first record: a failure here fails the setup. */
-			int num = -1;
-			k = moat_sandbox_recv_fd(r->sb.sock_sup, &num, &fd);
-			safe_close(fd);
-			if (k >= 0 && num >= 0 && r->notify_fd < 0) {
-				r->notify_fd = (int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
-				if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
-					take_err = errno;
-				/* a record that does nothing (the init ignores the
-				 * type): taken, the init is non-dumpable again before
-				 * any request, even in a sandbox left idle */
-				struct moat_ctl_req none = {0};
-				if (r->notify_fd >= 0)
-					(void)moat_msg_send(r->sb.sock_sup, &none, sizeof(none),
-							    NULL, 0);
-			} else
-				take_err = k < 0 ? -k : EPROTO;
-			break;
-		}
-		default:
-			if (moat_supervise_take_fd(r, kind, fd) <= 0)
+		for (unsigned j = 0; j < nk; j++) {
+			int fd = fds[j];
+			if (done) { /* nothing follows DONE */
 				safe_close(fd);
+				continue;
+			}
+			switch (kinds[j]) {
+			case MOAT_FD_DONE:
+				done = true;
+				safe_close(fd);
+				break;
+			case MOAT_FD_OUTPUT:
+				r->output_fd = fd;
+				break;
+			case MOAT_FD_UPPER:
+				r->upper_fd = fd;
+				break;
+			case MOAT_FD_LOWER:
+				r->lower_fd = fd;
+				break;
+			case MOAT_FD_USERNS:
+				r->userns_fd = fd;
+				break;
+			case MOAT_FD_MNTNS:
+				r->mntns_fd = fd;
+				break;
+			case MOAT_FD_PTMX:
+				r->ptmx_fd = fd;
+				break;
+			case MOAT_FD_NOTIFY:
+				r->notify_fd = fd;
+				break;
+			case MOAT_FD_NOTIFY_TAKE: {
+				/* The init's listener, by its number there (the next
+				 * kind, sandbox.c); the init goes on without waiting and
+				 * keeps it (dumpable) until our first record: a failure
+				 * here fails the setup. */
+				safe_close(fd);
+				int num = j + 1 < nk ? kinds[++j] : -1;
+				if (j < nk)
+					safe_close(fds[j]);
+				if (num >= 0 && r->notify_fd < 0) {
+					r->notify_fd =
+						(int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
+					if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
+						take_err = errno;
+					/* a record that does nothing (the init ignores the
+					 * type): taken, the init is non-dumpable again
+					 * before any request, even in a sandbox left idle */
+					struct moat_ctl_req none = {0};
+					if (r->notify_fd >= 0)
+						(void)moat_msg_send(r->sb.sock_sup, &none,
+								    sizeof(none), NULL, 0);
+				} else
+					take_err = EPROTO;
+				break;
+			}
+			default:
+				if (moat_supervise_take_fd(r, kinds[j], fd) <= 0)
+					safe_close(fd);
+			}
 		}
 	}
 	/* Serve the seccomp listener until the init closed the setup pipe (its
@@ -470,13 +495,22 @@ static int wait_setup(struct moat_run *r)
 	if (n != sizeof(e))
 		return moat_error_set(r->err, "setup", EPROTO,
 				      "the sandbox died during setup without saying why");
-	e.detail[sizeof(e.detail) - 1] = 0;
-	char step[32] = "";
-	if (e.step >= 0)
-		snprintf(step, sizeof(step), " (plan step %d)", e.step + 1);
-	return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err,
-			      "%s step failed%s: %s: %s", moat_setup_stage_name(e.stage), step,
-			      e.detail, strerror(e.err));
+	return setup_record_error(r, &e);
+}
+
+/* The supervisor failed before the init's first release (the maps, the go
+ * byte), while the init ran its first steps (sandbox.c, identity/maps): if one
+ * of those failed, its record names the cause, not the vanished sandbox. The
+ * go pipe is closed first, so that an init still waiting at identity/maps
+ * leaves and the setup pipe ends; without a record, k stands. */
+static int early_failure(struct moat_run *r, int k)
+{
+	struct moat_setup_error e;
+	ssize_t n;
+	r->sb.go_w = safe_close(r->sb.go_w);
+	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(e) ? setup_record_error(r, &e) : k;
 }
 
 /* Kills the sandbox's init (and so every process) and waits until it is gone. */
@@ -561,10 +595,12 @@ static int ns_start(struct moat_run *r)
 	r->sb.sock_child = safe_close(r->sb.sock_child);
 
 	if ((k = write_maps(r)) < 0)
-		return k;
+		return early_failure(r, k);
 	moat_test_stall("child");
 	if (write(r->sb.go_w, "g", 1) != 1)
-		return moat_error_set(r->err, "sync", errno, "the sandbox vanished during setup");
+		return early_failure(
+			r,
+			moat_error_set(r->err, "sync", errno, "the sandbox vanished during setup"));
 	/* While the sandbox assembles its root: the work it needs only before its
 	 * command runs (the cgroup attach, which on cgroup v1 waits for an RCU
 	 * grace period; the seccomp filter's compilation; the secrets), and the

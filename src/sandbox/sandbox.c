@@ -986,6 +986,27 @@ static void close_inherited(struct moat_init *sb)
  * (or its own, more precise message) and nothing runs.
  */
 
+/* The supervisor's first byte on the go pipe: the id maps are written. Read
+ * by the first step that needs them (identity/maps, or network/capture for
+ * --net allow, whose child keeps the order it always had), not at the
+ * init's start: the steps before it (wipe, hostname, loopback, ucounts,
+ * private, sources) use no id map and overlap the supervisor's writing of
+ * the maps instead of waiting for it. If moat is gone the read gives EOF and
+ * the init leaves. */
+static void wait_go(struct moat_init *sb)
+{
+	char go;
+	ssize_t n;
+	if (sb->go_seen)
+		return;
+	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
+	sb->go_seen = true;
+	moat_test_stall("init-go");
+}
+
 static int step_cgroup_join(struct moat_init *sb)
 {
 	/* Into the run's cgroup v1 groups before anything is forked (sandbox.h) */
@@ -1021,6 +1042,13 @@ static int step_loopback(struct moat_init *sb)
 	return 0;
 }
 
+static int step_capture(struct moat_init *sb)
+{
+	if (sb->plan->net.mode == MOAT_NET_ALLOW)
+		wait_go(sb);
+	return moat_hook_network(sb);
+}
+
 static int step_ucounts(struct moat_init *sb)
 {
 	limit_ucounts();
@@ -1035,6 +1063,12 @@ static int step_private(struct moat_init *sb)
 static int step_sources(struct moat_init *sb)
 {
 	open_sources();
+	return 0;
+}
+
+static int step_maps(struct moat_init *sb)
+{
+	wait_go(sb);
 	return 0;
 }
 
@@ -1070,32 +1104,46 @@ static int step_cwd(struct moat_init *sb)
 }
 
 /* Terminals are made per process by the supervisor, in this sandbox's own
- * devpts instance: it gets the instance's ptmx (O_PATH). */
+ * devpts instance: it gets the instance's ptmx (O_PATH), handed over with the
+ * namespaces (init/namespaces). */
 static int step_terminal(struct moat_init *sb)
 {
-	int ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
-	if (ptmx >= 0) {
-		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_PTMX, ptmx) < 0)
-			return -1;
-		close(ptmx);
-	}
+	sb->init_ptmx = open("/dev/pts/ptmx", O_PATH | O_CLOEXEC);
 	return 0;
 }
 
 /* The sandbox's user and mount namespaces to the supervisor, for the
  * snapshots' helper (snapshot.c): once the init is not dumpable an
  * unprivileged supervisor can neither open its /proc/PID/ns nor setns by its
- * pidfd. */
+ * pidfd. One message with the ptmx: one wake-up of the supervisor, not three. */
 static int step_namespaces(struct moat_init *sb)
 {
 	static const char *const ns_files[] = {"/proc/self/ns/user", "/proc/self/ns/mnt"};
-	for (int i = 0; i < 2; i++) {
+	int32_t kinds[3];
+	int fds[3];
+	unsigned n = 0;
+	int k = 0;
+	if (sb->init_ptmx >= 0) {
+		kinds[n] = MOAT_FD_PTMX;
+		fds[n++] = sb->init_ptmx;
+		sb->init_ptmx = -1;
+	}
+	for (int i = 0; i < 2 && k >= 0; i++) {
 		int nfd = open(ns_files[i], O_RDONLY | O_CLOEXEC);
-		if (nfd < 0 ||
-		    moat_sandbox_send_fd(sb->sock_child, i ? MOAT_FD_MNTNS : MOAT_FD_USERNS, nfd) <
-			    0)
-			return -1;
-		close(nfd);
+		if (nfd < 0)
+			k = -errno;
+		else {
+			kinds[n] = i ? MOAT_FD_MNTNS : MOAT_FD_USERNS;
+			fds[n++] = nfd;
+		}
+	}
+	if (k >= 0)
+		k = moat_sandbox_send_fds(sb->sock_child, kinds, n, fds, n);
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+	if (k < 0) {
+		errno = -k;
+		return -1;
 	}
 	return 0;
 }
@@ -1160,22 +1208,8 @@ static int step_seccomp(struct moat_init *sb)
 		return -1;
 	if (notify_fd < 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -1;
-	if (notify_fd >= 0) {
-		/* Not with SCM_RIGHTS: under network recording sendmsg goes to this
-		 * very listener, which nobody would serve yet. moat takes it with
-		 * pidfd_getfd(), which needs ptrace access: an unprivileged moat
-		 * has it to a dumpable process of its own uid only, so the init is
-		 * dumpable until moat has it. No answer is waited for: moat takes
-		 * it before it reads DONE and sends nothing before, so the first
-		 * record on the channel says it is taken (and a failure ends the
-		 * sandbox from moat's side). Nothing else runs in the sandbox
-		 * meanwhile. */
-		if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_NOTIFY_TAKE, -1) < 0 ||
-		    moat_sandbox_send_fd(sb->sock_child, notify_fd, -1) < 0)
-			die(MOAT_STAGE_SECCOMP, errno, -1,
-			    "cannot hand the seccomp listener to moat");
-		sb->init_notify_fd = notify_fd;
-	}
+	/* the listener is handed over with DONE (init/stdio) */
+	sb->init_notify_fd = notify_fd;
 	moat_test_stall("init-restricted");
 	return 0;
 }
@@ -1187,8 +1221,31 @@ static int step_stdio(struct moat_init *sb)
 			die(MOAT_STAGE_STDIO, errno, -1, "cannot set up fd %d", i);
 	close(sb->init_devnull);
 	sb->init_devnull = -1;
-	if (moat_sandbox_send_fd(sb->sock_child, MOAT_FD_DONE, -1) < 0)
-		die(MOAT_STAGE_SYNC, errno, -1, "cannot reach moat");
+	/* The seccomp listener, then DONE, in one message (one wake-up of the
+	 * supervisor). Not with SCM_RIGHTS: under network recording sendmsg goes
+	 * to this very listener, which nobody would serve yet; without fds this
+	 * is a plain write(). moat takes the listener with pidfd_getfd(), which
+	 * needs ptrace access: an unprivileged moat has it to a dumpable process
+	 * of its own uid only, so the init is dumpable until moat has it. No
+	 * answer is waited for: moat takes it before it reads DONE and sends
+	 * nothing before, so the first record on the channel says it is taken
+	 * (and a failure ends the sandbox from moat's side). Nothing else runs
+	 * in the sandbox meanwhile. */
+	int32_t msg[3];
+	unsigned n = 0;
+	if (sb->init_notify_fd >= 0) {
+		msg[n++] = MOAT_FD_NOTIFY_TAKE;
+		msg[n++] = sb->init_notify_fd;
+	}
+	msg[n++] = MOAT_FD_DONE;
+	/* Setup is done: EOF on the setup pipe before DONE, so that moat, woken
+	 * by DONE, finds it there and does not wait for it again. Nothing is left
+	 * that could fail but the message itself, and without DONE moat fails the
+	 * setup on that EOF ("died during setup"). */
+	close(sb->setup_w);
+	sb->setup_w = -1;
+	if (moat_sandbox_send_fds(sb->sock_child, msg, n, NULL, 0) < 0)
+		_exit(MOAT_EXIT_SETUP);
 	return 0;
 }
 
@@ -1205,7 +1262,12 @@ static int step_stdio(struct moat_init *sb)
  * - limits/ucounts: through the host's /proc, before the sandbox's own /proc
  *   (whose sys is read-only) replaces it.
  * - mount/private, mount/sources: the sources are opened as the caller, so
- *   before identity/uid; identity/uid before the mounts, so that what the
+ *   before identity/uid.
+ * - identity/maps: waits for the supervisor's go (the id maps are written);
+ *   every step before it needs no map, so they overlap the supervisor's
+ *   writing of the maps (network/capture waits there instead with --net
+ *   allow: its child starts after the go, as it always did).
+ * - identity/uid before the mounts, so that what the
  *   steps create belongs to the sandbox's uid (the namespace capabilities
  *   stay: uid 0 is not mapped).
  * - mount/steps, mount/root, mount/cwd: the root is built, pivoted into and
@@ -1231,10 +1293,11 @@ static const struct moat_init_step init_steps[] = {
 	{"credentials", "wipe", MOAT_STAGE_SYNC, step_wipe, "cannot wipe moat's environment"},
 	{"identity", "hostname", MOAT_STAGE_HOSTNAME, step_hostname, "sethostname"},
 	{"network", "loopback", MOAT_STAGE_NETWORK, step_loopback, "cannot bring lo up"},
-	{"network", "capture", MOAT_STAGE_NETWORK, moat_hook_network, "network setup failed"},
+	{"network", "capture", MOAT_STAGE_NETWORK, step_capture, "network setup failed"},
 	{"limits", "ucounts", MOAT_STAGE_RLIMIT, step_ucounts, "cannot limit ucounts"},
 	{"mount", "private", MOAT_STAGE_MOUNT, step_private, "cannot make mounts private"},
 	{"mount", "sources", MOAT_STAGE_MOUNT, step_sources, "cannot open the sources"},
+	{"identity", "maps", MOAT_STAGE_SYNC, step_maps, "the supervisor failed"},
 	{"identity", "uid", MOAT_STAGE_IDENTITY, step_ids, "cannot set the identity"},
 	{"mount", "steps", MOAT_STAGE_MOUNT, step_mounts, "cannot mount"},
 	{"mount", "root", MOAT_STAGE_PIVOT, step_root, "pivot_root failed"},
@@ -1276,31 +1339,25 @@ int moat_init_step_run(struct moat_init *sb, const char *layer, const char *name
 
 _Noreturn void moat_sandbox_init(struct moat_init *sb)
 {
-	char go;
 	g_sb = sb;
 	sb->init_devnull = -1;
 	sb->init_notify_fd = -1;
+	sb->init_ptmx = -1;
 	close_inherited(sb); /* the supervisor's ends of the pipes go too */
 	/* The sandbox dies with moat, even if moat is SIGKILLed: PID 1 exiting
 	 * takes the whole pid namespace with it. (getppid() is 0 here: the parent
 	 * is outside the pid namespace. If moat died before this line, the go
-	 * pipe below reads EOF and we leave.) */
+	 * pipe reads EOF at identity/maps and we leave.) */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(MOAT_EXIT_SETUP);
 
-	ssize_t n;
-	while ((n = read(sb->go_r, &go, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1)
-		_exit(MOAT_EXIT_SETUP); /* the supervisor gave up; it reports why */
-	moat_test_stall("init-go");
 	for (size_t i = 0; i < ELEMENTSOF(init_steps); i++) {
 		const struct moat_init_step *s = &init_steps[i];
 		if (s->apply(sb) < 0)
 			die(s->stage, errno, -1, "%s", s->fail);
 	}
-	/* setup is done: EOF on the setup pipe; from now on the control channel */
-	close(sb->setup_w);
+	/* setup is done (init/stdio closed the setup pipe); from now on the
+	 * control channel */
 	if (sb->init_notify_fd >= 0) {
 		/* the first record (or the channel's end): moat has the listener */
 		struct pollfd pf = {.fd = sb->sock_child, .events = POLLIN};

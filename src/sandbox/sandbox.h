@@ -51,8 +51,9 @@ enum moat_fd_kind {
 	MOAT_FD_PTMX = 2, /* O_PATH of the ptmx of the sandbox's own devpts */
 	MOAT_FD_NOTIFY = 3, /* the seccomp user-notification listener */
 	MOAT_FD_UPPER = 4, /* the overlay upper dir of the workspace */
-	/* the seccomp listener, taken by moat with pidfd_getfd: the next message
-	 * is its fd number in the init, moat answers 1 (taken) or 0 */
+	/* the seccomp listener, taken by moat with pidfd_getfd: the next kind
+	 * of the same message is its fd number in the init; moat's first record
+	 * on the channel says it is taken */
 	MOAT_FD_NOTIFY_TAKE = 5,
 	MOAT_FD_LOWER = 6, /* O_PATH of the workspace overlay's lower tree (snapshots) */
 	/* the sandbox's user and mount namespaces (snapshots: setns; the init's
@@ -77,6 +78,7 @@ struct moat_init {
 
 	int setup_w, setup_r; /* sandbox -> supervisor: error record or EOF at exec */
 	int go_r, go_w; /* supervisor -> sandbox: maps written, proceed */
+	bool go_seen; /* the init read the first byte (identity/maps) */
 	/* fd passing during setup, sandbox -> supervisor; then the control
 	 * channel (ctl.h) */
 	int sock_child, sock_sup;
@@ -123,6 +125,7 @@ struct moat_init {
 	 * fds 0..2 at the end, opened while /dev is there; -1 before. */
 	int init_devnull;
 	int init_notify_fd; /* the seccomp listener until moat took it */
+	int init_ptmx; /* init/terminal's ptmx until init/namespaces hands it over */
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */
@@ -159,6 +162,16 @@ const char *moat_setup_stage_name(enum moat_setup_stage s);
 
 /* Send / receive one fd with a kind tag over a unix socket. */
 int moat_sandbox_send_fd(int sock, int kind, int fd);
+/* Several in one message (one wake-up of the supervisor instead of one per
+ * fd): n kinds (n <= MOAT_SANDBOX_BATCH_MAX), the n_fds fds belonging to the
+ * first n_fds of them. Without fds a plain write(), as above. The receiver
+ * gets every kind with its fd (-1 for none) and *ret_n; a message that does
+ * not fit is refused (-EBADMSG) with its fds closed. moat_sandbox_recv_fd
+ * takes single-kind messages only. */
+#define MOAT_SANDBOX_BATCH_MAX 8
+int moat_sandbox_send_fds(int sock, const int32_t *kinds, unsigned n, const int *fds,
+			  unsigned n_fds);
+int moat_sandbox_recv_fds(int sock, int32_t *ret_kinds, int *ret_fds, unsigned *ret_n);
 int moat_sandbox_recv_fd(int sock, int *ret_kind, int *ret_fd);
 /* The init's side of MOAT_FD_NOTIFY_TAKE: announce fd, wait until moat took it. */
 int moat_sandbox_offer_fd(int sock, int kind, int fd);

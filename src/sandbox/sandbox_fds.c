@@ -13,13 +13,43 @@
 #include "shared/fdpass.h"
 #include "shared/macro.h"
 
-int moat_sandbox_send_fd(int sock, int kind, int fd)
+int moat_sandbox_send_fds(int sock, const int32_t *kinds, unsigned n, const int *fds,
+			  unsigned n_fds)
 {
 	/* without an fd a plain write(), which never reaches the seccomp
 	 * listener, whatever the policy denies (network recording watches
 	 * sendmsg, a --deny-syscall may name sendto: moat_sandbox_offer_fd) */
+	if (n == 0 || n > MOAT_SANDBOX_BATCH_MAX || n_fds > n || (n_fds && !fds))
+		return -EINVAL;
+	return moat_msg_send(sock, kinds, n * sizeof(int32_t), fds, n_fds);
+}
+
+int moat_sandbox_send_fd(int sock, int kind, int fd)
+{
 	int32_t k = kind;
-	return moat_msg_send(sock, &k, sizeof(k), &fd, fd >= 0 ? 1 : 0);
+	return moat_sandbox_send_fds(sock, &k, 1, &fd, fd >= 0 ? 1 : 0);
+}
+
+int moat_sandbox_recv_fds(int sock, int32_t *ret_kinds, int *ret_fds, unsigned *ret_n)
+{
+	int got[MOAT_SANDBOX_BATCH_MAX];
+	unsigned n_fds = 0;
+	*ret_n = 0;
+	ssize_t n = moat_msg_recv(sock, ret_kinds, MOAT_SANDBOX_BATCH_MAX * sizeof(int32_t), got,
+				  MOAT_SANDBOX_BATCH_MAX, &n_fds);
+	if (n < 0)
+		return (int)n;
+	unsigned nk = (unsigned)((size_t)n / sizeof(int32_t));
+	if (n == 0 || (size_t)n % sizeof(int32_t) || n_fds > nk) {
+		for (unsigned i = 0; i < n_fds; i++)
+			close(got[i]);
+		return n == 0 ? -EPIPE : -EBADMSG;
+	}
+	/* the fds belong to the first n_fds kinds, in order */
+	for (unsigned i = 0; i < nk; i++)
+		ret_fds[i] = i < n_fds ? got[i] : -1;
+	*ret_n = nk;
+	return 0;
 }
 
 int moat_sandbox_offer_fd(int sock, int kind, int fd)

@@ -172,6 +172,8 @@ TEST(layers_init_steps_order)
 	BEFORE("network", "capture", "mount", "steps"); /* overlaps the root assembly */
 	BEFORE("limits", "ucounts", "mount", "steps"); /* through the host's /proc */
 	BEFORE("mount", "sources", "identity", "uid"); /* opened as the caller */
+	BEFORE("mount", "sources", "identity", "maps"); /* no map needed before */
+	BEFORE("identity", "maps", "identity", "uid"); /* the supervisor wrote them */
 	BEFORE("identity", "uid", "mount", "steps");
 	BEFORE("mount", "steps", "mount", "root");
 	BEFORE("mount", "root", "landlock", "ruleset"); /* paths after pivot_root */
