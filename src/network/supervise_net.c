@@ -320,12 +320,13 @@ static int policy_subset(const struct moat_policy *p, char **ret)
  * moves it into place). */
 static int helper_config(struct moat_run *r, struct moat_net_run *n, int *ret_fd)
 {
-	struct moat_net_cfg_head h = {.magic = MOAT_NET_CFG_MAGIC,
-				      .version = MOAT_NET_CFG_VERSION,
-				      /* the uid the helper becomes in root mode;
+	struct moat_net_cfg_head h = {
+		.magic = MOAT_NET_CFG_MAGIC,
+		.version = MOAT_NET_CFG_VERSION,
+		/* the uid the helper becomes in root mode;
 				       * else it keeps its own (UINT32_MAX) */
-				      .uid = r->sb.root_mode ? (uint32_t)r->sb.host_uid : UINT32_MAX,
-				      .gid = r->sb.root_mode ? (uint32_t)r->sb.host_gid : UINT32_MAX};
+		.uid = r->sb.root_mode ? (uint32_t)r->sb.host_uid : UINT32_MAX,
+		.gid = r->sb.root_mode ? (uint32_t)r->sb.host_gid : UINT32_MAX};
 	_cleanup_free_ char *policy = NULL;
 	_cleanup_close_ int fd = -1;
 	uint32_t n_creds = 0;
@@ -445,8 +446,9 @@ _noreturn_ static void helper_exec(struct moat_net_run *n, int ev_w, int cfg_fd,
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 		_exit(MOAT_EXIT_SETUP);
 	if (n->netns_fd >= 0 && join_netns(n->netns_fd) < 0)
-		helper_exec_fail(ev_w, "cannot join the engine's network namespace (setns needs "
-				       "CAP_SYS_ADMIN over it: the runtime's user must own it)");
+		helper_exec_fail(ev_w,
+				 "cannot join the engine's network namespace (setns needs "
+				 "CAP_SYS_ADMIN over it: the runtime's user must own it)");
 	/* uid 0 of a user namespace (rootless podman; or the namespace of the
 	 * engine's that was joined): exec would give the helper every
 	 * capability there. It needs none: an empty bounding set and no

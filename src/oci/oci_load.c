@@ -358,13 +358,14 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 	if (k >= 0 && p && netns[0]) {
 		char line[4400];
 		bool up = p->net == MOAT_NET_ALLOW;
-		snprintf(line, sizeof(line),
-			 up ? "%s: %s: moat's egress proxy dials from this network namespace; the "
-			      "container's processes are in moat's own, whose only way out is the "
-			      "proxy"
-			    : "%s: %s: not used (no run.moat.allow-hosts): the container has moat's "
-			      "own network namespace with only lo",
-			 netns_field, netns);
+		snprintf(
+			line, sizeof(line),
+			up ? "%s: %s: moat's egress proxy dials from this network namespace; the "
+			     "container's processes are in moat's own, whose only way out is the "
+			     "proxy"
+			   : "%s: %s: not used (no run.moat.allow-hosts): the container has moat's "
+			     "own network namespace with only lo",
+			netns_field, netns);
 		k = strv_push(&ret->notes, &n_notes, line, 4096);
 		if (k >= 0 && up) {
 			free(p->upstream_netns);

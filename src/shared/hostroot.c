@@ -65,6 +65,6 @@ bool moat_host_root(void)
 		return false;
 	if (cached < 0)
 		cached = map_zero("/proc/self/uid_map", 0) ||
-			 map_zero("/proc/self/gid_map", (unsigned long)getegid());
+			map_zero("/proc/self/gid_map", (unsigned long)getegid());
 	return cached;
 }
