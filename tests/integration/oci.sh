@@ -593,7 +593,11 @@ t_podman() {
 # ---- containerd ----------------------------------------------------------------
 
 # A containerd of this test's own (its config, root, state and sockets under
-# T_OUT; no CRI) with the runc shim pointed at moat (ctr --runc-binary).
+# T_OUT; no CRI) with the runc shim pointed at moat (ctr --runc-binary). The
+# shim's own paths are fixed (/run/containerd/s for its sockets, ctr's
+# /run/containerd/fifo, the shim's runc root): containerd, ctr and the shims
+# run in a private mount namespace whose /run/containerd is a tmpfs of the
+# test's, so nothing of a machine's containerd is touched.
 t_containerd() {
 	need_busybox
 	# containerd is a root daemon on this machine: nothing to drive as a user
@@ -619,18 +623,42 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
 [metrics]
   address = ""
 EOF
-	containerd --config "$D/config.toml" >"$D/log" 2>&1 &
+	# the namespace: held by a process of the test's own
+	unshare -m --propagation private sleep 600 &
+	local mns=$!
+	# shellcheck disable=SC2064 # this holder, whatever happens
+	trap "kill $mns 2>/dev/null || true" EXIT
+	for _ in $(seq 50); do
+		[ "$(readlink "/proc/$mns/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ] && break
+		sleep 0.05
+	done
+	in_ns() { nsenter -t "$mns" -m -- "$@"; }
+	if [ -d /run/containerd ]; then
+		in_ns mount -t tmpfs -o mode=0711 tmpfs /run/containerd
+	else
+		# no /run/containerd to cover: a tmpfs over /run, moat's own
+		# /run/moat (its uid pool) bound back in
+		mkdir -p "$D/hostrun" /run/moat
+		in_ns sh -c 'mount --bind /run "$1" && mount -t tmpfs -o mode=0755 tmpfs /run &&
+			mkdir -p /run/moat /run/containerd && mount --rbind "$1/moat" /run/moat' sh "$D/hostrun"
+	fi
+	# positive control: the namespace's /run/containerd is not the host's
+	in_ns touch /run/containerd/.moat-test-$$
+	[ ! -e "/run/containerd/.moat-test-$$" ] || fail "the private /run/containerd is the host's"
+	# nsenter execs containerd: $! is its pid
+	nsenter -t "$mns" -m -- containerd --config "$D/config.toml" >"$D/log" 2>&1 &
 	local cpid=$!
-	# shellcheck disable=SC2064 # this containerd, whatever happens
-	trap "kill $cpid 2>/dev/null || true" EXIT
+	# shellcheck disable=SC2064 # this containerd and the holder, whatever happens
+	trap "kill $cpid $mns 2>/dev/null || true" EXIT
 	for _ in $(seq 100); do [ -S "$D/c.sock" ] && break; sleep 0.1; done
 	[ -S "$D/c.sock" ] || fail "containerd did not start: $(tail -5 "$D/log")"
-	c() { timeout 60 ctr --address "$D/c.sock" "$@"; }
+	# (nsenter -m starts in /: the working directory again)
+	c() { timeout 60 nsenter -t "$mns" -m --wd="$PWD" -- ctr --address "$D/c.sock" "$@"; }
 	# ctr --config takes the spec as it is (ctr has no --user: the bundle's)
 	bundle b '["sh", "-c", "echo from-ctr; id -u; exit 6"]'
 	local rc=0
 	c run --rm --config b/config.json --runc-binary "$RT" k1 >out 2>&1 || rc=$?
-	assert_eq 6 "$rc" "ctr run's exit status (the shim waits for the pid file's pid)"
+	assert_eq 6 "$rc" "ctr run's exit status (the shim waits for the pid file's pid): $(cat out)"
 	assert_contains "$(cat out)" "from-ctr"
 	assert_contains "$(cat out)" "1000" "the user"
 	# run -d, task exec, task ps, kill, delete
@@ -658,6 +686,7 @@ EOF
 	c container delete k3 >/dev/null 2>&1 || true
 	kill "$cpid"
 	wait "$cpid" 2>/dev/null || true
+	kill "$mns" 2>/dev/null || true
 }
 
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
