@@ -339,7 +339,7 @@ t_engine_netns() {
 	need_busybox
 	mkdir -p www
 	echo "ns-$$" >www/pkg.txt
-	local uns=() srv port= ns
+	local uns=() srv port='' ns
 	is_root || uns=(-r)
 	unshare "${uns[@]}" -n sh -c 'ip link set lo up &&
 		exec python3 -u -m http.server 0 --bind 127.0.0.3 --directory www' >srv.log 2>&1 &
