@@ -320,11 +320,11 @@ static int policy_subset(const struct moat_policy *p, char **ret)
  * moves it into place). */
 static int helper_config(struct moat_run *r, struct moat_net_run *n, int *ret_fd)
 {
+	/* uid, gid: what the helper becomes in root mode; else it keeps its
+	 * own (UINT32_MAX) */
 	struct moat_net_cfg_head h = {
 		.magic = MOAT_NET_CFG_MAGIC,
 		.version = MOAT_NET_CFG_VERSION,
-		/* the uid the helper becomes in root mode;
-				       * else it keeps its own (UINT32_MAX) */
 		.uid = r->sb.root_mode ? (uint32_t)r->sb.host_uid : UINT32_MAX,
 		.gid = r->sb.root_mode ? (uint32_t)r->sb.host_gid : UINT32_MAX};
 	_cleanup_free_ char *policy = NULL;
@@ -403,11 +403,11 @@ static int join_netns(int fd)
 	int u = ioctl(fd, NS_GET_USERNS);
 	if (u < 0)
 		return -errno;
-	int k = setns(u, CLONE_NEWUSER);
+	int k = setns(u, CLONE_NEWUSER) < 0 ? -errno : 0;
 	close(u);
-	if (k < 0 || setns(fd, CLONE_NEWNET) < 0)
-		return -errno;
-	return 0;
+	if (k == 0 && setns(fd, CLONE_NEWNET) < 0)
+		k = -errno;
+	return k;
 }
 
 static int drop_all_caps(void)
