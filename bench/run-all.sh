@@ -27,7 +27,7 @@ fi
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
 
-suites=(startup peers syscalls exec python memory proxy stdio lifecycle snapshot cycles serve)
+suites=(startup peers syscalls exec python memory proxy stdio lifecycle snapshot cycles serve oci)
 [ -n "${BENCH_ONLY:-}" ] && read -r -a suites <<<"$BENCH_ONLY"
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -10,11 +10,12 @@ build_pkgs=(gcc make pkg-config libmicrohttpd-dev libjansson-dev libseccomp-dev 
 # (only recommended by clang-14, so not pulled in by --no-install-recommends).
 test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
 	shellcheck cppcheck clang-format busybox-static make gcc nodejs
-	podman runc conmon containerd jq file runsc zsh)
+	podman runc conmon containerd jq file runsc zsh slirp4netns)
 # podman, runc, conmon, containerd: tests/integration/oci.sh runs podman and
 # containerd (ctr) with moat as their runtime (runc: the reference runtime);
 # runsc: the gvisor isolation level (tests/integration/isolation.sh); zsh:
-# tests/integration/install.sh parses the zsh completion
+# tests/integration/install.sh parses the zsh completion; slirp4netns: rootless
+# podman's default network (oci.sh: the engine's namespace as the proxy's upstream)
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
 	want+=("${test_pkgs[@]}")

@@ -208,6 +208,14 @@ const char *moat_reason_name(enum moat_reason r);
  * Returns the length the whole escaping needs, like snprintf. */
 size_t moat_escape(const char *in, size_t len, char *out, size_t outlen);
 
+/* True when this process is the host's root: euid 0 in the initial user
+ * namespace (or in one whose uid 0 and gid are the parent's 0). uid 0 of a
+ * user namespace an unprivileged user made (rootless podman runs its
+ * runtime so) is false: moat then works as that user does, unprivileged.
+ * Where the maps cannot be read it is true (the privileged path, which
+ * never maps host uid 0 into a sandbox, fails where it lacks privilege). */
+bool moat_host_root(void);
+
 /* Run argv[0] with argv inside a fresh sandbox described by p. Blocks until the
  * sandbox is gone (every process dead, every temporary removed). On success
  * fills *ret_status (including a failed or killed command). Returns < 0 only

@@ -37,6 +37,7 @@ static const char *const type_names[MOAT_EV_MAX_] = {
 	[MOAT_EV_DNS] = "dns",	     [MOAT_EV_SYSCALL] = "syscall", [MOAT_EV_LIMIT] = "limit",
 	[MOAT_EV_FILE] = "file",     [MOAT_EV_ALERT] = "alert",	    [MOAT_EV_EXIT] = "exit",
 	[MOAT_EV_HELPER] = "helper", [MOAT_EV_PROCESS] = "process", [MOAT_EV_SNAPSHOT] = "snapshot",
+	[MOAT_EV_CONFIG] = "config",
 };
 
 const char *moat_audit_type_name(enum moat_audit_type t)
@@ -103,7 +104,7 @@ int moat_runs_dir(char **ret)
 	const char *base = NULL, *suffix = "/moat/runs";
 	char *s = NULL;
 
-	if (geteuid() == 0) {
+	if (moat_host_root()) {
 		base = "/var/lib";
 	} else {
 		const char *x = getenv("XDG_STATE_HOME");

@@ -38,6 +38,7 @@ enum moat_audit_type {
 	MOAT_EV_HELPER, /* a helper process and the descriptors it holds */
 	MOAT_EV_PROCESS, /* a process the sandbox was asked to run: its start and exit */
 	MOAT_EV_SNAPSHOT, /* a snapshot taken, restored, deleted; a reset (snapshot.c) */
+	MOAT_EV_CONFIG, /* the OCI runtime: a spec field moat satisfied itself or ignored */
 	MOAT_EV_MAX_,
 };
 

@@ -339,6 +339,15 @@ int moat_observe_start(struct moat_run *r)
 		return 0;
 	o->start_written = true;
 	int k = write_start(r);
+	/* the OCI runtime's notes: one `config` event per field ("FIELD: text") */
+	for (unsigned i = 0; k >= 0 && i < r->p->n_config_notes; i++) {
+		const char *nt = r->p->config_notes[i], *sep = strstr(nt, ": ");
+		char field[160];
+		snprintf(field, sizeof(field), "%.*s", sep ? (int)(sep - nt) : 0, nt);
+		k = MOAT_AUDIT(o->audit, MOAT_EV_CONFIG, MOAT_F_STR("source", "config.json"),
+			       MOAT_F_STR("field", field[0] ? field : NULL),
+			       MOAT_F_STR("note", sep ? sep + 2 : nt));
+	}
 	if (k < 0)
 		return moat_error_set(r->err, "audit", -k, "cannot write the audit log %s: %s",
 				      o->log_path, strerror(-k));

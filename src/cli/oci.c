@@ -670,15 +670,7 @@ static void default_root(void)
 	const char *x = getenv("XDG_RUNTIME_DIR");
 	/* rootless podman runs the runtime as uid 0 of its user namespace
 	 * with XDG_RUNTIME_DIR set: that is the user's, not /run */
-	bool userns = false;
-	FILE *f = fopen("/proc/self/uid_map", "re");
-	unsigned long in = 0, out = 0, n = 0;
-	if (f) { /* the initial namespace maps all of 0..2^32-1 onto itself */
-		userns = fscanf(f, "%lu %lu %lu", &in, &out, &n) != 3 || in != 0 || out != 0 ||
-			n != 4294967295UL;
-		fclose(f);
-	}
-	if (x && x[0] == '/' && (geteuid() != 0 || userns))
+	if (x && x[0] == '/' && !moat_host_root())
 		snprintf(buf, sizeof(buf), "%s/moat-oci", x);
 	else
 		snprintf(buf, sizeof(buf), "/run/moat-oci");

@@ -438,8 +438,9 @@ static int helper_main(void)
 		return helper_fail("upstream trust store", k, p->upstream_ca);
 
 	/* In root mode it becomes the sandbox's unprivileged host uid: it only
-	 * needs to dial out. */
-	if (geteuid() == 0) {
+	 * needs to dial out. Else (UINT32_MAX) it keeps its uid; as uid 0 of a
+	 * user namespace it was exec'd with no capability (supervise_net.c). */
+	if (geteuid() == 0 && x.h.uid != UINT32_MAX) {
 		if (setgroups(0, NULL) < 0 || setresgid(x.h.gid, x.h.gid, x.h.gid) < 0 ||
 		    setresuid(x.h.uid, x.h.uid, x.h.uid) < 0)
 			return helper_fail("identity", negerrno(), NULL);

@@ -8,8 +8,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
@@ -51,6 +57,11 @@ struct moat_net_run {
 	 * moat's own executable (for the helper's exec) and /dev/null */
 	int exe_fd;
 	int null_fd;
+	/* the engine's network namespace the helper dials from (OCI runtime,
+	 * policy.h upstream_netns), or -1: the supervisor's */
+	int netns_fd;
+	bool drop_caps; /* not root mode: were the helper uid 0 of a user
+			 * namespace, it execs with no capability */
 	int ctl_fd; /* the helper's control socket, until it has the listeners */
 	bool helper_reported; /* its one "helper" event is in the log */
 	char line[MOAT_PROXY_EVENT_MAX + 1]; /* a partial event line */
@@ -76,11 +87,44 @@ static struct moat_net_run *net_get(struct moat_run *r)
 	n->ev_fd = -1;
 	n->exe_fd = -1;
 	n->null_fd = -1;
+	n->netns_fd = -1;
 	n->ctl_fd = -1;
 	for (unsigned i = 0; i < MOAT_NETNS_N_FDS; i++)
 		n->fds[i] = -1;
 	r->net = n;
 	return n;
+}
+
+/* An engine's network namespace, by a path the bundle names (the runtime
+ * may be root): opened O_PATH without a side effect (no FIFO, no device is
+ * opened for reading), then reopened through /proc/self/fd only when it is
+ * a namespace file (nsfs), and only a network namespace is kept. */
+static int open_netns(struct moat_run *r, struct moat_net_run *n, const char *path)
+{
+	static const char what[] = "linux.namespaces: the network namespace";
+	_cleanup_close_ int pfd = open(path, O_PATH | O_CLOEXEC);
+	struct statfs sf;
+	struct stat st;
+	char proc[40];
+	if (pfd < 0)
+		return moat_error_set(r->err, "network", errno, "%s %s: %s", what, path,
+				      strerror(errno));
+	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(pfd, &sf) < 0 ||
+	    sf.f_type != NSFS_MAGIC)
+		return moat_error_set(r->err, "network", EINVAL, "%s %s: not a namespace", what,
+				      path);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	int fd = open(proc, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return moat_error_set(r->err, "network", errno, "%s %s: %s", what, path,
+				      strerror(errno));
+	if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+		close(fd);
+		return moat_error_set(r->err, "network", EINVAL, "%s %s: not a network namespace",
+				      what, path);
+	}
+	n->netns_fd = fd;
+	return 0;
 }
 
 int moat_net_prepare(struct moat_run *r)
@@ -98,6 +142,8 @@ int moat_net_prepare(struct moat_run *r)
 	if (n->checked)
 		return 0;
 	if ((k = moat_net_check_rules(r)) < 0)
+		return k;
+	if (r->p->upstream_netns && (k = open_netns(r, n, r->p->upstream_netns)) < 0)
 		return k;
 	n->checked = true;
 	return 0;
@@ -274,10 +320,13 @@ static int policy_subset(const struct moat_policy *p, char **ret)
  * moves it into place). */
 static int helper_config(struct moat_run *r, struct moat_net_run *n, int *ret_fd)
 {
-	struct moat_net_cfg_head h = {.magic = MOAT_NET_CFG_MAGIC,
-				      .version = MOAT_NET_CFG_VERSION,
-				      .uid = (uint32_t)r->sb.host_uid,
-				      .gid = (uint32_t)r->sb.host_gid};
+	/* uid, gid: what the helper becomes in root mode; else it keeps its
+	 * own (UINT32_MAX) */
+	struct moat_net_cfg_head h = {
+		.magic = MOAT_NET_CFG_MAGIC,
+		.version = MOAT_NET_CFG_VERSION,
+		.uid = r->sb.root_mode ? (uint32_t)r->sb.host_uid : UINT32_MAX,
+		.gid = r->sb.root_mode ? (uint32_t)r->sb.host_gid : UINT32_MAX};
 	_cleanup_free_ char *policy = NULL;
 	_cleanup_close_ int fd = -1;
 	uint32_t n_creds = 0;
@@ -328,6 +377,56 @@ static void helper_env(const char **envp)
 	envp[n] = NULL;
 }
 
+/* In the child, between fork and exec: a set-up failure as the helper
+ * itself reports one (helper_error reads it), then exit. */
+_noreturn_ static void helper_exec_fail(int ev_w, const char *msg)
+{
+	static const char a[] = "{\"error\":\"";
+	static const char b[] = "\"}\n";
+	(void)!write(ev_w, a, sizeof(a) - 1);
+	(void)!write(ev_w, msg, strlen(msg));
+	(void)!write(ev_w, b, sizeof(b) - 1);
+	_exit(MOAT_EXIT_SETUP);
+}
+
+/* setns into the network namespace; where this process lacks the
+ * privilege over it (an unprivileged user's namespace, made by `unshare
+ * -rn` or an engine), first into the user namespace that owns it, which
+ * the user owns too (the helper then has capabilities only there, and
+ * drops them before it execs). */
+static int join_netns(int fd)
+{
+	if (setns(fd, CLONE_NEWNET) == 0)
+		return 0;
+	if (errno != EPERM)
+		return -errno;
+	int u = ioctl(fd, NS_GET_USERNS);
+	if (u < 0)
+		return -errno;
+	int k = setns(u, CLONE_NEWUSER) < 0 ? -errno : 0;
+	close(u);
+	if (k == 0 && setns(fd, CLONE_NEWNET) < 0)
+		k = -errno;
+	return k;
+}
+
+static int drop_all_caps(void)
+{
+	for (int c = 0; c <= 63; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	d[0].inheritable = d[1].inheritable = 0;
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	return 0;
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
 _noreturn_ static void helper_exec(struct moat_net_run *n, int ev_w, int cfg_fd, int ctl,
 				   pid_t parent, const char *const *envp)
@@ -346,6 +445,16 @@ _noreturn_ static void helper_exec(struct moat_net_run *n, int ev_w, int cfg_fd,
 	fds[k++] = n->exe_fd; /* last: closed by the exec itself */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
 		_exit(MOAT_EXIT_SETUP);
+	if (n->netns_fd >= 0 && join_netns(n->netns_fd) < 0)
+		helper_exec_fail(ev_w,
+				 "cannot join the engine's network namespace (setns needs "
+				 "CAP_SYS_ADMIN over it: the runtime's user must own it)");
+	/* uid 0 of a user namespace (rootless podman; or the namespace of the
+	 * engine's that was joined): exec would give the helper every
+	 * capability there. It needs none: an empty bounding set and no
+	 * inheritable or ambient capability make the exec'd helper hold none. */
+	if (n->drop_caps && geteuid() == 0 && drop_all_caps() < 0)
+		helper_exec_fail(ev_w, "cannot drop the proxy helper's capabilities");
 	if (moat_fdset_compact(fds, k) < 0 || fcntl((int)k - 1, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(MOAT_EXIT_SETUP);
 	/* Signals stay blocked (as in the supervisor) across the exec until the
@@ -401,6 +510,7 @@ static int helper_spawn(struct moat_run *r, struct moat_net_run *n)
 	int p[2], ctl[2], cfg_fd = -1, k;
 	pid_t self = getpid();
 
+	n->drop_caps = !r->sb.root_mode;
 	if ((k = helper_config(r, n, &cfg_fd)) < 0)
 		return moat_error_set(r->err, "network", -k,
 				      "cannot write the proxy helper's configuration: %s",
@@ -436,6 +546,7 @@ static int helper_spawn(struct moat_run *r, struct moat_net_run *n)
 	close(cfg_fd);
 	n->exe_fd = safe_close(n->exe_fd);
 	n->null_fd = safe_close(n->null_fd);
+	n->netns_fd = safe_close(n->netns_fd);
 	n->ev_fd = p[0];
 	n->ctl_fd = ctl[0];
 	(void)fcntl(n->ev_fd, F_SETFL, O_NONBLOCK);
@@ -705,6 +816,7 @@ void moat_net_teardown(struct moat_run *r)
 	safe_close(n->ev_fd);
 	safe_close(n->exe_fd);
 	safe_close(n->null_fd);
+	safe_close(n->netns_fd);
 	safe_close(n->ctl_fd);
 	drop_credentials(n);
 	if (n->creds)

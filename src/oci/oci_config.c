@@ -694,11 +694,23 @@ static int namespaces(struct ctx *c, json_t *a)
 			k++;
 		if (!t || k == ELEMENTSOF(types))
 			return fail(c, f, "type: unknown namespace type");
-		if (!empty(json_object_get(n, "path")))
-			return fail(c, f,
-				    "path: joining an existing %s namespace is not supported "
-				    "(moat creates its own; podman: --network=none)",
-				    t);
+		json_t *pv = json_object_get(n, "path");
+		if (!empty(pv)) {
+			/* an engine's network namespace (podman's bridge, a pod's):
+			 * the egress proxy's upstream, never the container's own
+			 * (oci_load.c); any other kind: moat's own only */
+			const char *path = str(pv);
+			if (!streq(t, "network"))
+				return fail(c, f,
+					    "path: joining an existing %s namespace is not "
+					    "supported (moat creates its own)",
+					    t);
+			if (!path || path[0] != '/' || strlen(path) >= 4096 || strchr(path, '\n'))
+				return fail(c, f, "path: an absolute path");
+			if (seen & (1u << k))
+				return fail(c, f, "type: a second network namespace");
+			rec(c, "netns", f, path, NULL);
+		}
 		seen |= 1u << k;
 	}
 	if (seen != 0xffu)

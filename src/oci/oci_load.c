@@ -162,7 +162,7 @@ static int policy_file(struct moat_policy *p, const char *field, const char *nam
 		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.'))
 			goto bad;
 	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
-	if (geteuid() == 0 && (!x || x[0] != '/'))
+	if (moat_host_root() && (!x || x[0] != '/'))
 		snprintf(path, sizeof(path), "/etc/moat/oci/%s.json", name);
 	else if (x && x[0] == '/')
 		snprintf(path, sizeof(path), "%s/moat/oci/%s.json", x, name);
@@ -284,6 +284,7 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 	struct moat_oci_recs r = *rr;
 	int k = 0;
 	size_t pos = 0, n_args = 0, n_env = 0, n_notes = 0;
+	char netns[4096] = "", netns_field[64] = "";
 	json_t *ann = json_object();
 	const char *t;
 	/* an error, and the policy file first (run.moat.policy): the other
@@ -343,10 +344,40 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 			char line[1024];
 			snprintf(line, sizeof(line), "%s: %s", f, a);
 			k = strv_push(&ret->notes, &n_notes, line, 4096);
+		} else if (streq(t, "netns")) {
+			snprintf(netns, sizeof(netns), "%s", a);
+			snprintf(netns_field, sizeof(netns_field), "%s", f);
 		} else if (streq(t, "ann"))
 			k = json_object_set_new(ann, a, json_string(b)) < 0 ? -ENOMEM : 0;
 	}
 	moat_oci_recs_done(&r);
+	/* An engine's network namespace is never the container's: with egress
+	 * (allow-hosts, or the policy file's net allow) the proxy dials from it
+	 * and the container's processes stay behind moat's capture rules; else
+	 * the container has moat's own namespace (lo only) and it is unused. */
+	if (k >= 0 && p && netns[0]) {
+		char line[4400];
+		bool up = p->net == MOAT_NET_ALLOW;
+		snprintf(
+			line, sizeof(line),
+			up ? "%s: %s: moat's egress proxy dials from this network namespace; the "
+			     "container's processes are in moat's own, whose only way out is the "
+			     "proxy"
+			   : "%s: %s: not used (no run.moat.allow-hosts): the container has moat's "
+			     "own network namespace with only lo",
+			netns_field, netns);
+		k = strv_push(&ret->notes, &n_notes, line, 4096);
+		if (k >= 0 && up) {
+			free(p->upstream_netns);
+			k = (p->upstream_netns = strdup(netns)) ? 0 : -ENOMEM;
+		}
+	}
+	/* the notes into the container's audit stream too (`config` events) */
+	for (size_t i = 0; k >= 0 && p && ret->notes && ret->notes[i]; i++) {
+		size_t nn = p->n_config_notes;
+		k = strv_push(&p->config_notes, &nn, ret->notes[i], 4096);
+		p->n_config_notes = (unsigned)nn;
+	}
 	if (k >= 0 && !ret->argv)
 		k = moat_error_set(err, "oci", EINVAL, "%s: process.args: required", what);
 	/* no record and no policy file may weaken a layer (docs/OCI.md) */

@@ -222,6 +222,17 @@ struct moat_policy {
 	uint64_t runs_max; /* everything under the runs directory, bytes (default 4 GiB) */
 	uint64_t retention_ms; /* `moat gc` removes runs older than this (default 14 days) */
 
+	/* The OCI runtime only (oci_load.c; no flag, no policy key, not in the
+	 * policy's JSON): an engine's network namespace (a path, e.g.
+	 * /run/netns/X or /proc/PID/ns/net) that the egress proxy dials from
+	 * under --net allow; the sandbox's processes stay in moat's own
+	 * namespace with its capture rules. NULL: the supervisor's. */
+	char *upstream_netns;
+	/* What the OCI runtime satisfied itself or ignored, per field of the
+	 * spec ("FIELD: text"): `config` events after `start` (docs/AUDIT.md) */
+	char **config_notes;
+	unsigned n_config_notes;
+
 	/* While a policy file loads: its directory, which relative host paths in
 	 * it are relative to (not owned; NULL otherwise: the working directory). */
 	const char *base_dir;

@@ -24,7 +24,7 @@
  * its root, and the sandbox user could not write a workspace or --rw bind. */
 static bool u_rootless_writable(const struct moat_policy *p)
 {
-	if (geteuid() == 0)
+	if (moat_host_root())
 		return false;
 	if (p->workspace && p->workspace_mode != MOAT_WS_RO)
 		return true;

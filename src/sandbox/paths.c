@@ -35,7 +35,7 @@ void moat_path_invoker(uid_t *ret_uid, gid_t *ret_gid)
 {
 	*ret_uid = getuid();
 	*ret_gid = getgid();
-	if (geteuid() != 0)
+	if (!moat_host_root())
 		return;
 	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
 	char *e1 = NULL, *e2 = NULL;

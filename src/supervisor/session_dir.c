@@ -49,7 +49,7 @@ int moat_sess_dir_path(char *buf, size_t len)
 	const char *x = getenv("XDG_RUNTIME_DIR"), *s = getenv("XDG_STATE_HOME");
 	if (dir_override[0])
 		n = snprintf(buf, len, "%s", dir_override);
-	else if (geteuid() == 0)
+	else if (moat_host_root())
 		n = snprintf(buf, len, "/run/moat/sessions");
 	else if (x && x[0] == '/')
 		n = snprintf(buf, len, "%s/moat/sessions", x);

@@ -290,7 +290,7 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 			}
 	}
 
-	r->sb.root_mode = geteuid() == 0;
+	r->sb.root_mode = moat_host_root();
 	if (r->sb.root_mode) {
 		if ((k = alloc_uid_slot(r)) < 0)
 			goto fail;

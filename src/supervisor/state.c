@@ -54,7 +54,7 @@ static bool id_valid(const char *id)
 int moat_state_default_dir(char *buf, size_t len)
 {
 	int n;
-	if (geteuid() == 0)
+	if (moat_host_root())
 		n = snprintf(buf, len, "/run/moat/live");
 	else {
 		const char *x = getenv("XDG_STATE_HOME");

@@ -220,7 +220,7 @@ t_refused_fields() {
 	oci delete --force ctl
 	refused process.user.uid '.process.user.uid = 0'
 	refused hooks '.hooks = {prestart: [{path: "/bin/true"}]}'
-	refused 'linux.namespaces[2]' '.linux.namespaces[2].path = "/proc/1/ns/net"'
+	refused 'linux.namespaces[0]' '.linux.namespaces[0].path = "/proc/1/ns/pid"'
 	refused CAP_SYS_ADMIN '.process.capabilities.bounding += ["CAP_SYS_ADMIN"]'
 	refused CAP_NET_ADMIN '.process.capabilities.ambient = ["CAP_NET_ADMIN"]'
 	refused root.readonly '.root.readonly = false'
@@ -330,6 +330,75 @@ t_allow_hosts() {
 	kill "$srv" 2>/dev/null || true
 }
 
+# An engine's network namespace (linux.namespaces network with a path, as
+# podman's bridge or a pod's): a namespace of the test's own (unprivileged:
+# in its own user namespace) with a web server on its loopback only. With
+# allow-hosts the proxy dials from it and the container stays in moat's own
+# namespace behind the capture rules; without, the container has lo only.
+t_engine_netns() {
+	need_busybox
+	mkdir -p www
+	echo "ns-$$" >www/pkg.txt
+	local uns=() srv port='' ns
+	is_root || uns=(-r)
+	unshare "${uns[@]}" -n sh -c 'ip link set lo up &&
+		exec python3 -u -m http.server 0 --bind 127.0.0.3 --directory www' >srv.log 2>&1 &
+	srv=$!
+	# shellcheck disable=SC2064 # this server, however the test ends
+	trap "kill $srv 2>/dev/null || true" EXIT
+	for _ in $(seq 50); do
+		port=$(sed -n 's/.* port \([0-9]*\).*/\1/p' srv.log | head -1)
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || fail "the server in the test's namespace did not start: $(cat srv.log)"
+	ns=/proc/$srv/ns/net
+	# positive control: the server is not reachable from the host's namespace
+	if "$BUSYBOX" wget -q -T 2 -O - "http://127.0.0.3:$port/pkg.txt" >/dev/null 2>&1; then
+		fail "control: the engine's server answers on the host too"
+	fi
+	export XDG_CONFIG_HOME="$T_OUT/config"
+	mkdir -p "$XDG_CONFIG_HOME/moat/oci"
+	echo '{"version": 1, "network": {"resolve": {"mirror.test": "127.0.0.3"}}}' \
+		>"$XDG_CONFIG_HOME/moat/oci/mirror.json"
+	local cmd="wget -q -O - http://mirror.test:$port/pkg.txt; wget -q -O - http://other.test:$port/pkg.txt || echo denied-other; wget -q -O - http://127.0.0.3:$port/pkg.txt || echo direct-refused; readlink /proc/self/ns/net"
+	bundle b "$(jq -nc --arg c "$cmd" '["sh", "-c", $c]')" \
+		'.linux.namespaces[2].path = "'"$ns"'" |
+		.annotations += {"run.moat.allow-hosts": "mirror.test:'"$port"'",
+			"run.moat.policy": "mirror", "run.moat.log": "e1.jsonl"}'
+	START="$RT --root $ROOT start e1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid e1 >log 2>&1 || true
+	assert_contains "$(cat log)" "ns-$$" "the proxy dialled from the engine's namespace"
+	assert_contains "$(cat log)" "denied-other" "another name"
+	# the container's own TCP is captured (the transparent proxy refuses a
+	# bare address that no allowed name resolves to), never routed out
+	assert_contains "$(cat log)" "direct-refused" "a direct connection"
+	assert_not_contains "$(cat log)" "$(readlink "$ns")" "the container is not in the engine's namespace"
+	assert_contains "$(cat log)" "net:[" "the container's namespace"
+	local audit="$ROOT/.logs/e1.jsonl"
+	assert_contains "$(cat "$audit")" '"host":"other.test"' "the denial in the audit stream"
+	assert_contains "$(jq -r 'select(.type == "config" and .field == "linux.namespaces[2]") | .note' "$audit")" \
+		"dials from" "the config event"
+	oci delete e1
+	# without egress: moat's own namespace, lo only; the engine's unused
+	cmd="wget -q -O - http://127.0.0.3:$port/pkg.txt || echo no-net"
+	bundle b "$(jq -nc --arg c "$cmd" '["sh", "-c", $c]')" \
+		'.linux.namespaces[2].path = "'"$ns"'" | .annotations += {"run.moat.log": "e2.jsonl"}'
+	START="$RT --root $ROOT start e2" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid e2 >log 2>&1 || true
+	assert_contains "$(cat log)" "no-net"
+	assert_not_contains "$(cat log)" "ns-$$"
+	assert_contains "$(jq -r 'select(.type == "config" and .field == "linux.namespaces[2]") | .note' \
+		"$ROOT/.logs/e2.jsonl")" "not used" "the config event (no egress)"
+	oci delete e2
+	# a path that is not a network namespace fails create, naming it
+	refused "not a namespace" '.linux.namespaces[2].path = "/etc/hostname" |
+		.annotations += {"run.moat.allow-hosts": "x.test"}'
+	refused "not a network namespace" '.linux.namespaces[2].path = "/proc/self/ns/pid" |
+		.annotations += {"run.moat.allow-hosts": "x.test"}'
+	kill "$srv" 2>/dev/null || true
+}
+
 t_cli() {
 	"$RT" --version | grep -q 'moat-oci version' || fail "--version"
 	"$MOAT" oci --version | grep -q 'spec:' || fail "moat oci --version"
@@ -380,6 +449,8 @@ EOF
 	fi
 	[ -f "$P/bb.tar" ] || {
 		make_rootfs "$P/rootfs"
+		# a red-team probe (static): seccomp inside the podman container
+		cp "$MOAT_PROBES/rt005_userns" "$P/rootfs/bin/"
 		tar -C "$P/rootfs" --owner=0 --group=0 --numeric-owner -cf "$P/bb.tar" .
 	}
 	timeout 120 podman import -q "$P/bb.tar" localhost/moat-bb:1 >/dev/null
@@ -395,7 +466,7 @@ podman_end_pause() {
 	for i in $(seq 50); do
 		found=0
 		for pid in $(pgrep -u "$(id -u)" '^(podman|conmon)'); do
-			e=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || continue
+			e=$({ tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null) || continue
 			grep -qxF "XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR" <<<"$e" || continue
 			kill -KILL "$pid" 2>/dev/null || true
 			found=1
@@ -406,21 +477,68 @@ podman_end_pause() {
 }
 PRUN=(--pull=never --read-only --network=none --user 1000:1000)
 
+# Rootless podman runs the runtime as uid 0 of its user namespace (uid 0
+# there is this user's uid outside): moat takes its unprivileged path, state
+# under XDG_RUNTIME_DIR, the container's user mapped onto that one uid.
+t_podman_rootless() {
+	local rc=0 out
+	trap podman_end_pause EXIT
+	out=$(pm run --rm "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo hi; cat /proc/self/uid_map
+		grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; exit 4' 2>&1) || rc=$?
+	assert_eq 4 "$rc" "rootless podman run's exit status"
+	assert_contains "$out" hi
+	assert_contains "$out" "Seccomp:	2" "seccomp in the rootless container"
+	assert_contains "$out" "NoNewPrivs:	1"
+	assert_contains "$out" "CapEff:	0000000000000000" "no capability"
+	# one id mapped: the container's user onto the runtime's uid 0 (the user)
+	assert_eq 1 "$(grep -c '^ *1000 *0 *1$' <<<"$out")" "the container's uid map: $out"
+	[ -d "$XDG_RUNTIME_DIR/moat-oci" ] || fail "the state is not under XDG_RUNTIME_DIR"
+	# seccomp's denial inside, with its positive control outside (as this
+	# same user, where a user namespace can be made)
+	"$MOAT_PROBES/rt005_userns" >ctl.out 2>&1 || true
+	assert_contains "$(cat ctl.out)" "RT-005/unshare-newuser FAIL" "control: outside"
+	out=$(pm run --rm "${PRUN[@]}" localhost/moat-bb:1 /bin/rt005_userns 2>&1 || true)
+	assert_contains "$out" "RT-005/unshare-newuser BLOCKED" "the probe inside"
+	assert_not_contains "$out" " FAIL " "the probe inside"
+	# egress: only through moat's proxy; a denied name in the audit stream
+	rc=0
+	out=$(pm run --rm "${PRUN[@]}" --annotation run.moat.allow-hosts=allowed.test \
+		--annotation run.moat.log=pr.jsonl localhost/moat-bb:1 \
+		sh -c 'wget -q -O - http://other.test/ || echo denied-other' 2>&1) || rc=$?
+	assert_contains "$out" denied-other
+	assert_contains "$(cat "$XDG_RUNTIME_DIR/moat-oci/.logs/pr.jsonl")" '"host":"other.test"' \
+		"the denial in the rootless container's audit stream"
+	# -d, exec, stop, rm
+	pm run -d --name r1 "${PRUN[@]}" localhost/moat-bb:1 sleep 100 >/dev/null
+	rc=0
+	pm exec r1 sh -c 'exit 7' || rc=$?
+	assert_eq 7 "$rc" "rootless podman exec's exit status"
+	pm stop -t 2 r1 >/dev/null
+	pm rm r1 >/dev/null
+	# slirp4netns (podman's default rootless network): a namespace of the
+	# engine's, the proxy's upstream; the container in moat's own
+	if command -v slirp4netns >/dev/null; then
+		rc=0
+		out=$(pm run --rm --pull=never --read-only --user 1000:1000 \
+			--annotation run.moat.allow-hosts=allowed.test --annotation run.moat.log=ps.jsonl \
+			localhost/moat-bb:1 sh -c 'wget -q -O - http://other.test/ || echo denied-other' 2>&1) ||
+			rc=$?
+		assert_contains "$out" denied-other "slirp4netns"
+		assert_contains "$(jq -r 'select(.type == "config") | .note' \
+			"$XDG_RUNTIME_DIR/moat-oci/.logs/ps.jsonl")" "dials from" "slirp4netns: the upstream"
+	elif [ "${MOAT_TEST_STRICT:-0}" = 1 ]; then
+		fail "slirp4netns is not installed (scripts/deps.sh)"
+	fi
+	podman_end_pause
+}
+
 t_podman() {
 	need_busybox
 	command -v podman >/dev/null || skip "podman is not installed (scripts/deps.sh)"
 	podman_env
 	local rc=0 out
 	if ! is_root; then
-		# rootless podman runs the runtime as uid 0 of its user namespace,
-		# which moat's library takes for the host's root (docs/OCI.md, "Not
-		# yet"): create must fail closed, naming the step, nothing run
-		rc=0
-		pm run --rm "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo ran' >out 2>&1 || rc=$?
-		[ "$rc" -ne 0 ] || fail "rootless podman run succeeded: update this test"
-		assert_not_contains "$(cat out)" "ran" "nothing ran"
-		assert_contains "$(cat out)" "moat-oci: create:" "moat's refusal"
-		podman_end_pause
+		t_podman_rootless
 		return 0
 	fi
 	out=$(pm run --rm "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo hi; exit 4') || rc=$?
@@ -448,6 +566,22 @@ t_podman() {
 		'x=$(head -c 200000000 /dev/zero | tr "\0" a); echo survived ${#x}' >out 2>&1 || rc=$?
 	assert_not_contains "$(cat out)" "survived" "--memory"
 	[ "$rc" -ne 0 ] || fail "--memory: exit 0"
+	# --network ns:PATH: podman hands moat a network namespace (one of the
+	# test's own): the proxy's upstream, said in the audit stream
+	unshare -n sleep 60 &
+	local holder=$!
+	# shellcheck disable=SC2064 # this holder, however the test ends
+	trap "kill $holder 2>/dev/null || true" EXIT
+	out=$(pm run --rm --pull=never --read-only --user 1000:1000 --network "ns:/proc/$holder/ns/net" \
+		--annotation run.moat.allow-hosts=allowed.test --annotation "run.moat.log=pn-$$.jsonl" \
+		localhost/moat-bb:1 sh -c 'wget -q -O - http://other.test/ || echo denied-other' 2>&1 || true)
+	assert_contains "$out" denied-other "podman --network ns:"
+	# rootful podman gives no --root: moat's default state directory
+	local plog=/run/moat-oci/.logs/pn-$$.jsonl
+	assert_contains "$(jq -r 'select(.type == "config") | .note' "$plog")" "dials from" \
+		"podman --network ns: the upstream"
+	rm -f "$plog"
+	kill "$holder" 2>/dev/null || true
 	# a field moat cannot honour: podman reports moat's message
 	if pm run --rm --pull=never --read-only --network=none localhost/moat-bb:1 true 2>err; then
 		fail "podman run as root (uid 0) was accepted"
@@ -459,7 +593,11 @@ t_podman() {
 # ---- containerd ----------------------------------------------------------------
 
 # A containerd of this test's own (its config, root, state and sockets under
-# T_OUT; no CRI) with the runc shim pointed at moat (ctr --runc-binary).
+# T_OUT; no CRI) with the runc shim pointed at moat (ctr --runc-binary). The
+# shim's own paths are fixed (/run/containerd/s for its sockets, ctr's
+# /run/containerd/fifo, the shim's runc root): containerd, ctr and the shims
+# run in a private mount namespace whose /run/containerd is a tmpfs of the
+# test's, so nothing of a machine's containerd is touched.
 t_containerd() {
 	need_busybox
 	# containerd is a root daemon on this machine: nothing to drive as a user
@@ -485,18 +623,42 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
 [metrics]
   address = ""
 EOF
-	containerd --config "$D/config.toml" >"$D/log" 2>&1 &
+	# the namespace: held by a process of the test's own
+	unshare -m --propagation private sleep 600 &
+	local mns=$!
+	# shellcheck disable=SC2064 # this holder, whatever happens
+	trap "kill $mns 2>/dev/null || true" EXIT
+	for _ in $(seq 50); do
+		[ "$(readlink "/proc/$mns/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ] && break
+		sleep 0.05
+	done
+	in_ns() { nsenter -t "$mns" -m -- "$@"; }
+	if [ -d /run/containerd ]; then
+		in_ns mount -t tmpfs -o mode=0711 tmpfs /run/containerd
+	else
+		# no /run/containerd to cover: a tmpfs over /run, moat's own
+		# /run/moat (its uid pool) bound back in
+		mkdir -p "$D/hostrun" /run/moat
+		in_ns sh -c 'mount --bind /run "$1" && mount -t tmpfs -o mode=0755 tmpfs /run &&
+			mkdir -p /run/moat /run/containerd && mount --rbind "$1/moat" /run/moat' sh "$D/hostrun"
+	fi
+	# positive control: the namespace's /run/containerd is not the host's
+	in_ns touch /run/containerd/.moat-test-$$
+	[ ! -e "/run/containerd/.moat-test-$$" ] || fail "the private /run/containerd is the host's"
+	# nsenter execs containerd: $! is its pid
+	nsenter -t "$mns" -m -- containerd --config "$D/config.toml" >"$D/log" 2>&1 &
 	local cpid=$!
-	# shellcheck disable=SC2064 # this containerd, whatever happens
-	trap "kill $cpid 2>/dev/null || true" EXIT
+	# shellcheck disable=SC2064 # this containerd and the holder, whatever happens
+	trap "kill $cpid $mns 2>/dev/null || true" EXIT
 	for _ in $(seq 100); do [ -S "$D/c.sock" ] && break; sleep 0.1; done
 	[ -S "$D/c.sock" ] || fail "containerd did not start: $(tail -5 "$D/log")"
-	c() { timeout 60 ctr --address "$D/c.sock" "$@"; }
+	# (nsenter -m starts in /: the working directory again)
+	c() { timeout 60 nsenter -t "$mns" -m --wd="$PWD" -- ctr --address "$D/c.sock" "$@"; }
 	# ctr --config takes the spec as it is (ctr has no --user: the bundle's)
 	bundle b '["sh", "-c", "echo from-ctr; id -u; exit 6"]'
 	local rc=0
 	c run --rm --config b/config.json --runc-binary "$RT" k1 >out 2>&1 || rc=$?
-	assert_eq 6 "$rc" "ctr run's exit status (the shim waits for the pid file's pid)"
+	assert_eq 6 "$rc" "ctr run's exit status (the shim waits for the pid file's pid): $(cat out)"
 	assert_contains "$(cat out)" "from-ctr"
 	assert_contains "$(cat out)" "1000" "the user"
 	# run -d, task exec, task ps, kill, delete
@@ -524,6 +686,7 @@ EOF
 	c container delete k3 >/dev/null 2>&1 || true
 	kill "$cpid"
 	wait "$cpid" 2>/dev/null || true
+	kill "$mns" 2>/dev/null || true
 }
 
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
@@ -534,6 +697,7 @@ run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
+run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
 run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli
 run_test "podman --runtime moat: run, exit codes, -d/exec/logs/stop/rm, -t, limits" t_podman
 run_test "containerd (ctr, runc shim with moat's binary): run, exit codes, exec, ps, kill, delete (root)" t_containerd

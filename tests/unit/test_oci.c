@@ -71,6 +71,24 @@ TEST(oci_basic_records)
 	moat_oci_recs_done(&r);
 }
 
+/* An engine's network namespace: a record for the loader (the egress
+ * proxy's upstream), never an option that puts the container there. */
+TEST(oci_network_namespace_path)
+{
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"namespaces\":[{\"type\":\"pid\"},"
+			"{\"type\":\"network\",\"path\":\"/run/netns/x\"}]}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "netns", "/run/netns/x", NULL));
+	ASSERT_TRUE(!has(&r, "opt", "--net", NULL));
+	moat_oci_recs_done(&r);
+	/* control: without a path, no record */
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}", &r), 0);
+	ASSERT_TRUE(!has(&r, "netns", NULL, NULL));
+	moat_oci_recs_done(&r);
+}
+
 TEST(oci_refused_fields_are_named)
 {
 	static const struct {
@@ -78,8 +96,13 @@ TEST(oci_refused_fields_are_named)
 	} cases[] = {
 		{",\"hooks\":{\"prestart\":[{\"path\":\"/x\"}]}", "hooks"},
 		{",\"linux\":{\"sysctl\":{\"a\":\"1\"}}", "linux.sysctl"},
-		{",\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/x\"}]}",
+		{",\"linux\":{\"namespaces\":[{\"type\":\"pid\",\"path\":\"/x\"}]}",
 		 "linux.namespaces[0]"},
+		{",\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"rel\"}]}",
+		 "linux.namespaces[0]"},
+		{",\"linux\":{\"namespaces\":[{\"type\":\"network\",\"path\":\"/a\"},"
+		 "{\"type\":\"network\",\"path\":\"/b\"}]}",
+		 "linux.namespaces[1]"},
 		{",\"linux\":{\"namespaces\":[{\"type\":\"bogus\"}]}", "linux.namespaces[0]"},
 		{",\"linux\":{\"uidMappings\":[{\"hostID\":0,\"containerID\":0,\"size\":1}]}",
 		 "linux.uidMappings"},
