@@ -189,14 +189,16 @@ reneg() { (sleep 1; echo R; sleep 1) | openssl s_client -tls1_2 -connect "127.0.
 # CPORT), once it accepts
 s_server() {
 	CPORT=$(free_port)
+	rm -f ss.out
 	openssl s_server -key key.pem -cert cert.pem -accept "127.0.0.1:$CPORT" -www "$@" >ss.out 2>&1 &
 	SPID=$!
 	# shellcheck disable=SC2064 # these processes, whatever happens to the test
 	trap "kill -KILL $SRV $SPID ${SIL:-} 2>/dev/null || true" EXIT
-	for _ in $(seq 1 50); do
-		grep -q ACCEPT ss.out && break
+	for _ in $(seq 1 100); do
+		grep -q ACCEPT ss.out 2>/dev/null && return 0
 		sleep 0.1
 	done
+	fail "openssl s_server did not start: $(cat ss.out)"
 }
 
 t_tls() {
