@@ -5,8 +5,9 @@
  * the channel to the back and the listening sockets (serve_proto.h); as
  * root it first becomes nobody with no capabilities; it loads its seccomp
  * filter (kernel/confine.c's base plus what libmicrohttpd's epoll loop needs:
- * accept, send, receive, epoll; no open, no socket, no connect, no exec)
- * before it accepts a connection. libmicrohttpd parses the HTTP/1.1
+ * accept, send, receive, epoll; with TLS socketpair(AF_UNIX); no open, no
+ * socket, no connect, no exec) before it accepts a connection, and then
+ * tells the back it is ready. libmicrohttpd parses the HTTP/1.1
  * framing; every complete request goes through the route table
  * (api/serve_route.c), which answers it or forwards one checked request to
  * the back as a frame; the back's frames come back as the response.
@@ -631,7 +632,7 @@ int main(int argc, char **argv)
 	bool have_tcp = json_is_true(json_object_get(j, "tcp"));
 	moat_serve_routes_enable_e2b(json_is_true(json_object_get(j, "e2b")));
 	json_decref(j);
-	if (tls && cert_len + key_len != h.data_len)
+	if (tls && (cert_len + key_len != h.data_len || !have_tcp))
 		die("configuration: TLS material");
 	char *cert = NULL, *key = NULL;
 	if (tls) {
