@@ -47,7 +47,9 @@ start_server() {
 	SRV=$!
 	# shellcheck disable=SC2064 # this server, whatever happens to the test
 	trap "kill -KILL $SRV 2>/dev/null || true" EXIT
-	for _ in $(seq 1 100); do
+	# "listening on" comes once the front is confined and serving (a
+	# loaded machine took more than 10 s once): up to 30 s
+	for _ in $(seq 1 300); do
 		grep -q "listening on" srv.err 2>/dev/null && break
 		kill -0 "$SRV" 2>/dev/null || fail "the server ended: $(cat srv.err)"
 		sleep 0.1
