@@ -26,7 +26,8 @@ PKGS_CORE := jansson libseccomp nettle libpsl
 PKGS_NET := openssl
 PKGS_NFT := libnftables
 # The front of `moat serve` (src/serve/, its own executable moat-serve-front):
-# libmicrohttpd (and through it GnuTLS) is linked there only.
+# libmicrohttpd, and OpenSSL's libssl for --tls-cert, are linked there only
+# (libmicrohttpd itself links GnuTLS, whose TLS the front does not use).
 PKGS_HTTP := libmicrohttpd
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -158,7 +159,7 @@ $(MOAT): $(CLI_OBJS) $(PROBE_OBJS) $(LIBMOAT_CORE) | $(MOAT_NET) $(MOAT_NFT)
 
 # The front of `moat serve`: found next to moat (or ../lib/moat/) by the back.
 $(SERVE_FRONT): $(SERVE_OBJS) $(LIBMOAT_CORE)
-	$(CC) $(LDFLAGS) -o $@ $(SERVE_OBJS) $(LIBMOAT_CORE) $(LIBS_HTTP) $(LIBS_CORE)
+	$(CC) $(LDFLAGS) -o $@ $(SERVE_OBJS) $(LIBMOAT_CORE) $(LIBS_HTTP) $(LIBS_NET) $(LIBS_CORE)
 
 $(TO)/moat-serve-front: $(SERVE_FRONT)
 	@mkdir -p $(dir $@)

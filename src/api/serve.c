@@ -1051,6 +1051,31 @@ static int read_exact(int fd, void *buf, size_t len)
 	return 0;
 }
 
+/* The front's first frame, {"op":"ready"}, once it is confined and
+ * serves: before it, the server is not reported ready. A front that ends
+ * first (it said why on stderr: a certificate that does not load, a filter
+ * that does not apply) or says nothing for 30 s fails the start. */
+static int wait_front_ready(struct server *s)
+{
+	struct pollfd pf = {.fd = s->chan, .events = POLLIN};
+	int k;
+	do
+		k = poll(&pf, 1, 30000);
+	while (k < 0 && errno == EINTR);
+	if (k <= 0)
+		return k < 0 ? negerrno() : -ETIMEDOUT;
+	struct moat_serve_frame h;
+	char buf[64];
+	if ((k = read_exact(s->chan, &h, sizeof(h))) < 0)
+		return k;
+	if (h.magic != MOAT_SERVE_FRAME_MAGIC || h.json_len >= sizeof(buf) || h.data_len)
+		return -EBADMSG;
+	if ((k = read_exact(s->chan, buf, h.json_len)) < 0)
+		return k;
+	buf[h.json_len] = '\0';
+	return streq(buf, "{\"op\":\"ready\"}") ? 0 : -EBADMSG;
+}
+
 static void cancel(struct server *s, uint32_t id)
 {
 	for (struct job *j = s->jobs; j; j = j->next)
@@ -1632,8 +1657,9 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 		explicit_bzero(mat, cert_len + key_len);
 		free(mat);
 	}
-	if (k < 0) {
-		k = moat_error_set(ret_err, "front", -k, "the front did not start");
+	if (k < 0 || (k = wait_front_ready(&s)) < 0) {
+		k = moat_error_set(ret_err, "front", -k,
+				   "the front did not start (its reason, if any, is above)");
 		goto out;
 	}
 	if (o->on_ready)

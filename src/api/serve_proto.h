@@ -24,6 +24,8 @@
  *   {"id":N, "op":"cancel"}: the client went away; the back stops what it
  *   does for N (kills an exec) and sends nothing more for it.
  *   The first frame is the back's, not the front's: see "config" below.
+ *   The front's first frame is {"op":"ready"} (no id), sent once it is
+ *   confined and serves; the back reports the server ready only after it.
  *
  * Back -> front (answers), for each request exactly one of:
  *   {"id":N, "status":S, "body":{...}}                  a JSON answer, or

@@ -17,6 +17,13 @@ static uint64_t realtime_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+static uint64_t monotonic_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static void record_fill(struct moat_run *r)
 {
 	struct moat_state_record *rec = r->state_rec;
@@ -33,10 +40,17 @@ int moat_supervise_limits_prepare(struct moat_run *r)
 	bool have_dir = moat_state_default_dir(dir, sizeof(dir)) >= 0;
 	int k;
 
-	/* What crashed runs left (their lock is free): cheap, and it means a
-	 * SIGKILLed moat's empty cgroups are gone by the next run at the latest. */
-	if (have_dir)
+	/* What crashed runs left (their lock is free): it means a SIGKILLed
+	 * moat's empty cgroups are gone by the next run at the latest. The walk
+	 * opens every live entry, so a process that holds many sandboxes (moat
+	 * serve) walks at most once a second: otherwise its Nth create costs N
+	 * entries' opens and locks, and creating N sandboxes costs N^2/2. */
+	static uint64_t last_gc_us;
+	uint64_t now = monotonic_us();
+	if (have_dir && (!last_gc_us || now - last_gc_us >= 1000000u)) {
 		(void)moat_state_gc(dir, &g);
+		last_gc_us = now;
+	}
 
 	k = moat_limits_setup(&r->plan->limits, r->run_id, &r->limits, r->err);
 	if (k < 0)

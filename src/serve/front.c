@@ -5,14 +5,19 @@
  * the channel to the back and the listening sockets (serve_proto.h); as
  * root it first becomes nobody with no capabilities; it loads its seccomp
  * filter (kernel/confine.c's base plus what libmicrohttpd's epoll loop needs:
- * accept, send, receive, epoll; no open, no socket, no connect, no exec)
- * before it accepts a connection. libmicrohttpd parses the HTTP/1.1
+ * accept, send, receive, epoll; with TLS socketpair(AF_UNIX); no open, no
+ * socket, no connect, no exec) before it accepts a connection, and then
+ * tells the back it is ready. libmicrohttpd parses the HTTP/1.1
  * framing; every complete request goes through the route table
  * (api/serve_route.c), which answers it or forwards one checked request to
  * the back as a frame; the back's frames come back as the response.
  *
+ * With --tls-cert/--tls-key, TLS is terminated here with OpenSSL (tls.c):
+ * the front accepts on the TCP listener itself and hands libmicrohttpd the
+ * plaintext end of a socketpair per connection.
+ *
  * It is a separate executable (next to moat) because it links
- * libmicrohttpd and GnuTLS: `moat run` never loads them.
+ * libmicrohttpd and OpenSSL's libssl: `moat run` never loads them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,6 +41,7 @@
 #include "kernel/confine.h"
 #include "api/serve_proto.h"
 #include "api/serve_route.h"
+#include "serve/tls.h"
 #include "shared/fdset.h"
 #include "shared/macro.h"
 
@@ -81,7 +88,7 @@ static size_t outq_len, outq_cap;
 
 static void die(const char *why)
 {
-	char m[160];
+	char m[512];
 	int n = snprintf(m, sizeof(m), "moat serve: front: %s\n", why);
 	if (n > 0)
 		(void)!write(STDERR_FILENO, m, MIN((size_t)n, sizeof(m) - 1));
@@ -530,11 +537,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 static int front_rules(scmp_filter_ctx ctx, void *userdata)
 {
-	/* accepting on the listening sockets it holds; no new socket of any kind */
-	return 0;
+	/* Accepting on the listening sockets it holds; no new socket of any
+	 * kind, but with TLS the anonymous AF_UNIX pair per connection that
+	 * carries its plaintext to libmicrohttpd (connected to nothing else,
+	 * and it can name no address). */
+	if (!*(const bool *)userdata)
+		return 0;
+	return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
+				SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 }
 
-static int install_seccomp(void)
+static int install_seccomp(bool tls)
 {
 	static const int allow[] = {
 		SCMP_SYS(poll),	       SCMP_SYS(ppoll),	       SCMP_SYS(epoll_wait),
@@ -546,7 +559,7 @@ static int install_seccomp(void)
 		SCMP_SYS(readv),       SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday),
 		SCMP_SYS(time),	       SCMP_SYS(sched_yield),  SCMP_SYS(ioctl),
 	};
-	return moat_confine_seccomp(allow, ELEMENTSOF(allow), front_rules, NULL);
+	return moat_confine_seccomp(allow, ELEMENTSOF(allow), front_rules, &tls);
 }
 
 static int read_exact(int fd, void *buf, size_t len)
@@ -564,20 +577,20 @@ static int read_exact(int fd, void *buf, size_t len)
 	return 0;
 }
 
-static struct MHD_Daemon *start_daemon(int fd, bool tls, const char *cert, const char *key)
+/* A daemon on listener fd; fd < 0: without a listener (the TLS side, whose
+ * connections tls.c adds). */
+static struct MHD_Daemon *start_daemon(int fd)
 {
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-		(tls ? MHD_USE_TLS : 0);
+		(fd < 0 ? MHD_USE_NO_LISTEN_SOCKET : 0);
 	struct MHD_OptionItem o[] = {
-		{MHD_OPTION_LISTEN_SOCKET, fd, NULL},
 		{MHD_OPTION_CONNECTION_LIMIT, MOAT_SERVE_MAX_CONNS, NULL},
 		{MHD_OPTION_CONNECTION_TIMEOUT, 600, NULL},
 		{MHD_OPTION_CONNECTION_MEMORY_LIMIT, 128 * 1024, NULL},
 		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
 		{MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL},
 		{MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL},
-		{tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)(intptr_t)cert},
-		{tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *)(intptr_t)key},
+		{fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_END, fd, NULL},
 		{MHD_OPTION_END, 0, NULL},
 	};
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, o,
@@ -619,7 +632,7 @@ int main(int argc, char **argv)
 	bool have_tcp = json_is_true(json_object_get(j, "tcp"));
 	moat_serve_routes_enable_e2b(json_is_true(json_object_get(j, "e2b")));
 	json_decref(j);
-	if (tls && cert_len + key_len != h.data_len)
+	if (tls && (cert_len + key_len != h.data_len || !have_tcp))
 		die("configuration: TLS material");
 	char *cert = NULL, *key = NULL;
 	if (tls) {
@@ -631,16 +644,27 @@ int main(int argc, char **argv)
 	explicit_bzero(cfg, (size_t)h.json_len + h.data_len);
 	free(cfg);
 
-	struct MHD_Daemon *du =
-		have_unix ? start_daemon(MOAT_SERVE_FRONT_FD_UNIX, false, NULL, NULL) : NULL;
-	struct MHD_Daemon *dt =
-		have_tcp ? start_daemon(MOAT_SERVE_FRONT_FD_TCP, tls, cert, key) : NULL;
+	/* Descriptors: the unix daemon's 512 connections, and per TLS
+	 * connection its TCP socket and both ends of its socketpair. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096) {
+		rl.rlim_cur = MIN(rl.rlim_max, (rlim_t)4096);
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	struct MHD_Daemon *du = have_unix ? start_daemon(MOAT_SERVE_FRONT_FD_UNIX) : NULL;
+	struct MHD_Daemon *dt = have_tcp ? start_daemon(tls ? -1 : MOAT_SERVE_FRONT_FD_TCP) : NULL;
 	if ((have_unix && !du) || (have_tcp && !dt))
 		die("libmicrohttpd did not start");
-	if (key) {
+	struct moat_front_tls *tt = NULL;
+	if (tls) {
+		char why[300];
+		k = moat_front_tls_new(MOAT_SERVE_FRONT_FD_TCP, dt, cert, cert_len, key, key_len,
+				       &tt, why, sizeof(why));
 		explicit_bzero(key, key_len);
-		free(key);
+		if (k < 0)
+			die(why);
 	}
+	free(key);
 	free(cert);
 	if (fcntl(chan, F_SETFL, O_NONBLOCK) < 0)
 		die("channel");
@@ -652,17 +676,24 @@ int main(int argc, char **argv)
 		if (*p < 0x20 || *p >= 0x7f)
 			*p = '?';
 	unsigned uid = (unsigned)getuid();
-	if (install_seccomp() < 0)
+	if (install_seccomp(tls) < 0)
 		die("seccomp");
 	k = snprintf(line, sizeof(line),
 		     "moat serve: front %d (uid %u) serves: fds %s, seccomp on\n", (int)getpid(),
 		     uid, fds);
 	if (k > 0)
 		(void)!write(STDERR_FILENO, line, MIN((size_t)k, sizeof(line) - 1));
+	/* the back reports the server ready only after this */
+	json_t *ready = json_pack("{s:s}", "op", "ready");
+	if (!ready)
+		die("out of memory");
+	queue_frame(ready, NULL, 0);
+	json_decref(ready);
+	flush_out();
 
 	time_t last_sweep = 0;
+	static struct pollfd pf[3 + MOAT_FRONT_TLS_POLLFDS];
 	for (;;) {
-		struct pollfd pf[3];
 		unsigned n = 0;
 		pf[n++] = (struct pollfd){.fd = chan, .events = POLLIN | (outq_len ? POLLOUT : 0)};
 		struct MHD_Daemon *ds[2] = {du, dt};
@@ -687,6 +718,9 @@ int main(int argc, char **argv)
 		 * cancelled, a command it runs is killed) */
 		if (timeout < 0 || timeout > 1000)
 			timeout = 1000;
+		unsigned tls_at = n;
+		if (tt)
+			n += moat_front_tls_poll(tt, pf + tls_at, &timeout);
 		k = poll(pf, n, timeout);
 		if (k < 0 && errno != EINTR)
 			die("poll");
@@ -703,6 +737,8 @@ int main(int argc, char **argv)
 		}
 		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR))
 			read_back();
+		if (tt)
+			moat_front_tls_run(tt, pf + tls_at);
 		for (unsigned i = 0; i < 2; i++)
 			if (ds[i])
 				MHD_run(ds[i]);
