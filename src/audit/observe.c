@@ -647,6 +647,12 @@ int moat_observe_finish_workspace(struct moat_run *r, int k)
 	collect_output(r);
 	review_workspace(r);
 	recheck_rw_workspace(r);
+	/* --held-exit N: a run that left any change unapplied (held, pending,
+	 * not kept, or no manifest at all) exits N, whatever the command's
+	 * status (which stays in "status" and the exit event) */
+	const struct moat_status *st = r->st;
+	if (r->p->held_exit && (st->files_held || st->held_dropped || st->review_errno))
+		r->st->exit_code = r->p->held_exit;
 	return k;
 }
 

@@ -124,6 +124,26 @@ static void summary(const struct moat_status *st)
 		fprintf(stderr, "moat: log: moat log %s  (%s)\n", st->run_id, st->log_path);
 }
 
+/* --quiet still says, in one line, that workspace changes were not applied:
+ * a held-back change is never invisible */
+void moat_cli_print_held_notice(const struct moat_status *st)
+{
+	if (st->review_errno)
+		fprintf(stderr,
+			"moat: workspace changes NOT applied (manifest failed: %s): moat log %s\n",
+			strerror(st->review_errno), st->run_id);
+	else if (st->held_dropped)
+		fprintf(stderr,
+			"moat: %llu workspace change(s) NOT applied and NOT kept (over --held-max): "
+			"moat diff %s\n",
+			(unsigned long long)st->held_dropped, st->run_id);
+	else if (st->files_held)
+		fprintf(stderr,
+			"moat: %llu workspace change(s) held back: moat diff %s   apply: moat apply "
+			"%s\n",
+			(unsigned long long)st->files_held, st->run_id, st->run_id);
+}
+
 int moat_cli_run(int argc, char **argv)
 {
 	struct moat_policy *p = moat_policy_new();
@@ -207,6 +227,8 @@ int moat_cli_run(int argc, char **argv)
 	}
 	if (!moat_cli_knobs.quiet && k >= 0)
 		summary(&st);
+	else if (k >= 0)
+		moat_cli_print_held_notice(&st);
 	if (st.stdio_error[0]) {
 		/* the command never saw the error: moat says it, and fails */
 		fprintf(stderr, "moat: %s\n", st.stdio_error);

@@ -200,6 +200,7 @@ struct moat_plan_audit {
 	const char *const *flag_patterns;
 	unsigned n_flag_patterns;
 	uint64_t held_max;
+	int held_exit;
 };
 
 struct moat_plan {

@@ -147,6 +147,9 @@ static void format_net(FILE *f, const struct moat_plan *pl)
 	for (unsigned i = 0; i < n->n_allow; i++) {
 		fputs("allow host   ", f);
 		put_rule(f, &n->allow[i], "80,443");
+		if (n->allow[i].implied_by[0])
+			fprintf(f, " (implied by --secret %s@%s)", n->allow[i].implied_by,
+				n->allow[i].pattern);
 		fputc('\n', f);
 	}
 	for (unsigned i = 0; i < n->n_cidrs; i++) {
@@ -357,8 +360,10 @@ static void format_audit(FILE *f, const struct moat_plan *pl)
 		a->log_path && a->log_sync ? " (synced before exit)" : "");
 	fprintf(f, "on alert     %s\n", a->on_alert ? a->on_alert : "none");
 	fprintf(f, "record exec  %s\n", a->record_exec ? "yes" : "no");
-	fprintf(f, "apply        %s\n",
-		(size_t)a->apply < ELEMENTSOF(apply) ? apply[a->apply] : "?");
+	fprintf(f, "apply        %s", (size_t)a->apply < ELEMENTSOF(apply) ? apply[a->apply] : "?");
+	if (a->held_exit)
+		fprintf(f, "; a run that holds changes back exits %d", a->held_exit);
+	fputc('\n', f);
 	fputs("flag         ", f);
 	put_list(f, a->flag_patterns, a->n_flag_patterns, "(built-in patterns only)");
 	fputs("\nheld max     ", f);

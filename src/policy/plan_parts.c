@@ -257,6 +257,7 @@ static void build_audit(const struct moat_policy *p, struct moat_plan *pl)
 	a->flag_patterns = (const char *const *)p->flag_patterns;
 	a->n_flag_patterns = p->n_flag_patterns;
 	a->held_max = p->held_max;
+	a->held_exit = p->held_exit;
 }
 
 int moat_plan_build_parts(const struct moat_policy *p, struct moat_plan *pl)

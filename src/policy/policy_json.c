@@ -180,6 +180,8 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 			    strv_json(p->flag_patterns, p->n_flag_patterns));
 	json_object_set_new(audit, "log_sync", json_boolean(p->log_sync));
 	json_object_set_new(audit, "held_max", size_json(p->held_max));
+	if (p->held_exit)
+		json_object_set_new(audit, "held_exit", json_integer(p->held_exit));
 	json_object_set_new(audit, "runs_max", size_json(p->runs_max));
 	{
 		char b[32];

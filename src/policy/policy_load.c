@@ -672,6 +672,7 @@ static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 		{"flag_patterns", h_set_array, moat_pset_flag_pattern, false},
 		{"log_sync", h_log_sync, NULL, false},
 		{"held_max", h_set, moat_pset_held_max, true},
+		{"held_exit", h_set, moat_pset_held_exit, true},
 		{"runs_max", h_set, moat_pset_runs_max, true},
 		{"retention", h_set, moat_pset_retention, false},
 	};

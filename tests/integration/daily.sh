@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The daily driver (issue 18), the user's own command lines: --held-exit and
+# the held notice under --quiet, --secret NAME@HOST implying --allow-host
+# HOST, the pty's first byte under script(1), headless Chromium. As root and
+# as the unprivileged user. Loopback only.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+newws() {
+	rm -rf "$T_OUT/ws"
+	mkdir -p "$T_OUT/ws"
+	echo "$T_OUT/ws"
+}
+
+t_held_exit() {
+	local ws rc out
+	ws=$(newws)
+	cd "$ws"
+	# the user's line: a held start-up file makes the run exit 3 ...
+	rc=0
+	out=$("$MOAT" run --quiet --held-exit 3 --workspace "$PWD" -- \
+		sh -c 'echo x > .bashrc; echo y > ok.txt' 2>&1) || rc=$?
+	assert_eq 3 "$rc" "exit of a run that held .bashrc"
+	[ -e ok.txt ] || fail "ok.txt was not applied"
+	[ ! -e .bashrc ] || fail ".bashrc was applied"
+	# ... and --quiet still says so, in one line, with the commands
+	assert_contains "$out" "1 workspace change(s) held back: moat diff "
+	assert_contains "$out" "apply: moat apply "
+	assert_eq 1 "$(printf '%s\n' "$out" | wc -l)" "lines under --quiet"
+	# control: nothing held, the command's status and no line at all
+	rc=0
+	out=$("$MOAT" run --quiet --held-exit 3 --workspace "$PWD" -- sh -c 'echo z > ok2.txt' 2>&1) ||
+		rc=$?
+	assert_eq 0 "$rc" "exit of a run that held nothing"
+	assert_eq "" "$out" "stderr of a quiet run that held nothing"
+	# control: without --held-exit a held run exits with the command's 0
+	rc=0
+	"$MOAT" run --quiet --workspace "$PWD" -- sh -c 'echo x > .zshrc' 2>/dev/null || rc=$?
+	assert_eq 0 "$rc" "exit of a held run without --held-exit"
+	# a failed command that held: N, the command's own status in the record
+	rc=0
+	"$MOAT" run --quiet --held-exit 3 --json-status "$T_OUT/st.json" --workspace "$PWD" -- \
+		sh -c 'echo x > .profile; exit 5' 2>/dev/null || rc=$?
+	assert_eq 3 "$rc" "exit of a failed run that held"
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["exit_code"] == 3 and d["status"] == 5 and d["files_held"] == 1, d
+' "$T_OUT/st.json" || fail "status record: $(cat "$T_OUT/st.json")"
+	# --apply never: every change is pending, i.e. not applied: N
+	rc=0
+	"$MOAT" run --quiet --apply never --held-exit 4 --workspace "$PWD" -- \
+		sh -c 'echo q > plain.txt' 2>/dev/null || rc=$?
+	assert_eq 4 "$rc" "exit of --apply never with a change"
+	[ ! -e plain.txt ] || fail "plain.txt applied under --apply never"
+}
+
+t_held_exit_policy_and_bounds() {
+	local out
+	cat >p.json <<'EOF'
+{"version": 1, "audit": {"held_exit": 7}}
+EOF
+	out=$("$MOAT" policy show --policy p.json)
+	assert_contains "$out" '"held_exit": 7'
+	assert_contains "$out" "apply        safe; a run that holds changes back exits 7"
+	# the flag overrides the file
+	out=$("$MOAT" policy show --policy p.json --held-exit 9)
+	assert_contains "$out" "exits 9"
+	# control: by default neither the key nor the plan line
+	out=$("$MOAT" policy show)
+	assert_not_contains "$out" "held_exit"
+	assert_not_contains "$out" "holds changes back"
+	local v rc
+	for v in 0 124 125 126 127 256 -1 3x ""; do
+		rc=0
+		"$MOAT" run --held-exit "$v" -- true 2>/dev/null || rc=$?
+		assert_eq 2 "$rc" "--held-exit '$v'"
+	done
+	rc=0
+	"$MOAT" run --held-exit 3 --held-exit 4 -- true 2>/dev/null || rc=$?
+	assert_eq 2 "$rc" "--held-exit given twice"
+	# the policy key takes effect in a run
+	local ws
+	ws=$(newws)
+	rc=0
+	(cd "$ws" && "$MOAT" run --quiet --policy "$T_OUT/p.json" --workspace . -- \
+		sh -c 'mkdir -p .git/hooks; echo x > .git/hooks/pre-commit' 2>/dev/null) || rc=$?
+	assert_eq 7 "$rc" "exit with audit.held_exit 7"
+}
+
+# net_actions LOG: "HOST:PORT=allow|deny" per net event of the audit log
+net_actions() {
+	python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("type") == "net":
+        print("%s:%s=%s" % (e.get("host"), e.get("port"), e.get("action")))
+' "$1"
+}
+
+# --secret NAME@HOST alone reaches HOST on 443 (where the value is sent, over
+# TLS) and nothing else: not HOST:80, not another host; a deny rule wins.
+t_secret_implies_allow_host() {
+	local out acts
+	out=$(TOK=v "$MOAT" policy show --secret TOK@api.test)
+	assert_contains "$out" '"api.test:443"' "policy JSON allow_hosts"
+	assert_contains "$out" "allow host   api.test ports 443 (implied by --secret TOK@api.test)"
+	assert_not_contains "$out" "allow        nothing"
+	# an allow rule that already reaches 443 is not repeated
+	out=$(TOK=v "$MOAT" policy show --allow-host api.test --secret TOK@api.test)
+	assert_not_contains "$out" "implied by"
+	# the user's line, with the name mapped to loopback (nothing listens on
+	# 127.0.0.2:443: the proxy's decision is what is checked)
+	TOK=v "$MOAT" run --quiet --secret TOK@api.test --resolve api.test=127.0.0.2 \
+		--resolve other.test=127.0.0.2 --log "$T_OUT/s.jsonl" -- sh -c '
+		curl -sS -m 5 -o /dev/null https://api.test/ || true
+		curl -sS -m 5 -o /dev/null http://api.test/ || true
+		curl -sS -m 5 -o /dev/null https://other.test/ || true' >/dev/null 2>&1 ||
+		fail "run with --secret"
+	acts=$(net_actions "$T_OUT/s.jsonl")
+	assert_contains "$acts" "api.test:443=allow"
+	assert_contains "$acts" "api.test:80=deny" "the secret's host on another port"
+	assert_contains "$acts" "other.test:443=deny" "another host"
+	# control: a deny rule for the host wins over the implied allow
+	TOK=v "$MOAT" run --quiet --secret TOK@api.test --deny-host api.test \
+		--resolve api.test=127.0.0.2 --log "$T_OUT/d.jsonl" -- \
+		sh -c 'curl -sS -m 5 -o /dev/null https://api.test/ || true' >/dev/null 2>&1 ||
+		fail "run with --deny-host"
+	assert_contains "$(net_actions "$T_OUT/d.jsonl")" "api.test:443=deny"
+	# a policy file's secrets imply nothing: its allow_hosts say what is allowed
+	cat >ps.json <<'EOF'
+{"version": 1, "network": {"mode": "allow"},
+ "secrets": [{"name": "TOK", "from_env": "TOK", "hosts": ["api.test"]}]}
+EOF
+	out=$(TOK=v "$MOAT" policy show --policy ps.json)
+	assert_contains "$out" "allow        nothing"
+}
+
+run_test "--held-exit N: a run that held a change exits N; --quiet still says it in one line" t_held_exit
+run_test "--held-exit: policy key audit.held_exit, plan line, bounds, one value" t_held_exit_policy_and_bounds
+run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_secret_implies_allow_host
+t_done
