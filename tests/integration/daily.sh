@@ -138,7 +138,38 @@ EOF
 	assert_contains "$out" "allow        nothing"
 }
 
+# The issue's line: script(1) with its stdin at EOF sends ^D into its
+# terminal, which moat's caller terminal held as a canonical end-of-file
+# marker; switched to raw it became a NUL that the sandbox's terminal echoed
+# ("^@"). The bytes go through od -c so that a NUL or ^@ is visible.
+t_pty_no_stray_nul() {
+	command -v script >/dev/null || skip "script (util-linux) not installed"
+	local out i
+	for i in 1 2 3; do
+		out=$(timeout 60 script -qc "$MOAT run --quiet -- echo hi" /dev/null </dev/null | od -An -c | tr -s ' ')
+		assert_eq " h i \r \n" "$out" "script -qc 'moat run --quiet -- echo hi' | od -c (round $i)"
+	done
+	# the command reads its stdin: the ^D is an end of file, not a byte
+	out=$(timeout 60 script -qc "$MOAT run --quiet -- sh -c 'sleep 0.5; head -c 1 | od -An -c; echo end'" \
+		/dev/null </dev/null | od -An -c | tr -s ' ')
+	assert_eq " e n d \r \n" "$out" "what the command read before the end"
+	# a line typed ahead still reaches the command, once, then the end
+	out=$(printf 'abc\n' | timeout 60 script -qc "$MOAT run --quiet -- sh -c 'cat; echo end'" /dev/null)
+	assert_contains "$out" "end" "cat saw the end of its input"
+	assert_eq 3 "$(printf '%s\n' "$out" | grep -c abc)" "abc: outer echo, inner echo, cat"
+	# positive control: the test build with the old order (raw mode set over
+	# the pending marker) shows the NUL echoed; knob absent from moat
+	[ -x "$MOAT_TESTING_BIN" ] || skip "no test build at $MOAT_TESTING_BIN"
+	out=$(MOAT_TEST_LAYERS=1 MOAT_TEST_PTY_OLD_ORDER=1 timeout 60 script -qc \
+		"$MOAT_TESTING_BIN run --quiet -- sh -c 'sleep 0.5; echo hi'" /dev/null </dev/null | od -An -c | tr -s ' ')
+	assert_eq " ^ @ h i \r \n" "$out" "control: the old order"
+	out=$(MOAT_TEST_LAYERS=1 MOAT_TEST_PTY_OLD_ORDER=1 timeout 60 script -qc \
+		"$MOAT run --quiet -- sh -c 'sleep 0.5; echo hi'" /dev/null </dev/null | od -An -c | tr -s ' ')
+	assert_eq " h i \r \n" "$out" "the shipped binary ignores the test knob"
+}
+
 run_test "--held-exit N: a run that held a change exits N; --quiet still says it in one line" t_held_exit
 run_test "--held-exit: policy key audit.held_exit, plan line, bounds, one value" t_held_exit_policy_and_bounds
 run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_secret_implies_allow_host
+run_test "the pty relay writes no stray NUL under script(1); typed-ahead input and its end arrive as typed" t_pty_no_stray_nul
 t_done
