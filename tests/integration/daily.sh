@@ -168,8 +168,77 @@ t_pty_no_stray_nul() {
 	assert_eq " h i \r \n" "$out" "the shipped binary ignores the test knob"
 }
 
+# Headless Chromium, the recipe of docs/AGENTS.md: the wrapper's
+# /etc/chromium.d bound into the generated /etc, --no-sandbox (its own
+# sandbox needs user namespaces, which moat's seccomp filter refuses), a
+# page from a loopback server of the test's own through --allow-host, and
+# the page's request to a host that is not allowed denied and logged.
+t_chromium_headless() {
+	command -v chromium >/dev/null || skip "chromium not installed (scripts/deps.sh test_pkgs)"
+	local srv="$T_OUT/srv" out port acts ws
+	mkdir -p "$srv"
+	cat >"$srv/page.html" <<'EOF'
+<html><body><p id="x">static</p><script>document.getElementById("x").textContent = "from-" + "js";</script></body></html>
+EOF
+	# file:// of a workspace file
+	ws=$(newws)
+	cp "$srv/page.html" "$ws/"
+	# the recipe's line verbatim (docs/AGENTS.md), with moat on PATH
+	local line
+	line='moat run --ro /etc/chromium.d --workspace "$PWD" -- chromium --headless --no-sandbox --dump-dom "file://$PWD/page.html"'
+	grep -F -x -- "$line" "${MOAT_SRC:?}/docs/AGENTS.md" >/dev/null || fail "not in docs/AGENTS.md: $line"
+	mkdir -p "$T_OUT/bin"
+	ln -sf "$MOAT" "$T_OUT/bin/moat"
+	out=$(cd "$ws" && PATH="$T_OUT/bin:$PATH" timeout 120 bash -c "$line" 2>"$T_OUT/c1.err") ||
+		fail "chromium file://: $(tail -5 "$T_OUT/c1.err")"
+	assert_contains "$out" '<p id="x">from-js</p>' "the DOM after the page's script ran"
+	# a page served on the host's loopback, by name through the proxy
+	python3 - "$srv" >"$srv/out" 2>&1 <<'EOF' &
+import http.server, os, sys
+d = sys.argv[1]
+class H(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *a, **k): super().__init__(*a, directory=d, **k)
+    def log_message(self, fmt, *a):
+        with open(os.path.join(d, "seen"), "a") as f: f.write(self.path + "\n")
+srv = http.server.ThreadingHTTPServer(("127.0.0.2", 0), H)
+with open(os.path.join(d, "port.tmp"), "w") as f: f.write(str(srv.server_address[1]))
+os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
+srv.serve_forever()
+EOF
+	SRV_PID=$!
+	trap 'kill "$SRV_PID" 2>/dev/null || true' EXIT
+	local _
+	for _ in $(seq 100); do
+		[ -s "$srv/port" ] && break
+		sleep 0.05
+	done
+	port=$(cat "$srv/port") || fail "server did not start: $(cat "$srv/out")"
+	printf '<html><body><p id="x">static</p><img src="http://other.test:%s/pixel.png"><script>document.getElementById("x").textContent = "from-" + "js";</script></body></html>\n' \
+		"$port" >"$srv/index.html"
+	out=$(timeout 120 "$MOAT" run --quiet --ro /etc/chromium.d --allow-host "page.test:$port" \
+		--resolve page.test=127.0.0.2 --resolve other.test=127.0.0.2 --log "$T_OUT/c.jsonl" -- \
+		chromium --headless --no-sandbox --dump-dom "http://page.test:$port/" 2>"$T_OUT/c2.err") ||
+		fail "chromium http: $(tail -5 "$T_OUT/c2.err")"
+	assert_contains "$out" '<p id="x">from-js</p>' "the DOM of the served page"
+	acts=$(net_actions "$T_OUT/c.jsonl")
+	assert_contains "$acts" "page.test:$port=allow"
+	assert_contains "$acts" "other.test:$port=deny" "the page's request to another host"
+	grep -qx / "$srv/seen" || fail "the server did not see the page: $(cat "$srv/seen")"
+	assert_not_contains "$(cat "$srv/seen")" "pixel.png" "the denied request reached the server"
+	# Chromium's own sandbox: refused by moat's filter (clone with
+	# CLONE_NEWUSER), so it stops and says so: why the recipe has --no-sandbox
+	local rc=0
+	(cd "$ws" && timeout 120 "$MOAT" run --quiet --ro /etc/chromium.d --workspace "$ws" \
+		--log "$T_OUT/ns.jsonl" -- chromium --headless --dump-dom "file://$ws/page.html" \
+		>"$T_OUT/c3.out" 2>"$T_OUT/c3.err") || rc=$?
+	[ "$rc" -ne 0 ] || fail "chromium's own sandbox started inside moat"
+	assert_contains "$(cat "$T_OUT/c3.err")" "No usable sandbox"
+	assert_contains "$(cat "$T_OUT/ns.jsonl")" '"flags_name":"CLONE_NEWUSER'
+}
+
 run_test "--held-exit N: a run that held a change exits N; --quiet still says it in one line" t_held_exit
 run_test "--held-exit: policy key audit.held_exit, plan line, bounds, one value" t_held_exit_policy_and_bounds
 run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_secret_implies_allow_host
 run_test "the pty relay writes no stray NUL under script(1); typed-ahead input and its end arrive as typed" t_pty_no_stray_nul
+run_test "headless Chromium: the documented recipe, file:// and a loopback page, a denied request logged" t_chromium_headless
 t_done
