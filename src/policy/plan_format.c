@@ -118,10 +118,12 @@ static void format_net(FILE *f, const struct moat_plan *pl)
 	const struct moat_plan_net *n = &pl->net;
 	switch (n->mode) {
 	case MOAT_NET_NONE:
-		fprintf(f, "mode         none: loopback only, no DNS\n");
 		fprintf(f,
-			"attempts     refused by the kernel; recorded through seccomp "
-			"notification; Landlock (ABI >= 4) denies TCP bind and connect\n");
+			"mode         none: loopback only (the sandbox's own: servers on "
+			"127.0.0.1 and ::1 work), no DNS\n");
+		fprintf(f,
+			"attempts     refused by the kernel (no route); recorded through "
+			"seccomp notification\n");
 		return;
 	case MOAT_NET_HOST:
 		fprintf(f, "mode         host: no network namespace (weakened)\n");

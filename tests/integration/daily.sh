@@ -236,9 +236,51 @@ EOF
 	assert_contains "$(cat "$T_OUT/ns.jsonl")" '"flags_name":"CLONE_NEWUSER'
 }
 
+# --net none: the sandbox's loopback is its own, a test suite's server on
+# 127.0.0.1 / ::1 works (it was EACCES from Landlock's TCP rule); every other
+# destination still has no route and is recorded.
+t_net_none_loopback_is_the_sandbox_own() {
+	local out
+	out=$("$MOAT" run --quiet --json-status "$T_OUT/lo.json" -- python3 -c '
+import socket
+for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    s = socket.socket(fam); s.bind((host, 8000)); s.listen(1)
+    c = socket.create_connection((host, 8000), 5); a, _ = s.accept()
+    c.sendall(b"ping"); print(host, a.recv(4).decode())
+try:
+    socket.create_connection(("10.11.12.13", 80), 5); print("out: connected")
+except OSError as e:
+    print("out: errno", e.errno)
+' 2>&1)
+	assert_contains "$out" "127.0.0.1 ping"
+	assert_contains "$out" "::1 ping"
+	assert_contains "$out" "out: errno 101" "a destination outside: ENETUNREACH"
+	python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["net_none_attempts"] == 1, d
+' "$T_OUT/lo.json" || fail "the outside attempt is recorded: $(cat "$T_OUT/lo.json")"
+	# a server of the host on its loopback is not the sandbox's
+	python3 -c '
+import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+open("hostport", "w").write(str(s.getsockname()[1])); time.sleep(15)' &
+	local hp=$! _
+	for _ in $(seq 100); do [ -s hostport ] && break; sleep 0.05; done
+	out=$("$MOAT" run --quiet -- python3 -c '
+import socket, sys
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5); print("host: connected")
+except OSError as e:
+    print("host: errno", e.errno)' "$(cat hostport)" 2>&1)
+	kill "$hp" 2>/dev/null || true
+	assert_contains "$out" "host: errno 111" "the host's loopback server from inside"
+}
+
 run_test "--held-exit N: a run that held a change exits N; --quiet still says it in one line" t_held_exit
 run_test "--held-exit: policy key audit.held_exit, plan line, bounds, one value" t_held_exit_policy_and_bounds
 run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_secret_implies_allow_host
 run_test "the pty relay writes no stray NUL under script(1); typed-ahead input and its end arrive as typed" t_pty_no_stray_nul
 run_test "headless Chromium: the documented recipe, file:// and a loopback page, a denied request logged" t_chromium_headless
+run_test "--net none: servers on the sandbox's own 127.0.0.1 and ::1 work; outside no route, recorded" t_net_none_loopback_is_the_sandbox_own
 t_done
