@@ -110,6 +110,16 @@ static void summary(const struct moat_status *st)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
+	if (st->pids_limit_hits)
+		fprintf(stderr,
+			"moat: limits: pids limit %llu reached %llu time(s) (a fork or clone failed; --pids)\n",
+			(unsigned long long)st->pids_limit,
+			(unsigned long long)st->pids_limit_hits);
+	if (st->oom_kills)
+		fprintf(stderr,
+			"moat: limits: memory limit %llu MiB reached: %llu process(es) killed (--memory)\n",
+			(unsigned long long)(st->memory_limit >> 20),
+			(unsigned long long)st->oom_kills);
 	moat_cli_print_workspace(st);
 	if (st->net_none_attempts)
 		fprintf(stderr,

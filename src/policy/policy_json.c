@@ -262,6 +262,8 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	json_object_set_new(o, "files_refused", json_integer((json_int_t)st->files_refused));
 	json_object_set_new(o, "net_none_attempts",
 			    json_integer((json_int_t)st->net_none_attempts));
+	json_object_set_new(o, "pids_limit_hits", json_integer((json_int_t)st->pids_limit_hits));
+	json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
 	json_object_set_new(o, "stdio_error",
 			    st->stdio_error[0] ? json_string(st->stdio_error) : json_null());
 	/* the summary's lists: net_top_denied as the "COUNT DEST\tRULE" strings

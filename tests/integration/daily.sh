@@ -277,10 +277,35 @@ except OSError as e:
 	assert_contains "$out" "host: errno 111" "the host's loopback server from inside"
 }
 
+# A limit that was hit is said in the summary, with a limit event and an
+# alert. Unprivileged there is no delegated cgroup here: an explicit limit
+# fails closed (125) instead, which is checked.
+t_limit_hit_said() {
+	local out rc=0
+	out=$("$MOAT" run --pids 16 --log "$T_OUT/p.jsonl" -- \
+		sh -c 'for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait' 2>&1) || rc=$?
+	if ! is_root && [ "$rc" -eq 125 ]; then
+		assert_contains "$out" "cgroup" "the refusal names the step"
+		return 0
+	fi
+	assert_contains "$out" "moat: limits: pids limit 16 reached "
+	assert_contains "$(cat "$T_OUT/p.jsonl")" '"type":"limit","what":"pids"'
+	assert_contains "$(cat "$T_OUT/p.jsonl")" '"type":"alert","cause":"limit","what":"pids"'
+	out=$("$MOAT" run --memory 64M --log "$T_OUT/m.jsonl" -- python3 -c '
+b = []
+while True: b.append(bytearray(8 << 20))' 2>&1) || true
+	assert_contains "$out" "moat: limits: memory limit 64 MiB reached: 1 process(es) killed"
+	assert_contains "$(cat "$T_OUT/m.jsonl")" '"type":"limit","what":"memory"'
+	# control: a run within its limits says nothing of them
+	out=$("$MOAT" run --pids 64 --memory 256M -- true 2>&1)
+	assert_not_contains "$out" "moat: limits:"
+}
+
 run_test "--held-exit N: a run that held a change exits N; --quiet still says it in one line" t_held_exit
 run_test "--held-exit: policy key audit.held_exit, plan line, bounds, one value" t_held_exit_policy_and_bounds
 run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_secret_implies_allow_host
 run_test "the pty relay writes no stray NUL under script(1); typed-ahead input and its end arrive as typed" t_pty_no_stray_nul
 run_test "headless Chromium: the documented recipe, file:// and a loopback page, a denied request logged" t_chromium_headless
 run_test "--net none: servers on the sandbox's own 127.0.0.1 and ::1 work; outside no route, recorded" t_net_none_loopback_is_the_sandbox_own
+run_test "a pids or memory limit that was hit: summary line, limit event, alert" t_limit_hit_said
 t_done
