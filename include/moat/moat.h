@@ -201,6 +201,9 @@ struct moat_status {
 	 * refused at the pids limit, processes killed at the memory limit, with
 	 * the limits (pids, bytes) */
 	uint64_t pids_limit_hits, pids_limit;
+	/* the command failed (not exit 0, or killed, timed out, interrupted):
+	 * no workspace change was applied (--apply-on-failure applies them) */
+	bool held_failed;
 	uint64_t oom_kills, memory_limit;
 };
 

@@ -533,7 +533,14 @@ static void review_workspace(struct moat_run *r)
 		return;
 	}
 	m->workspace = strdup(p->workspace);
-	if (p->apply != MOAT_APPLY_NEVER)
+	/* a one-shot run whose command failed, timed out or was interrupted
+	 * applies nothing unless --apply-on-failure: a half-done change set is
+	 * kept for `moat apply`, never half applied */
+	const struct moat_status *cst = r->st;
+	bool failed = cst->reason != MOAT_REASON_EXITED || cst->status != 0;
+	r->st->held_failed = r->argv_copy && failed && !p->apply_on_failure &&
+		p->apply != MOAT_APPLY_NEVER && m->n;
+	if (p->apply != MOAT_APPLY_NEVER && !r->st->held_failed)
 		(void)moat_fsdiff_apply(m, r->upper_fd, o->ws_fd,
 					p->apply == MOAT_APPLY_ALL ? MOAT_FSAPPLY_ALL
 								   : MOAT_FSAPPLY_SAFE,

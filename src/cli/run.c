@@ -77,6 +77,10 @@ void moat_cli_print_workspace(const struct moat_status *st)
 			(unsigned long long)st->files_changed,
 			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
 			(unsigned long long)st->files_refused);
+	if (st->held_failed)
+		fprintf(stderr,
+			"moat: the command failed: no workspace change was applied "
+			"(--apply-on-failure applies them as usual)\n");
 	print_review(st);
 	if (st->files_held)
 		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
@@ -149,9 +153,10 @@ void moat_cli_print_held_notice(const struct moat_status *st)
 			(unsigned long long)st->held_dropped, st->run_id);
 	else if (st->files_held)
 		fprintf(stderr,
-			"moat: %llu workspace change(s) held back: moat diff %s   apply: moat apply "
+			"moat: %llu workspace change(s) held back%s: moat diff %s   apply: moat apply "
 			"%s\n",
-			(unsigned long long)st->files_held, st->run_id, st->run_id);
+			(unsigned long long)st->files_held,
+			st->held_failed ? " (the command failed)" : "", st->run_id, st->run_id);
 }
 
 int moat_cli_run(int argc, char **argv)

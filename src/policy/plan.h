@@ -202,6 +202,7 @@ struct moat_plan_audit {
 	unsigned n_flag_patterns;
 	uint64_t held_max;
 	int held_exit;
+	bool apply_on_failure;
 };
 
 struct moat_plan {

@@ -363,6 +363,9 @@ static void format_audit(FILE *f, const struct moat_plan *pl)
 	fprintf(f, "on alert     %s\n", a->on_alert ? a->on_alert : "none");
 	fprintf(f, "record exec  %s\n", a->record_exec ? "yes" : "no");
 	fprintf(f, "apply        %s", (size_t)a->apply < ELEMENTSOF(apply) ? apply[a->apply] : "?");
+	fputs(a->apply_on_failure ? "; also after a failed command"
+				  : "; nothing after a failed command (--apply-on-failure)",
+	      f);
 	if (a->held_exit)
 		fprintf(f, "; a run that holds changes back exits %d", a->held_exit);
 	fputc('\n', f);

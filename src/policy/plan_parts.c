@@ -263,6 +263,7 @@ static void build_audit(const struct moat_policy *p, struct moat_plan *pl)
 	a->n_flag_patterns = p->n_flag_patterns;
 	a->held_max = p->held_max;
 	a->held_exit = p->held_exit;
+	a->apply_on_failure = p->apply_on_failure;
 }
 
 int moat_plan_build_parts(const struct moat_policy *p, struct moat_plan *pl)

@@ -223,6 +223,7 @@ struct moat_policy {
 	/* held-back workspace data (docs/FLAGGED.md) */
 	uint64_t held_max; /* per run, bytes (default 256 MiB) */
 	int held_exit; /* a run that held changes back exits this (1-255); 0: its own status */
+	bool apply_on_failure; /* apply (per `apply`) also after a failed command */
 	uint64_t runs_max; /* everything under the runs directory, bytes (default 4 GiB) */
 	uint64_t retention_ms; /* `moat gc` removes runs older than this (default 14 days) */
 

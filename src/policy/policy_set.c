@@ -645,6 +645,12 @@ int moat_pset_flag_pattern(struct moat_policy *p, const char *v, char *why, size
 	return moat_policy_strv_add(&p->flag_patterns, &p->n_flag_patterns, MOAT_MAX_RULES, v);
 }
 
+static int set_apply_on_failure(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	p->apply_on_failure = true;
+	return 0;
+}
+
 static int set_log_sync(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	p->log_sync = true;
@@ -798,6 +804,8 @@ static const struct option_def options[] = {
 	{"--no-record-exec", NULL, MANY, set_no_record_exec, "do not record every exec"},
 	{"--apply", "never|safe|all", ONE, moat_pset_apply,
 	 "how overlay workspace changes are applied (default safe)"},
+	{"--apply-on-failure", NULL, MANY, set_apply_on_failure,
+	 "apply workspace changes also when the command failed, timed out or was interrupted"},
 	{"--flag-pattern", "GLOB", MANY, moat_pset_flag_pattern,
 	 "hold back changes to paths matching GLOB"},
 	{"--allow-rw-git", NULL, MANY, set_allow_rw_git,

@@ -63,7 +63,7 @@ t_held_exit_policy_and_bounds() {
 EOF
 	out=$("$MOAT" policy show --policy p.json)
 	assert_contains "$out" '"held_exit": 7'
-	assert_contains "$out" "apply        safe; a run that holds changes back exits 7"
+	assert_contains "$out" "apply        safe; nothing after a failed command (--apply-on-failure); a run that holds changes back exits 7"
 	# the flag overrides the file
 	out=$("$MOAT" policy show --policy p.json --held-exit 9)
 	assert_contains "$out" "exits 9"
@@ -301,6 +301,40 @@ while True: b.append(bytearray(8 << 20))' 2>&1) || true
 	assert_not_contains "$out" "moat: limits:"
 }
 
+# A failed, timed-out or interrupted command applies nothing unless
+# --apply-on-failure; what it wrote is kept for moat apply.
+t_apply_on_failure() {
+	local ws out rc id
+	ws=$(newws)
+	cd "$ws"
+	rc=0
+	out=$("$MOAT" run --workspace "$PWD" -- sh -c 'echo half > half.txt; exit 3' 2>&1) || rc=$?
+	assert_eq 3 "$rc" "the command's status"
+	[ ! -e half.txt ] || fail "a failed command's change was applied"
+	assert_contains "$out" "the command failed: no workspace change was applied"
+	id=$(printf '%s\n' "$out" | sed -n 's/.*moat diff \([0-9a-f]*\).*/\1/p' | head -1)
+	"$MOAT" apply "$id" >/dev/null || fail "moat apply $id"
+	assert_eq half "$(cat half.txt)" "applied by moat apply"
+	# a timeout holds too
+	rc=0
+	"$MOAT" run --quiet --timeout 1s --kill-grace 100ms --workspace "$PWD" -- \
+		sh -c 'echo t > timed.txt; sleep 30' 2>/dev/null || rc=$?
+	assert_eq 124 "$rc"
+	[ ! -e timed.txt ] || fail "a timed-out command's change was applied"
+	# with the flag (or the policy key) the usual rules apply
+	"$MOAT" run --quiet --apply-on-failure --workspace "$PWD" -- \
+		sh -c 'echo ok > flag.txt; echo x > .bashrc; exit 4' 2>/dev/null || true
+	assert_eq ok "$(cat flag.txt)" "--apply-on-failure"
+	[ ! -e .bashrc ] || fail "--apply-on-failure applied a held start-up file"
+	echo '{"version": 1, "audit": {"apply_on_failure": true}}' >"$T_OUT/aof.json"
+	"$MOAT" run --quiet --policy "$T_OUT/aof.json" --workspace "$PWD" -- \
+		sh -c 'echo ok > key.txt; exit 4' 2>/dev/null || true
+	assert_eq ok "$(cat key.txt)" "audit.apply_on_failure"
+	# control: a command that succeeds applies as before
+	"$MOAT" run --quiet --workspace "$PWD" -- sh -c 'echo ok > fine.txt' || fail "run"
+	assert_eq ok "$(cat fine.txt)"
+}
+
 run_test "--held-exit N: a run that held a change exits N; --quiet still says it in one line" t_held_exit
 run_test "--held-exit: policy key audit.held_exit, plan line, bounds, one value" t_held_exit_policy_and_bounds
 run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_secret_implies_allow_host
@@ -308,4 +342,5 @@ run_test "the pty relay writes no stray NUL under script(1); typed-ahead input a
 run_test "headless Chromium: the documented recipe, file:// and a loopback page, a denied request logged" t_chromium_headless
 run_test "--net none: servers on the sandbox's own 127.0.0.1 and ::1 work; outside no route, recorded" t_net_none_loopback_is_the_sandbox_own
 run_test "a pids or memory limit that was hit: summary line, limit event, alert" t_limit_hit_said
+run_test "a failed or timed-out command applies nothing unless --apply-on-failure; moat apply applies it" t_apply_on_failure
 t_done
