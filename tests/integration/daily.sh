@@ -335,6 +335,44 @@ t_apply_on_failure() {
 	assert_eq ok "$(cat fine.txt)"
 }
 
+# A host edit made during an overlay run is not overwritten: the apply
+# reports a conflict; two concurrent runs on one workspace: the second apply
+# reports it. (The run waits for a file the host writes: no timing guess.)
+t_host_edit_conflict() {
+	local ws out sig="$T_OUT/sig" run _
+	ws=$(newws)
+	mkdir -p "$sig"
+	cd "$ws"
+	echo orig >f.txt
+	echo orig >g.txt
+	# the command says it is running (sig/ready) and waits for sig/go
+	local wait_go='touch /sig/ready; n=0; while [ ! -e /sig/go ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done'
+	"$MOAT" run --workspace "$PWD" --rw "$sig:/sig" -- sh -c "$wait_go"'
+		echo sandbox > f.txt; echo sandbox > g.txt' >"$T_OUT/c.out" 2>&1 &
+	run=$!
+	for _ in $(seq 600); do [ -e "$sig/ready" ] && break; sleep 0.05; done
+	echo host-edit >f.txt
+	touch "$sig/go"
+	wait "$run" || true
+	out=$(cat "$T_OUT/c.out")
+	assert_eq host-edit "$(cat f.txt)" "the host's edit during the run"
+	assert_contains "$out" "conflict f.txt"
+	assert_eq sandbox "$(cat g.txt)" "control: the file the host did not touch"
+	# two runs at once: the first applies, the second finds the conflict
+	rm -f "$sig/ready" "$sig/go"
+	echo orig >k.txt
+	"$MOAT" run --workspace "$PWD" --rw "$sig:/sig" -- sh -c "$wait_go"'
+		echo second > k.txt' >"$T_OUT/k.out" 2>&1 &
+	run=$!
+	for _ in $(seq 600); do [ -e "$sig/ready" ] && break; sleep 0.05; done
+	"$MOAT" run --quiet --workspace "$PWD" -- sh -c 'echo first > k.txt' || fail "first run"
+	assert_eq first "$(cat k.txt)"
+	touch "$sig/go"
+	wait "$run" || true
+	assert_eq first "$(cat k.txt)" "the second run's apply over the first's"
+	assert_contains "$(cat "$T_OUT/k.out")" "conflict k.txt"
+}
+
 run_test "--held-exit N: a run that held a change exits N; --quiet still says it in one line" t_held_exit
 run_test "--held-exit: policy key audit.held_exit, plan line, bounds, one value" t_held_exit_policy_and_bounds
 run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_secret_implies_allow_host
@@ -343,4 +381,5 @@ run_test "headless Chromium: the documented recipe, file:// and a loopback page,
 run_test "--net none: servers on the sandbox's own 127.0.0.1 and ::1 work; outside no route, recorded" t_net_none_loopback_is_the_sandbox_own
 run_test "a pids or memory limit that was hit: summary line, limit event, alert" t_limit_hit_said
 run_test "a failed or timed-out command applies nothing unless --apply-on-failure; moat apply applies it" t_apply_on_failure
+run_test "a host edit during the run, or a concurrent run, is a conflict, never overwritten" t_host_edit_conflict
 t_done
