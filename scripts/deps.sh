@@ -16,6 +16,9 @@ test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux
 # runsc: the gvisor isolation level (tests/integration/isolation.sh); zsh:
 # tests/integration/install.sh parses the zsh completion; slirp4netns: rootless
 # podman's default network (oci.sh: the engine's namespace as the proxy's upstream)
+# chromium: tests/integration/daily.sh runs the headless recipe of
+# docs/AGENTS.md (122 MB download, 39 s to install here, ~6 s of test per user)
+test_pkgs+=(chromium)
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
 	want+=("${test_pkgs[@]}")

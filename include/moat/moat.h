@@ -197,6 +197,14 @@ struct moat_status {
 	/* --net none: network attempts the kernel refused, as recorded by the
 	 * seccomp listener (also counted in net_denied) */
 	uint64_t net_none_attempts;
+	/* cgroup limits that were hit (0 when not hit or not measured): forks
+	 * refused at the pids limit, processes killed at the memory limit, with
+	 * the limits (pids, bytes) */
+	uint64_t pids_limit_hits, pids_limit;
+	/* the command failed (not exit 0, or killed, timed out, interrupted):
+	 * no workspace change was applied (--apply-on-failure applies them) */
+	bool held_failed;
+	uint64_t oom_kills, memory_limit;
 };
 
 const char *moat_reason_name(enum moat_reason r);

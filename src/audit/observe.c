@@ -42,6 +42,7 @@ struct moat_observe {
 	const char *run_id;
 	struct moat_workspace_check wsc; /* rw/ro start checks (wscheck.c) */
 	unsigned long long rw_hardlinks; /* of the --rw binds */
+	int64_t ws_since_ns; /* CLOCK_REALTIME as the run began: a ctime after it is later */
 };
 
 struct moat_audit *moat_run_audit(struct moat_run *r)
@@ -237,6 +238,11 @@ int moat_observe_prepare(struct moat_run *r)
 		return -ENOMEM;
 	o->run_dirfd = o->ws_fd = o->out_fd = -1;
 	o->run_id = r->run_id;
+	{
+		struct timespec now;
+		if (clock_gettime(CLOCK_REALTIME, &now) == 0)
+			o->ws_since_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	}
 	o->on_alert = a->on_alert;
 	r->obs = o;
 
@@ -528,7 +534,8 @@ static void review_workspace(struct moat_run *r)
 	if (k >= 0)
 		k = moat_fsdiff_compute_ex(r->upper_fd, o->ws_fd, rules,
 					   &(struct moat_fsdiff_limits){.max_file_bytes = p->disk,
-									.workspace = p->workspace},
+									.workspace = p->workspace,
+									.since_ns = o->ws_since_ns},
 					   &m);
 	moat_flag_rules_free(rules);
 	if (k < 0) {
@@ -542,7 +549,14 @@ static void review_workspace(struct moat_run *r)
 		return;
 	}
 	m->workspace = strdup(p->workspace);
-	if (p->apply != MOAT_APPLY_NEVER)
+	/* a one-shot run whose command failed, timed out or was interrupted
+	 * applies nothing unless --apply-on-failure: a half-done change set is
+	 * kept for `moat apply`, never half applied */
+	const struct moat_status *cst = r->st;
+	bool failed = cst->reason != MOAT_REASON_EXITED || cst->status != 0;
+	r->st->held_failed = r->argv_copy && failed && !p->apply_on_failure &&
+		p->apply != MOAT_APPLY_NEVER && m->n;
+	if (p->apply != MOAT_APPLY_NEVER && !r->st->held_failed)
 		(void)moat_fsdiff_apply(m, r->upper_fd, o->ws_fd,
 					p->apply == MOAT_APPLY_ALL ? MOAT_FSAPPLY_ALL
 								   : MOAT_FSAPPLY_SAFE,
@@ -587,7 +601,8 @@ static void review_workspace(struct moat_run *r)
 		r->st->files_changed++;
 		r->st->files_flagged += !!e->flagged;
 		r->st->files_refused += !!e->refused;
-		r->st->files_held += e->state == MOAT_FS_HELD || e->state == MOAT_FS_PENDING;
+		r->st->files_held += e->state == MOAT_FS_HELD || e->state == MOAT_FS_PENDING ||
+			e->state == MOAT_FS_CONFLICT;
 		r->st->files_applied += e->state == MOAT_FS_APPLIED;
 	}
 	moat_observe_review_entries(r->st, m);
@@ -656,6 +671,12 @@ int moat_observe_finish_workspace(struct moat_run *r, int k)
 	collect_output(r);
 	review_workspace(r);
 	recheck_rw_workspace(r);
+	/* --held-exit N: a run that left any change unapplied (held, pending,
+	 * not kept, or no manifest at all) exits N, whatever the command's
+	 * status (which stays in "status" and the exit event) */
+	const struct moat_status *st = r->st;
+	if (r->p->held_exit && (st->files_held || st->held_dropped || st->review_errno))
+		r->st->exit_code = r->p->held_exit;
 	return k;
 }
 

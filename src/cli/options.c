@@ -133,7 +133,8 @@ void moat_cli_knobs_help(FILE *f)
 {
 	fprintf(f, "  %-34s %s\n", "--json-status FILE",
 		"write the status record (JSON) to FILE at the end");
-	fprintf(f, "  %-34s %s\n", "--quiet", "no summary on stderr");
+	fprintf(f, "  %-34s %s\n", "--quiet",
+		"no summary on stderr (one line still says when changes were held back)");
 }
 
 /* 1 if name is one of `moat run`'s knobs (cmd "run"), with *ret_takes. */

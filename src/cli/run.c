@@ -77,6 +77,10 @@ void moat_cli_print_workspace(const struct moat_status *st)
 			(unsigned long long)st->files_changed,
 			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
 			(unsigned long long)st->files_refused);
+	if (st->held_failed)
+		fprintf(stderr,
+			"moat: the command failed: no workspace change was applied "
+			"(--apply-on-failure applies them as usual)\n");
 	print_review(st);
 	if (st->files_held)
 		fprintf(stderr, "moat: review: moat diff %s   apply: moat apply %s [PATH...]\n",
@@ -110,6 +114,16 @@ static void summary(const struct moat_status *st)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
+	if (st->pids_limit_hits)
+		fprintf(stderr,
+			"moat: limits: pids limit %llu reached %llu time(s) (a fork or clone failed; --pids)\n",
+			(unsigned long long)st->pids_limit,
+			(unsigned long long)st->pids_limit_hits);
+	if (st->oom_kills)
+		fprintf(stderr,
+			"moat: limits: memory limit %llu MiB reached: %llu process(es) killed (--memory)\n",
+			(unsigned long long)(st->memory_limit >> 20),
+			(unsigned long long)st->oom_kills);
 	moat_cli_print_workspace(st);
 	if (st->net_none_attempts)
 		fprintf(stderr,
@@ -122,6 +136,27 @@ static void summary(const struct moat_status *st)
 	print_top_denied(st);
 	if (st->log_path[0])
 		fprintf(stderr, "moat: log: moat log %s  (%s)\n", st->run_id, st->log_path);
+}
+
+/* --quiet still says, in one line, that workspace changes were not applied:
+ * a held-back change is never invisible */
+void moat_cli_print_held_notice(const struct moat_status *st)
+{
+	if (st->review_errno)
+		fprintf(stderr,
+			"moat: workspace changes NOT applied (manifest failed: %s): moat log %s\n",
+			strerror(st->review_errno), st->run_id);
+	else if (st->held_dropped)
+		fprintf(stderr,
+			"moat: %llu workspace change(s) NOT applied and NOT kept (over --held-max): "
+			"moat diff %s\n",
+			(unsigned long long)st->held_dropped, st->run_id);
+	else if (st->files_held)
+		fprintf(stderr,
+			"moat: %llu workspace change(s) held back%s: moat diff %s   apply: moat apply "
+			"%s\n",
+			(unsigned long long)st->files_held,
+			st->held_failed ? " (the command failed)" : "", st->run_id, st->run_id);
 }
 
 int moat_cli_run(int argc, char **argv)
@@ -207,6 +242,8 @@ int moat_cli_run(int argc, char **argv)
 	}
 	if (!moat_cli_knobs.quiet && k >= 0)
 		summary(&st);
+	else if (k >= 0)
+		moat_cli_print_held_notice(&st);
 	if (st.stdio_error[0]) {
 		/* the command never saw the error: moat says it, and fails */
 		fprintf(stderr, "moat: %s\n", st.stdio_error);

@@ -580,8 +580,10 @@ int moat_cli_stop(int argc, char **argv)
 
 static void rm_summary(const struct moat_status *st, bool quiet)
 {
-	if (quiet)
+	if (quiet) {
+		moat_cli_print_held_notice(st);
 		return;
+	}
 	fprintf(stderr, "moat: sandbox %s removed after %.1f s, %llu process(es)", st->run_id,
 		(double)st->wall_us / 1e6, (unsigned long long)st->execs);
 	if (st->degraded[0])

@@ -82,6 +82,14 @@ void moat_limits_finish(const struct moat_limits *l, struct moat_status *st)
 		st->mem_peak = cs.mem_peak;
 	if (cs.have_pids_peak)
 		st->pids_peak = cs.pids_peak;
+	if (l->cl.pids && cs.pids_max_hits) {
+		st->pids_limit_hits = cs.pids_max_hits;
+		st->pids_limit = l->cl.pids;
+	}
+	if (l->cl.memory && cs.oom_kills) {
+		st->oom_kills = cs.oom_kills;
+		st->memory_limit = l->cl.memory;
+	}
 	if (cs.have_cpu && cs.cpu_user_us + cs.cpu_sys_us > st->cpu_user_us + st->cpu_sys_us) {
 		st->cpu_user_us = cs.cpu_user_us;
 		st->cpu_sys_us = cs.cpu_sys_us;

@@ -8,6 +8,7 @@
 #include "limits/cgroup.h"
 #include "policy/errors.h"
 #include "supervisor/state.h"
+#include "audit/observe.h"
 #include "shared/macro.h"
 
 static uint64_t realtime_us(void)
@@ -139,6 +140,12 @@ void moat_supervise_limits_kill(struct moat_run *r)
 void moat_supervise_limits_finish(struct moat_run *r)
 {
 	moat_limits_finish(&r->limits, r->st);
+	/* a limit that was hit is an event and an alert, whatever the reason
+	 * the run ended with (the command may have survived a refused fork) */
+	if (r->st->pids_limit_hits)
+		moat_observe_limit(r, "pids");
+	if (r->st->oom_kills)
+		moat_observe_limit(r, "memory");
 }
 
 void moat_supervise_limits_teardown(struct moat_run *r)

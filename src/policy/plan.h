@@ -129,8 +129,9 @@ struct moat_plan_net {
 	 * clone (moat_net_check_rules); the exec'd proxy helper converts the
 	 * serialized rules for itself */
 	int rules_error;
-	/* --net none: the kernel refuses all but loopback, seccomp records the
-	 * attempts (with notification), Landlock (ABI >= 4) denies TCP */
+	/* --net none: the kernel refuses all but the sandbox's own loopback,
+	 * seccomp records the attempts (with notification); Landlock handles
+	 * no TCP right (loopback servers work; plan_parts.c) */
 	bool record_attempts;
 	bool landlock_no_tcp;
 };
@@ -200,6 +201,8 @@ struct moat_plan_audit {
 	const char *const *flag_patterns;
 	unsigned n_flag_patterns;
 	uint64_t held_max;
+	int held_exit;
+	bool apply_on_failure;
 };
 
 struct moat_plan {

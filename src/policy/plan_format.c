@@ -118,10 +118,12 @@ static void format_net(FILE *f, const struct moat_plan *pl)
 	const struct moat_plan_net *n = &pl->net;
 	switch (n->mode) {
 	case MOAT_NET_NONE:
-		fprintf(f, "mode         none: loopback only, no DNS\n");
 		fprintf(f,
-			"attempts     refused by the kernel; recorded through seccomp "
-			"notification; Landlock (ABI >= 4) denies TCP bind and connect\n");
+			"mode         none: loopback only (the sandbox's own: servers on "
+			"127.0.0.1 and ::1 work), no DNS\n");
+		fprintf(f,
+			"attempts     refused by the kernel (no route); recorded through "
+			"seccomp notification\n");
 		return;
 	case MOAT_NET_HOST:
 		fprintf(f, "mode         host: no network namespace (weakened)\n");
@@ -147,6 +149,9 @@ static void format_net(FILE *f, const struct moat_plan *pl)
 	for (unsigned i = 0; i < n->n_allow; i++) {
 		fputs("allow host   ", f);
 		put_rule(f, &n->allow[i], "80,443");
+		if (n->allow[i].implied_by[0])
+			fprintf(f, " (implied by --secret %s@%s)", n->allow[i].implied_by,
+				n->allow[i].pattern);
 		fputc('\n', f);
 	}
 	for (unsigned i = 0; i < n->n_cidrs; i++) {
@@ -357,8 +362,13 @@ static void format_audit(FILE *f, const struct moat_plan *pl)
 		a->log_path && a->log_sync ? " (synced before exit)" : "");
 	fprintf(f, "on alert     %s\n", a->on_alert ? a->on_alert : "none");
 	fprintf(f, "record exec  %s\n", a->record_exec ? "yes" : "no");
-	fprintf(f, "apply        %s\n",
-		(size_t)a->apply < ELEMENTSOF(apply) ? apply[a->apply] : "?");
+	fprintf(f, "apply        %s", (size_t)a->apply < ELEMENTSOF(apply) ? apply[a->apply] : "?");
+	fputs(a->apply_on_failure ? "; also after a failed command"
+				  : "; nothing after a failed command (--apply-on-failure)",
+	      f);
+	if (a->held_exit)
+		fprintf(f, "; a run that holds changes back exits %d", a->held_exit);
+	fputc('\n', f);
 	fputs("flag         ", f);
 	put_list(f, a->flag_patterns, a->n_flag_patterns, "(built-in patterns only)");
 	fputs("\nheld max     ", f);

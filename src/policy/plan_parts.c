@@ -94,7 +94,7 @@ static void build_net(const struct moat_policy *p, struct moat_plan *pl)
 	struct moat_plan_net *n = &pl->net;
 	n->mode = p->net;
 	n->record_attempts = p->net == MOAT_NET_NONE;
-	n->landlock_no_tcp = p->net == MOAT_NET_NONE;
+	n->landlock_no_tcp = false; /* the loopback is the sandbox's own */
 	if (p->net != MOAT_NET_ALLOW)
 		return;
 	n->env = proxy_env;
@@ -170,7 +170,12 @@ static void build_landlock(const struct moat_policy *p, struct moat_plan *pl)
 			.optional = s->flags & MOAT_STEPF_OPTIONAL,
 		};
 	}
-	l->net_none = p->net == MOAT_NET_NONE;
+	/* Landlock's TCP rights are not handled, not even under --net none:
+	 * there the network namespace has only the sandbox's own loopback,
+	 * which test suites use for local servers (Landlock cannot tell
+	 * 127.0.0.1 from another address, only ports); every other destination
+	 * has no route and is recorded by the seccomp listener. */
+	l->net_none = false;
 	l->scope = true;
 	l->min_abi = (p->allow_degraded & MOAT_DEGRADE_LANDLOCK) ? 0 : 1;
 }
@@ -257,6 +262,8 @@ static void build_audit(const struct moat_policy *p, struct moat_plan *pl)
 	a->flag_patterns = (const char *const *)p->flag_patterns;
 	a->n_flag_patterns = p->n_flag_patterns;
 	a->held_max = p->held_max;
+	a->held_exit = p->held_exit;
+	a->apply_on_failure = p->apply_on_failure;
 }
 
 int moat_plan_build_parts(const struct moat_policy *p, struct moat_plan *pl)

@@ -96,6 +96,9 @@ struct moat_host_rule {
 	char *pattern; /* "api.example.com", "*.example.com", or a CIDR for cidr rules */
 	uint16_t ports[MOAT_MAX_PORTS];
 	unsigned n_ports; /* 0 = the default 80,443 (hosts) or any (cidr) */
+	/* "" or the secret whose --secret NAME@HOST added this rule (HOST:443
+	 * only): the plan says so */
+	char implied_by[64];
 };
 
 struct moat_resolve {
@@ -219,6 +222,8 @@ struct moat_policy {
 	bool log_sync; /* wait until the audit stream is on disk before exiting */
 	/* held-back workspace data (docs/FLAGGED.md) */
 	uint64_t held_max; /* per run, bytes (default 256 MiB) */
+	int held_exit; /* a run that held changes back exits this (1-255); 0: its own status */
+	bool apply_on_failure; /* apply (per `apply`) also after a failed command */
 	uint64_t runs_max; /* everything under the runs directory, bytes (default 4 GiB) */
 	uint64_t retention_ms; /* `moat gc` removes runs older than this (default 14 days) */
 

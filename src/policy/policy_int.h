@@ -100,5 +100,6 @@ int moat_pset_on_alert(struct moat_policy *p, const char *v, char *why, size_t w
 int moat_pset_apply(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_flag_pattern(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_held_max(struct moat_policy *p, const char *v, char *why, size_t whylen);
+int moat_pset_held_exit(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_runs_max(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_retention(struct moat_policy *p, const char *v, char *why, size_t whylen);

@@ -180,6 +180,9 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 			    strv_json(p->flag_patterns, p->n_flag_patterns));
 	json_object_set_new(audit, "log_sync", json_boolean(p->log_sync));
 	json_object_set_new(audit, "held_max", size_json(p->held_max));
+	json_object_set_new(audit, "apply_on_failure", json_boolean(p->apply_on_failure));
+	if (p->held_exit)
+		json_object_set_new(audit, "held_exit", json_integer(p->held_exit));
 	json_object_set_new(audit, "runs_max", size_json(p->runs_max));
 	{
 		char b[32];
@@ -260,6 +263,9 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	json_object_set_new(o, "files_refused", json_integer((json_int_t)st->files_refused));
 	json_object_set_new(o, "net_none_attempts",
 			    json_integer((json_int_t)st->net_none_attempts));
+	json_object_set_new(o, "held_failed", json_boolean(st->held_failed));
+	json_object_set_new(o, "pids_limit_hits", json_integer((json_int_t)st->pids_limit_hits));
+	json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
 	json_object_set_new(o, "stdio_error",
 			    st->stdio_error[0] ? json_string(st->stdio_error) : json_null());
 	/* the summary's lists: net_top_denied as the "COUNT DEST\tRULE" strings

@@ -662,6 +662,11 @@ static int h_log_sync(struct jctx *c, json_t *v, const struct key_handler *h)
 	return jbool(c, v, &c->p->log_sync);
 }
 
+static int h_apply_on_failure(struct jctx *c, json_t *v, const struct key_handler *h)
+{
+	return jbool(c, v, &c->p->apply_on_failure);
+}
+
 static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
@@ -672,6 +677,8 @@ static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 		{"flag_patterns", h_set_array, moat_pset_flag_pattern, false},
 		{"log_sync", h_log_sync, NULL, false},
 		{"held_max", h_set, moat_pset_held_max, true},
+		{"held_exit", h_set, moat_pset_held_exit, true},
+		{"apply_on_failure", h_apply_on_failure, NULL, false},
 		{"runs_max", h_set, moat_pset_runs_max, true},
 		{"retention", h_set, moat_pset_retention, false},
 	};

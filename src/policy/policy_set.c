@@ -525,6 +525,40 @@ int moat_pset_no_inspect(struct moat_policy *p, const char *v, char *why, size_t
 	return moat_policy_strv_add(&p->no_inspect, &p->n_no_inspect, MOAT_MAX_RULES, v);
 }
 
+/* --secret NAME@HOST implies --allow-host HOST:443 for each HOST that no
+ * allow rule reaches on 443 yet: the value is only ever sent over TLS to
+ * port 443 (docs/CREDENTIALS.md), so nothing wider is allowed. Deny rules
+ * still win over it in the proxy. */
+static int imply_secret_hosts(struct moat_policy *p, const struct moat_secret *s, char *why,
+			      size_t whylen)
+{
+	for (unsigned i = 0; i < s->n_hosts; i++) {
+		bool covered = false;
+		for (unsigned j = 0; j < p->n_allow_hosts && !covered; j++) {
+			const struct moat_host_rule *a = &p->allow_hosts[j];
+			if (strcasecmp(a->pattern, s->hosts[i]) != 0)
+				continue;
+			covered = a->n_ports == 0;
+			for (unsigned k = 0; k < a->n_ports; k++)
+				covered = covered || a->ports[k] == 443;
+		}
+		if (covered)
+			continue;
+		char rule[300];
+		if ((size_t)snprintf(rule, sizeof(rule), "%s:443", s->hosts[i]) >= sizeof(rule)) {
+			snprintf(why, whylen, "'%s' is not a host name", s->hosts[i]);
+			return -EINVAL;
+		}
+		int r = moat_policy_rule_add(&p->allow_hosts, &p->n_allow_hosts, rule, false, why,
+					     whylen);
+		if (r < 0)
+			return r;
+		snprintf(p->allow_hosts[p->n_allow_hosts - 1].implied_by,
+			 sizeof(p->allow_hosts[0].implied_by), "%s", s->name);
+	}
+	return 0;
+}
+
 /* --secret NAME@HOST[,HOST...]: the value comes from moat's environment variable NAME. */
 static int set_secret(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
@@ -558,6 +592,10 @@ static int set_secret(struct moat_policy *p, const char *v, char *why, size_t wh
 		if (r < 0)
 			goto out;
 	}
+	/* (before the secret is handed over: an error leaves neither) */
+	r = imply_secret_hosts(p, &s, why, whylen);
+	if (r < 0)
+		goto out;
 	r = moat_policy_secret_add(p, &s);
 	if (r == -E2BIG)
 		snprintf(why, whylen, "more than %d secrets", MOAT_MAX_SECRETS);
@@ -607,6 +645,12 @@ int moat_pset_flag_pattern(struct moat_policy *p, const char *v, char *why, size
 	return moat_policy_strv_add(&p->flag_patterns, &p->n_flag_patterns, MOAT_MAX_RULES, v);
 }
 
+static int set_apply_on_failure(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	p->apply_on_failure = true;
+	return 0;
+}
+
 static int set_log_sync(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	p->log_sync = true;
@@ -628,6 +672,23 @@ static int set_allow_hardlinks(struct moat_policy *p, const char *v, char *why, 
 int moat_pset_held_max(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	return set_size_min(&p->held_max, v, 1u << 20, why, whylen);
+}
+
+/* --held-exit N: 1-255, but not moat's own codes (124 timeout, 125 set-up,
+ * 126 cannot execute, 127 not found), so that a held run cannot be taken for
+ * one of them */
+int moat_pset_held_exit(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	char *end = NULL;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < 1 || n > 255 || (n >= 124 && n <= 127)) {
+		snprintf(why, whylen,
+			 "expected an exit status 1-255 other than moat's own 124-127");
+		return -EINVAL;
+	}
+	p->held_exit = (int)n;
+	return 0;
 }
 
 int moat_pset_runs_max(struct moat_policy *p, const char *v, char *why, size_t whylen)
@@ -743,6 +804,8 @@ static const struct option_def options[] = {
 	{"--no-record-exec", NULL, MANY, set_no_record_exec, "do not record every exec"},
 	{"--apply", "never|safe|all", ONE, moat_pset_apply,
 	 "how overlay workspace changes are applied (default safe)"},
+	{"--apply-on-failure", NULL, MANY, set_apply_on_failure,
+	 "apply workspace changes also when the command failed, timed out or was interrupted"},
 	{"--flag-pattern", "GLOB", MANY, moat_pset_flag_pattern,
 	 "hold back changes to paths matching GLOB"},
 	{"--allow-rw-git", NULL, MANY, set_allow_rw_git,
@@ -751,6 +814,8 @@ static const struct option_def options[] = {
 	 "allow --workspace DIR:rw with files that have other names outside"},
 	{"--held-max", "SIZE", ONE, moat_pset_held_max,
 	 "held-back workspace data kept per run (default 256M; over it none is kept)"},
+	{"--held-exit", "N", ONE, moat_pset_held_exit,
+	 "a run that held any workspace change back exits N (default: the command's status)"},
 	{"--runs-max", "SIZE", ONE, moat_pset_runs_max,
 	 "total size of the runs directory (default 4G; moat gc trims to it)"},
 	{"--retention", "DURATION", ONE, moat_pset_retention,

@@ -13,6 +13,19 @@ void moat_proxy_socks_step(struct conn *c)
 	struct proxy *p = c->p;
 	int n;
 
+	/* An HTTP proxy request on the SOCKS port: Chromium reads
+	 * ALL_PROXY=socks5h://... (a scheme it does not know) as an HTTP proxy
+	 * and sends "GET http://..." here. SOCKS starts with its version (4,
+	 * 5), HTTP with a method's upper-case letter: the same connection
+	 * becomes one of the HTTP port's, with its parser and the same
+	 * decisions, so nothing is reachable that 3128 would not reach. */
+	if (c->state == S_SOCKS_GREET && c->in_len > 0 && c->in[0] >= 'A' && c->in[0] <= 'Z') {
+		c->kind = K_HTTP;
+		c->state = S_HEAD;
+		c->proto = "http";
+		moat_proxy_http_head(c);
+		return;
+	}
 	if (c->state == S_SOCKS_GREET) {
 		n = moat_socks5_parse_greeting((const uint8_t *)c->in, c->in_len, NULL);
 		if (n == 0)

@@ -22,6 +22,7 @@
 #include "supervisor/run.h"
 #include "supervisor/stdio_relay.h"
 #include "supervisor/supervise.h"
+#include "shared/io.h"
 #include "shared/macro.h"
 
 /* Back to the caller's signal mask, without a SIGPIPE we caused on the way. */
@@ -59,6 +60,52 @@ static void on_signal(int sigfd, struct moat_proc *pr)
 		else if (sig == SIGINT || sig == SIGHUP || sig == SIGQUIT)
 			moat_proc_signal(pr, sig);
 	}
+}
+
+/*
+ * The caller's terminal into raw mode without inventing a byte. In canonical
+ * mode the line discipline keeps typed-ahead input as lines, and a VEOF
+ * (^D) that arrived there -- script(1) sends one when its own stdin ends --
+ * as an end-of-line marker stored as a NUL; switching to non-canonical mode
+ * makes that marker readable as a real NUL byte (the issue's
+ * `script -qc "moat run -- echo hi" </dev/null | od -c` showed "^@" echoed
+ * by the sandbox's terminal). So what is complete in the canonical buffer is
+ * read first, still in canonical mode (poll says readable only for a whole
+ * line or a marker; a marker reads as 0 bytes), and handed to the command's
+ * terminal as it was typed: the line's bytes, and ^D for a marker. A partial
+ * line stays and is read raw, which is exact. Bounded: 64 reads, 64 KiB.
+ * Left: a ^D that arrives between the last poll and tcsetattr (microseconds
+ * instead of the whole start-up).
+ */
+static bool enter_raw(int in, int pty_fd, const struct termios *saved)
+{
+	struct termios t = *saved;
+#ifdef MOAT_TESTING
+	/* test build only: the old order, for the test's positive control */
+	const char *gate = getenv("MOAT_TEST_LAYERS"), *old = getenv("MOAT_TEST_PTY_OLD_ORDER");
+	bool drain = !(gate && streq(gate, "1") && old && streq(old, "1"));
+#else
+	bool drain = true;
+#endif
+	size_t total = 0;
+	for (int i = 0; drain && (saved->c_lflag & ICANON) && i < 64 && total < 65536; i++) {
+		char buf[4096];
+		struct pollfd pf = {.fd = in, .events = POLLIN};
+		if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLIN))
+			break;
+		ssize_t n = read(in, buf, sizeof(buf));
+		if (n < 0)
+			break;
+		if (n == 0) {
+			buf[0] = 4; /* what the relay sends at the end of stdin */
+			n = 1;
+		}
+		if (moat_write_all(pty_fd, buf, (size_t)n) < 0)
+			break;
+		total += (size_t)n;
+	}
+	cfmakeraw(&t);
+	return tcsetattr(in, TCSADRAIN, &t) == 0;
 }
 
 int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status *ret_status,
@@ -140,11 +187,8 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		ret_status->wall_us = moat_now_us() - t0;
 		goto out;
 	}
-	if (pr->pty_fd >= 0 && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
-		struct termios t = saved;
-		cfmakeraw(&t);
-		raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
-	}
+	if (pr->pty_fd >= 0 && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0)
+		raw = enter_raw(STDIN_FILENO, pr->pty_fd, &saved);
 
 	/* until the command exits */
 	while (!pr->exited) {

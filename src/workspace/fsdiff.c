@@ -643,12 +643,17 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 			return negerrno();
 	}
 
+	/* a host edit during the run (strictly after its start, ctime's clock) */
+	bool host_changed = has_lower && w->lim.since_ns > 0 && !S_ISDIR(ls.st_mode) &&
+		(int64_t)ls.st_ctim.tv_sec * 1000000000 + ls.st_ctim.tv_nsec > w->lim.since_ns;
+
 	if (moat_fsdiff_is_whiteout(us.st_mode, us.st_rdev)) {
 		if (!has_lower)
 			return 0; /* whiteout of nothing visible */
 		e = add_entry(w, w->path, MOAT_FS_DELETED);
 		if (!e)
 			return w->m->n >= w->lim.max_entries ? -E2BIG : -ENOMEM;
+		e->host_changed = host_changed;
 		e->old_type = ls.st_mode & S_IFMT;
 		e->old_mode = ls.st_mode & 07777;
 		e->old_size = S_ISREG(ls.st_mode) ? (uint64_t)ls.st_size : 0;
@@ -755,6 +760,7 @@ static int walk_entry(struct walk *w, int upper, int lower, bool hidden, unsigne
 			return w->m->n >= w->lim.max_entries ? -E2BIG : -ENOMEM;
 	}
 	if (e) {
+		e->host_changed = host_changed;
 		e->type = ut;
 		e->mode = us.st_mode & 07777;
 		e->size = ut == S_IFREG ? (uint64_t)us.st_size : 0;

@@ -102,6 +102,10 @@ struct moat_fs_entry {
 	char *refused; /* why it is never applied, or NULL */
 	enum moat_fs_state state;
 	int err; /* positive errno for MOAT_FS_FAILED */
+	/* the host changed this path during the run (limits.since_ns): the
+	 * apply that ends the run leaves it as a conflict; `moat apply` may
+	 * still apply it (not stored) */
+	bool host_changed;
 };
 
 struct moat_manifest {
@@ -118,6 +122,10 @@ struct moat_fsdiff_limits {
 	uint64_t max_file_bytes; /* default 4 GiB: larger files are refused, never read */
 	const char *workspace; /* host path of the lower dir: maps absolute references (git
 				* include.path, gitdir:) into it; NULL = only relative ones */
+	/* > 0: the time (ctime's clock) the run began; a lower entry (not a
+	 * directory) whose ctime is later was changed on the host during the
+	 * run: host_changed, applied as a conflict */
+	int64_t since_ns;
 };
 
 /* Walk upper (and lower, -1 if none) and build the manifest. Both fds are

@@ -297,7 +297,8 @@ int moat_fsdiff_apply(struct moat_manifest *m, int src_dirfd, int target_dirfd,
 			}
 			continue;
 		}
-		r = apply_entry(m, e, src_dirfd, target_dirfd);
+		/* changed on the host during the run: never overwritten here */
+		r = e->host_changed ? -ESTALE : apply_entry(m, e, src_dirfd, target_dirfd);
 		if (r == -ESTALE || r == -EEXIST) {
 			e->state = MOAT_FS_CONFLICT;
 		} else if (r < 0) {

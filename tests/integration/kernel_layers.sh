@@ -43,6 +43,11 @@ out.append("open_by_handle=%d" % sc(304, -1, 1, 0))
 out.append("unshare=%d" % sc(272, 0x10000000))
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 out.append("tcp=%d" % s.connect_ex(("127.0.0.1", 9)))
+try:
+    open("/proc/self/comm", "w").write("x")
+    out.append("comm=0")
+except OSError as e:
+    out.append("comm=%d" % e.errno)
 print(" ".join(out))
 '
 
@@ -97,31 +102,33 @@ t_both_layers() {
 	w=$(ws)
 	out=$(probe "$w")
 	for want in tiocsti=1 tiocsti_hi=1 io_uring=38 clone3=38 mount=1 bpf=1 keyctl=1 ptrace=1 \
-		personality=1 packet=1 open_by_handle=1 unshare=1 tcp=13; do
+		personality=1 packet=1 open_by_handle=1 unshare=1 tcp=111 comm=13; do
 		assert_contains "$out" "$want"
 	done
 }
 
-# Landlock off: seccomp alone still blocks its share; TCP now reaches the
-# (closed) port: ECONNREFUSED instead of Landlock's EACCES.
+# Landlock off: seccomp alone still blocks its share; /proc (read-only for
+# Landlock, a writable mount) now takes the write: 0 instead of EACCES. (TCP
+# to the sandbox's own loopback is ECONNREFUSED either way: Landlock handles
+# no TCP right, --net none's loopback is the sandbox's own.)
 t_seccomp_alone() {
 	local w out
 	w=$(ws)
 	out=$(MOAT=$MOAT_TESTING_BIN MOAT_TEST_LAYERS=1 probe "$w" --test-disable-layer landlock)
 	for want in tiocsti=1 tiocsti_hi=1 io_uring=38 clone3=38 mount=1 bpf=1 keyctl=1 ptrace=1 \
-		personality=1 packet=1 open_by_handle=1 unshare=1 tcp=111; do
+		personality=1 packet=1 open_by_handle=1 unshare=1 tcp=111 comm=0; do
 		assert_contains "$out" "$want"
 	done
 }
 
 # seccomp off: the try-syscall probes now reach the kernel (EBADF, EFAULT,
 # success), which proves the errnos above came from seccomp; Landlock alone
-# still denies TCP.
+# still denies the write to /proc.
 t_landlock_alone() {
 	local w out
 	w=$(ws)
 	out=$(MOAT=$MOAT_TESTING_BIN MOAT_TEST_LAYERS=1 probe "$w" --test-disable-layer seccomp)
-	for want in tiocsti=9 tiocsti_hi=9 clone3=14 personality=0 tcp=13; do
+	for want in tiocsti=9 tiocsti_hi=9 clone3=14 personality=0 comm=13; do
 		assert_contains "$out" "$want"
 	done
 	# EFAULT, or EPERM on hosts with kernel.io_uring_disabled: not seccomp's ENOSYS

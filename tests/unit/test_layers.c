@@ -244,7 +244,7 @@ TEST(layers_derive_landlock)
 	ASSERT_HAS(v, "path / ro");
 	ASSERT_HAS(v, "path /tmp rw");
 	ASSERT_HAS(v, "path /home/agent rw");
-	ASSERT_HAS(v, "tcp none"); /* --net none is the default */
+	ASSERT_HAS(v, "tcp any"); /* --net none: the sandbox's own loopback */
 	ASSERT_EQ(moat_layer_view_count(v, "path / "), 1);
 	/* read-only binds get no rule of their own: "/" covers them read-only */
 	v = derive("landlock", o_net_none);

@@ -523,6 +523,7 @@ static const struct {
 	{"--apply", "never", "all"},
 	{"--flag-pattern", "*.a", "*.b"},
 	{"--held-max", "2M", "4M"},
+	{"--held-exit", "3", "4"},
 	{"--runs-max", "2M", "4M"},
 	{"--retention", "1d", "2d"},
 };

@@ -383,6 +383,53 @@ static uint8_t socks_try(const char *host, uint8_t atyp, const uint8_t *addr, si
 	return rep[1];
 }
 
+/* Chromium reads ALL_PROXY=socks5h://... as an HTTP proxy and sends HTTP to
+ * the SOCKS port: served as on the HTTP port, with the same decisions. */
+TEST(proxy_http_request_on_socks_port)
+{
+	char req[256], buf[4096], ev[8192];
+	setup(0);
+	snprintf(req, sizeof(req),
+		 "GET http://a.test:%u/viasocks HTTP/1.1\r\nHost: a.test:%u\r\nConnection: "
+		 "close\r\n\r\n",
+		 up_port, up_port);
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", socks_port);
+		sends(fd, req);
+		read_response(fd, buf, sizeof(buf));
+	}
+	ASSERT_CONTAINS(buf, "HTTP/1.1 200 OK");
+	ASSERT_CONTAINS(buf, "path=/viasocks");
+	/* a host the rules do not allow: refused with the HTTP port's answer */
+	snprintf(req, sizeof(req),
+		 "GET http://other.test:%u/ HTTP/1.1\r\nHost: other.test:%u\r\n\r\n", up_port,
+		 up_port);
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", socks_port);
+		sends(fd, req);
+		read_response(fd, buf, sizeof(buf));
+	}
+	ASSERT_CONTAINS(buf, "HTTP/1.1 403");
+	ASSERT_CONTAINS(buf, "X-Moat-Denied: not-allowed");
+	/* CONNECT too, and a lower-case first byte is neither SOCKS nor HTTP */
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", socks_port);
+		snprintf(req, sizeof(req), "CONNECT a.test:%u HTTP/1.1\r\nHost: a.test:%u\r\n\r\n",
+			 up_port, up_port);
+		sends(fd, req);
+		ASSERT_EQ(recv(fd, buf, strlen(MOAT_HTTP1_CONNECT_OK), MSG_WAITALL),
+			  (ssize_t)strlen(MOAT_HTTP1_CONNECT_OK));
+	}
+	{
+		_cleanup_close_ int fd = dial("127.0.0.1", socks_port);
+		sends(fd, "get / HTTP/1.1\r\n\r\n");
+		ASSERT_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+	}
+	events(ev, sizeof(ev));
+	ASSERT_CONTAINS(ev, "\"proto\":\"http\",\"name\":\"other.test\"");
+	ASSERT_CONTAINS(ev, "\"reason\":\"not-socks5\"");
+}
+
 TEST(proxy_refusals_name_with_rule_hint)
 {
 	char req[256], buf[4096], ev[16384], hint[64];
