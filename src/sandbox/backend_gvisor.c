@@ -33,6 +33,7 @@
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -63,6 +64,8 @@ struct moat_gv_run {
 	char exe[MOAT_MAX_PATH]; /* moat's executable, resolved */
 	int log_fd;
 	struct moat_gv_bundle b;
+	struct moat_gvt_sup *trace; /* exec records (backend_gvisor_trace.c), or NULL */
+	char trace_conf[160]; /* its pod-init config, "" without */
 };
 
 static const char *find_runsc(void)
@@ -82,6 +85,7 @@ static void gv_free(struct moat_gv_run *g)
 	for (unsigned i = 0; i <= MOAT_PLAN_MAX_STEPS; i++)
 		safe_close(g->srcfd[i]);
 	safe_close(g->log_fd);
+	moat_gvt_free(g->trace);
 	if (g->dirfd >= 0) {
 		close(g->dirfd);
 		/* the holder's mounts went with its mount namespace */
@@ -312,11 +316,15 @@ static _Noreturn void holder(struct moat_run *r)
 	if (moat_fdset_compact(fds, 4) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
 		hold_die(w, MOAT_STAGE_STDIO, -1, "cannot arrange runsc's descriptors");
 	/* fd 3 is the setup pipe (close-on-exec: EOF at the exec) */
-	const char *argv[16];
+	const char *argv[18];
 	unsigned a = 0;
 	argv[a++] = g->runsc;
 	argv[a++] = "--root";
 	argv[a++] = state;
+	if (g->trace_conf[0]) {
+		argv[a++] = "--pod-init-config";
+		argv[a++] = g->trace_conf;
+	}
 	argv[a++] = "--platform";
 	argv[a++] = "ptrace";
 	argv[a++] = "--network";
@@ -504,6 +512,11 @@ static int gv_start(struct moat_run *r)
 	g->log_fd = openat(g->dirfd, MOAT_GV_LOG, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (g->log_fd < 0)
 		return negerrno();
+	/* exec records: gVisor's trace session to moat's confined receiver */
+	if (r->p->record_exec &&
+	    (k = moat_gvt_start(g->dirfd, g->dir, &g->trace, g->trace_conf, sizeof(g->trace_conf),
+				why, sizeof(why))) < 0)
+		return moat_error_set(r->err, "isolation", -k, "exec records: %s", why);
 
 	int sp[2], p1[2], p2[2];
 	if (pipe2(p1, O_CLOEXEC) < 0)
@@ -555,6 +568,12 @@ static int gv_start(struct moat_run *r)
 	if ((k = wait_ready(r)) < 0)
 		return k;
 	r->sb.setup_r = safe_close(r->sb.setup_r);
+	if (g->trace) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_BACKEND};
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, moat_gvt_fd(g->trace), &ev) < 0)
+			return moat_error_set(r->err, "isolation", errno,
+					      "cannot watch the exec records: %s", strerror(errno));
+	}
 	return 0;
 }
 
@@ -618,7 +637,17 @@ static void gv_kill(struct moat_run *r)
 	while (waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 		;
 	r->killed = true;
+	/* runsc is gone, and with it the Sentry's end of the trace: the
+	 * receiver's last frames (before the exit record) */
+	if (g && g->trace)
+		moat_gvt_finish(r, g->trace, 2000);
 	moat_proc_init_died(r);
+}
+
+static void gv_dispatch(struct moat_run *r)
+{
+	/* a descriptor it closes leaves r->epfd with it */
+	moat_gvt_dispatch(r, r->gv ? r->gv->trace : NULL);
 }
 
 static void gv_release(struct moat_run *r)
@@ -634,6 +663,7 @@ static const struct moat_backend_ops gv_ops = {
 	.start = gv_start,
 	.kill = gv_kill,
 	.release = gv_release,
+	.dispatch = gv_dispatch,
 };
 
 const struct moat_backend_ops *moat_backend_gvisor(void)

@@ -41,3 +41,19 @@ struct moat_gv_bundle {
 int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl, const int *srcfd,
 			 const struct moat_rlimit_opts *rl, struct moat_gv_bundle *b, int *ret_step,
 			 char *why, size_t whylen);
+
+/* Exec records from gVisor's trace session (backend_gvisor_trace.c). */
+struct moat_run;
+struct moat_gvt_sup;
+/* Writes the pod-init config (its path into conf) and listens on the
+ * bundle's trace socket; starts the confined receiver. -errno with why. */
+int moat_gvt_start(int dirfd, const char *dir, struct moat_gvt_sup **ret, char *conf,
+		   size_t conflen, char *why, size_t whylen);
+/* The receiver's pipe (to watch), -1 when there is none any more. */
+int moat_gvt_fd(const struct moat_gvt_sup *t);
+/* Its frames now: exec events in r's audit stream. */
+void moat_gvt_dispatch(struct moat_run *r, struct moat_gvt_sup *t);
+/* runsc is gone: the rest of the frames (until EOF, at most timeout_ms),
+ * the receiver reaped, an `alert` when points were dropped or refused. */
+void moat_gvt_finish(struct moat_run *r, struct moat_gvt_sup *t, int timeout_ms);
+struct moat_gvt_sup *moat_gvt_free(struct moat_gvt_sup *t);
