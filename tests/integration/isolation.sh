@@ -46,18 +46,42 @@ need_mirror() {
 
 gv() { "$MOAT" run --quiet --isolation gvisor "$@"; }
 
+# exec_keys LOG: the field names of the log's exec events, one line each.
+exec_keys() { jq -c 'select(.type == "exec") | del(.v, .seq, .ts, .run) | keys' "$1" | sort -u; }
+
 t_exit_and_kernel() {
 	need_runsc
-	local out rc=0
+	local out rc=0 log="$T_OUT/exec.json" plog="$T_OUT/exec-process.json" l
 	# shellcheck disable=SC2016 # expanded inside
-	out=$(gv -- /bin/sh -c 'echo out-$((6*7)); dmesg | head -1; exit 7') || rc=$?
+	out=$(gv --log "$log" -- /bin/sh -c 'echo out-$((6*7)); dmesg | head -1
+		cd /tmp && env PATH=/nonexistent:/usr/bin true "a b" "" && exit 7') || rc=$?
 	assert_eq 7 "$rc" "the command's exit status"
 	assert_contains "$out" "out-42" "its stdout"
 	# proof that it ran under gVisor: its kernel log is gVisor's own
 	assert_contains "$out" "Starting gVisor" "dmesg inside is gVisor's"
 	# positive control: at the process level the host kernel's log is not readable
-	out=$("$MOAT" run --quiet -- /bin/sh -c 'dmesg 2>&1 | head -1' || true)
+	# shellcheck disable=SC2016 # expanded inside
+	out=$("$MOAT" run --quiet --log "$plog" -- /bin/sh -c 'dmesg 2>&1 | head -1
+		cd /tmp && env PATH=/nonexistent:/usr/bin true "a b" "" && exit 7' || true)
 	assert_not_contains "$out" "gVisor" "the process level is not gVisor"
+	# exec records from gVisor's trace session: every program, its argv,
+	# cwd and parent, in the process level's shape; the PATH step that
+	# found nothing is not one
+	l=$(jq -c 'select(.type == "exec") | [.path, .argv, .cwd, .syscall, .ppid > 0]' "$log")
+	assert_contains "$l" '["/bin/sh",["/bin/sh","-c",' "the command's exec"
+	assert_contains "$l" '["/usr/bin/dmesg",["dmesg"],"/home/agent","execve",true]' "a child's, with its parent"
+	assert_contains "$l" '["/usr/bin/true",["true","a b",""],"/tmp","execve",true]' \
+		"argv and cwd as given (env's exec after its PATH search)"
+	assert_not_contains "$l" "/nonexistent/true" "the PATH step that failed is not recorded"
+	assert_contains "$(cat "$log")" '"records":{"exec":"recorded"' "the start event says recorded"
+	assert_eq "$(exec_keys "$plog")" "$(exec_keys "$log")" "the same fields as at the process level"
+	assert_eq "$(jq -c 'select(.type == "exec") | .path' "$plog" | sort)" \
+		"$(jq -c 'select(.type == "exec") | .path' "$log" | sort)" "and the same execs"
+	assert_not_contains "$(cat "$log")" '"cause":"exec_records"' "nothing dropped"
+	# control: with --no-record-exec there are none, and the start event says off
+	gv --log "$T_OUT/off.json" --no-record-exec -- /bin/sh -c 'env true' >/dev/null
+	assert_eq 0 "$(jq -c 'select(.type == "exec")' "$T_OUT/off.json" | wc -l)" "--no-record-exec: none"
+	assert_contains "$(cat "$T_OUT/off.json")" '"records":{"exec":"off"' "and the start event says so"
 }
 
 t_files_review() {
@@ -126,7 +150,7 @@ other-refused" "$out" "proxy and transparent capture reach the mirror; direct an
 	assert_contains "$l" '"host":"other.test"' "the denied one too"
 	assert_contains "$l" '"action":"deny"' "as denied"
 	assert_contains "$l" '"isolation":"gvisor"' "the start event names the level"
-	assert_contains "$l" '"records":{"exec":"unavailable' "and says exec records are unavailable"
+	assert_contains "$l" '"records":{"exec":"recorded"' "and that execs are recorded"
 }
 
 t_refused_keys() {
@@ -207,7 +231,7 @@ t_no_leftovers() {
 	rm -rf "${TMPDIR:-/tmp}/moat-gvisor-$id-"*
 }
 
-run_test "gvisor: exit status, stdout, gVisor's kernel" t_exit_and_kernel
+run_test "gvisor: exit status, stdout, gVisor's kernel, exec records as at the process level" t_exit_and_kernel
 run_test "gvisor: workspace overlay, review, rw owner" t_files_review
 run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
