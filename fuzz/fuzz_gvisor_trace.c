@@ -45,12 +45,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (moat_gvt_frame_parse(frame, len - 1, &h, &ev) != 0)
 		abort(); /* a partial frame is "not yet" */
 	if (ev.pid != pt.tgid || ev.ppid != 7 || ev.argc != pt.argc ||
-	    strlen(ev.path) != pt.path.len || memcmp(ev.path, pt.path.p, pt.path.len) ||
+	    strlen(ev.path) != pt.path.len ||
+	    (pt.path.len && memcmp(ev.path, pt.path.p, pt.path.len)) ||
 	    strlen(ev.cwd) != pt.cwd.len || ev.truncated != pt.truncated)
 		abort();
 	for (unsigned i = 0; i < pt.argc; i++) {
 		const char *a = moat_seccomp_event_arg(&ev, i);
-		if (!a || strlen(a) != pt.argv[i].len || memcmp(a, pt.argv[i].p, pt.argv[i].len))
+		if (!a || strlen(a) != pt.argv[i].len ||
+		    (pt.argv[i].len && memcmp(a, pt.argv[i].p, pt.argv[i].len)))
 			abort();
 	}
 	return 0;

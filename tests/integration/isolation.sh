@@ -112,6 +112,19 @@ ro-usr" "$out" "reads the workspace, writes its overlay, /usr read-only"
 	out=$("$MOAT" diff "$id" 2>&1)
 	assert_contains "$out" "b.txt" "moat diff shows the new file"
 	assert_contains "$out" "a.txt" "and the changed one"
+	# a planted git hook is held for review (the default --apply safe),
+	# an ordinary file is applied; control: moat apply makes the hook land
+	local hw="$T_OUT/hookws"
+	mkdir -p "$hw/.git/hooks"
+	gv --log "$T_OUT/hook.json" --workspace "$hw" -- /bin/sh -c \
+		'printf "#!/bin/sh\necho pwned\n" >.git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+		echo plain >p.txt' 2>/dev/null
+	assert_eq plain "$(cat "$hw/p.txt")" "an ordinary new file is applied"
+	[ ! -e "$hw/.git/hooks/pre-commit" ] || fail "the planted hook was applied unreviewed"
+	id=$(run_of "$T_OUT/hook.json")
+	assert_contains "$("$MOAT" diff "$id")" "FLAGGED: git hook" "moat diff flags it"
+	"$MOAT" apply "$id" >/dev/null
+	[ -x "$hw/.git/hooks/pre-commit" ] || fail "control: moat apply did not apply the hook"
 	# rw: the writes land on the host as the directory's owner
 	out=$(gv --workspace "$ws:rw" -- /bin/sh -c 'echo rw >c.txt && cat c.txt' 2>/dev/null)
 	assert_eq rw "$out" "rw workspace writable"
@@ -151,6 +164,62 @@ other-refused" "$out" "proxy and transparent capture reach the mirror; direct an
 	assert_contains "$l" '"action":"deny"' "as denied"
 	assert_contains "$l" '"isolation":"gvisor"' "the start event names the level"
 	assert_contains "$l" '"records":{"exec":"recorded"' "and that execs are recorded"
+}
+
+# A credential injected without entering the sandbox (as credentials.sh at
+# the process level): an HTTPS upstream on 127.0.0.2 with a test CA records
+# the Authorization it receives; inside gVisor there is only the placeholder.
+t_credential() {
+	need_runsc
+	command -v openssl >/dev/null || skip "openssl not installed"
+	local pki="$T_OUT/pki" real="real-token-$$-$RANDOM-s3cr3t" out port up
+	mkdir -p "$pki"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=moat test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
+		-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:api.test\nextendedKeyUsage=serverAuth\n' >"$pki/ext"
+	openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" \
+		-CAcreateserial -days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+	"$PY" - "$pki" >"$pki/server.out" 2>&1 <<'PYEOF' &
+import http.server, ssl, sys, os
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        with open(os.path.join(d, "seen"), "a") as f:
+            f.write(self.path + "\t" + self.headers.get("Authorization", "") + "\n")
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
+        self.wfile.write(b"ok\n")
+srv = http.server.HTTPServer(("127.0.0.2", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+open(os.path.join(d, "port.tmp"), "w").write(str(srv.server_address[1]))
+os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
+srv.serve_forever()
+PYEOF
+	up=$!
+	for _ in $(seq 100); do
+		[ -s "$pki/port" ] && break
+		sleep 0.05
+	done
+	port=$(cat "$pki/port" 2>/dev/null) || { kill "$up"; fail "upstream: $(cat "$pki/server.out")"; }
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(GH_TOKEN=$real gv --log "$T_OUT/cred.json" --allow-host "api.test:$port" \
+		--resolve api.test=127.0.0.2 --upstream-ca "$pki/ca.pem" --secret GH_TOKEN@api.test \
+		-- /bin/sh -c 'curl -sS --fail "https://api.test:'"$port"'/c" -H "Authorization: Bearer $GH_TOKEN"
+		echo "ENV=$GH_TOKEN"; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null
+		tar cf - /etc /tmp "$HOME" 2>/dev/null; echo END' 2>&1) || true
+	kill "$up" 2>/dev/null || true
+	wait "$up" 2>/dev/null || true
+	assert_contains "$(cat "$pki/seen" 2>/dev/null)" "/c	Bearer $real" "the upstream received the real value"
+	assert_contains "$out" "ENV=moat-ph-GH_TOKEN-" "the sandbox holds a placeholder"
+	assert_contains "$out" "END" "the dump of its environment and files finished"
+	assert_not_contains "$out" "$real" "the real value is nowhere inside gVisor"
+	assert_not_contains "$(cat "$T_OUT/cred.json")" "$real" "nor in the audit log"
+	# control: the value is in moat's own environment, so a leak would show
+	GH_TOKEN=$real sh -c 'tr "\0" "\n" < /proc/$$/environ' | grep -q "$real" || fail "control"
 }
 
 t_refused_keys() {
@@ -232,9 +301,10 @@ t_no_leftovers() {
 }
 
 run_test "gvisor: exit status, stdout, gVisor's kernel, exec records as at the process level" t_exit_and_kernel
-run_test "gvisor: workspace overlay, review, rw owner" t_files_review
+run_test "gvisor: workspace overlay, review (a planted hook held), rw owner" t_files_review
 run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
+run_test "gvisor: a credential injected by the proxy never enters gVisor" t_credential
 run_test "gvisor: --fsize/--disk hold; keys it cannot honour fail closed naming the key" t_refused_keys
 run_test "vm: fails closed" t_vm
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
