@@ -253,6 +253,28 @@ disk-passed" "$out" "positive control: the same writes pass without the limits"
 	"$MOAT" run --quiet --deny-syscall personality -- true || fail "the process level refused it"
 }
 
+# moat selftest --isolation gvisor: the battery's filesystem and network
+# probes, each judged against its own positive control (run outside moat,
+# never as host root: "held" means the control found the attempt open and
+# gVisor's sandbox blocked or contained it); the other probes are skipped
+# with the reason, and the process level still runs them all.
+t_selftest() {
+	need_runsc
+	local out rc=0 p
+	out=$("$MOAT" selftest --isolation gvisor 2>&1) || rc=$?
+	assert_eq 0 "$rc" "moat selftest --isolation gvisor: nothing escaped, nothing inconclusive"
+	for p in rt008_mount rt009_chroot rt023_procleak rt024_procwrite rt030_fds rt031_exe \
+		rt033_robind rt037_propagation rt074_creds rt011_netlink rt027_sockets; do
+		assert_contains "$out" "[$p]: held" "$p held (its control showed it open)"
+	done
+	assert_contains "$out" "11 held, 23 skipped, 0 inconclusive, 0 ESCAPED" "the battery's summary"
+	assert_contains "$out" "[rt005_userns]: skipped" "a kernel-surface probe is skipped"
+	assert_contains "$out" "not in the gvisor level's battery" "with the reason"
+	# control: at the process level the same probe is not skipped
+	out=$("$MOAT" selftest --only rt005_userns 2>&1) || true
+	assert_contains "$out" "[rt005_userns]: held" "the process level runs it"
+}
+
 t_vm() {
 	local out rc=0
 	out=$("$MOAT" run --isolation vm -- true 2>&1) || rc=$?
@@ -306,6 +328,7 @@ run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
 run_test "gvisor: a credential injected by the proxy never enters gVisor" t_credential
 run_test "gvisor: --fsize/--disk hold; keys it cannot honour fail closed naming the key" t_refused_keys
+run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and network probes" t_selftest
 run_test "vm: fails closed" t_vm
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
 t_done
