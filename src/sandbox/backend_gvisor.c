@@ -197,10 +197,31 @@ static void hold_attach(struct moat_run *r, unsigned i, int tree, bool ro)
 	struct mount_attr ma = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 					(ro ? MOUNT_ATTR_RDONLY : 0)};
 	snprintf(at, sizeof(at), MOAT_GV_MNT "/%u", i);
+	/* MOAT_GV_ROOTBIND: onto root/<dest>, reached without a symlink
+	 * (the bundle writer checked it; checked again here) */
+	int to = r->gv->dirfd, mp = -1;
+	const char *where = at;
+	if (i < MOAT_PLAN_MAX_STEPS && r->gv->b.src[i] == MOAT_GV_ROOTBIND) {
+		char rel[MOAT_MAX_PATH + 8];
+		snprintf(rel, sizeof(rel), MOAT_GV_ROOT "%s", r->plan->steps[i].dest);
+		mp = (int)moat_openat2(r->gv->dirfd, rel, O_PATH | O_CLOEXEC, 0,
+				       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					       RESOLVE_NO_MAGICLINKS);
+		if (mp < 0) {
+			errno = -mp;
+			hold_die(w, MOAT_STAGE_MOUNT, (int)i, "the mount point %s changed",
+				 r->plan->steps[i].dest);
+		}
+		to = mp;
+		where = "";
+	}
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
-	    move_mount(tree, "", r->gv->dirfd, at, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	    move_mount(tree, "", to, where,
+		       MOVE_MOUNT_F_EMPTY_PATH | (mp >= 0 ? MOVE_MOUNT_T_EMPTY_PATH : 0)) < 0)
 		hold_die(w, MOAT_STAGE_MOUNT, (int)i, "cannot mount %s in the bundle",
 			 r->plan->steps[i].src ? r->plan->steps[i].src : r->plan->steps[i].dest);
+	if (mp >= 0)
+		close(mp);
 	close(tree);
 }
 
@@ -289,6 +310,7 @@ static _Noreturn void holder(struct moat_run *r)
 	for (unsigned i = 0; i < r->plan->n_steps; i++) {
 		switch (g->b.src[i]) {
 		case MOAT_GV_BIND:
+		case MOAT_GV_ROOTBIND:
 			hold_attach(r, i, hold_tree(r, i, true),
 				    (r->plan->steps[i].flags & MOAT_STEPF_RO) != 0);
 			break;
@@ -501,6 +523,10 @@ static int gv_start(struct moat_run *r)
 	struct moat_rlimit_opts rl = r->plan->limits.rl;
 	rl.as = r->sb.rlimit_as;
 	rl.nproc = r->sb.rlimit_nproc;
+	/* system sources only: a user's directory keeps a mount of its own
+	 * (its own file-access mode, shared: changes on the host are seen) */
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		g->b.rootbind_ok[i] = !r->sb.user_path[i] && r->sb.premounted[i] < 0;
 	k = moat_gv_bundle_write(g->dirfd, g->dir, pl, g->srcfd, &rl, &g->b, &step, why,
 				 sizeof(why));
 	if (k < 0) {
