@@ -201,16 +201,19 @@ static void hold_attach(struct moat_run *r, unsigned i, int tree, bool ro)
 	 * (the bundle writer checked it; checked again here) */
 	int to = r->gv->dirfd, mp = -1;
 	const char *where = at;
-	if (i < MOAT_PLAN_MAX_STEPS && r->gv->b.src[i] == MOAT_GV_ROOTBIND) {
+	bool exe = i == MOAT_GV_EXE_STEP;
+	if (exe ? r->gv->b.exe_rootbind : r->gv->b.src[i] == MOAT_GV_ROOTBIND) {
 		char rel[MOAT_MAX_PATH + 8];
-		snprintf(rel, sizeof(rel), MOAT_GV_ROOT "%s", r->plan->steps[i].dest);
+		snprintf(rel, sizeof(rel), MOAT_GV_ROOT "%s",
+			 exe ? MOAT_GV_INIT : r->plan->steps[i].dest);
 		mp = (int)moat_openat2(r->gv->dirfd, rel, O_PATH | O_CLOEXEC, 0,
 				       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					       RESOLVE_NO_MAGICLINKS);
 		if (mp < 0) {
 			errno = -mp;
-			hold_die(w, MOAT_STAGE_MOUNT, (int)i, "the mount point %s changed",
-				 r->plan->steps[i].dest);
+			hold_die(w, MOAT_STAGE_MOUNT, exe ? -1 : (int)i,
+				 "the mount point %s changed",
+				 exe ? MOAT_GV_INIT : r->plan->steps[i].dest);
 		}
 		to = mp;
 		where = "";
@@ -218,8 +221,10 @@ static void hold_attach(struct moat_run *r, unsigned i, int tree, bool ro)
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
 	    move_mount(tree, "", to, where,
 		       MOVE_MOUNT_F_EMPTY_PATH | (mp >= 0 ? MOVE_MOUNT_T_EMPTY_PATH : 0)) < 0)
-		hold_die(w, MOAT_STAGE_MOUNT, (int)i, "cannot mount %s in the bundle",
-			 r->plan->steps[i].src ? r->plan->steps[i].src : r->plan->steps[i].dest);
+		hold_die(w, MOAT_STAGE_MOUNT, exe ? -1 : (int)i, "cannot mount %s in the bundle",
+			 exe				 ? r->gv->exe
+				 : r->plan->steps[i].src ? r->plan->steps[i].src
+							 : r->plan->steps[i].dest);
 	if (mp >= 0)
 		close(mp);
 	close(tree);

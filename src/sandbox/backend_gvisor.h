@@ -37,6 +37,7 @@ struct moat_gv_bundle {
 	 * recursive read-only remount), so such a bind is served through the
 	 * root's own connection instead of a mount of its own in gVisor. */
 	bool rootbind_ok[MOAT_PLAN_MAX_STEPS];
+	bool exe_rootbind; /* moat's executable onto root/.moat/init likewise */
 	mode_t type[MOAT_PLAN_MAX_STEPS]; /* S_IFDIR / S_IFREG of what m/<i> holds */
 };
 

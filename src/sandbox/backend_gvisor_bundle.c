@@ -250,6 +250,9 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 	*ret_step = -1;
 	memset(b->src, 0, sizeof(b->src));
 	memset(b->type, 0, sizeof(b->type));
+	/* moat's executable: onto root/.moat/init by the holder (a directory
+	 * moat makes below: no symlink on the way) */
+	b->exe_rootbind = true;
 	if ((mkdirat(dirfd, MOAT_GV_ROOT, 0755) < 0 && errno != EEXIST) ||
 	    (mkdirat(dirfd, MOAT_GV_MNT, 0711) < 0 && errno != EEXIST)) {
 		snprintf(why, whylen, "cannot create the bundle's directories: %s",
@@ -279,9 +282,9 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 	for (unsigned i = 0; i <= MOAT_GV_EXE_STEP; i++) {
 		char m[32];
 		bool exe = i == MOAT_GV_EXE_STEP;
-		if (!exe &&
-		    (i >= pl->n_steps || b->src[i] == MOAT_GV_NONE ||
-		     b->src[i] == MOAT_GV_ROOTBIND))
+		if (exe ? b->exe_rootbind
+			: (i >= pl->n_steps || b->src[i] == MOAT_GV_NONE ||
+			   b->src[i] == MOAT_GV_ROOTBIND))
 			continue;
 		snprintf(m, sizeof(m), MOAT_GV_MNT "/%u", i);
 		int fd = -1;
@@ -306,7 +309,6 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 		snprintf(why, whylen, "cannot prepare %s: %s", MOAT_GV_INIT, strerror(-k));
 		return k;
 	}
-	json_array_append_new(mounts, bind_mount(dir, MOAT_GV_EXE_STEP, MOAT_GV_INIT, true));
 	char rootpath[MOAT_MAX_PATH];
 	snprintf(rootpath, sizeof(rootpath), "%s/" MOAT_GV_ROOT, dir);
 	/* The init runs as the sandbox user with no capability and the plan's
