@@ -22,7 +22,7 @@ for _ in $(seq "$n"); do
 		before) "$before" run --quiet --isolation gvisor -- /bin/true ;;
 		after) "$after" run --quiet --isolation gvisor -- /bin/true ;;
 		runsc) runsc --root "$st" --platform ptrace --network none --ignore-cgroups \
-			"${rl[@]}" do /bin/true ;;
+			"${rl[@]}" "do" /bin/true ;;
 		esac >/dev/null 2>&1 || echo "warning: $c failed" >&2
 		e=$(date +%s%N)
 		echo "$c $(((e - s) / 100000))" >>"$out"
