@@ -6,8 +6,8 @@
 #   bench/gvisor_ab.sh BEFORE AFTER [N]   (as root and as the unprivileged user)
 # Not a timed test; not in make check.
 set -euo pipefail
-before=${1:?usage: gvisor_ab.sh BEFORE AFTER [N]}
-after=${2:?usage: gvisor_ab.sh BEFORE AFTER [N]}
+before=$(realpath "${1:?usage: gvisor_ab.sh BEFORE AFTER [N]}")
+after=$(realpath "${2:?usage: gvisor_ab.sh BEFORE AFTER [N]}")
 n=${3:-20}
 rl=()
 [ "$(id -u)" = 0 ] || rl=(--rootless)
