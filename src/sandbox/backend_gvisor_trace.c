@@ -13,9 +13,10 @@
  * process forked from the supervisor reads them: it holds the listening
  * socket, one pipe to the supervisor and /dev/null (checked from its own fd
  * table), is nobody without capabilities as root, and runs under a seccomp
- * filter that allows only accept4, poll, recvfrom, sendto, getsockopt and the
- * confined helpers' base set. It accepts one connection, from its own uid,
- * answers the handshake, decodes each message (gvisor_trace.c) and writes
+ * filter that allows only accept4, poll, recvfrom, sendto, getsockopt,
+ * shutdown and the confined helpers' base set. It accepts one connection,
+ * from its own uid, answers the handshake and shuts the connection for
+ * writing (nothing of it goes back to the Sentry), decodes each message (gvisor_trace.c) and writes
  * one fixed-layout frame per recorded exec to the pipe; the supervisor
  * checks every frame again and writes it through the very function that
  * writes the process level's exec records (moat_observe_seccomp).
@@ -70,8 +71,8 @@ static struct moat_gvt_parents rx_parents;
 
 static int rx_confine(void)
 {
-	static const int extra[] = {SCMP_SYS(accept4), SCMP_SYS(poll), SCMP_SYS(recvfrom),
-				    SCMP_SYS(sendto), SCMP_SYS(getsockopt)};
+	static const int extra[] = {SCMP_SYS(accept4), SCMP_SYS(poll),	     SCMP_SYS(recvfrom),
+				    SCMP_SYS(sendto),  SCMP_SYS(getsockopt), SCMP_SYS(shutdown)};
 	int k = moat_confine_drop_root();
 	return k < 0 ? k : moat_confine_seccomp(extra, ELEMENTSOF(extra), NULL, NULL);
 }
@@ -96,6 +97,11 @@ static _Noreturn void receiver(uid_t peer_uid)
 	if (n <= 0 || !moat_gvt_handshake_ok(rx_msg, (size_t)n) ||
 	    send(c, moat_gvt_handshake_reply, sizeof(moat_gvt_handshake_reply), MSG_NOSIGNAL) !=
 		    (ssize_t)sizeof(moat_gvt_handshake_reply))
+		_exit(4);
+	/* The one answer is sent: nothing more goes back to the Sentry, even
+	 * from a receiver that a message took over (it holds a copy of the
+	 * supervisor's memory; its filter has no socket, open or connect). */
+	if (shutdown(c, SHUT_WR) < 0)
 		_exit(4);
 	for (;;) {
 		/* MSG_TRUNC: the message's real length, to refuse an oversized one */
@@ -209,6 +215,11 @@ int moat_gvt_start(int dirfd, const char *dir, struct moat_gvt_sup **ret, char *
 							    MOAT_FDSET_PIPE};
 		int fds[5] = {null_fd, null_fd, null_fd, ls, p[1]};
 		char w[128];
+		/* the supervisor's environment (a --secret's value may be
+		 * there) is not this process's business: wiped from its copy */
+		extern char **environ;
+		for (char **e = environ; e && *e; e++)
+			explicit_bzero(*e, strlen(*e));
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || moat_fdset_compact(fds, 5) < 0 ||
 		    moat_fdset_check(want, 5, w, sizeof(w)) < 0 || rx_confine() < 0)
 			_exit(1);

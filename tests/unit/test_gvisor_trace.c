@@ -355,6 +355,8 @@ TEST(gvisor_trace_receiver_end_to_end)
 	uint8_t reply[16];
 	ASSERT_EQ(recv(s, reply, sizeof(reply), 0), 2);
 	ASSERT_TRUE(moat_gvt_handshake_ok(reply, 2));
+	/* then nothing more from the receiver: its side is shut for writing */
+	ASSERT_EQ(recv(s, reply, sizeof(reply), 0), 0);
 
 	/* confined: nobody as root, no_new_privs, seccomp, exactly its fds */
 	pid_t rx = child_pid();
