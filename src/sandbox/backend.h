@@ -32,6 +32,9 @@ struct moat_backend_ops {
 	void (*kill)(struct moat_run *r);
 	/* Closes what prepare/start kept. */
 	void (*release)(struct moat_run *r);
+	/* Optional: its own descriptor on r->epfd (tag MOAT_TAG_BACKEND) is
+	 * readable (gVisor: the exec records' receiver). */
+	void (*dispatch)(struct moat_run *r);
 };
 
 const struct moat_backend_ops *moat_backend_ns(void);

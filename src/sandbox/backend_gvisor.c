@@ -33,6 +33,7 @@
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -63,6 +64,8 @@ struct moat_gv_run {
 	char exe[MOAT_MAX_PATH]; /* moat's executable, resolved */
 	int log_fd;
 	struct moat_gv_bundle b;
+	struct moat_gvt_sup *trace; /* exec records (backend_gvisor_trace.c), or NULL */
+	char trace_conf[160]; /* its pod-init config, "" without */
 };
 
 static const char *find_runsc(void)
@@ -82,6 +85,7 @@ static void gv_free(struct moat_gv_run *g)
 	for (unsigned i = 0; i <= MOAT_PLAN_MAX_STEPS; i++)
 		safe_close(g->srcfd[i]);
 	safe_close(g->log_fd);
+	moat_gvt_free(g->trace);
 	if (g->dirfd >= 0) {
 		close(g->dirfd);
 		/* the holder's mounts went with its mount namespace */
@@ -193,10 +197,36 @@ static void hold_attach(struct moat_run *r, unsigned i, int tree, bool ro)
 	struct mount_attr ma = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 					(ro ? MOUNT_ATTR_RDONLY : 0)};
 	snprintf(at, sizeof(at), MOAT_GV_MNT "/%u", i);
+	/* MOAT_GV_ROOTBIND: onto root/<dest>, reached without a symlink
+	 * (the bundle writer checked it; checked again here) */
+	int to = r->gv->dirfd, mp = -1;
+	const char *where = at;
+	bool exe = i == MOAT_GV_EXE_STEP;
+	if (exe ? r->gv->b.exe_rootbind : r->gv->b.src[i] == MOAT_GV_ROOTBIND) {
+		char rel[MOAT_MAX_PATH + 8];
+		snprintf(rel, sizeof(rel), MOAT_GV_ROOT "%s",
+			 exe ? MOAT_GV_INIT : r->plan->steps[i].dest);
+		mp = (int)moat_openat2(r->gv->dirfd, rel, O_PATH | O_CLOEXEC, 0,
+				       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					       RESOLVE_NO_MAGICLINKS);
+		if (mp < 0) {
+			errno = -mp;
+			hold_die(w, MOAT_STAGE_MOUNT, exe ? -1 : (int)i,
+				 "the mount point %s changed",
+				 exe ? MOAT_GV_INIT : r->plan->steps[i].dest);
+		}
+		to = mp;
+		where = "";
+	}
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0 ||
-	    move_mount(tree, "", r->gv->dirfd, at, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		hold_die(w, MOAT_STAGE_MOUNT, (int)i, "cannot mount %s in the bundle",
-			 r->plan->steps[i].src ? r->plan->steps[i].src : r->plan->steps[i].dest);
+	    move_mount(tree, "", to, where,
+		       MOVE_MOUNT_F_EMPTY_PATH | (mp >= 0 ? MOVE_MOUNT_T_EMPTY_PATH : 0)) < 0)
+		hold_die(w, MOAT_STAGE_MOUNT, exe ? -1 : (int)i, "cannot mount %s in the bundle",
+			 exe				 ? r->gv->exe
+				 : r->plan->steps[i].src ? r->plan->steps[i].src
+							 : r->plan->steps[i].dest);
+	if (mp >= 0)
+		close(mp);
 	close(tree);
 }
 
@@ -285,6 +315,7 @@ static _Noreturn void holder(struct moat_run *r)
 	for (unsigned i = 0; i < r->plan->n_steps; i++) {
 		switch (g->b.src[i]) {
 		case MOAT_GV_BIND:
+		case MOAT_GV_ROOTBIND:
 			hold_attach(r, i, hold_tree(r, i, true),
 				    (r->plan->steps[i].flags & MOAT_STEPF_RO) != 0);
 			break;
@@ -312,11 +343,15 @@ static _Noreturn void holder(struct moat_run *r)
 	if (moat_fdset_compact(fds, 4) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
 		hold_die(w, MOAT_STAGE_STDIO, -1, "cannot arrange runsc's descriptors");
 	/* fd 3 is the setup pipe (close-on-exec: EOF at the exec) */
-	const char *argv[16];
+	const char *argv[18];
 	unsigned a = 0;
 	argv[a++] = g->runsc;
 	argv[a++] = "--root";
 	argv[a++] = state;
+	if (g->trace_conf[0]) {
+		argv[a++] = "--pod-init-config";
+		argv[a++] = g->trace_conf;
+	}
 	argv[a++] = "--platform";
 	argv[a++] = "ptrace";
 	argv[a++] = "--network";
@@ -493,6 +528,10 @@ static int gv_start(struct moat_run *r)
 	struct moat_rlimit_opts rl = r->plan->limits.rl;
 	rl.as = r->sb.rlimit_as;
 	rl.nproc = r->sb.rlimit_nproc;
+	/* system sources only: a user's directory keeps a mount of its own
+	 * (its own file-access mode, shared: changes on the host are seen) */
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		g->b.rootbind_ok[i] = !r->sb.user_path[i] && r->sb.premounted[i] < 0;
 	k = moat_gv_bundle_write(g->dirfd, g->dir, pl, g->srcfd, &rl, &g->b, &step, why,
 				 sizeof(why));
 	if (k < 0) {
@@ -504,6 +543,11 @@ static int gv_start(struct moat_run *r)
 	g->log_fd = openat(g->dirfd, MOAT_GV_LOG, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (g->log_fd < 0)
 		return negerrno();
+	/* exec records: gVisor's trace session to moat's confined receiver */
+	if (r->p->record_exec &&
+	    (k = moat_gvt_start(g->dirfd, g->dir, &g->trace, g->trace_conf, sizeof(g->trace_conf),
+				why, sizeof(why))) < 0)
+		return moat_error_set(r->err, "isolation", -k, "exec records: %s", why);
 
 	int sp[2], p1[2], p2[2];
 	if (pipe2(p1, O_CLOEXEC) < 0)
@@ -555,6 +599,12 @@ static int gv_start(struct moat_run *r)
 	if ((k = wait_ready(r)) < 0)
 		return k;
 	r->sb.setup_r = safe_close(r->sb.setup_r);
+	if (g->trace) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_BACKEND};
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, moat_gvt_fd(g->trace), &ev) < 0)
+			return moat_error_set(r->err, "isolation", errno,
+					      "cannot watch the exec records: %s", strerror(errno));
+	}
 	return 0;
 }
 
@@ -618,7 +668,17 @@ static void gv_kill(struct moat_run *r)
 	while (waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 		;
 	r->killed = true;
+	/* runsc is gone, and with it the Sentry's end of the trace: the
+	 * receiver's last frames (before the exit record) */
+	if (g && g->trace)
+		moat_gvt_finish(r, g->trace, 2000);
 	moat_proc_init_died(r);
+}
+
+static void gv_dispatch(struct moat_run *r)
+{
+	/* a descriptor it closes leaves r->epfd with it */
+	moat_gvt_dispatch(r, r->gv ? r->gv->trace : NULL);
 }
 
 static void gv_release(struct moat_run *r)
@@ -634,6 +694,7 @@ static const struct moat_backend_ops gv_ops = {
 	.start = gv_start,
 	.kill = gv_kill,
 	.release = gv_release,
+	.dispatch = gv_dispatch,
 };
 
 const struct moat_backend_ops *moat_backend_gvisor(void)

@@ -14,11 +14,13 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "sandbox/backend_gvisor.h"
 #include "shared/macro.h"
+#include "shared/openat2.h"
 
 /* Creates every directory of rel (relative to dfd), mode 0755 where new. */
 static int mkdir_p(int dfd, const char *rel, bool last)
@@ -185,6 +187,19 @@ static int one_step(int rootfd, const char *dir, const struct moat_plan *pl, uns
 		b->src[i] = MOAT_GV_BIND;
 		if ((k = mountpoint(rootfd, s->dest, S_ISDIR(st.st_mode))) < 0)
 			break;
+		/* a read-only system bind whose mount point is reached without a
+		 * symlink: the holder mounts it onto root/<dest> (no mount of its
+		 * own for gVisor's gofer: start-up, bench/FINDINGS.md) */
+		if (b->rootbind_ok[i] && (s->flags & MOAT_STEPF_RO)) {
+			int mp = (int)moat_openat2(rootfd, s->dest + 1, O_PATH | O_CLOEXEC, 0,
+						   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+							   RESOLVE_NO_MAGICLINKS);
+			if (mp >= 0) {
+				close(mp);
+				b->src[i] = MOAT_GV_ROOTBIND;
+				break;
+			}
+		}
 		json_array_append_new(mounts,
 				      bind_mount(dir, i, s->dest, (s->flags & MOAT_STEPF_RO) != 0));
 		break;
@@ -233,7 +248,11 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 {
 	int k;
 	*ret_step = -1;
-	memset(b, 0, sizeof(*b));
+	memset(b->src, 0, sizeof(b->src));
+	memset(b->type, 0, sizeof(b->type));
+	/* moat's executable: onto root/.moat/init by the holder (a directory
+	 * moat makes below: no symlink on the way) */
+	b->exe_rootbind = true;
 	if ((mkdirat(dirfd, MOAT_GV_ROOT, 0755) < 0 && errno != EEXIST) ||
 	    (mkdirat(dirfd, MOAT_GV_MNT, 0711) < 0 && errno != EEXIST)) {
 		snprintf(why, whylen, "cannot create the bundle's directories: %s",
@@ -263,7 +282,9 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 	for (unsigned i = 0; i <= MOAT_GV_EXE_STEP; i++) {
 		char m[32];
 		bool exe = i == MOAT_GV_EXE_STEP;
-		if (!exe && (i >= pl->n_steps || b->src[i] == MOAT_GV_NONE))
+		if (exe ? b->exe_rootbind
+			: (i >= pl->n_steps || b->src[i] == MOAT_GV_NONE ||
+			   b->src[i] == MOAT_GV_ROOTBIND))
 			continue;
 		snprintf(m, sizeof(m), MOAT_GV_MNT "/%u", i);
 		int fd = -1;
@@ -288,7 +309,6 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 		snprintf(why, whylen, "cannot prepare %s: %s", MOAT_GV_INIT, strerror(-k));
 		return k;
 	}
-	json_array_append_new(mounts, bind_mount(dir, MOAT_GV_EXE_STEP, MOAT_GV_INIT, true));
 	char rootpath[MOAT_MAX_PATH];
 	snprintf(rootpath, sizeof(rootpath), "%s/" MOAT_GV_ROOT, dir);
 	/* The init runs as the sandbox user with no capability and the plan's

@@ -200,10 +200,8 @@ static const char *rec_exec(const struct moat_policy *p)
 		return "off";
 	switch (p->isolation) {
 	case MOAT_ISO_PROCESS:
+	case MOAT_ISO_GVISOR: /* gVisor's trace session (backend_gvisor_trace.c) */
 		return "recorded";
-	case MOAT_ISO_GVISOR:
-		return "unavailable: runsc 0.0~20221219 reports execs only to its trace "
-		       "sessions' remote sink, which moat does not read";
 	default:
 		return "unavailable";
 	}

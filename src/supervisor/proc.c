@@ -886,7 +886,10 @@ int moat_sandbox_poll(struct moat_run *r, int timeout_ms)
 			moat_proc_on_ctl(r);
 		else if (tag >= MOAT_TAG_PROC_BASE)
 			moat_proc_dispatch(r, tag);
-		else
+		else if (tag == MOAT_TAG_BACKEND) {
+			if (r->backend->dispatch)
+				r->backend->dispatch(r);
+		} else
 			moat_supervise_dispatch(r, tag, evs[i].events);
 	}
 	moat_proc_settle(r);

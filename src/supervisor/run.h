@@ -128,6 +128,7 @@ struct moat_sandbox {
 enum {
 	MOAT_TAG_PIDFD = 1,
 	MOAT_TAG_CTL,
+	MOAT_TAG_BACKEND, /* the backend's own (backend.h dispatch) */
 	MOAT_TAG_EXTRA = 8,
 	MOAT_TAG_PROC_BASE = 64,
 };

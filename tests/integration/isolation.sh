@@ -46,18 +46,42 @@ need_mirror() {
 
 gv() { "$MOAT" run --quiet --isolation gvisor "$@"; }
 
+# exec_keys LOG: the field names of the log's exec events, one line each.
+exec_keys() { jq -c 'select(.type == "exec") | del(.v, .seq, .ts, .run) | keys' "$1" | sort -u; }
+
 t_exit_and_kernel() {
 	need_runsc
-	local out rc=0
+	local out rc=0 log="$T_OUT/exec.json" plog="$T_OUT/exec-process.json" l
 	# shellcheck disable=SC2016 # expanded inside
-	out=$(gv -- /bin/sh -c 'echo out-$((6*7)); dmesg | head -1; exit 7') || rc=$?
+	out=$(gv --log "$log" -- /bin/sh -c 'echo out-$((6*7)); dmesg | head -1
+		cd /tmp && env PATH=/nonexistent:/usr/bin true "a b" "" && exit 7') || rc=$?
 	assert_eq 7 "$rc" "the command's exit status"
 	assert_contains "$out" "out-42" "its stdout"
 	# proof that it ran under gVisor: its kernel log is gVisor's own
 	assert_contains "$out" "Starting gVisor" "dmesg inside is gVisor's"
 	# positive control: at the process level the host kernel's log is not readable
-	out=$("$MOAT" run --quiet -- /bin/sh -c 'dmesg 2>&1 | head -1' || true)
+	# shellcheck disable=SC2016 # expanded inside
+	out=$("$MOAT" run --quiet --log "$plog" -- /bin/sh -c 'dmesg 2>&1 | head -1
+		cd /tmp && env PATH=/nonexistent:/usr/bin true "a b" "" && exit 7' || true)
 	assert_not_contains "$out" "gVisor" "the process level is not gVisor"
+	# exec records from gVisor's trace session: every program, its argv,
+	# cwd and parent, in the process level's shape; the PATH step that
+	# found nothing is not one
+	l=$(jq -c 'select(.type == "exec") | [.path, .argv, .cwd, .syscall, .ppid > 0]' "$log")
+	assert_contains "$l" '["/bin/sh",["/bin/sh","-c",' "the command's exec"
+	assert_contains "$l" '["/usr/bin/dmesg",["dmesg"],"/home/agent","execve",true]' "a child's, with its parent"
+	assert_contains "$l" '["/usr/bin/true",["true","a b",""],"/tmp","execve",true]' \
+		"argv and cwd as given (env's exec after its PATH search)"
+	assert_not_contains "$l" "/nonexistent/true" "the PATH step that failed is not recorded"
+	assert_contains "$(cat "$log")" '"records":{"exec":"recorded"' "the start event says recorded"
+	assert_eq "$(exec_keys "$plog")" "$(exec_keys "$log")" "the same fields as at the process level"
+	assert_eq "$(jq -c 'select(.type == "exec") | .path' "$plog" | sort)" \
+		"$(jq -c 'select(.type == "exec") | .path' "$log" | sort)" "and the same execs"
+	assert_not_contains "$(cat "$log")" '"cause":"exec_records"' "nothing dropped"
+	# control: with --no-record-exec there are none, and the start event says off
+	gv --log "$T_OUT/off.json" --no-record-exec -- /bin/sh -c 'env true' >/dev/null
+	assert_eq 0 "$(jq -c 'select(.type == "exec")' "$T_OUT/off.json" | wc -l)" "--no-record-exec: none"
+	assert_contains "$(cat "$T_OUT/off.json")" '"records":{"exec":"off"' "and the start event says so"
 }
 
 t_files_review() {
@@ -88,6 +112,19 @@ ro-usr" "$out" "reads the workspace, writes its overlay, /usr read-only"
 	out=$("$MOAT" diff "$id" 2>&1)
 	assert_contains "$out" "b.txt" "moat diff shows the new file"
 	assert_contains "$out" "a.txt" "and the changed one"
+	# a planted git hook is held for review (the default --apply safe),
+	# an ordinary file is applied; control: moat apply makes the hook land
+	local hw="$T_OUT/hookws"
+	mkdir -p "$hw/.git/hooks"
+	gv --log "$T_OUT/hook.json" --workspace "$hw" -- /bin/sh -c \
+		'printf "#!/bin/sh\necho pwned\n" >.git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+		echo plain >p.txt' 2>/dev/null
+	assert_eq plain "$(cat "$hw/p.txt")" "an ordinary new file is applied"
+	[ ! -e "$hw/.git/hooks/pre-commit" ] || fail "the planted hook was applied unreviewed"
+	id=$(run_of "$T_OUT/hook.json")
+	assert_contains "$("$MOAT" diff "$id")" "FLAGGED: git hook" "moat diff flags it"
+	"$MOAT" apply "$id" >/dev/null
+	[ -x "$hw/.git/hooks/pre-commit" ] || fail "control: moat apply did not apply the hook"
 	# rw: the writes land on the host as the directory's owner
 	out=$(gv --workspace "$ws:rw" -- /bin/sh -c 'echo rw >c.txt && cat c.txt' 2>/dev/null)
 	assert_eq rw "$out" "rw workspace writable"
@@ -126,7 +163,63 @@ other-refused" "$out" "proxy and transparent capture reach the mirror; direct an
 	assert_contains "$l" '"host":"other.test"' "the denied one too"
 	assert_contains "$l" '"action":"deny"' "as denied"
 	assert_contains "$l" '"isolation":"gvisor"' "the start event names the level"
-	assert_contains "$l" '"records":{"exec":"unavailable' "and says exec records are unavailable"
+	assert_contains "$l" '"records":{"exec":"recorded"' "and that execs are recorded"
+}
+
+# A credential injected without entering the sandbox (as credentials.sh at
+# the process level): an HTTPS upstream on 127.0.0.2 with a test CA records
+# the Authorization it receives; inside gVisor there is only the placeholder.
+t_credential() {
+	need_runsc
+	command -v openssl >/dev/null || skip "openssl not installed"
+	local pki="$T_OUT/pki" real="real-token-$$-$RANDOM-s3cr3t" out port up
+	mkdir -p "$pki"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=moat test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
+		-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:api.test\nextendedKeyUsage=serverAuth\n' >"$pki/ext"
+	openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" \
+		-CAcreateserial -days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
+	"$PY" - "$pki" >"$pki/server.out" 2>&1 <<'PYEOF' &
+import http.server, ssl, sys, os
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        with open(os.path.join(d, "seen"), "a") as f:
+            f.write(self.path + "\t" + self.headers.get("Authorization", "") + "\n")
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
+        self.wfile.write(b"ok\n")
+srv = http.server.HTTPServer(("127.0.0.2", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+open(os.path.join(d, "port.tmp"), "w").write(str(srv.server_address[1]))
+os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
+srv.serve_forever()
+PYEOF
+	up=$!
+	for _ in $(seq 100); do
+		[ -s "$pki/port" ] && break
+		sleep 0.05
+	done
+	port=$(cat "$pki/port" 2>/dev/null) || { kill "$up"; fail "upstream: $(cat "$pki/server.out")"; }
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(GH_TOKEN=$real gv --log "$T_OUT/cred.json" --allow-host "api.test:$port" \
+		--resolve api.test=127.0.0.2 --upstream-ca "$pki/ca.pem" --secret GH_TOKEN@api.test \
+		-- /bin/sh -c 'curl -sS --fail "https://api.test:'"$port"'/c" -H "Authorization: Bearer $GH_TOKEN"
+		echo "ENV=$GH_TOKEN"; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null
+		tar cf - /etc /tmp "$HOME" 2>/dev/null; echo END' 2>&1) || true
+	kill "$up" 2>/dev/null || true
+	wait "$up" 2>/dev/null || true
+	assert_contains "$(cat "$pki/seen" 2>/dev/null)" "/c	Bearer $real" "the upstream received the real value"
+	assert_contains "$out" "ENV=moat-ph-GH_TOKEN-" "the sandbox holds a placeholder"
+	assert_contains "$out" "END" "the dump of its environment and files finished"
+	assert_not_contains "$out" "$real" "the real value is nowhere inside gVisor"
+	assert_not_contains "$(cat "$T_OUT/cred.json")" "$real" "nor in the audit log"
+	# control: the value is in moat's own environment, so a leak would show
+	GH_TOKEN=$real sh -c 'tr "\0" "\n" < /proc/$$/environ' | grep -q "$real" || fail "control"
 }
 
 t_refused_keys() {
@@ -158,6 +251,28 @@ disk-passed" "$out" "positive control: the same writes pass without the limits"
 	assert_contains "$out" "process.tty always" "named"
 	# positive control: the same policy at the process level runs
 	"$MOAT" run --quiet --deny-syscall personality -- true || fail "the process level refused it"
+}
+
+# moat selftest --isolation gvisor: the battery's filesystem and network
+# probes, each judged against its own positive control (run outside moat,
+# never as host root: "held" means the control found the attempt open and
+# gVisor's sandbox blocked or contained it); the other probes are skipped
+# with the reason, and the process level still runs them all.
+t_selftest() {
+	need_runsc
+	local out rc=0 p
+	out=$("$MOAT" selftest --isolation gvisor 2>&1) || rc=$?
+	assert_eq 0 "$rc" "moat selftest --isolation gvisor: nothing escaped, nothing inconclusive"
+	for p in rt008_mount rt009_chroot rt023_procleak rt024_procwrite rt030_fds rt031_exe \
+		rt033_robind rt037_propagation rt074_creds rt011_netlink rt027_sockets; do
+		assert_contains "$out" "[$p]: held" "$p held (its control showed it open)"
+	done
+	assert_contains "$out" "11 held, 23 skipped, 0 inconclusive, 0 ESCAPED" "the battery's summary"
+	assert_contains "$out" "[rt005_userns]: skipped" "a kernel-surface probe is skipped"
+	assert_contains "$out" "not in the gvisor level's battery" "with the reason"
+	# control: at the process level the same probe is not skipped
+	out=$("$MOAT" selftest --only rt005_userns 2>&1) || true
+	assert_contains "$out" "[rt005_userns]: held" "the process level runs it"
 }
 
 t_vm() {
@@ -207,11 +322,13 @@ t_no_leftovers() {
 	rm -rf "${TMPDIR:-/tmp}/moat-gvisor-$id-"*
 }
 
-run_test "gvisor: exit status, stdout, gVisor's kernel" t_exit_and_kernel
-run_test "gvisor: workspace overlay, review, rw owner" t_files_review
+run_test "gvisor: exit status, stdout, gVisor's kernel, exec records as at the process level" t_exit_and_kernel
+run_test "gvisor: workspace overlay, review (a planted hook held), rw owner" t_files_review
 run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
+run_test "gvisor: a credential injected by the proxy never enters gVisor" t_credential
 run_test "gvisor: --fsize/--disk hold; keys it cannot honour fail closed naming the key" t_refused_keys
+run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and network probes" t_selftest
 run_test "vm: fails closed" t_vm
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
 t_done
