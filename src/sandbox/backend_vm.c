@@ -172,18 +172,8 @@ int moat_vm_find_kernel(char *ret_path, size_t len, char *ret_ver, size_t vlen)
 	return 0;
 }
 
-static int cache_dir(char *buf, size_t len)
+static int private_dir(char *buf)
 {
-	char live[MOAT_MAX_PATH];
-	int k = moat_state_default_dir(live, sizeof(live));
-	if (k < 0)
-		return k;
-	char *slash = strrchr(live, '/');
-	if (!slash)
-		return -EINVAL;
-	*slash = '\0';
-	if (snprintf(buf, len, "%s/vm", live) >= (int)len)
-		return -ENAMETOOLONG;
 	/* each directory up to it, private to the caller where new */
 	for (char *s = buf + 1; *s; s++)
 		if (*s == '/') {
@@ -194,10 +184,32 @@ static int cache_dir(char *buf, size_t len)
 	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
 		return negerrno();
 	struct stat st;
-	if (lstat(buf, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 022))
+	if (lstat(buf, &st) < 0)
+		return negerrno();
+	/* the caller's own, written by no one else: the initramfs is the
+	 * guest's init */
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
 		return -EPERM;
 	return 0;
+}
+
+/* Next to moat's state directory (~/.local/state/moat/vm, /run/moat/vm as
+ * root); without a home, /tmp/moat-vm-UID, if it is the caller's own. */
+static int cache_dir(char *buf, size_t len)
+{
+	char live[MOAT_MAX_PATH];
+	int k = moat_state_default_dir(live, sizeof(live));
+	char *slash = k >= 0 ? strrchr(live, '/') : NULL;
+	if (slash) {
+		*slash = '\0';
+		if (snprintf(buf, len, "%s/vm", live) >= (int)len)
+			return -ENAMETOOLONG;
+		if (private_dir(buf) >= 0)
+			return 0;
+	}
+	if (snprintf(buf, len, "/tmp/moat-vm-%u", (unsigned)geteuid()) >= (int)len)
+		return -ENAMETOOLONG;
+	return private_dir(buf);
 }
 
 static int vm_prepare(struct moat_run *r)
