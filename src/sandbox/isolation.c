@@ -67,6 +67,11 @@ static bool u_degrade_notify(const struct moat_policy *p)
 	return p->allow_degraded & MOAT_DEGRADE_SECCOMP_NOTIFY;
 }
 
+static bool u_net_allow(const struct moat_policy *p)
+{
+	return p->net == MOAT_NET_ALLOW;
+}
+
 static bool u_net_host(const struct moat_policy *p)
 {
 	return p->net == MOAT_NET_HOST;
@@ -151,7 +156,7 @@ static const struct moat_iso_key keys[] = {
 	  "runsc --network=none (gVisor's own loopback) in moat's empty network namespace",
 	  "QEMU has no network device (-nic none) and runs in an empty network namespace"}},
 	{"network.mode allow (allow_hosts, deny_hosts, allow_cidrs, resolve, http, secrets)",
-	 NULL,
+	 u_net_allow,
 	 {S, E, R},
 	 {"capture rules and proxy listeners in the sandbox's namespace",
 	  "runsc --network=host inside moat's namespace with the same capture rules, "
