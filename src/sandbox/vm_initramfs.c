@@ -178,7 +178,7 @@ static int want(struct ir *ir, const char *dep, const char *mod, unsigned depth)
 		return -E2BIG;
 	memcpy(list, deps, len);
 	list[len] = '\0';
-	char *words[32];
+	char *words[32] = {0};
 	unsigned nw = 0;
 	for (char *s = strtok(list, " \t"); s && nw < ELEMENTSOF(words); s = strtok(NULL, " \t"))
 		words[nw++] = s;

@@ -84,7 +84,7 @@ t_refused() {
 t_sigkill() {
 	need_vm
 	local log="$T_OUT/kill.json" id pid
-	vm --log "$log" -- sleep 300 &
+	"$MOAT" run --quiet --isolation vm --vm-accel any --log "$log" -- sleep 300 &
 	pid=$!
 	id=
 	for _ in $(seq 600); do
