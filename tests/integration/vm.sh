@@ -5,7 +5,8 @@
 # the same workspace review; --net none gives the guest no network device;
 # keys the level cannot honour fail closed naming them; nothing of QEMU
 # survives a SIGKILL of moat. This machine has no usable KVM, so the guest
-# runs under TCG (vm_accel any): two boots per user, 15-30 s each.
+# runs under TCG (vm_accel any): three boots per user, 15-30 s each on a
+# quiet machine (up to a minute at load 12).
 # shellcheck source=tests/lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
 
@@ -33,6 +34,7 @@ t_guest() {
 		mkdir -p .git/hooks && echo evil >.git/hooks/pre-commit
 		touch /usr/x 2>/dev/null || echo ro-usr
 		echo ifaces=$('"$IFACES"')
+		unshare -U true 2>/dev/null && echo userns-allowed || echo userns-denied
 		exit 7') || rc=$?
 	assert_eq 7 "$rc" "the command's exit status"
 	assert_contains "$out" "out-42" "its stdout"
@@ -48,6 +50,10 @@ t_guest() {
 	# the same probe finds the host's interfaces
 	assert_contains "$out" "ifaces=0" "--net none: the guest has no network device"
 	[ "$(sh -c "$IFACES")" -gt 0 ] || fail "positive control: the probe finds no interface on the host"
+	# the guest init applies moat's seccomp filter too (unshare is denied);
+	# positive control: the same probe creates a user namespace on the host
+	assert_contains "$out" "userns-denied" "moat's seccomp filter holds in the guest"
+	unshare -U true || fail "positive control: unshare -U fails on the host too"
 	# the review: nothing reached the host, the planted hook is flagged
 	assert_eq orig "$(cat "$ws/a.txt")" "the host file is unchanged (held back for review)"
 	[ ! -e "$ws/b.txt" ] || fail "a new file reached the host without review"
@@ -106,6 +112,31 @@ t_sigkill() {
 }
 
 run_test "vm: exit status, stdio, guest kernel, no network device, overlay review of a planted hook" t_guest
+t_session() {
+	need_vm
+	local name="vm-t-$$" out rc=0 id
+	id=$("$MOAT" create --isolation vm --vm-accel any --name "$name" 2>/dev/null) ||
+		fail "moat create --isolation vm failed"
+	pgrep -f "qemu-system.*moat-vm-$id" >/dev/null ||
+		fail "positive control: the session's QEMU was not seen running"
+	out=$("$MOAT" exec "$name" -- /bin/sh -c 'echo e1; exit 5') || rc=$?
+	assert_eq 5 "$rc" "moat exec: the exit status"
+	assert_eq e1 "$out" "and stdout"
+	out=$(echo piped | "$MOAT" exec "$name" -- cat)
+	assert_eq piped "$out" "moat exec: stdin"
+	rc=0
+	# shellcheck disable=SC2016 # expanded inside
+	"$MOAT" exec "$name" -- /bin/sh -c 'kill -9 $$' || rc=$?
+	assert_eq 137 "$rc" "death by a signal is reported as such"
+	"$MOAT" rm "$name" >/dev/null 2>&1 || fail "moat rm failed"
+	for _ in $(seq 100); do
+		pgrep -f "qemu-system.*moat-vm-$id" >/dev/null || break
+		sleep 0.1
+	done
+	[ -z "$(pgrep -f "qemu-system.*moat-vm-$id" || true)" ] || fail "QEMU survived moat rm"
+}
+
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
+run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
 run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
 t_done
