@@ -24,6 +24,7 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/kvm.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
@@ -76,7 +77,6 @@ struct moat_vm_run {
 	char kver[96];
 	char initrd[MOAT_MAX_PATH];
 	bool kvm;
-	bool rootless;
 	int srcfd[MOAT_PLAN_MAX_STEPS];
 	struct moat_gv_bundle b;
 	struct moat_vm_config cfg;
@@ -226,7 +226,6 @@ static int vm_prepare(struct moat_run *r)
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		v->srcfd[i] = -1;
 	r->vm = v;
-	v->rootless = !r->sb.root_mode;
 	if (moat_vm_find_kernel(v->kernel, sizeof(v->kernel), v->kver, sizeof(v->kver)) < 0)
 		return moat_error_set(r->err, "isolation", ENOENT,
 				      "isolation vm: no guest kernel (/boot/vmlinuz-VERSION with "
@@ -256,15 +255,15 @@ static int vm_prepare(struct moat_run *r)
 	if (k < 0)
 		return moat_error_set(r->err, "isolation", -k,
 				      "isolation vm: initramfs step failed: %s", why);
-	k = moat_backend_ns()->prepare(r);
-	if (k < 0)
-		return k;
-	if (r->sb.root_mode) {
-		r->sb.host_uid = r->p->uid;
-		r->sb.host_gid = r->p->gid;
-		r->sb.idmap_root = true;
-	}
-	return 0;
+	/* root mode: the user's directories through idmapped mounts that show
+	 * them as owned by the run's own host uid, which the holder's user
+	 * namespace maps to the sandbox user: QEMU holds no privilege */
+	if (r->sb.root_mode && (r->p->uid == 0 || r->p->gid == 0))
+		return moat_error_set(
+			r->err, "isolation", EINVAL,
+			"isolation vm: as root the sandbox user cannot be uid or gid 0 "
+			"(QEMU runs as the sandbox user, on the run's own host uid)");
+	return moat_backend_ns()->prepare(r);
 }
 
 /* ---- the holder: the assembled tree, QEMU, then the bridge -------------- */
@@ -346,8 +345,8 @@ static void hold_overlay(struct moat_run *r, unsigned i)
 		hold_die(w, MOAT_STAGE_MOUNT, (int)i, "cannot attach the overlay's lower layer %s",
 			 s->src);
 	close(tree);
-	snprintf(opts, sizeof(opts), "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work%s", base,
-		 base, base, v->rootless ? ",userxattr" : "");
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work,userxattr", base, base, base);
 	snprintf(at, sizeof(at), "%s/" MOAT_GV_ROOT "%s", v->dir, s->dest);
 	if (mount("overlay", at, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
 		hold_die(w, MOAT_STAGE_MOUNT, (int)i, "cannot mount the overlay over %s", s->dest);
@@ -374,21 +373,22 @@ static void hold_output(struct moat_run *r, unsigned i)
 	close(fd);
 }
 
-static _Noreturn void run_qemu(struct moat_run *r)
+static _Noreturn void run_qemu(struct moat_run *r, int kfd, int ifd, int cfd)
 {
 	struct moat_vm_run *v = r->vm;
 	char mem[32], smp[32], con[256], fs1[320], fs2[320], append[160];
 	snprintf(mem, sizeof(mem), "%llu", (unsigned long long)v->ram_mib);
 	snprintf(smp, sizeof(smp), "%u", v->cpus);
-	snprintf(con, sizeof(con), "file,id=con,path=%s/console.log", v->dir);
+	/* QEMU runs unprivileged: what only moat may open, it gets opened */
+	snprintf(con, sizeof(con), "file,id=con,path=/proc/self/fd/6");
 	snprintf(fs1, sizeof(fs1),
 		 "local,id=r,path=%s/" MOAT_GV_ROOT ",security_model=none,multidevs=remap", v->dir);
 	snprintf(fs2, sizeof(fs2),
 		 "local,id=h,path=%s/" MOAT_GV_ROOT ",security_model=none,multidevs=remap", v->dir);
 	snprintf(append, sizeof(append), "console=ttyS0 quiet panic=-1 rdinit=/init -- __vm-init");
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int fds[4] = {null_fd, null_fd, null_fd, v->qemu_sock[1]};
-	if (null_fd < 0 || moat_fdset_compact(fds, 4) < 0)
+	int fds[7] = {null_fd, null_fd, null_fd, v->qemu_sock[1], kfd, ifd, cfd};
+	if (null_fd < 0 || moat_fdset_compact(fds, 7) < 0)
 		_exit(127);
 	const char *argv[64];
 	unsigned a = 0;
@@ -412,9 +412,9 @@ static _Noreturn void run_qemu(struct moat_run *r)
 	argv[a++] = "-sandbox";
 	argv[a++] = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
 	argv[a++] = "-kernel";
-	argv[a++] = v->kernel;
+	argv[a++] = "/proc/self/fd/4";
 	argv[a++] = "-initrd";
-	argv[a++] = v->initrd;
+	argv[a++] = "/proc/self/fd/5";
 	argv[a++] = "-append";
 	argv[a++] = append;
 	argv[a++] = "-chardev";
@@ -687,15 +687,34 @@ static _Noreturn void holder(struct moat_run *r)
 	    mount(NULL, root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
 		    0)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "cannot make the tree read-only");
+	int kfd = open(v->kernel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int ifd = open(v->initrd, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int cfd = openat(v->dirfd, "console.log",
+			 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (kfd < 0 || ifd < 0 || cfd < 0 || fchown(cfd, r->plan->id.uid, r->plan->id.gid) < 0)
+		hold_die(w, MOAT_STAGE_MOUNT, -1,
+			 "cannot open the guest's kernel, initramfs or console log");
 	pid_t qemu = fork();
 	if (qemu < 0)
 		hold_die(w, MOAT_STAGE_FORK, -1, "cannot start QEMU");
 	if (qemu == 0) {
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		/* QEMU as the sandbox user of the holder's namespace: the caller,
+		 * or as root the run's own host uid, with no group of root's and
+		 * no capability (the exec of a non-root uid drops them) */
+		uid_t u = r->plan->id.uid;
+		gid_t g = r->plan->id.gid;
+		if ((r->sb.root_mode && setgroups(0, NULL) < 0) || setresgid(g, g, g) < 0 ||
+		    setresuid(u, u, u) < 0)
 			_exit(127);
-		run_qemu(r);
+		/* after the change of credentials, which clears it */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+			_exit(127);
+		run_qemu(r, kfd, ifd, cfd);
 	}
 	v->qemu_sock[1] = safe_close(v->qemu_sock[1]);
+	close(kfd);
+	close(ifd);
+	close(cfd);
 	int q = v->qemu_sock[0];
 	size_t clen = sizeof(v->cfg) + v->n_insns * sizeof(struct sock_filter);
 	uint8_t *cbuf = malloc(clen);
@@ -735,16 +754,18 @@ static _Noreturn void holder(struct moat_run *r)
 
 /* ---- the supervisor's side ------------------------------------------------ */
 
-static int write_maps(pid_t pid, uid_t in_uid, gid_t in_gid, uid_t uid, gid_t gid)
+/* in_uid -> uid (and the gids); with root, also 0 -> 0: the holder stays
+ * root for its mounts, QEMU drops to in_uid before its exec. */
+static int write_maps(pid_t pid, uid_t in_uid, gid_t in_gid, uid_t uid, gid_t gid, bool root)
 {
-	char path[64], map[64];
+	char path[64], map[96];
 	const char *what[3] = {"setgroups", "uid_map", "gid_map"};
 	for (unsigned i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what[i]);
 		if (i == 0)
-			snprintf(map, sizeof(map), "deny");
+			snprintf(map, sizeof(map), root ? "allow" : "deny");
 		else
-			snprintf(map, sizeof(map), "%u %u 1\n",
+			snprintf(map, sizeof(map), "%s%u %u 1\n", root ? "0 0 1\n" : "",
 				 i == 1 ? (unsigned)in_uid : (unsigned)in_gid,
 				 i == 1 ? (unsigned)uid : (unsigned)gid);
 		_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -1009,8 +1030,7 @@ static int vm_start(struct moat_run *r)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, v->qemu_sock) < 0)
 		return negerrno();
 
-	uint64_t flags =
-		CLONE_NEWNS | CLONE_NEWNET | CLONE_PIDFD | (v->rootless ? CLONE_NEWUSER : 0);
+	uint64_t flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_PIDFD | CLONE_NEWUSER;
 	struct clone_args ca = {
 		.flags = flags, .pidfd = (uint64_t)(uintptr_t)&r->pidfd, .exit_signal = SIGCHLD};
 	moat_supervise_clone_args(r, &ca);
@@ -1034,10 +1054,12 @@ static int vm_start(struct moat_run *r)
 	r->sb.go_r = safe_close(r->sb.go_r);
 	r->sb.sock_child = safe_close(r->sb.sock_child);
 	v->qemu_sock[1] = safe_close(v->qemu_sock[1]);
-	/* unprivileged: the sandbox user is the caller, so the guest sees the
-	 * caller's files as the sandbox user's */
-	if (v->rootless &&
-	    (k = write_maps(r->init_pid, pl->id.uid, pl->id.gid, geteuid(), getegid())) < 0)
+	/* the sandbox user is the caller (as root: the run's own host uid), so
+	 * the guest sees the user's files as the sandbox user's, and QEMU holds
+	 * no privilege on the host */
+	uid_t hu = r->sb.root_mode ? r->sb.host_uid : geteuid();
+	gid_t hg = r->sb.root_mode ? r->sb.host_gid : getegid();
+	if ((k = write_maps(r->init_pid, pl->id.uid, pl->id.gid, hu, hg, r->sb.root_mode)) < 0)
 		return moat_error_set(r->err, "identity", -k,
 				      "cannot map the holder's user namespace: %s", strerror(-k));
 	if ((k = moat_supervise_child(r)) < 0 || (k = moat_supervise_started(r)) < 0)
