@@ -180,7 +180,9 @@ static int want(struct ir *ir, const char *dep, const char *mod, unsigned depth)
 	list[len] = '\0';
 	char *words[32] = {0};
 	unsigned nw = 0;
-	for (char *s = strtok(list, " \t"); s && nw < ELEMENTSOF(words); s = strtok(NULL, " \t"))
+	char *save = NULL;
+	for (char *s = strtok_r(list, " \t", &save); s && nw < ELEMENTSOF(words);
+	     s = strtok_r(NULL, " \t", &save))
 		words[nw++] = s;
 	for (unsigned i = nw; i-- > 0;) {
 		char d[128];
