@@ -60,6 +60,8 @@ LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansso
 LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcrypto)
 LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
 LIBS_HTTP := $(shell pkg-config --libs $(PKGS_HTTP) 2>/dev/null || echo -lmicrohttpd)
+# libarchive: only the unit tests, to read back what moat writes (test_vm.c)
+LIBS_ARCHIVE := $(shell pkg-config --libs libarchive 2>/dev/null || echo -larchive)
 LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
 # The executable takes jansson, libseccomp, nettle and libpsl (with libidn2
 # and libunistring, which it needs) from their static
@@ -235,7 +237,7 @@ $(O)/testbin/%: tests/integration/%.c $(LIBMOAT)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-write-strings $(LDFLAGS) -o $@ $< $(LIBMOAT) $(LIBS)
 
 $(O)/unit-tests: $(UNIT_OBJS) $(LIBMOAT)
-	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(UNIT_OBJS) $(LIBMOAT) $(LIBS) $(LIBS_ARCHIVE)
 
 # Fuzz targets (see FUZZ_MAIN): each links the one library, nothing is
 # compiled again per target.

@@ -5,14 +5,16 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libmicrohttpd-dev libjansson-dev libseccomp-dev nettle-dev libnftables-dev libssl-dev
-	libpsl-dev libidn2-dev libunistring-dev)
+	libpsl-dev libidn2-dev libunistring-dev libarchive-dev)
 # libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for `make fuzz`
 # (only recommended by clang-14, so not pulled in by --no-install-recommends).
 test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
 	shellcheck cppcheck clang-format busybox-static make gcc nodejs
-	podman runc conmon containerd jq file runsc zsh slirp4netns)
+	podman runc conmon containerd jq file runsc zsh slirp4netns qemu-system-x86 linux-image-amd64)
 # podman, runc, conmon, containerd: tests/integration/oci.sh runs podman and
 # containerd (ctr) with moat as their runtime (runc: the reference runtime);
+# qemu-system-x86, linux-image-amd64: the vm isolation level (tests/integration/vm.sh;
+# libarchive-dev: test_vm.c reads its initramfs back);
 # runsc: the gvisor isolation level (tests/integration/isolation.sh); zsh:
 # tests/integration/install.sh parses the zsh completion; slirp4netns: rootless
 # podman's default network (oci.sh: the engine's namespace as the proxy's upstream)

@@ -423,6 +423,11 @@ int moat_proxy_helper_main(struct moat_error *ret_err);
  * channel (the command was not started by moat). */
 int moat_gvisor_init_main(struct moat_error *ret_err);
 
+/* The init of a guest at the vm isolation level: PID 1 of the initramfs
+ * moat builds, started by the guest kernel as `/init __vm-init`. Does not
+ * return (exits with a usage error when not PID 1). */
+_Noreturn void moat_vm_init_main(void);
+
 /* ---- sessions: sandboxes served by their own supervisor ------------------- */
 
 /* moat_session_create() forks a supervisor process (setsid, detached from the

@@ -113,6 +113,8 @@ int main(int argc, char **argv)
 		return moat_cli_reset(argc - 1, argv + 1);
 	if (strcmp(cmd, "__proxy") == 0)
 		return moat_cli_proxy_helper(argc - 1, argv + 1);
+	if (strcmp(cmd, "__vm-init") == 0)
+		moat_vm_init_main();
 	if (strcmp(cmd, "__gvisor-init") == 0)
 		return moat_cli_gvisor_init(argc - 1, argv + 1);
 	if (strcmp(cmd, "__probe") == 0)

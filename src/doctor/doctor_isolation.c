@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "doctor/doctor.h"
+#include "sandbox/backend_vm.h"
 #include "shared/macro.h"
 #include "shared/rmtree.h"
 
@@ -167,9 +168,22 @@ void moat_doctor_isolation(json_t *o)
 	json_object_set_new(iso, "gvisor",
 			    json_pack("{s:b,s:s,s:s,s:s}", "works", !why[0], "why", why, "runsc",
 				      runsc ? runsc : "", "version", version));
+	/* vm: QEMU and a guest kernel; KVM or only TCG (vm_accel "any") */
+	char kernel[256] = "", kver[96] = "", kvm_why[256] = "", vm_why[512] = "";
+	bool kvm = moat_vm_kvm_probe(kvm_why, sizeof(kvm_why)) == 0;
+	if (access("/usr/bin/qemu-system-x86_64", X_OK) != 0)
+		snprintf(vm_why, sizeof(vm_why),
+			 "/usr/bin/qemu-system-x86_64 not found (Debian package qemu-system-x86)");
+	else if (moat_vm_find_kernel(kernel, sizeof(kernel), kver, sizeof(kver)) < 0)
+		snprintf(vm_why, sizeof(vm_why),
+			 "no guest kernel /boot/vmlinuz-VER with /lib/modules/VER "
+			 "(linux-image-amd64)");
+	else if (!kvm)
+		snprintf(vm_why, sizeof(vm_why), "only with vm_accel \"any\" (TCG, slow): %s",
+			 kvm_why);
 	json_object_set_new(iso, "vm",
-			    json_pack("{s:b,s:s}", "works", 0, "why",
-				      "not in this build (docs/ISOLATION.md: what it needs)"));
+			    json_pack("{s:b,s:s,s:s,s:b}", "works", !vm_why[0] || kernel[0], "why",
+				      vm_why, "kernel", kernel, "kvm", kvm));
 	json_object_set_new(o, "isolation", iso);
 }
 

@@ -126,6 +126,8 @@ const char *const moat_net_mode_names[] = {
 	[MOAT_NET_NONE] = "none", [MOAT_NET_ALLOW] = "allow", [MOAT_NET_HOST] = "host"};
 const char *const moat_tty_mode_names[] = {
 	[MOAT_TTY_AUTO] = "auto", [MOAT_TTY_ALWAYS] = "always", [MOAT_TTY_NEVER] = "never"};
+const char *const moat_vm_accel_names[] = {
+	[MOAT_VM_ACCEL_KVM] = "kvm", [MOAT_VM_ACCEL_ANY] = "any"};
 const char *const moat_isolation_names[] = {
 	[MOAT_ISO_PROCESS] = "process", [MOAT_ISO_GVISOR] = "gvisor", [MOAT_ISO_VM] = "vm"};
 const char *const moat_apply_mode_names[] = {

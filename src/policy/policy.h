@@ -59,6 +59,11 @@ enum moat_tty_mode {
 	MOAT_TTY_NEVER,
 };
 
+enum moat_vm_accel {
+	MOAT_VM_ACCEL_KVM = 0,
+	MOAT_VM_ACCEL_ANY
+};
+
 /* The isolation level (docs/ISOLATION.md; the keys each honours: isolation.c). */
 enum moat_isolation {
 	MOAT_ISO_PROCESS, /* namespaces, seccomp, Landlock (backend_ns.c) */
@@ -138,6 +143,9 @@ struct moat_policy {
 	int version;
 
 	enum moat_isolation isolation;
+	/* --isolation vm: KVM required (default) or any accelerator (TCG when
+	 * KVM does not work); docs/ISOLATION.md */
+	enum moat_vm_accel vm_accel;
 
 	/* filesystem */
 	char *rootfs; /* NULL: the host's system directories */
@@ -249,6 +257,7 @@ extern const char *const moat_net_mode_names[3];
 extern const char *const moat_tty_mode_names[3];
 extern const char *const moat_apply_mode_names[3];
 extern const char *const moat_isolation_names[3];
+extern const char *const moat_vm_accel_names[2];
 
 /* Whether the test build's --test-disable-layer switched a layer off. In the
  * shipped build a constant false (a macro: no trace in the binary), so the

@@ -50,6 +50,9 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	       *secrets = json_array(), *resolve = json_object(), *deg = json_array();
 	json_object_set_new(root, "version", json_integer(p->version));
 	json_object_set_new(root, "isolation", json_string(moat_isolation_names[p->isolation]));
+	if (p->isolation == MOAT_ISO_VM)
+		json_object_set_new(root, "vm_accel",
+				    json_string(moat_vm_accel_names[p->vm_accel]));
 	if (p->rootfs)
 		json_object_set_new(fs, "rootfs", json_string(p->rootfs));
 	if (p->workspace)

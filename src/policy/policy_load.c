@@ -696,6 +696,7 @@ static int h_version(struct jctx *c, json_t *v, const struct key_handler *h)
 static const struct key_handler top_keys[] = {
 	{"version", h_version, NULL, false},
 	{"isolation", h_set, moat_pset_isolation, false},
+	{"vm_accel", h_set, moat_pset_vm_accel, false},
 	{"filesystem", h_filesystem, NULL, false},
 	{"process", h_process, NULL, false},
 	{"limits", h_limits, NULL, false},

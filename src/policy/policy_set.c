@@ -246,6 +246,16 @@ int moat_pset_isolation(struct moat_policy *p, const char *v, char *why, size_t 
 	return r;
 }
 
+int moat_pset_vm_accel(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	unsigned m;
+	int r = moat_policy_keyword(v, moat_vm_accel_names, ELEMENTSOF(moat_vm_accel_names), &m,
+				    why, whylen);
+	if (r >= 0)
+		p->vm_accel = (enum moat_vm_accel)m;
+	return r;
+}
+
 int moat_pset_cpus(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	/* a policy written for a bigger machine still loads (up to 4x the CPUs
@@ -734,6 +744,8 @@ struct option_def {
 static const struct option_def options[] = {
 	{"--isolation", "process|gvisor|vm", ONE, moat_pset_isolation,
 	 "isolation level (default process; docs/ISOLATION.md)"},
+	{"--vm-accel", "kvm|any", ONE, moat_pset_vm_accel,
+	 "--isolation vm: require KVM (default), or accept TCG where KVM does not work"},
 	{"--workspace", "DIR[:MODE]", ONE, moat_pset_workspace,
 	 "the project directory, at the same path, the working directory (MODE rw, ro, overlay)"},
 	{"--ro", "PATH[:DEST]", MANY, set_ro,

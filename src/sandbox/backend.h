@@ -43,3 +43,5 @@ const struct moat_backend_ops *moat_backend_ns(void);
 int moat_backend_ns_idmapped(struct moat_run *r);
 /* gVisor (backend_gvisor.c): moat's init inside runsc's sandbox. */
 const struct moat_backend_ops *moat_backend_gvisor(void);
+/* A QEMU microVM (backend_vm.c): moat's init as the guest's PID 1. */
+const struct moat_backend_ops *moat_backend_vm(void);

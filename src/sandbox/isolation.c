@@ -67,6 +67,11 @@ static bool u_degrade_notify(const struct moat_policy *p)
 	return p->allow_degraded & MOAT_DEGRADE_SECCOMP_NOTIFY;
 }
 
+static bool u_net_allow(const struct moat_policy *p)
+{
+	return p->net == MOAT_NET_ALLOW;
+}
+
 static bool u_net_host(const struct moat_policy *p)
 {
 	return p->net == MOAT_NET_HOST;
@@ -78,87 +83,101 @@ static bool u_net_host(const struct moat_policy *p)
 static const struct moat_iso_key keys[] = {
 	{"filesystem (workspace, input, output, rootfs, ro, rw, tmpfs)",
 	 NULL,
-	 {S, E, R},
+	 {S, E, E},
 	 {"mounts in the sandbox's mount namespace",
 	  "the same mounts in the OCI bundle, served by gVisor's gofer; overlay "
 	  "workspace on the host side, reviewed as at process level",
-	  NULL}},
+	  "the same tree assembled on the host side, served to the guest over virtio-9p "
+	  "(tmpfs, proc and /dev the guest's own); overlay workspace on the host side, "
+	  "reviewed as at process level"}},
 	{"filesystem.mounts hide",
 	 u_hide,
 	 {S, R, R},
-	 {"an empty read-only mount", "not in the bundle yet", NULL}},
+	 {"an empty read-only mount", "not in the bundle yet", "not in the VM's tree yet"}},
 	{"process (uid, gid, user, hostname, cwd, env)",
 	 NULL,
-	 {S, E, R},
-	 {"the init's identity", "the OCI process of each runsc exec", NULL}},
+	 {S, E, E},
+	 {"the init's identity", "the OCI process of each runsc exec",
+	  "the guest init's, for each command"}},
 	{"filesystem writable workspace or rw (unprivileged)",
 	 u_rootless_writable,
-	 {S, R, R},
+	 {S, R, E},
 	 {"the sandbox's user namespace maps the owner",
 	  "unprivileged, runsc --rootless shows your files as owned by gVisor's root, so the "
 	  "sandbox user could not write them: use --workspace DIR:ro, or run moat as root",
-	  NULL}},
+	  "the holder's user namespace maps the sandbox user to you, so QEMU writes as you"}},
 	{"process.tty always",
 	 u_tty_always,
 	 {S, R, R},
 	 {"a pty of the sandbox's devpts",
-	  "gVisor's devpts is not reachable from the host supervisor", NULL}},
+	  "gVisor's devpts is not reachable from the host supervisor",
+	  "the guest's terminals are not reachable from the host supervisor"}},
 	{"limits (cpus, memory, pids)",
 	 NULL,
-	 {S, E, R},
+	 {S, E, E},
 	 {"the run's cgroup",
-	  "the run's cgroup holds runsc's sandbox and gofer (gVisor's own memory counts)", NULL}},
+	  "the run's cgroup holds runsc's sandbox and gofer (gVisor's own memory counts)",
+	  "the run's cgroup holds QEMU; guest RAM is --memory less 128 MiB for QEMU, vCPUs "
+	  "--cpus rounded up, --pids RLIMIT_NPROC of the sandbox user in the guest"}},
 	{"limits (timeout, kill_grace, max_output, nofile, fsize, disk)",
 	 NULL,
-	 {S, E, R},
+	 {S, E, E},
 	 {"the supervisor, rlimits and tmpfs sizes",
 	  "the supervisor, the OCI process's rlimits (RLIMIT_AS/NPROC too without a cgroup) and "
 	  "gVisor's tmpfs size=",
-	  NULL}},
+	  "the supervisor, rlimits set by the guest init, tmpfs size= in the guest and on "
+	  "the host"}},
 	{"syscalls.allow",
 	 u_allow_sys,
-	 {S, R, R},
+	 {S, R, E},
 	 {"lifts a rule of moat's seccomp filter",
-	  "moat's filter does not apply: gVisor's kernel implements its own set", NULL}},
+	  "moat's filter does not apply: gVisor's kernel implements its own set",
+	  "lifts the rule in the guest's copy of the filter"}},
 	{"syscalls.deny",
 	 u_deny_sys,
-	 {S, R, R},
+	 {S, R, E},
 	 {"EPERM from moat's seccomp filter", "not translated to gVisor (runsc --oci-seccomp)",
-	  NULL}},
+	  "EPERM from the guest's copy of the filter"}},
 	{"allow_degraded landlock",
 	 u_degrade_landlock,
 	 {S, R, R},
-	 {"runs without Landlock", "no Landlock layer to degrade: refused as meaningless", NULL}},
+	 {"runs without Landlock", "no Landlock layer to degrade: refused as meaningless",
+	  "the guest kernel has Landlock: nothing to degrade, refused as meaningless"}},
 	{"allow_degraded seccomp-notify",
 	 u_degrade_notify,
 	 {S, R, R},
 	 {"runs without seccomp notification",
-	  "no seccomp layer to degrade: refused as meaningless", NULL}},
+	  "no seccomp layer to degrade: refused as meaningless",
+	  "the guest's filter has no listener: refused as meaningless"}},
 	{"network.mode none",
 	 NULL,
-	 {S, E, R},
+	 {S, E, E},
 	 {"a network namespace with loopback only",
-	  "runsc --network=none (gVisor's own loopback) in moat's empty network namespace", NULL}},
+	  "runsc --network=none (gVisor's own loopback) in moat's empty network namespace",
+	  "QEMU has no network device (-nic none) and runs in an empty network namespace"}},
 	{"network.mode allow (allow_hosts, deny_hosts, allow_cidrs, resolve, http, secrets)",
-	 NULL,
+	 u_net_allow,
 	 {S, E, R},
 	 {"capture rules and proxy listeners in the sandbox's namespace",
 	  "runsc --network=host inside moat's namespace with the same capture rules, "
 	  "listeners and DNS stub: every connection of gVisor passes moat's proxy",
-	  NULL}},
+	  "the guest has no network device in this build: use --net none"}},
 	{"network.mode host",
 	 u_net_host,
 	 {S, R, R},
-	 {"no network namespace", "gVisor would share the host's network", NULL}},
+	 {"no network namespace", "gVisor would share the host's network",
+	  "the guest never shares the host's network"}},
 	{"audit, apply, review, credentials",
 	 NULL,
-	 {S, S, R},
-	 {"the supervisor", "the supervisor", NULL}},
+	 {S, S, S},
+	 {"the supervisor", "the supervisor", "the supervisor"}},
 	{"landlock, seccomp (built-in layers)",
 	 NULL,
-	 {S, E, R},
+	 {S, E, E},
 	 {"applied to every process",
-	  "replaced by gVisor's kernel: the command's syscalls never reach the host kernel", NULL}},
+	  "replaced by gVisor's kernel: the command's syscalls never reach the host kernel",
+	  "the guest kernel is the boundary; the guest init applies the plan's filter and a "
+	  "Landlock ruleset (write only below the writable paths) to every command too"}},
 };
 
 #undef S
@@ -173,12 +192,6 @@ const struct moat_iso_key *moat_isolation_keys(unsigned *ret_n)
 
 int moat_isolation_check(const struct moat_policy *p, struct moat_error *err)
 {
-	if (p->isolation == MOAT_ISO_VM)
-		return moat_error_set(
-			err, "isolation", EOPNOTSUPP,
-			"isolation vm: the microVM level is not in this build (it "
-			"needs qemu-system-x86, a guest kernel and moat's init in an "
-			"initramfs: docs/ISOLATION.md); use --isolation process or gvisor");
 	for (unsigned i = 0; i < ELEMENTSOF(keys); i++) {
 		const struct moat_iso_key *k = &keys[i];
 		if (k->level[p->isolation] != MOAT_ISO_REFUSED || !k->used || !k->used(p))
@@ -202,6 +215,8 @@ static const char *rec_exec(const struct moat_policy *p)
 	case MOAT_ISO_PROCESS:
 	case MOAT_ISO_GVISOR: /* gVisor's trace session (backend_gvisor_trace.c) */
 		return "recorded";
+	case MOAT_ISO_VM:
+		return "unavailable: the guest's execs are not reported to the host in this build";
 	default:
 		return "unavailable";
 	}
@@ -213,6 +228,8 @@ static const char *rec_net(const struct moat_policy *p)
 		return "recorded"; /* the proxy's decisions, at every level */
 	if (p->net == MOAT_NET_HOST)
 		return "unavailable: no network namespace";
+	if (p->isolation == MOAT_ISO_VM)
+		return "unavailable: the guest has no network device, attempts stay inside it";
 	return p->isolation == MOAT_ISO_PROCESS
 		? "recorded"
 		: "unavailable: attempts inside gVisor's own network stack are not seen";
@@ -240,7 +257,8 @@ void moat_isolation_format(FILE *f, const struct moat_policy *p)
 		[MOAT_ISO_GVISOR] =
 			"gVisor (runsc, platform ptrace) under moat's network namespace "
 			"and cgroup",
-		[MOAT_ISO_VM] = "microVM (not in this build: the run fails closed)",
+		[MOAT_ISO_VM] = "QEMU guest (q35; KVM, or TCG with vm_accel any), moat's init as "
+				"its PID 1, under moat's cgroup in an empty network namespace",
 	};
 	enum moat_isolation l = p->isolation;
 	fprintf(f, "level        %s\n", moat_isolation_names[l]);

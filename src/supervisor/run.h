@@ -24,6 +24,7 @@
 
 struct moat_observe;
 struct moat_gv_run;
+struct moat_vm_run;
 
 #include <linux/filter.h>
 
@@ -76,6 +77,7 @@ struct moat_run {
 
 	const struct moat_backend_ops *backend; /* backend.h */
 	struct moat_gv_run *gv; /* the gVisor backend's state (backend_gvisor.c) */
+	struct moat_vm_run *vm; /* the vm backend's state (backend_vm.c) */
 	pid_t init_pid;
 	/* supervise_limits.c: how the init reaches its cgroups */
 	bool self_attached; /* the init writes "0" to the v1 groups' tasks files */

@@ -305,7 +305,9 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 		r->sb.host_gid = getegid();
 	}
 
-	r->backend = p->isolation == MOAT_ISO_GVISOR ? moat_backend_gvisor() : moat_backend_ns();
+	r->backend = p->isolation == MOAT_ISO_GVISOR ? moat_backend_gvisor()
+		: p->isolation == MOAT_ISO_VM	     ? moat_backend_vm()
+						     : moat_backend_ns();
 	if ((k = r->backend->prepare(r)) < 0)
 		goto fail;
 	if ((k = moat_supervise_prepare(r)) < 0)

@@ -229,9 +229,13 @@ TEST(isolation_table_fails_closed)
 	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
 	ASSERT_STREQ(e.stage, "isolation");
 	ASSERT_TRUE(strstr(e.message, "syscalls.deny") != NULL);
+	/* the vm level honours it (the guest's copy of the filter), not --net allow */
 	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "vm", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--allow-host", "example.test:443", &e), 0);
 	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
-	ASSERT_TRUE(strstr(e.message, "vm") != NULL);
+	ASSERT_TRUE(strstr(e.message, "isolation vm") != NULL);
+	ASSERT_TRUE(strstr(e.message, "network.mode allow") != NULL);
 	moat_policy_free(p);
 	p = moat_policy_new();
 	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "gvisor", &e), 0);

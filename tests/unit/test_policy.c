@@ -497,6 +497,7 @@ static const struct {
 	{"--env", "A=1", "B=2"},
 	{"--tty-mode", "always", "never"},
 	{"--isolation", "gvisor", "process"},
+	{"--vm-accel", "any", "kvm"},
 	{"--cpus", "1", "0.5"},
 	{"--memory", "64M", "128M"},
 	{"--pids", "10", "20"},
