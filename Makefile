@@ -28,6 +28,9 @@ PKGS_NFT := libnftables
 # The front of `moat serve` (src/serve/, its own executable moat-serve-front):
 # libmicrohttpd (and through it GnuTLS) is linked there only.
 PKGS_HTTP := libmicrohttpd
+# --image's unpacker (src/image/): libarchive, linked dynamically (its own
+# compression libraries come with it).
+PKGS_ARCHIVE := libarchive
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wimplicit-fallthrough -Wvla -Wundef -Wno-unused-parameter \
@@ -59,7 +62,8 @@ LIBS_CORE := $(shell pkg-config --libs $(PKGS_CORE) 2>/dev/null || echo -ljansso
 LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcrypto)
 LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
 LIBS_HTTP := $(shell pkg-config --libs $(PKGS_HTTP) 2>/dev/null || echo -lmicrohttpd)
-LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
+LIBS_ARCHIVE := $(shell pkg-config --libs $(PKGS_ARCHIVE) 2>/dev/null || echo -larchive)
+LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT) $(LIBS_ARCHIVE)
 # The executable takes jansson, libseccomp, nettle and libpsl (with libidn2
 # and libunistring, which it needs) from their static
 # archives (Debian's -dev packages): three fewer libraries for the dynamic
@@ -68,12 +72,13 @@ LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
 STATIC_LIBS ?= 1
 ifeq ($(STATIC_LIBS),1)
 MOAT_LIBS := -Wl,-Bstatic $(LIBS_CORE) -lidn2 -lunistring -Wl,-Bdynamic \
-	-Wl,--exclude-libs,libjansson.a:libseccomp.a:libnettle.a:libpsl.a:libidn2.a:libunistring.a
+	-Wl,--exclude-libs,libjansson.a:libseccomp.a:libnettle.a:libpsl.a:libidn2.a:libunistring.a \
+	$(LIBS_ARCHIVE)
 else
-MOAT_LIBS := $(LIBS_CORE)
+MOAT_LIBS := $(LIBS_CORE) $(LIBS_ARCHIVE)
 endif
 
-LIB_SRCS := $(wildcard src/shared/*.c src/policy/*.c src/supervisor/*.c src/sandbox/*.c src/kernel/*.c src/limits/*.c src/network/*.c src/workspace/*.c src/audit/*.c src/mcp/*.c src/doctor/*.c src/api/*.c src/oci/*.c src/proxy/*.c)
+LIB_SRCS := $(wildcard src/shared/*.c src/policy/*.c src/supervisor/*.c src/sandbox/*.c src/kernel/*.c src/limits/*.c src/network/*.c src/workspace/*.c src/audit/*.c src/mcp/*.c src/doctor/*.c src/api/*.c src/oci/*.c src/image/*.c src/proxy/*.c)
 CLI_SRCS := $(wildcard src/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c) tests/harness/tap.c
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)

@@ -4,7 +4,7 @@
 # Run as root on Debian 12; elsewhere it only reports what is missing.
 set -euo pipefail
 
-build_pkgs=(gcc make pkg-config libmicrohttpd-dev libjansson-dev libseccomp-dev nettle-dev libnftables-dev libssl-dev
+build_pkgs=(gcc make pkg-config libmicrohttpd-dev libarchive-dev libjansson-dev libseccomp-dev nettle-dev libnftables-dev libssl-dev
 	libpsl-dev libidn2-dev libunistring-dev)
 # libclang-rt-14-dev: libFuzzer and the sanitizer runtimes for `make fuzz`
 # (only recommended by clang-14, so not pulled in by --no-install-recommends).

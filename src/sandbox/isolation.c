@@ -67,6 +67,11 @@ static bool u_degrade_notify(const struct moat_policy *p)
 	return p->allow_degraded & MOAT_DEGRADE_SECCOMP_NOTIFY;
 }
 
+static bool u_image(const struct moat_policy *p)
+{
+	return p->image != NULL;
+}
+
 static bool u_net_host(const struct moat_policy *p)
 {
 	return p->net == MOAT_NET_HOST;
@@ -83,6 +88,12 @@ static const struct moat_iso_key keys[] = {
 	  "the same mounts in the OCI bundle, served by gVisor's gofer; overlay "
 	  "workspace on the host side, reviewed as at process level",
 	  NULL}},
+	{"image",
+	 u_image,
+	 {S, E, R},
+	 {"the image's unpacked root (the cache, read-only) as the system directories",
+	  "the same root's directories in the OCI bundle",
+	  "the vm level does not take --image in this build"}},
 	{"filesystem.mounts hide",
 	 u_hide,
 	 {S, R, R},
