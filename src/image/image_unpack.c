@@ -291,11 +291,12 @@ static int apply_whiteout(struct unpacker *u, const struct moat_image_checked *c
 	if (rfd < 0)
 		return fail(u, "%.200s: %s", c->path, strerror(errno));
 	char buf[8192];
-	for (;;) {
+	/* until a listing from the start finds nothing but "." and ".." */
+	for (bool removed = false;;) {
 		long n = syscall(SYS_getdents64, rfd, buf, sizeof(buf));
 		if (n < 0)
 			return fail(u, "%.200s: %s", c->path, strerror(errno));
-		if (n == 0)
+		if (n == 0 && !removed)
 			return 0;
 		for (long off = 0; off < n;) {
 			struct {
@@ -311,10 +312,14 @@ static int apply_whiteout(struct unpacker *u, const struct moat_image_checked *c
 			int k = clear(u, dfd, d->name, false, &is_dir);
 			if (k < 0)
 				return k;
+			removed = true;
 		}
 		/* the directory changed under the listing: read it again */
-		if (lseek(rfd, 0, SEEK_SET) < 0)
-			return fail(u, "%.200s: %s", c->path, strerror(errno));
+		if (n == 0) {
+			if (lseek(rfd, 0, SEEK_SET) < 0)
+				return fail(u, "%.200s: %s", c->path, strerror(errno));
+			removed = false;
+		}
 	}
 }
 
@@ -425,7 +430,8 @@ static int drop_caps(void)
 static int write_map(const char *file, unsigned id)
 {
 	char line[64];
-	int n = snprintf(line, sizeof(line), "%u %u 1\n", id, id);
+	int n = streq(file, "/proc/self/setgroups") ? snprintf(line, sizeof(line), "deny")
+						    : snprintf(line, sizeof(line), "%u %u 1\n", id, id);
 	_cleanup_close_ int fd = open(file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, line, (size_t)n) != n)
 		return negerrno();
