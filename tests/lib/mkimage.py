@@ -12,6 +12,8 @@ entries written as they are (hostile layers):
    "data": "...", "mode": 420, "target": "..."}
 --config: the image config's "config" object (Env, Cmd, User, ...).
 --corrupt N: after the digests are taken, one byte of layer N is changed.
+--layer-type T: the layers' media type in the manifest (default: tar or tar+gzip).
+--save-layers: each layer's tar also as OUT.N.tar (for the tests' controls).
 """
 import argparse
 import gzip
@@ -76,6 +78,8 @@ def main():
     ap.add_argument("--gzip", action="store_true")
     ap.add_argument("--config", default="{}")
     ap.add_argument("--corrupt", type=int, default=-1)
+    ap.add_argument("--layer-type")
+    ap.add_argument("--save-layers", action="store_true")
     ap.add_argument("layers", nargs="+")
     a = ap.parse_args()
 
@@ -85,6 +89,10 @@ def main():
     config = {"architecture": "amd64", "os": "linux", "config": json.loads(a.config),
               "rootfs": {"type": "layers", "diff_ids": [sha(t) for t in tars]}}
     cfg = json.dumps(config, sort_keys=True).encode()
+    if a.save_layers:
+        for i, t in enumerate(tars):
+            with open("%s.%d.tar" % (a.out, i), "wb") as f:
+                f.write(t)
     blobs = [gzip.compress(t, mtime=0) if a.gzip else t for t in tars]
     digests = [sha(b) for b in blobs]
     if 0 <= a.corrupt < len(blobs):
@@ -112,7 +120,7 @@ def main():
                                           "RepoTags": ["localhost/moat-test:latest"],
                                           "Layers": names}]).encode())
     else:
-        lt = "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if a.gzip else "")
+        lt = a.layer_type or "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if a.gzip else "")
         manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
                     "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                                "digest": sha(cfg), "size": len(cfg)},
