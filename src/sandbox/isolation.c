@@ -90,9 +90,10 @@ static const struct moat_iso_key keys[] = {
 	  NULL}},
 	{"image",
 	 u_image,
-	 {S, E, R},
+	 {S, R, R},
 	 {"the image's unpacked root (the cache, read-only) as the system directories",
-	  "the same root's directories in the OCI bundle",
+	  "gVisor starts moat's init from the bundle's root, and an image's root has neither "
+	  "it nor the libraries it needs (the same holds for --rootfs): use --isolation process",
 	  "the vm level does not take --image in this build"}},
 	{"filesystem.mounts hide",
 	 u_hide,

@@ -298,10 +298,19 @@ t_refusals() {
 	out=$(mrun --image "$T_OUT/missing" -- /bin/true 2>&1) || rc=$?
 	assert_eq 125 "$rc" "a missing image ($out)"
 	assert_contains "$out" "image step"
-	# the vm level does not take it (the table names the key)
+	# the gvisor and vm levels do not take it (the table names the key)
+	rc=0
+	out=$(mrun --isolation gvisor --image "$T_OUT/lay" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "--isolation gvisor ($out)"
+	assert_contains "$out" "cannot honour policy key image"
 	rc=0
 	out=$(mrun --isolation vm --image "$T_OUT/lay" -- /bin/true 2>&1) || rc=$?
 	assert_eq 125 "$rc" "--isolation vm ($out)"
+	# a command that does not open images refuses the key (fail closed)
+	rc=0
+	out=$(timeout 30 "$MOAT" create --image "$T_OUT/lay" 2>&1) || rc=$?
+	[ "$rc" -ne 0 ] || fail "moat create --image started a sandbox without the image: $out"
+	assert_contains "$out" "does not take --image"
 }
 
 run_test "an OCI layout is the root, its config the defaults flags override" t_layout
@@ -313,5 +322,5 @@ run_test "hostile layers are refused (each with a control)" t_hostile
 run_test "set-id bits are refused unless allowed" t_setid
 run_test "whiteouts and opaque directories hide the layers below" t_whiteouts
 run_test "a blob that is not its digest, an unknown media type" t_digest
-run_test "--image with --rootfs, a missing image, the vm level" t_refusals
+run_test "--image with --rootfs, a missing image, gvisor, vm, moat create" t_refusals
 t_done
