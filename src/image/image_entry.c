@@ -3,7 +3,8 @@
  * One tar entry of a layer, checked and classified (image.h). Pure. What is
  * refused: names that leave the tree (absolute, ".."), device nodes, fifos,
  * sockets, set-id bits (unless allowed), whiteouts of "." or "..", aufs
- * metadata (.wh..wh.*), over-long names or links. Symlinks are kept as they
+ * metadata (.wh..wh.*), over-long names or links. In an archive's own tar
+ * (MOAT_IMAGE_F_PLAIN) links are skipped and .wh. names are plain files. Symlinks are kept as they
  * are, absolute ones too: they resolve inside the sandbox's root at run
  * time, and the unpacker never follows one (image_unpack.c).
  */
@@ -125,10 +126,14 @@ int moat_image_entry_check(const struct moat_image_entry *e, unsigned flags,
 		return 0;
 	}
 
+	/* an archive's own links (docker-archive's legacy <id>/layer.tar ->
+	 * ../<digest>.tar) are not made: its manifest names the files, which
+	 * are opened without following any link */
+	if ((flags & MOAT_IMAGE_F_PLAIN) && (e->hardlink || e->type == S_IFLNK)) {
+		ret->kind = MOAT_IMAGE_ENT_SKIP;
+		return 0;
+	}
 	if (e->hardlink) {
-		if (flags & MOAT_IMAGE_F_PLAIN)
-			return fail(EPERM, why, whylen, "%s: a hard link in the archive",
-				    shown(e->path, b, sizeof(b)));
 		if ((k = normalise(e->hardlink, ret->link, sizeof(ret->link))) < 0 ||
 		    !ret->link[0])
 			return fail(EPERM, why, whylen,
@@ -148,9 +153,6 @@ int moat_image_entry_check(const struct moat_image_entry *e, unsigned flags,
 		ret->kind = MOAT_IMAGE_ENT_DIR;
 		return 0;
 	case S_IFLNK:
-		if (flags & MOAT_IMAGE_F_PLAIN)
-			return fail(EPERM, why, whylen, "%s: a symlink in the archive",
-				    shown(e->path, b, sizeof(b)));
 		if (!e->symlink || !e->symlink[0] || strlen(e->symlink) > MOAT_IMAGE_PATH_MAX)
 			return fail(EINVAL, why, whylen, "%s: a symlink with no or a too long target",
 				    shown(e->path, b, sizeof(b)));

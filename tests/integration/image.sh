@@ -82,6 +82,18 @@ t_archives() {
 	assert_eq "hi" "$(mrun --image "$T_OUT/a.tar" -- /bin/sh -c 'echo $GREETING')"
 	mk "$T_OUT/d.tar" --format docker-archive --config "$CONFIG" "$ROOT" >/dev/null
 	assert_eq "1234" "$(mrun --image "$T_OUT/d.tar" -- /bin/id -u)"
+	# as root, also what podman itself writes: the image loaded into a
+	# private store and saved in both formats (nothing pulled)
+	if is_root && command -v podman >/dev/null; then
+		local p=(podman --root "$T_OUT/pstore" --runroot "$T_OUT/prun" --storage-driver vfs
+			--cgroup-manager cgroupfs --events-backend none)
+		timeout 120 "${p[@]}" load -q -i "$T_OUT/a.tar" >/dev/null
+		timeout 120 "${p[@]}" save -q --format oci-archive -o "$T_OUT/po.tar" localhost/moat-test
+		timeout 120 "${p[@]}" save -q --format docker-archive -o "$T_OUT/pd.tar" localhost/moat-test
+		assert_eq "hi" "$(mrun --image "$T_OUT/po.tar" -- /bin/sh -c 'echo $GREETING')"
+		assert_eq "1234" "$(mrun --image "$T_OUT/pd.tar" -- /bin/id -u)"
+		rm -rf "$T_OUT/pstore" "$T_OUT/prun" 2>/dev/null || true
+	fi
 	# nothing of the archives' unpacking is left beside the images
 	assert_eq "" "$(find "$CACHE" -maxdepth 1 -name '.*' -print)"
 }

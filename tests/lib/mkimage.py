@@ -116,6 +116,13 @@ def main():
             names.append(sha(t)[7:] + ".tar")
             put(names[-1], b)
         put(sha(cfg)[7:] + ".json", cfg)
+        # podman's legacy directory per layer: layer.tar a symlink to the file
+        for i, n in enumerate(names):
+            legacy = os.path.join(stage, "%064x" % (i + 1))
+            os.makedirs(legacy)
+            os.symlink("../" + n, os.path.join(legacy, "layer.tar"))
+            put(os.path.join(os.path.basename(legacy), "VERSION"), b"1.0")
+        put("repositories", b"{}")
         put("manifest.json", json.dumps([{"Config": sha(cfg)[7:] + ".json",
                                           "RepoTags": ["localhost/moat-test:latest"],
                                           "Layers": names}]).encode())
