@@ -32,7 +32,7 @@ static void check_name(const char *p)
 
 static void entry(const uint8_t *d, size_t n)
 {
-	static const mode_t types[] = {S_IFREG, S_IFDIR, S_IFLNK, S_IFCHR,
+	static const mode_t types[] = {S_IFREG, S_IFDIR, S_IFLNK,  S_IFCHR,
 				       S_IFBLK, S_IFIFO, S_IFSOCK, 0};
 	if (n < 4)
 		return;

@@ -159,8 +159,9 @@ int moat_cli_run(int argc, char **argv)
 	}
 	char *const *cmd = i < argc ? argv + i : img ? moat_image_argv(img) : NULL;
 	if (!cmd) {
-		fprintf(stderr, "moat run: no command given (moat run [OPTIONS] -- COMMAND "
-				"[ARG...]%s)\n",
+		fprintf(stderr,
+			"moat run: no command given (moat run [OPTIONS] -- COMMAND "
+			"[ARG...]%s)\n",
 			img ? "; the image has no Entrypoint or Cmd" : "");
 		moat_image_free(img);
 		moat_policy_free(p);

@@ -98,8 +98,8 @@ struct moat_image_config {
 	char diff_ids[MOAT_IMAGE_LAYERS_MAX][MOAT_IMAGE_DIGEST_LEN + 1];
 	unsigned n_diff_ids;
 };
-int moat_image_parse_config(const char *json, size_t len, struct moat_image_config *ret,
-			    char *why, size_t whylen);
+int moat_image_parse_config(const char *json, size_t len, struct moat_image_config *ret, char *why,
+			    size_t whylen);
 void moat_image_config_done(struct moat_image_config *c);
 
 /* A relative name inside an archive or a layout (no "/" first, no "..",

@@ -32,9 +32,9 @@ static int lookup(const char *root, const char *file, const char *name, unsigned
 	_cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return negerrno();
-	_cleanup_close_ int fd = (int)moat_openat2(
-		rfd, file, O_RDONLY | O_CLOEXEC, 0,
-		RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	_cleanup_close_ int fd =
+		(int)moat_openat2(rfd, file, O_RDONLY | O_CLOEXEC, 0,
+				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > ID_FILE_MAX)
 		return -ENOENT;

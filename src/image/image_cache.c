@@ -106,8 +106,8 @@ static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *re
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return moat_error_set(err, STAGE, errno, "%s: %s", name, strerror(errno));
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
-		return moat_error_set(err, STAGE, EFBIG, "%s: not a file of at most %zu bytes", name,
-				      max);
+		return moat_error_set(err, STAGE, EFBIG, "%s: not a file of at most %zu bytes",
+				      name, max);
 	char *b = malloc((size_t)st.st_size + 1);
 	size_t len = 0;
 	if (!b)
@@ -249,8 +249,7 @@ static int plan_oci(int layout, struct plan *pl, struct moat_image_config *cfg,
 	}
 	if ((k = read_blob(layout, &m->config, "config", &pl->config, &pl->config_len, err)) < 0)
 		goto out;
-	if ((k = moat_image_parse_config(pl->config, pl->config_len, cfg, why, sizeof(why))) <
-	    0) {
+	if ((k = moat_image_parse_config(pl->config, pl->config_len, cfg, why, sizeof(why))) < 0) {
 		k = moat_error_set(err, STAGE, -k, "%s", why);
 		goto out;
 	}
@@ -303,8 +302,7 @@ static int plan_docker(int layout, struct plan *pl, struct moat_image_config *cf
 			goto out;
 		}
 	}
-	if ((k = moat_image_parse_config(pl->config, pl->config_len, cfg, why, sizeof(why))) <
-	    0) {
+	if ((k = moat_image_parse_config(pl->config, pl->config_len, cfg, why, sizeof(why))) < 0) {
 		k = moat_error_set(err, STAGE, -k, "%s", why);
 		goto out;
 	}
@@ -356,7 +354,8 @@ static int make_tmp(int cache, char *name, size_t len, struct moat_error *err)
 		snprintf(name, len, ".tmp-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
 			 b[4], b[5], b[6], b[7]);
 		if (mkdirat(cache, name, 0700) == 0) {
-			int fd = openat(cache, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int fd = openat(cache, name,
+					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0)
 				return moat_error_set(err, STAGE, errno, "%s: %s", name,
 						      strerror(errno));
@@ -411,13 +410,11 @@ static int unpack_into(int cache, struct plan *pl, unsigned flags, int tmp, cons
 	_cleanup_close_ int cf =
 		openat(img, "config.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (cf < 0 || moat_write_all(cf, pl->config, pl->config_len) < 0)
-		return moat_error_set(err, STAGE, errno, "cache: config.json: %s",
-				      strerror(errno));
+		return moat_error_set(err, STAGE, errno, "cache: config.json: %s", strerror(errno));
 	/* into place; a concurrent unpack of the same image may have won */
 	char sub[80];
 	snprintf(sub, sizeof(sub), "%s/image", tmpname);
-	if (renameat(cache, sub, cache, pl->key + 7) < 0 && errno != EEXIST &&
-	    errno != ENOTEMPTY)
+	if (renameat(cache, sub, cache, pl->key + 7) < 0 && errno != EEXIST && errno != ENOTEMPTY)
 		return moat_error_set(err, STAGE, errno, "cache: rename: %s", strerror(errno));
 	return 0;
 }
@@ -467,10 +464,10 @@ void moat_image_free(struct moat_image *img)
  * already make or bind (/srv, /app, ...): bound read-only too. */
 static int list_top(struct moat_image *img, int dirfd)
 {
-	static const char *const skip[] = {"proc", "sys",   "dev",   "tmp",	"etc",
-					   "home", "run",   "var",   "usr",	"bin",
-					   "sbin", "lib",   "lib32", "lib64", "libx32",
-					   "opt",  "mnt",   "media", "boot",	"lost+found"};
+	static const char *const skip[] = {"proc", "sys", "dev",   "tmp",   "etc",
+					   "home", "run", "var",   "usr",   "bin",
+					   "sbin", "lib", "lib32", "lib64", "libx32",
+					   "opt",  "mnt", "media", "boot",  "lost+found"};
 	int fd = openat(dirfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return negerrno();
@@ -673,7 +670,8 @@ int moat_image_gc(struct moat_image_gc_result *ret, struct moat_error *err)
 		bool stale = strncmp(n, ".tmp-", 5) == 0 || strncmp(n, ".trash-", 7) == 0;
 		if (!image && !stale)
 			continue;
-		_cleanup_close_ int fd = openat(cache, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int fd =
+			openat(cache, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		/* in use (a sandbox's shared lock, an unpack's exclusive one) */

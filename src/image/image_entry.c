@@ -134,8 +134,7 @@ int moat_image_entry_check(const struct moat_image_entry *e, unsigned flags,
 		return 0;
 	}
 	if (e->hardlink) {
-		if ((k = normalise(e->hardlink, ret->link, sizeof(ret->link))) < 0 ||
-		    !ret->link[0])
+		if ((k = normalise(e->hardlink, ret->link, sizeof(ret->link))) < 0 || !ret->link[0])
 			return fail(EPERM, why, whylen,
 				    "%s: a hard link to %s, outside the tree (absolute or \"..\")",
 				    shown(e->path, b, 100), shown(e->hardlink, b + 100, 20));
@@ -154,7 +153,8 @@ int moat_image_entry_check(const struct moat_image_entry *e, unsigned flags,
 		return 0;
 	case S_IFLNK:
 		if (!e->symlink || !e->symlink[0] || strlen(e->symlink) > MOAT_IMAGE_PATH_MAX)
-			return fail(EINVAL, why, whylen, "%s: a symlink with no or a too long target",
+			return fail(EINVAL, why, whylen,
+				    "%s: a symlink with no or a too long target",
 				    shown(e->path, b, sizeof(b)));
 		snprintf(ret->link, sizeof(ret->link), "%s", e->symlink);
 		ret->mode = 0777;

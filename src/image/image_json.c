@@ -108,14 +108,16 @@ static int desc(json_t *o, const char *what, struct moat_image_desc *d, char *wh
 
 static bool is_manifest_type(const char *mt)
 {
-	return mt && (streq(mt, "application/vnd.oci.image.manifest.v1+json") ||
-		      streq(mt, "application/vnd.docker.distribution.manifest.v2+json"));
+	return mt &&
+		(streq(mt, "application/vnd.oci.image.manifest.v1+json") ||
+		 streq(mt, "application/vnd.docker.distribution.manifest.v2+json"));
 }
 
 static bool is_index_type(const char *mt)
 {
-	return mt && (streq(mt, "application/vnd.oci.image.index.v1+json") ||
-		      streq(mt, "application/vnd.docker.distribution.manifest.list.v2+json"));
+	return mt &&
+		(streq(mt, "application/vnd.oci.image.index.v1+json") ||
+		 streq(mt, "application/vnd.docker.distribution.manifest.list.v2+json"));
 }
 
 int moat_image_parse_index(const char *json, size_t len, struct moat_image_desc *ret, char *why,
@@ -199,8 +201,9 @@ int moat_image_parse_manifest(const char *json, size_t len, struct moat_image_ma
 		goto out;
 	}
 	const char *ct = json_string_value(json_object_get(cfg, "mediaType"));
-	if (!ct || (!streq(ct, "application/vnd.oci.image.config.v1+json") &&
-		    !streq(ct, "application/vnd.docker.container.image.v1+json"))) {
+	if (!ct ||
+	    (!streq(ct, "application/vnd.oci.image.config.v1+json") &&
+	     !streq(ct, "application/vnd.docker.container.image.v1+json"))) {
 		k = fail(EPROTONOSUPPORT, why, whylen,
 			 "manifest: config: media type %.100s: not an image config",
 			 ct ? ct : "(missing)");
@@ -390,8 +393,8 @@ static bool env_ok(const char *e)
 	return true;
 }
 
-int moat_image_parse_config(const char *json, size_t len, struct moat_image_config *ret,
-			    char *why, size_t whylen)
+int moat_image_parse_config(const char *json, size_t len, struct moat_image_config *ret, char *why,
+			    size_t whylen)
 {
 	memset(ret, 0, sizeof(*ret));
 	json_t *j = load(json, len, why, whylen);
@@ -433,14 +436,14 @@ int moat_image_parse_config(const char *json, size_t len, struct moat_image_conf
 		k = fail(EINVAL, why, whylen, "config: config: not an object");
 		goto out;
 	}
-	if ((k = strv(json_object_get(c, "Env"), "Env", MOAT_IMAGE_ENV_MAX, &ret->env,
-		      &ret->n_env, why, whylen)) < 0 ||
+	if ((k = strv(json_object_get(c, "Env"), "Env", MOAT_IMAGE_ENV_MAX, &ret->env, &ret->n_env,
+		      why, whylen)) < 0 ||
 	    (k = strv(json_object_get(c, "Entrypoint"), "Entrypoint", MOAT_IMAGE_ARGS_MAX,
 		      &ret->entrypoint, &ret->n_entrypoint, why, whylen)) < 0 ||
-	    (k = strv(json_object_get(c, "Cmd"), "Cmd", MOAT_IMAGE_ARGS_MAX, &ret->cmd,
-		      &ret->n_cmd, why, whylen)) < 0 ||
-	    (k = str(json_object_get(c, "WorkingDir"), "WorkingDir", &ret->workdir, why,
-		     whylen)) < 0 ||
+	    (k = strv(json_object_get(c, "Cmd"), "Cmd", MOAT_IMAGE_ARGS_MAX, &ret->cmd, &ret->n_cmd,
+		      why, whylen)) < 0 ||
+	    (k = str(json_object_get(c, "WorkingDir"), "WorkingDir", &ret->workdir, why, whylen)) <
+		    0 ||
 	    (k = str(json_object_get(c, "User"), "User", &ret->user, why, whylen)) < 0)
 		goto out;
 	for (i = 0; i < ret->n_env; i++)

@@ -68,8 +68,7 @@ _printf_(2, 3) static int fail(struct unpacker *u, const char *fmt, ...)
 	return -EPERM;
 }
 
-int moat_image_hash_fd(int fd, uint64_t max, char ret[MOAT_IMAGE_DIGEST_LEN + 1],
-		       uint64_t *ret_len)
+int moat_image_hash_fd(int fd, uint64_t max, char ret[MOAT_IMAGE_DIGEST_LEN + 1], uint64_t *ret_len)
 {
 	struct sha256_ctx sha;
 	unsigned char buf[64 * 1024], md[SHA256_DIGEST_SIZE];
@@ -136,10 +135,11 @@ static int open_dir(struct unpacker *u, const char *dir, bool create)
 			if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
 				int e = errno;
 				close(cur);
-				return fail(u, "%.200s: cannot make %s: %s", dir, comp, strerror(e));
+				return fail(u, "%.200s: cannot make %s: %s", dir, comp,
+					    strerror(e));
 			}
-			fd = (int)moat_openat2(cur, comp,
-					       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RES);
+			fd = (int)moat_openat2(
+				cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0, RES);
 		}
 		int e = errno;
 		close(cur);
@@ -217,9 +217,9 @@ static int write_file(struct unpacker *u, struct archive *a, struct archive_entr
 		return fail(u, "%.200s: %s", c->path, archive_error_string(a));
 	if (ftruncate(fd, (off_t)size) < 0 || fchmod(fd, c->mode) < 0)
 		return fail(u, "%.200s: %s", c->path, strerror(errno));
-	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
-				 {.tv_sec = archive_entry_mtime(ae),
-				  .tv_nsec = archive_entry_mtime_nsec(ae)}};
+	struct timespec ts[2] = {
+		{.tv_nsec = UTIME_OMIT},
+		{.tv_sec = archive_entry_mtime(ae), .tv_nsec = archive_entry_mtime_nsec(ae)}};
 	(void)futimens(fd, ts);
 	return 0;
 }
@@ -286,8 +286,8 @@ static int apply_whiteout(struct unpacker *u, const struct moat_image_checked *c
 	if (c->kind == MOAT_IMAGE_ENT_WHITEOUT)
 		return clear(u, dfd, c->name, false, &is_dir);
 	/* opaque: everything the layers below put in the directory */
-	_cleanup_close_ int rfd = (int)moat_openat2(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-						    0, RES);
+	_cleanup_close_ int rfd =
+		(int)moat_openat2(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, RES);
 	if (rfd < 0)
 		return fail(u, "%.200s: %s", c->path, strerror(errno));
 	char buf[8192];
@@ -430,8 +430,9 @@ static int drop_caps(void)
 static int write_map(const char *file, unsigned id)
 {
 	char line[64];
-	int n = streq(file, "/proc/self/setgroups") ? snprintf(line, sizeof(line), "deny")
-						    : snprintf(line, sizeof(line), "%u %u 1\n", id, id);
+	int n = streq(file, "/proc/self/setgroups")
+		? snprintf(line, sizeof(line), "deny")
+		: snprintf(line, sizeof(line), "%u %u 1\n", id, id);
 	_cleanup_close_ int fd = open(file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, line, (size_t)n) != n)
 		return negerrno();
@@ -470,13 +471,13 @@ _Noreturn static void child(unsigned flags, const char *expect, uint64_t expect_
 	}
 	if (k >= 0) {
 		static const int extra[] = {
-			SCMP_SYS(openat),     SCMP_SYS(openat2),    SCMP_SYS(mkdirat),
-			SCMP_SYS(symlinkat),  SCMP_SYS(linkat),	    SCMP_SYS(unlinkat),
-			SCMP_SYS(fchmod),     SCMP_SYS(fstat),	    SCMP_SYS(newfstatat),
-			SCMP_SYS(statx),      SCMP_SYS(lseek),	    SCMP_SYS(pread64),
-			SCMP_SYS(pwrite64),   SCMP_SYS(ftruncate),  SCMP_SYS(getdents64),
-			SCMP_SYS(utimensat),  SCMP_SYS(fcntl),	    SCMP_SYS(getuid),
-			SCMP_SYS(geteuid),    SCMP_SYS(getgid),	    SCMP_SYS(getegid),
+			SCMP_SYS(openat),	SCMP_SYS(openat2),   SCMP_SYS(mkdirat),
+			SCMP_SYS(symlinkat),	SCMP_SYS(linkat),    SCMP_SYS(unlinkat),
+			SCMP_SYS(fchmod),	SCMP_SYS(fstat),     SCMP_SYS(newfstatat),
+			SCMP_SYS(statx),	SCMP_SYS(lseek),     SCMP_SYS(pread64),
+			SCMP_SYS(pwrite64),	SCMP_SYS(ftruncate), SCMP_SYS(getdents64),
+			SCMP_SYS(utimensat),	SCMP_SYS(fcntl),     SCMP_SYS(getuid),
+			SCMP_SYS(geteuid),	SCMP_SYS(getgid),    SCMP_SYS(getegid),
 			SCMP_SYS(rt_sigaction),
 		};
 		step = "seccomp";
@@ -526,8 +527,8 @@ int moat_image_unpack(int blob_fd, int root_fd, const char *expect_digest, uint6
 	if (pid == 0) {
 		/* the three descriptors to 3, 4, 5 (above 5 first: they may
 		 * overlap), /dev/null on 0..2, nothing else */
-		int b = fcntl(blob_fd, F_DUPFD_CLOEXEC, 10), r = fcntl(root_fd, F_DUPFD_CLOEXEC, 10),
-		    w = fcntl(pp[1], F_DUPFD_CLOEXEC, 10);
+		int b = fcntl(blob_fd, F_DUPFD_CLOEXEC, 10),
+		    r = fcntl(root_fd, F_DUPFD_CLOEXEC, 10), w = fcntl(pp[1], F_DUPFD_CLOEXEC, 10);
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (b < 0 || r < 0 || w < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
 		    dup2(null, 2) < 0 || dup2(b, BLOB_FD) < 0 || dup2(r, ROOT_FD) < 0 ||

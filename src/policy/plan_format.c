@@ -390,11 +390,10 @@ int moat_plan_format(const struct moat_plan *pl, char **ret_text)
 		void (*fn)(FILE *, const struct moat_plan *);
 	} parts[] = {
 		{"isolation", format_isolation}, {"image", format_image},
-		{"mounts", format_mounts},
-		{"identity", format_identity},	 {"network", format_net},
-		{"credentials", format_creds},	 {"landlock", format_landlock},
-		{"seccomp", format_seccomp},	 {"limits", format_limits},
-		{"audit", format_audit},
+		{"mounts", format_mounts},	 {"identity", format_identity},
+		{"network", format_net},	 {"credentials", format_creds},
+		{"landlock", format_landlock},	 {"seccomp", format_seccomp},
+		{"limits", format_limits},	 {"audit", format_audit},
 	};
 	char *buf = NULL;
 	size_t len = 0;

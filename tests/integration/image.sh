@@ -139,14 +139,14 @@ t_concurrent() {
 
 t_gc() {
 	fresh_cache gc
-	local d out i
+	local d out
 	d=$(image "$T_OUT/lay" "$ROOT")
 	mrun --image "$T_OUT/lay" -- /bin/true
 	local dir="$CACHE/${d#sha256:}"
 	# a running sandbox holds its image: gc leaves it
 	mrun --image "$T_OUT/lay" -- /bin/sleep 4 &
 	local pid=$!
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		flock -n -x "$dir" true 2>/dev/null || break
 		sleep 0.1
 	done

@@ -127,25 +127,28 @@ TEST(image_json_index)
 	ASSERT_STREQ(d.digest, D1);
 	ASSERT_EQ(d.size, 10);
 	/* the host's platform is chosen; two for it are refused */
-	const char *two = "{\"schemaVersion\":2,\"manifests\":["
-			  "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
-			  "\"" D1 "\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":"
-			  "\"s390x\"}},"
-			  "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
-			  "\"" D2 "\",\"size\":2,\"platform\":{\"os\":\"linux\",\"architecture\":"
-			  "\"amd64\"}}]}";
+	const char *two =
+		"{\"schemaVersion\":2,\"manifests\":["
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D1 "\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":"
+		"\"s390x\"}},"
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D2 "\",\"size\":2,\"platform\":{\"os\":\"linux\",\"architecture\":"
+		"\"amd64\"}}]}";
 	ASSERT_EQ(moat_image_parse_index(two, strlen(two), &d, why, sizeof(why)), 0);
 	ASSERT_STREQ(d.digest, D2);
-	const char *amb = "{\"schemaVersion\":2,\"manifests\":["
-			  "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
-			  "\"" D1 "\",\"size\":1},"
-			  "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
-			  "\"" D2 "\",\"size\":2}]}";
+	const char *amb =
+		"{\"schemaVersion\":2,\"manifests\":["
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D1 "\",\"size\":1},"
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D2 "\",\"size\":2}]}";
 	ASSERT_EQ(moat_image_parse_index(amb, strlen(amb), &d, why, sizeof(why)), -EINVAL);
 	ASSERT_CONTAINS(why, "more than one");
-	const char *bad = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
-			  "\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:../../x\","
-			  "\"size\":1}]}";
+	const char *bad =
+		"{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
+		"\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:../../x\","
+		"\"size\":1}]}";
 	ASSERT_EQ(moat_image_parse_index(bad, strlen(bad), &d, why, sizeof(why)), -EINVAL);
 	const char *mt = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"text/plain\","
 			 "\"digest\":\"" D1 "\",\"size\":1}]}";
