@@ -532,7 +532,8 @@ int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
 		k = cache;
 		goto out;
 	}
-	src = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a fifo given as PATH must not hang the open */
+	src = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	if (src < 0 || fstat(src, &st) < 0) {
 		k = moat_error_set(err, STAGE, errno, "--image %s: %s", path, strerror(errno));

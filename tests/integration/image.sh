@@ -291,6 +291,24 @@ t_digest() {
 	out=$(mrun --image "$T_OUT/badd.tar" -- /bin/true 2>&1) || rc=$?
 	assert_eq 125 "$rc" "docker-archive exit status ($out)"
 	assert_contains "$out" "digest mismatch"
+	# a blob that is a symlink to a file outside the layout (here: the
+	# right bytes, so only the link is wrong); control: the copy runs
+	cp -r "$T_OUT/ok" "$T_OUT/lnk"
+	local cfgblob
+	cfgblob=$(find "$T_OUT/lnk/blobs/sha256" -type f -size -2k | head -n 1)
+	mv "$cfgblob" "$T_OUT/outside-blob"
+	ln -s "$T_OUT/outside-blob" "$cfgblob"
+	rc=0
+	out=$(mrun --image "$T_OUT/lnk" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a symlinked blob ($out)"
+	assert_contains "$out" "symbolic links"
+	rm "$cfgblob" && mv "$T_OUT/outside-blob" "$cfgblob"
+	mrun --image "$T_OUT/lnk" -- /bin/true
+	# a fifo as the image is refused, not waited on
+	mkfifo "$T_OUT/fifo"
+	rc=0
+	out=$(mrun --image "$T_OUT/fifo" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a fifo ($out)"
 	# an unknown layer media type (bzip2)
 	rc=0
 	mk "$T_OUT/bz" --layer-type application/vnd.oci.image.layer.v1.tar+bzip2 "$ROOT" >/dev/null
