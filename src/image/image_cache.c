@@ -191,12 +191,17 @@ static int read_blob(int layout, const struct moat_image_desc *d, const char *wh
 	return 0;
 }
 
-/* What to unpack: one blob fd per layer with the digest the unpacker
- * checks again on the bytes it reads. */
+/* What to unpack. The layers (descs: OCI; names: docker-archive) are
+ * opened and verified only when the image is not in the cache yet
+ * (open_layers): one blob fd per layer with the digest the unpacker checks
+ * again on the bytes it reads. */
 struct plan {
 	char key[MOAT_IMAGE_DIGEST_LEN + 1];
 	char *config;
 	size_t config_len;
+	unsigned n_layers;
+	struct moat_image_desc descs[MOAT_IMAGE_LAYERS_MAX];
+	char *names[MOAT_IMAGE_LAYERS_MAX];
 	int fds[MOAT_IMAGE_LAYERS_MAX];
 	char digests[MOAT_IMAGE_LAYERS_MAX][MOAT_IMAGE_DIGEST_LEN + 1];
 	uint64_t sizes[MOAT_IMAGE_LAYERS_MAX];
@@ -207,9 +212,11 @@ static void plan_done(struct plan *pl)
 {
 	for (unsigned i = 0; i < pl->n; i++)
 		safe_close(pl->fds[i]);
+	for (unsigned i = 0; i < pl->n_layers; i++)
+		free(pl->names[i]);
 	free(pl->config);
 	pl->config = NULL;
-	pl->n = 0;
+	pl->n = pl->n_layers = 0;
 }
 
 static int plan_oci(int layout, struct plan *pl, struct moat_image_config *cfg,
@@ -259,18 +266,8 @@ static int plan_oci(int layout, struct plan *pl, struct moat_image_config *cfg,
 				   cfg->n_diff_ids, m->n_layers);
 		goto out;
 	}
-	for (unsigned i = 0; i < m->n_layers; i++) {
-		char what[32];
-		snprintf(what, sizeof(what), "layer %u", i);
-		int fd = open_blob(layout, &m->layers[i], what, err);
-		if (fd < 0) {
-			k = fd;
-			goto out;
-		}
-		pl->fds[pl->n] = fd;
-		memcpy(pl->digests[pl->n], m->layers[i].digest, MOAT_IMAGE_DIGEST_LEN + 1);
-		pl->sizes[pl->n++] = m->layers[i].size;
-	}
+	memcpy(pl->descs, m->layers, sizeof(m->layers[0]) * m->n_layers);
+	pl->n_layers = m->n_layers;
 out:
 	free(m);
 	return k;
@@ -313,36 +310,56 @@ static int plan_docker(int layout, struct plan *pl, struct moat_image_config *cf
 		goto out;
 	}
 	for (unsigned i = 0; i < dk.n_layers; i++) {
-		char got[MOAT_IMAGE_DIGEST_LEN + 1];
-		int fd = (int)moat_openat2(layout, dk.layers[i], O_RDONLY | O_CLOEXEC, 0, RES);
-		struct stat st;
-		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			k = moat_error_set(err, STAGE, fd < 0 ? errno : EINVAL,
-					   "layer %u (%s): not a file of the archive", i,
-					   dk.layers[i]);
-			safe_close(fd);
-			goto out;
-		}
-		pl->fds[pl->n++] = fd;
-		if ((k = moat_image_hash_fd(fd, MOAT_IMAGE_BLOB_MAX, got, &n)) < 0) {
-			k = moat_error_set(err, STAGE, -k, "layer %u: %s", i, strerror(-k));
-			goto out;
-		}
-		/* docker-archive layers are the uncompressed tars */
-		if (!streq(got, cfg->diff_ids[i])) {
-			k = moat_error_set(err, STAGE, EBADMSG,
-					   "layer %u (%s): digest mismatch (the file is %s, the "
-					   "config's diff_id %s; moat reads uncompressed "
-					   "docker-archive layers only): refused",
-					   i, dk.layers[i], got, cfg->diff_ids[i]);
-			goto out;
-		}
-		memcpy(pl->digests[i], got, sizeof(got));
-		pl->sizes[i] = n;
+		pl->names[i] = TAKE_PTR(dk.layers[i]);
+		pl->n_layers++;
 	}
 out:
 	moat_image_docker_done(&dk);
 	return k;
+}
+
+/* The layers opened, their digests checked (OCI: the descriptors';
+ * docker-archive: the config's diff_ids, of the uncompressed tars). */
+static int open_layers(int layout, struct plan *pl, const struct moat_image_config *cfg,
+		       struct moat_error *err)
+{
+	for (unsigned i = 0; i < pl->n_layers; i++) {
+		char what[32], got[MOAT_IMAGE_DIGEST_LEN + 1];
+		uint64_t n;
+		snprintf(what, sizeof(what), "layer %u", i);
+		if (!pl->names[i]) {
+			int fd = open_blob(layout, &pl->descs[i], what, err);
+			if (fd < 0)
+				return fd;
+			pl->fds[pl->n++] = fd;
+			memcpy(pl->digests[i], pl->descs[i].digest, MOAT_IMAGE_DIGEST_LEN + 1);
+			pl->sizes[i] = pl->descs[i].size;
+			continue;
+		}
+		int fd = (int)moat_openat2(layout, pl->names[i], O_RDONLY | O_CLOEXEC, 0, RES);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			int e = fd < 0 ? errno : EINVAL;
+			safe_close(fd);
+			return moat_error_set(err, STAGE, e,
+					      "layer %u (%s): not a file of the archive", i,
+					      pl->names[i]);
+		}
+		pl->fds[pl->n++] = fd;
+		int k = moat_image_hash_fd(fd, MOAT_IMAGE_BLOB_MAX, got, &n);
+		if (k < 0)
+			return moat_error_set(err, STAGE, -k, "layer %u: %s", i, strerror(-k));
+		/* docker-archive layers are the uncompressed tars */
+		if (!streq(got, cfg->diff_ids[i]))
+			return moat_error_set(err, STAGE, EBADMSG,
+					      "layer %u (%s): digest mismatch (the file is %s, the "
+					      "config's diff_id %s; moat reads uncompressed "
+					      "docker-archive layers only): refused",
+					      i, pl->names[i], got, cfg->diff_ids[i]);
+		memcpy(pl->digests[i], got, sizeof(got));
+		pl->sizes[i] = n;
+	}
+	return 0;
 }
 
 static int make_tmp(int cache, char *name, size_t len, struct moat_error *err)
@@ -585,6 +602,8 @@ int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
 			k = tmp;
 			goto out;
 		}
+		if (!pl.n && (k = open_layers(layout, &pl, &img->cfg, err)) < 0)
+			goto out;
 		if ((k = unpack_into(cache, &pl, uflags, tmp, tmpname, err)) < 0)
 			goto out;
 		img->unpacked = true;
