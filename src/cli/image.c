@@ -18,6 +18,10 @@ int moat_cli_image_prepare(struct moat_policy **pp, int argc, char **argv, int s
 		return 0;
 	unsigned fl = moat_policy_image_setid(*pp) ? MOAT_IMAGE_OPEN_SETID : 0;
 	if (moat_image_open(path, fl, &img, &err) < 0) {
+		if (strcmp(err.stage, "usage") == 0) {
+			moat_cli_print_error(&err);
+			return -1;
+		}
 		fprintf(stderr, "moat: sandbox not started: %s step: ", err.stage);
 		moat_cli_put_safe(stderr, err.message);
 		fputc('\n', stderr);

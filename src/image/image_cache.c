@@ -552,8 +552,9 @@ int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
 	/* O_NONBLOCK: a fifo given as PATH must not hang the open */
 	src = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
+	/* a path that is not there is the user's mistake, as for --rootfs */
 	if (src < 0 || fstat(src, &st) < 0) {
-		k = moat_error_set(err, STAGE, errno, "--image %s: %s", path, strerror(errno));
+		k = moat_error_set(err, "usage", errno, "--image %s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode))
@@ -568,7 +569,7 @@ int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
 			goto out;
 		}
 	} else {
-		k = moat_error_set(err, STAGE, EINVAL,
+		k = moat_error_set(err, "usage", EINVAL,
 				   "--image %s: not a directory (OCI layout) or a file (archive)",
 				   path);
 		goto out;

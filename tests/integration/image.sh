@@ -308,7 +308,8 @@ t_digest() {
 	mkfifo "$T_OUT/fifo"
 	rc=0
 	out=$(mrun --image "$T_OUT/fifo" -- /bin/true 2>&1) || rc=$?
-	assert_eq 125 "$rc" "a fifo ($out)"
+	assert_eq 2 "$rc" "a fifo ($out)"
+	assert_contains "$out" "not a directory (OCI layout) or a file"
 	# an unknown layer media type (bzip2)
 	rc=0
 	mk "$T_OUT/bz" --layer-type application/vnd.oci.image.layer.v1.tar+bzip2 "$ROOT" >/dev/null
@@ -326,8 +327,8 @@ t_refusals() {
 	assert_contains "$out" "--image and --rootfs"
 	rc=0
 	out=$(mrun --image "$T_OUT/missing" -- /bin/true 2>&1) || rc=$?
-	assert_eq 125 "$rc" "a missing image ($out)"
-	assert_contains "$out" "image step"
+	assert_eq 2 "$rc" "a missing image ($out)"
+	assert_contains "$out" "--image $T_OUT/missing: No such file"
 	# the gvisor and vm levels do not take it (the table names the key)
 	rc=0
 	out=$(mrun --isolation gvisor --image "$T_OUT/lay" -- /bin/true 2>&1) || rc=$?
