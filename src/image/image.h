@@ -17,8 +17,9 @@
  *                   without following any symlink
  *   image_cache.c   the cache: one directory per image digest, unpacked in
  *                   a private staging directory and renamed into place; a
- *                   shared lock on it while a sandbox uses it; gc
- *   image_apply.c   moat_image_open() (moat.h) and the config's defaults
+ *                   shared lock on it while a sandbox uses it; moat_image_open()
+ *   image_gc.c      moat gc: the cached images no run holds, removed
+ *   image_apply.c   the config's defaults into a policy (moat.h)
  */
 #pragma once
 

@@ -305,9 +305,9 @@ t_digest() {
 	rm "$cfgblob" && mv "$T_OUT/outside-blob" "$cfgblob"
 	mrun --image "$T_OUT/lnk" -- /bin/true
 	# a fifo as the image is refused, not waited on
-	mkfifo "$T_OUT/fifo"
+	mkfifo "$T_OUT/a-fifo"
 	rc=0
-	out=$(mrun --image "$T_OUT/fifo" -- /bin/true 2>&1) || rc=$?
+	out=$(mrun --image "$T_OUT/a-fifo" -- /bin/true 2>&1) || rc=$?
 	assert_eq 2 "$rc" "a fifo ($out)"
 	assert_contains "$out" "not a directory (OCI layout) or a file"
 	# an unknown layer media type (bzip2)
