@@ -540,6 +540,15 @@ int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
 	img->lock_fd = -1;
 	unsigned uflags = flags & MOAT_IMAGE_OPEN_SETID ? MOAT_IMAGE_F_SETID : 0;
 
+	/* O_NONBLOCK: a fifo given as PATH must not hang the open */
+	src = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	/* a path that is not there is the user's mistake, as for --rootfs */
+	if (src < 0 || fstat(src, &st) < 0) {
+		k = moat_error_set(err, "usage", errno, "--image %s: %s", path, strerror(errno));
+		goto out;
+	}
+	/* the cache only once the path is one (nothing made for a typo) */
 	if ((k = moat_image_cache_dir(&cache_path)) < 0) {
 		k = moat_error_set(err, STAGE, -k, "no cache directory (set XDG_CACHE_HOME)");
 		goto out;
@@ -547,14 +556,6 @@ int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
 	cache = open_cache(cache_path, err);
 	if (cache < 0) {
 		k = cache;
-		goto out;
-	}
-	/* O_NONBLOCK: a fifo given as PATH must not hang the open */
-	src = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	/* a path that is not there is the user's mistake, as for --rootfs */
-	if (src < 0 || fstat(src, &st) < 0) {
-		k = moat_error_set(err, "usage", errno, "--image %s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (S_ISDIR(st.st_mode))
