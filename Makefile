@@ -28,8 +28,10 @@ PKGS_NFT := libnftables
 # The front of `moat serve` (src/serve/, its own executable moat-serve-front):
 # libmicrohttpd (and through it GnuTLS) is linked there only.
 PKGS_HTTP := libmicrohttpd
-# --image's unpacker (src/image/): libarchive, linked dynamically (its own
-# compression libraries come with it).
+# --image's unpacker (src/image/image_unpack.c) dlopens libarchive when it
+# unpacks a layer: moat itself does not link it (every other start maps libc
+# alone; the vm level's initramfs carries moat with libc only). The unit
+# tests and fuzz targets link it (LIBS).
 PKGS_ARCHIVE := libarchive
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -72,10 +74,9 @@ LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT) $(LIBS_ARCHIVE)
 STATIC_LIBS ?= 1
 ifeq ($(STATIC_LIBS),1)
 MOAT_LIBS := -Wl,-Bstatic $(LIBS_CORE) -lidn2 -lunistring -Wl,-Bdynamic \
-	-Wl,--exclude-libs,libjansson.a:libseccomp.a:libnettle.a:libpsl.a:libidn2.a:libunistring.a \
-	$(LIBS_ARCHIVE)
+	-Wl,--exclude-libs,libjansson.a:libseccomp.a:libnettle.a:libpsl.a:libidn2.a:libunistring.a
 else
-MOAT_LIBS := $(LIBS_CORE) $(LIBS_ARCHIVE)
+MOAT_LIBS := $(LIBS_CORE)
 endif
 
 LIB_SRCS := $(wildcard src/shared/*.c src/policy/*.c src/supervisor/*.c src/sandbox/*.c src/kernel/*.c src/limits/*.c src/network/*.c src/workspace/*.c src/audit/*.c src/mcp/*.c src/doctor/*.c src/api/*.c src/oci/*.c src/image/*.c src/proxy/*.c)

@@ -18,6 +18,8 @@
  */
 #include <archive.h>
 #include <archive_entry.h>
+#include <dlfcn.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -42,6 +44,89 @@
 #include "shared/macro.h"
 #include "shared/openat2.h"
 #include "shared/rmtree.h"
+
+/* libarchive is loaded when a layer is unpacked (a cache miss), not linked:
+ * every other start of moat maps libc alone (the start-up budget of issue
+ * 14; the vm level's initramfs carries moat with libc only). Loaded in the
+ * parent, before the confined child exists, from the system's library path
+ * (the trust of libc itself). */
+static struct {
+	struct archive *(*read_new)(void);
+	int (*read_free)(struct archive *);
+	int (*read_support_format_tar)(struct archive *);
+	int (*read_support_filter_gzip)(struct archive *);
+	int (*read_support_filter_zstd)(struct archive *);
+	int (*read_support_filter_none)(struct archive *);
+	int (*read_open)(struct archive *, void *, archive_open_callback *, archive_read_callback *,
+			 archive_close_callback *);
+	int (*read_next_header)(struct archive *, struct archive_entry **);
+	int (*read_data_block)(struct archive *, const void **, size_t *, la_int64_t *);
+	const char *(*error_string)(struct archive *);
+	void (*set_error)(struct archive *, int, const char *, ...);
+	la_int64_t (*entry_size)(struct archive_entry *);
+	const char *(*entry_symlink)(struct archive_entry *);
+	const char *(*entry_hardlink)(struct archive_entry *);
+	const char *(*entry_pathname)(struct archive_entry *);
+	__LA_MODE_T (*entry_perm)(struct archive_entry *);
+	__LA_MODE_T (*entry_mode)(struct archive_entry *);
+	__LA_MODE_T (*entry_filetype)(struct archive_entry *);
+	time_t (*entry_mtime)(struct archive_entry *);
+	long (*entry_mtime_nsec)(struct archive_entry *);
+} LA;
+
+#define LIBARCHIVE "libarchive.so.13"
+
+static int la_load(char *why, size_t len)
+{
+	static void *h;
+	if (h)
+		return 0;
+	void *d = dlopen(LIBARCHIVE, RTLD_NOW | RTLD_LOCAL);
+	if (!d) {
+		snprintf(why, len, "cannot load %s (Debian's libarchive13): %s", LIBARCHIVE,
+			 dlerror());
+		return -ENOENT;
+	}
+	static const struct {
+		const char *sym;
+		size_t off;
+	} fns[] = {
+#define F(n) {"archive_" #n, offsetof(__typeof__(LA), n)}
+		F(read_new),
+		F(read_free),
+		F(read_support_format_tar),
+		F(read_support_filter_gzip),
+		F(read_support_filter_zstd),
+		F(read_support_filter_none),
+		F(read_open),
+		F(read_next_header),
+		F(read_data_block),
+		F(error_string),
+		F(set_error),
+		F(entry_size),
+		F(entry_symlink),
+		F(entry_hardlink),
+		F(entry_pathname),
+		F(entry_perm),
+		F(entry_mode),
+		F(entry_filetype),
+		F(entry_mtime),
+		F(entry_mtime_nsec),
+#undef F
+	};
+	for (size_t i = 0; i < ELEMENTSOF(fns); i++) {
+		void *f = dlsym(d, fns[i].sym);
+		if (!f) {
+			snprintf(why, len, "%s has no %s", LIBARCHIVE, fns[i].sym);
+			dlclose(d);
+			memset(&LA, 0, sizeof(LA));
+			return -ENOENT;
+		}
+		memcpy((char *)&LA + fns[i].off, &f, sizeof(f));
+	}
+	h = d;
+	return 0;
+}
 
 #define BLOB_FD 3
 #define ROOT_FD 4
@@ -103,7 +188,7 @@ static la_ssize_t read_cb(struct archive *a, void *ud, const void **out)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			archive_set_error(a, errno, "read");
+			LA.set_error(a, errno, "read");
 			return -1;
 		}
 		sha256_update(&u->sha, (size_t)n, u->buf);
@@ -187,7 +272,7 @@ static void split(const char *path, char *dir, const char **base)
 static int write_file(struct unpacker *u, struct archive *a, struct archive_entry *ae, int pfd,
 		      const char *base, const struct moat_image_checked *c)
 {
-	int64_t size = archive_entry_size(ae);
+	int64_t size = LA.entry_size(ae);
 	if ((uint64_t)size > u->bytes_max - u->bytes)
 		return fail(u, "%.200s: the image's files exceed %llu bytes", c->path,
 			    (unsigned long long)u->bytes_max);
@@ -200,7 +285,7 @@ static int write_file(struct unpacker *u, struct archive *a, struct archive_entr
 	size_t len;
 	la_int64_t off;
 	int r;
-	while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
+	while ((r = LA.read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (off < 0 || (uint64_t)off + len > (uint64_t)size)
 			return fail(u, "%.200s: data beyond the entry's size", c->path);
 		for (size_t done = 0; done < len;) {
@@ -214,12 +299,12 @@ static int write_file(struct unpacker *u, struct archive *a, struct archive_entr
 		}
 	}
 	if (r != ARCHIVE_EOF)
-		return fail(u, "%.200s: %s", c->path, archive_error_string(a));
+		return fail(u, "%.200s: %s", c->path, LA.error_string(a));
 	if (ftruncate(fd, (off_t)size) < 0 || fchmod(fd, c->mode) < 0)
 		return fail(u, "%.200s: %s", c->path, strerror(errno));
 	struct timespec ts[2] = {
 		{.tv_nsec = UTIME_OMIT},
-		{.tv_sec = archive_entry_mtime(ae), .tv_nsec = archive_entry_mtime_nsec(ae)}};
+		{.tv_sec = LA.entry_mtime(ae), .tv_nsec = LA.entry_mtime_nsec(ae)}};
 	(void)futimens(fd, ts);
 	return 0;
 }
@@ -327,13 +412,13 @@ static int apply_whiteout(struct unpacker *u, const struct moat_image_checked *c
 static int pass(struct unpacker *u, bool whiteouts, const char *expect, uint64_t expect_size)
 {
 	struct moat_image_checked *c = malloc(sizeof(*c));
-	struct archive *a = archive_read_new();
+	struct archive *a = LA.read_new();
 	struct archive_entry *ae;
 	int k = 0, r;
 	if (!c || !a) {
 		free(c);
 		if (a)
-			archive_read_free(a);
+			LA.read_free(a);
 		return fail(u, "out of memory");
 	}
 	sha256_init(&u->sha);
@@ -345,25 +430,24 @@ static int pass(struct unpacker *u, bool whiteouts, const char *expect, uint64_t
 	/* tar (ustar, pax, GNU) only, plain, gzip or zstd: anything else is
 	 * "unsupported compression" (libarchive would not run a program: the
 	 * filter allows no exec) */
-	archive_read_support_format_tar(a);
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
-	archive_read_support_filter_none(a);
-	if (archive_read_open(a, u, NULL, read_cb, NULL) != ARCHIVE_OK) {
-		k = fail(u, "not a tar moat can read (tar, gzip, zstd): %s",
-			 archive_error_string(a));
+	LA.read_support_format_tar(a);
+	LA.read_support_filter_gzip(a);
+	LA.read_support_filter_zstd(a);
+	LA.read_support_filter_none(a);
+	if (LA.read_open(a, u, NULL, read_cb, NULL) != ARCHIVE_OK) {
+		k = fail(u, "not a tar moat can read (tar, gzip, zstd): %s", LA.error_string(a));
 		goto out;
 	}
-	while ((r = archive_read_next_header(a, &ae)) == ARCHIVE_OK) {
+	while ((r = LA.read_next_header(a, &ae)) == ARCHIVE_OK) {
 		char why[400];
 		struct moat_image_entry e = {
-			.path = archive_entry_pathname(ae),
-			.type = archive_entry_filetype(ae),
-			.mode = archive_entry_perm(ae) |
-				(archive_entry_mode(ae) & (S_ISUID | S_ISGID | S_ISVTX)),
-			.symlink = archive_entry_symlink(ae),
-			.hardlink = archive_entry_hardlink(ae),
-			.size = archive_entry_size(ae),
+			.path = LA.entry_pathname(ae),
+			.type = LA.entry_filetype(ae),
+			.mode = LA.entry_perm(ae) |
+				(LA.entry_mode(ae) & (S_ISUID | S_ISGID | S_ISVTX)),
+			.symlink = LA.entry_symlink(ae),
+			.hardlink = LA.entry_hardlink(ae),
+			.size = LA.entry_size(ae),
 		};
 		if (++u->entries > u->entries_max) {
 			k = fail(u, "more than %llu entries", (unsigned long long)u->entries_max);
@@ -382,7 +466,7 @@ static int pass(struct unpacker *u, bool whiteouts, const char *expect, uint64_t
 			goto out;
 	}
 	if (r != ARCHIVE_EOF) {
-		k = fail(u, "not a tar moat can read: %s", archive_error_string(a));
+		k = fail(u, "not a tar moat can read: %s", LA.error_string(a));
 		goto out;
 	}
 	/* what follows the end of the archive counts for the digest too */
@@ -408,7 +492,7 @@ static int pass(struct unpacker *u, bool whiteouts, const char *expect, uint64_t
 				 (unsigned long long)expect_size);
 	}
 out:
-	archive_read_free(a);
+	LA.read_free(a);
 	free(c);
 	return k;
 }
@@ -513,6 +597,9 @@ int moat_image_unpack(int blob_fd, int root_fd, const char *expect_digest, uint6
 		      uint64_t entries_max, char *why, size_t whylen)
 {
 	int pp[2];
+	int k = la_load(why, whylen);
+	if (k < 0)
+		return k;
 	if (pipe2(pp, O_CLOEXEC) < 0)
 		return negerrno();
 	uint64_t bmax = bytes_max > *bytes ? bytes_max - *bytes : 0;

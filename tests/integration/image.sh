@@ -344,6 +344,17 @@ t_refusals() {
 	assert_contains "$out" "does not take --image"
 }
 
+# libarchive is loaded only to unpack a layer: moat itself needs no more
+# than it did (every start maps the same libraries; the vm level's
+# initramfs carries moat and libc). Control: readelf sees a linked library.
+t_libarchive_not_linked() {
+	command -v readelf >/dev/null || skip "readelf (binutils) not installed"
+	local needed
+	needed=$(readelf -d "$MOAT" | grep NEEDED)
+	assert_contains "$needed" "libc.so" "readelf lists what moat links"
+	assert_not_contains "$needed" "libarchive" "moat does not link libarchive"
+}
+
 run_test "an OCI layout is the root, its config the defaults flags override" t_layout
 run_test "oci-archive (gzip) and docker-archive tars" t_archives
 run_test "the cache: a second run does not unpack, read-only, audit and policy show" t_cache
@@ -354,4 +365,5 @@ run_test "set-id bits are refused unless allowed" t_setid
 run_test "whiteouts and opaque directories hide the layers below" t_whiteouts
 run_test "a blob that is not its digest, an unknown media type" t_digest
 run_test "--image with --rootfs, a missing image, gvisor, vm, moat create" t_refusals
+run_test "moat does not link libarchive (it is loaded to unpack)" t_libarchive_not_linked
 t_done
