@@ -29,6 +29,11 @@ PKGS_NFT := libnftables
 # libmicrohttpd, and OpenSSL's libssl for --tls-cert, are linked there only
 # (libmicrohttpd itself links GnuTLS, whose TLS the front does not use).
 PKGS_HTTP := libmicrohttpd
+# --image's unpacker (src/image/image_unpack.c) dlopens libarchive when it
+# unpacks a layer: moat itself does not link it (every other start maps libc
+# alone; the vm level's initramfs carries moat with libc only). The unit
+# tests link it (LIBS_ARCHIVE).
+PKGS_ARCHIVE := libarchive
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wimplicit-fallthrough -Wvla -Wundef -Wno-unused-parameter \
@@ -61,7 +66,7 @@ LIBS_NET := $(shell pkg-config --libs $(PKGS_NET) 2>/dev/null || echo -lssl -lcr
 LIBS_NFT := $(shell pkg-config --libs $(PKGS_NFT) 2>/dev/null || echo -lnftables)
 LIBS_HTTP := $(shell pkg-config --libs $(PKGS_HTTP) 2>/dev/null || echo -lmicrohttpd)
 # libarchive: only the unit tests, to read back what moat writes (test_vm.c)
-LIBS_ARCHIVE := $(shell pkg-config --libs libarchive 2>/dev/null || echo -larchive)
+LIBS_ARCHIVE := $(shell pkg-config --libs $(PKGS_ARCHIVE) 2>/dev/null || echo -larchive)
 LIBS := $(LIBS_CORE) $(LIBS_NET) $(LIBS_NFT)
 # The executable takes jansson, libseccomp, nettle and libpsl (with libidn2
 # and libunistring, which it needs) from their static
@@ -76,7 +81,7 @@ else
 MOAT_LIBS := $(LIBS_CORE)
 endif
 
-LIB_SRCS := $(wildcard src/shared/*.c src/policy/*.c src/supervisor/*.c src/sandbox/*.c src/kernel/*.c src/limits/*.c src/network/*.c src/workspace/*.c src/audit/*.c src/mcp/*.c src/doctor/*.c src/api/*.c src/oci/*.c src/proxy/*.c)
+LIB_SRCS := $(wildcard src/shared/*.c src/policy/*.c src/supervisor/*.c src/sandbox/*.c src/kernel/*.c src/limits/*.c src/network/*.c src/workspace/*.c src/audit/*.c src/mcp/*.c src/doctor/*.c src/api/*.c src/oci/*.c src/image/*.c src/proxy/*.c)
 CLI_SRCS := $(wildcard src/cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/*.c) tests/harness/tap.c
 FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)

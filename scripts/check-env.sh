@@ -13,7 +13,7 @@
 set -euo pipefail
 read -r -a cc <<<"$1"
 shift
-ALLOWED=" HOME XDG_STATE_HOME XDG_CONFIG_HOME XDG_RUNTIME_DIR TERM LANG SUDO_UID SUDO_GID "
+ALLOWED=" HOME XDG_STATE_HOME XDG_CONFIG_HOME XDG_CACHE_HOME XDG_RUNTIME_DIR TERM LANG SUDO_UID SUDO_GID "
 ALLOWED_COMPUTED=(
 	"src/supervisor/spawn.c: p->env[i].name"     # --env NAME: copy the caller's NAME
 	"src/proxy/secrets_source.c: def->from" # --secret NAME@HOST: the real value

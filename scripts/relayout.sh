@@ -23,6 +23,7 @@
 #   src/doctor/     doctor*, selftest*
 #   src/api/        serve* (moat serve's back, routes, E2B codecs; its front is src/serve/)
 #   src/oci/        oci* (config.json translation)
+#   src/image/      image_* (--image: OCI images, their cache)
 #   also: snapshot* in workspace, confine.* in kernel, isolation.* in sandbox
 # src/shared, src/compat, src/proxy and src/cli stay where they are.
 #
@@ -57,6 +58,7 @@ TABLE=(
 	"doctor|doctor.h|moat doctor (what this host gives each layer) and moat selftest's battery|of probes against a real sandbox|doctor* selftest*"
 	"api|serve_int.h|moat serve: the HTTP API's back (sandboxes per tenant, narrowing, pool), the|route table the confined front (front.c) parses with, E2B's REST and Connect codecs|serve*"
 	"oci|oci.h|moat as an OCI runtime: config.json read by a confined parser and translated|into moat options (every field honoured, satisfied or refused by name)|oci*"
+	"image|image.h|--image: an OCI image (layout dir, oci-archive or docker-archive) read,|its blobs verified by sha256, its layers unpacked by a confined child into a per-user cache|image_*"
 )
 # The folders that stay, with their README lines (main header | line 1 | line 2).
 STAY=(

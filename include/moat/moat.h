@@ -688,6 +688,39 @@ const char *moat_selftest_workdir(const struct moat_selftest *s);
  * a bad i; a failure of the battery's own setup is an inconclusive result. */
 int moat_selftest_run(struct moat_selftest *s, unsigned i, struct moat_selftest_result *ret);
 
+/* ---- images: --image (docs/IMAGES.md) ---------------------------------------- */
+
+/* An OCI image opened for use as a sandbox's root: every blob verified by
+ * sha256, its layers unpacked (by a confined child) into the per-user cache
+ * once, and a shared lock on the cached tree held until moat_image_free()
+ * (moat gc leaves it alone meanwhile). path: an OCI image layout directory,
+ * or an oci-archive or docker-archive tar. Caller owns *ret. */
+struct moat_image;
+#define MOAT_IMAGE_OPEN_SETID 1u /* allow set-user-ID / set-group-ID files */
+int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
+		    struct moat_error *ret_err);
+void moat_image_free(struct moat_image *img);
+const char *moat_image_digest(const struct moat_image *img); /* "sha256:..." */
+const char *moat_image_root(const struct moat_image *img); /* the cached tree */
+bool moat_image_was_unpacked(const struct moat_image *img); /* false: from the cache */
+/* Entrypoint followed by Cmd (NULL-terminated; NULL when both are empty):
+ * owned by img. */
+char *const *moat_image_argv(const struct moat_image *img);
+/* The policy's --image (NULL: none) and whether set-id files are allowed. */
+const char *moat_policy_image(const struct moat_policy *p);
+bool moat_policy_image_setid(const struct moat_policy *p);
+/* The image's root, digest and config (Env, WorkingDir, User) into p.
+ * Apply it to a fresh policy before the user's options: what they set
+ * afterwards replaces the image's defaults. 0 or -errno. */
+int moat_policy_image_defaults(struct moat_policy *p, const struct moat_image *img,
+			       struct moat_error *ret_err);
+/* moat gc: removes the cached images no sandbox holds, and what
+ * interrupted unpacks left. */
+struct moat_image_gc_result {
+	unsigned removed, in_use, stale, failed;
+};
+int moat_image_gc(struct moat_image_gc_result *ret, struct moat_error *ret_err);
+
 /* ---- state: moat gc / moat ps ----------------------------------------------- */
 
 /* Each live run is recorded in a state directory (/run/moat/runs for root, else

@@ -171,6 +171,7 @@ static int write_start(struct moat_run *r)
 		r->obs->audit, MOAT_EV_START, MOAT_F_STR("version", MOAT_VERSION),
 		MOAT_F_STR("policy_sha256", digest), MOAT_F_JSON("policy", pj),
 		MOAT_F_STR("isolation", moat_isolation_names[p->isolation]),
+		MOAT_F_STR("image", p->image), MOAT_F_STR("image_digest", p->image_digest),
 		MOAT_F_JSON("records", records), MOAT_F_STRV("argv", r->argv_copy),
 		MOAT_F_UINT("uid", p->uid), MOAT_F_UINT("gid", p->gid),
 		MOAT_F_UINT("host_uid", r->sb.host_uid), MOAT_F_UINT("host_gid", r->sb.host_gid),

@@ -56,6 +56,12 @@ int moat_cli_probe(int argc, char **argv);
 /* Parses policy options from argv[*i] on (--opt VALUE, --opt=VALUE, --policy FILE)
  * into p until "--" or a non-option; *i is left at the first unparsed argument.
  * Prints the error and returns -1 on a bad option. */
+/* --image (image.c): when the policy names an image, opens it and replaces
+ * *pp by a policy with the image's defaults under the same options (parsed
+ * again from start). 0 (also without an image), -1 a usage error, -2 the
+ * image could not be used (both printed). *ret_img: free after the run. */
+int moat_cli_image_prepare(struct moat_policy **pp, int argc, char **argv, int start,
+			   const char *cmd, struct moat_image **ret_img);
 int moat_cli_parse_policy_options(struct moat_policy *p, int argc, char **argv, int *i,
 				  const char *cmd);
 /* `moat run`'s own knobs, parsed with its policy options but not part of the

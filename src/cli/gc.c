@@ -101,6 +101,18 @@ int moat_cli_gc(int argc, char **argv)
 		moat_cli_print_error(&err);
 		rc = 1;
 	}
+	/* cached images no sandbox holds (docs/IMAGES.md) */
+	struct moat_image_gc_result ig;
+	if (moat_image_gc(&ig, &err) < 0) {
+		moat_cli_print_error(&err);
+		rc = 1;
+	} else if (!quiet)
+		fprintf(stderr,
+			"moat gc: images: %u unused removed, %u in use, %u interrupted unpack(s) "
+			"removed, %u failed\n",
+			ig.removed, ig.in_use, ig.stale, ig.failed);
+	if (ig.failed)
+		rc = 1;
 	free(ids);
 	free(live);
 	moat_policy_free(p);

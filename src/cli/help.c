@@ -75,7 +75,8 @@ static const struct help helps[] = {
 	 "starts (at most hourly): runs older than audit.retention (default 14d) and,\n"
 	 "oldest first, past audit.runs_max in total (default 4G); see moat gc.\n",
 	 false},
-	{"gc", "", "usage: moat gc [--quiet] [--state-dir DIR]\nCleans up after crashed runs.\n",
+	{"gc", "",
+	 "usage: moat gc [--quiet] [--state-dir DIR]\nCleans up after crashed runs; removes the cached images (--image) no run holds.\n",
 	 false},
 	{"selftest", "",
 	 "usage: moat selftest [--json] [--only NAME[,NAME...]] [--policy FILE] [RUN-OPTIONS...]\n"

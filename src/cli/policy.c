@@ -76,13 +76,18 @@ int moat_cli_policy(int argc, char **argv)
 			printf("%s: ok\n", argv[2]);
 		}
 	} else if (strcmp(argv[1], "show") == 0) {
-		int i = 2;
+		int i = 2, ik = 0;
 		char *json = NULL, *plan = NULL;
+		struct moat_image *img = NULL;
 		if (moat_cli_parse_policy_options(p, argc, argv, &i, "policy show") < 0 ||
 		    moat_policy_validate(p, &err) < 0) {
 			if (err.message[0])
 				moat_cli_print_error(&err);
 			rc = MOAT_EXIT_USAGE;
+		} else if ((ik = moat_cli_image_prepare(&p, argc, argv, 2, "policy show", &img)) <
+			   0) {
+			/* the image's digest is shown: it is opened (and cached) */
+			rc = ik == -1 ? MOAT_EXIT_USAGE : MOAT_EXIT_SETUP;
 		} else if (i < argc) {
 			fputs("moat policy show: unexpected argument '", stderr);
 			moat_cli_put_safe(stderr, argv[i]);
@@ -97,6 +102,7 @@ int moat_cli_policy(int argc, char **argv)
 		}
 		free(json);
 		free(plan);
+		moat_image_free(img);
 	} else if (strcmp(argv[1], "import") == 0) {
 		rc = import(argc, argv);
 	} else {

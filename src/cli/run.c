@@ -179,14 +179,32 @@ int moat_cli_run(int argc, char **argv)
 		moat_policy_free(p);
 		return MOAT_EXIT_USAGE;
 	}
-	if (i >= argc) {
+	/* --image: its Entrypoint and Cmd when no command is given; the
+	 * options are checked before the image is unpacked */
+	struct moat_image *img = NULL;
+	if (moat_policy_image(p) && moat_policy_validate(p, &err) < 0) {
+		moat_cli_print_error(&err);
+		moat_policy_free(p);
+		return MOAT_EXIT_USAGE;
+	}
+	int ik = moat_cli_image_prepare(&p, argc, argv, 1, "run", &img);
+	if (ik < 0) {
+		moat_policy_free(p);
+		return ik == -1 ? MOAT_EXIT_USAGE : MOAT_EXIT_SETUP;
+	}
+	char *const *cmd = i < argc ? argv + i : img ? moat_image_argv(img) : NULL;
+	if (!cmd) {
 		fprintf(stderr,
-			"moat run: no command given (moat run [OPTIONS] -- COMMAND [ARG...])\n");
+			"moat run: no command given (moat run [OPTIONS] -- COMMAND "
+			"[ARG...]%s)\n",
+			img ? "; the image has no Entrypoint or Cmd" : "");
+		moat_image_free(img);
 		moat_policy_free(p);
 		return MOAT_EXIT_USAGE;
 	}
 	if (moat_policy_validate(p, &err) < 0) {
 		moat_cli_print_error(&err);
+		moat_image_free(img);
 		moat_policy_free(p);
 		return MOAT_EXIT_USAGE;
 	}
@@ -218,10 +236,11 @@ int moat_cli_run(int argc, char **argv)
 			moat_cli_put_safe(stderr, err.message);
 			fputc('\n', stderr);
 		}
+		moat_image_free(img);
 		moat_policy_free(p);
 		return usage ? MOAT_EXIT_USAGE : MOAT_EXIT_SETUP;
 	}
-	int k = moat_run(p, argv + i, &st, &err);
+	int k = moat_run(p, cmd, &st, &err);
 	if (k < 0) {
 		if (st.reason == MOAT_REASON_NOT_FOUND || st.reason == MOAT_REASON_CANNOT_EXEC)
 			moat_cli_print_error(&err);
@@ -251,5 +270,6 @@ int moat_cli_run(int argc, char **argv)
 			st.exit_code = 1;
 	}
 	moat_policy_free(p);
+	moat_image_free(img); /* the cached tree's lock: held for the whole run */
 	return st.exit_code;
 }

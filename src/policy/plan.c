@@ -76,7 +76,7 @@ static const char *arena_join(struct moat_plan *pl, const char *x, const char *y
 
 int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 {
-	const char *sys = p->rootfs ? p->rootfs : "";
+	const char *sys = p->rootfs ? p->rootfs : p->image_root ? p->image_root : "";
 	/* sources below --rootfs are resolved beneath it, never through a symlink */
 	const unsigned sysf = *sys ? MOAT_STEPF_SYSROOT : 0;
 	char home[80]; /* user names are at most 63 bytes */
@@ -103,6 +103,15 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 			    .dest = rootfs_extra_dirs[i],
 			    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
 				    sysf);
+	/* an image's other top directories (/srv, /app, ...): read-only too */
+	for (unsigned i = 0; p->image_root && i < p->n_image_dirs; i++) {
+		const char *dest = arena_join(pl, "/", p->image_dirs[i]);
+		const char *src = dest ? arena_join(pl, sys, dest) : NULL;
+		if (!src)
+			return -E2BIG;
+		ADD(.op = MOAT_STEP_BIND, .src = src, .dest = dest,
+		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | sysf);
+	}
 
 	/* /etc: generated identity files plus the allowlist, read-only with the
 	 * root. */

@@ -382,17 +382,28 @@ static void format_isolation(FILE *f, const struct moat_plan *pl)
 		moat_isolation_format(f, pl->policy);
 }
 
+/* Only with --image (the section is left out otherwise). */
+static void format_image(FILE *f, const struct moat_plan *pl)
+{
+	const struct moat_policy *p = pl->policy;
+	fprintf(f, "source       %s\n", p->image);
+	fprintf(f, "digest       %s\n", p->image_digest ? p->image_digest : "(not opened)");
+	fprintf(f, "root         %s (read-only, shared)\n",
+		p->image_root ? p->image_root : "(not opened)");
+	fprintf(f, "set-id bits  %s\n", p->image_allow_setid ? "allowed" : "refused");
+}
+
 int moat_plan_format(const struct moat_plan *pl, char **ret_text)
 {
 	static const struct {
 		const char *name;
 		void (*fn)(FILE *, const struct moat_plan *);
 	} parts[] = {
-		{"isolation", format_isolation}, {"mounts", format_mounts},
-		{"identity", format_identity},	 {"network", format_net},
-		{"credentials", format_creds},	 {"landlock", format_landlock},
-		{"seccomp", format_seccomp},	 {"limits", format_limits},
-		{"audit", format_audit},
+		{"isolation", format_isolation}, {"image", format_image},
+		{"mounts", format_mounts},	 {"identity", format_identity},
+		{"network", format_net},	 {"credentials", format_creds},
+		{"landlock", format_landlock},	 {"seccomp", format_seccomp},
+		{"limits", format_limits},	 {"audit", format_audit},
 	};
 	char *buf = NULL;
 	size_t len = 0;
@@ -400,6 +411,8 @@ int moat_plan_format(const struct moat_plan *pl, char **ret_text)
 	if (!f)
 		return -ENOMEM;
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+		if (parts[i].fn == format_image && (!pl->policy || !pl->policy->image))
+			continue;
 		fprintf(f, "%s## %s\n", i ? "\n" : "", parts[i].name);
 		parts[i].fn(f, pl);
 	}

@@ -74,6 +74,10 @@ struct moat_policy *moat_policy_free(struct moat_policy *p)
 	if (!p)
 		return NULL;
 	free(p->rootfs);
+	free(p->image);
+	free(p->image_root);
+	free(p->image_digest);
+	moat_policy_strv_free(p->image_dirs, p->n_image_dirs);
 	free(p->workspace);
 	free(p->input);
 	free(p->output);

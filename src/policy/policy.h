@@ -149,6 +149,15 @@ struct moat_policy {
 
 	/* filesystem */
 	char *rootfs; /* NULL: the host's system directories */
+	/* --image (docs/IMAGES.md): the image's path; its unpacked root,
+	 * digest and top directories are set by moat_policy_image_defaults()
+	 * from the opened image, never by a key or flag */
+	char *image;
+	bool image_allow_setid;
+	char *image_root;
+	char *image_digest;
+	char **image_dirs;
+	unsigned n_image_dirs;
 	char *workspace;
 	enum moat_workspace_mode workspace_mode;
 	char *input;

@@ -68,6 +68,7 @@ int moat_pset_workspace(struct moat_policy *p, const char *v, char *why, size_t 
 int moat_pset_input(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_output(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_rootfs(struct moat_policy *p, const char *v, char *why, size_t whylen);
+int moat_pset_image(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_cwd(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_uid(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_gid(struct moat_policy *p, const char *v, char *why, size_t whylen);

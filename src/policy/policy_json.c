@@ -55,6 +55,10 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 				    json_string(moat_vm_accel_names[p->vm_accel]));
 	if (p->rootfs)
 		json_object_set_new(fs, "rootfs", json_string(p->rootfs));
+	if (p->image)
+		json_object_set_new(root, "image", json_string(p->image));
+	if (p->image_allow_setid)
+		json_object_set_new(root, "image_allow_setid", json_true());
 	if (p->workspace)
 		json_object_set_new(fs, "workspace",
 				    json_pack("{s:s,s:s}", "path", p->workspace, "mode",

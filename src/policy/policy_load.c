@@ -268,6 +268,11 @@ static int h_allow_hardlinks(struct jctx *c, json_t *v, const struct key_handler
 	return jbool(c, v, &c->p->allow_hardlinks);
 }
 
+static int h_image_allow_setid(struct jctx *c, json_t *v, const struct key_handler *h)
+{
+	return jbool(c, v, &c->p->image_allow_setid);
+}
+
 /* mounts: [{"type": "ro"|"rw"|"tmpfs"|"hide", "src": ..., "dest": ..., "size": ...}] */
 static int h_mounts(struct jctx *c, json_t *v, const struct key_handler *h)
 {
@@ -697,6 +702,8 @@ static const struct key_handler top_keys[] = {
 	{"version", h_version, NULL, false},
 	{"isolation", h_set, moat_pset_isolation, false},
 	{"vm_accel", h_set, moat_pset_vm_accel, false},
+	{"image", h_set, moat_pset_image, false},
+	{"image_allow_setid", h_image_allow_setid, NULL, false},
 	{"filesystem", h_filesystem, NULL, false},
 	{"process", h_process, NULL, false},
 	{"limits", h_limits, NULL, false},

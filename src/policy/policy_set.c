@@ -135,6 +135,17 @@ int moat_pset_rootfs(struct moat_policy *p, const char *v, char *why, size_t why
 	return set_host_path(p, &p->rootfs, v, why, whylen);
 }
 
+int moat_pset_image(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	return set_host_path(p, &p->image, v, why, whylen);
+}
+
+static int set_image_allow_setid(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	p->image_allow_setid = true;
+	return 0;
+}
+
 static int set_output_overwrite(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	p->output_overwrite = true;
@@ -760,6 +771,10 @@ static const struct option_def options[] = {
 	 "allow --output into a non-empty DIR"},
 	{"--rootfs", "DIR", ONE, moat_pset_rootfs,
 	 "use DIR (e.g. a debootstrap tree) as the read-only system"},
+	{"--image", "PATH", ONE, moat_pset_image,
+	 "use an OCI image (layout dir, oci-archive or docker-archive) as the root"},
+	{"--image-allow-setid", NULL, MANY, set_image_allow_setid,
+	 "unpack an --image whose files have set-user-ID or set-group-ID bits"},
 	{"--cwd", "DIR", ONE, moat_pset_cwd,
 	 "working directory inside (default: the workspace or /home/agent)"},
 	{"--uid", "N", ONE, moat_pset_uid, "uid inside (default 1000)"},

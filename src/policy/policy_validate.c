@@ -77,6 +77,12 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 					"--workspace %s would replace a system directory",
 					p->workspace);
 	}
+	if (p->image && p->rootfs)
+		return moat_error_set(ret_err, "policy", EINVAL,
+				      "--image and --rootfs both name the system: give one");
+	if (p->image_allow_setid && !p->image)
+		return moat_error_set(ret_err, "policy", EINVAL,
+				      "--image-allow-setid without --image");
 	if (p->net != MOAT_NET_ALLOW && (p->n_allow_hosts || p->n_allow_cidrs || p->n_secrets))
 		return moat_error_set(
 			ret_err, "policy", EINVAL,

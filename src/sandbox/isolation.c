@@ -72,6 +72,11 @@ static bool u_net_allow(const struct moat_policy *p)
 	return p->net == MOAT_NET_ALLOW;
 }
 
+static bool u_image(const struct moat_policy *p)
+{
+	return p->image != NULL;
+}
+
 static bool u_net_host(const struct moat_policy *p)
 {
 	return p->net == MOAT_NET_HOST;
@@ -90,6 +95,13 @@ static const struct moat_iso_key keys[] = {
 	  "the same tree assembled on the host side, served to the guest over virtio-9p "
 	  "(tmpfs, proc and /dev the guest's own); overlay workspace on the host side, "
 	  "reviewed as at process level"}},
+	{"image",
+	 u_image,
+	 {S, R, R},
+	 {"the image's unpacked root (the cache, read-only) as the system directories",
+	  "gVisor starts moat's init from the bundle's root, and an image's root has neither "
+	  "it nor the libraries it needs (the same holds for --rootfs): use --isolation process",
+	  "the vm level does not take --image in this build"}},
 	{"filesystem.mounts hide",
 	 u_hide,
 	 {S, R, R},

@@ -252,6 +252,15 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 	/* every key in use means the same at this level, or nothing starts */
 	if ((k = moat_isolation_check(p, ret_err)) < 0)
 		goto fail;
+	/* an image is opened (verified, unpacked, locked) by the caller: a
+	 * path alone is not a root (docs/IMAGES.md) */
+	if (p->image && !p->image_root) {
+		k = moat_error_set(ret_err, "image", EINVAL,
+				   "--image %s: the image was not opened (this command does not "
+				   "take --image: use moat run)",
+				   p->image);
+		goto fail;
+	}
 	if ((k = random_hex(r->run_id, 8)) < 0) {
 		k = moat_error_set(ret_err, "setup", -k, "no randomness for the run id");
 		goto fail;

@@ -489,6 +489,7 @@ static const struct {
 	{"--input", "/tmp/a", "/tmp/b"},
 	{"--output", "/tmp/a", "/tmp/b"},
 	{"--rootfs", "/tmp/a", "/tmp/b"},
+	{"--image", "/tmp/a", "/tmp/b"},
 	{"--cwd", "/a", "/b"},
 	{"--uid", "1001", "1002"},
 	{"--gid", "1001", "1002"},

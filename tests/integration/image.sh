@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# --image (issue 17, docs/IMAGES.md): an OCI image built here from
+# busybox-static (tests/lib/mkimage.py; nothing is pulled) as an OCI layout,
+# an oci-archive and a docker-archive; the config's defaults and the flags
+# that override them; the cache (a second run does not unpack, two at once
+# are safe, moat gc removes what no sandbox holds); hostile layers refused,
+# each with a control showing the layer does what the rule is about. Run as
+# root and as the unprivileged user.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+MKIMAGE="$MOAT_TEST_DIR/lib/mkimage.py"
+# a cache of each test's own (root's default is /var/cache/moat/images)
+fresh_cache() {
+	export XDG_CACHE_HOME="$T_OUT/cache-$1"
+	CACHE="$XDG_CACHE_HOME/moat/images"
+}
+mrun() { timeout 60 "$MOAT" run --quiet "$@"; }
+mk() { python3 "$MKIMAGE" "$@"; }
+
+BUSYBOX=$(command -v busybox || true)
+ROOT="$T_OUT/rootfs"
+# /bin/busybox and absolute symlinks to it, a user, a top directory of its own
+make_rootfs() {
+	[ -n "$BUSYBOX" ] && file -L "$BUSYBOX" 2>/dev/null | grep -q 'statically linked' ||
+		fail "busybox-static is required (scripts/deps.sh installs it)"
+	[ -d "$ROOT" ] && return 0
+	mkdir -p "$ROOT/bin" "$ROOT/etc" "$ROOT/srv/data"
+	cp "$BUSYBOX" "$ROOT/bin/busybox"
+	local a
+	for a in sh echo cat ls id pwd env true touch sleep; do ln -s /bin/busybox "$ROOT/bin/$a"; done
+	echo 'app:x:1234:1235::/home/app:/bin/sh' >"$ROOT/etc/passwd"
+	echo 'from the image' >"$ROOT/srv/data/hello.txt"
+}
+CONFIG='{"Env":["PATH=/bin","GREETING=hi"],"WorkingDir":"/srv","User":"app",
+	"Entrypoint":["/bin/sh","-c"],"Cmd":["echo $GREETING; id -u; id -g; pwd"]}'
+
+# the layout an image of the rootfs plus LAYERS...: its digest
+image() {
+	local out=$1
+	shift
+	make_rootfs
+	mk "$out" --config "$CONFIG" "$@"
+}
+
+t_layout() {
+	fresh_cache layout
+	local d out
+	d=$(image "$T_OUT/lay" "$ROOT")
+	# no command: Entrypoint + Cmd, with Env, User (from the image's
+	# /etc/passwd) and WorkingDir
+	out=$(mrun --image "$T_OUT/lay")
+	assert_eq "hi
+1234
+1235
+/srv" "$out"
+	# flags override every default; the command replaces Entrypoint + Cmd
+	out=$(mrun --image "$T_OUT/lay" --env GREETING=yo --uid 1500 --gid 1501 --cwd /srv/data \
+		-- /bin/sh -c 'echo $GREETING; id -u; id -g; pwd; cat hello.txt')
+	assert_eq "yo
+1500
+1501
+/srv/data
+from the image" "$out"
+	# the image is the system: none of the host's /usr, its own absolute
+	# symlinks resolve inside it
+	out=$(mrun --image "$T_OUT/lay" -- /bin/sh -c '[ -e /usr/bin/python3 ] && echo HOST; ls -l /bin/sh')
+	assert_not_contains "$out" "HOST"
+	assert_contains "$out" "/bin/sh -> /bin/busybox"
+	# a policy file's key
+	printf '{"version": 1, "image": "%s"}\n' "$T_OUT/lay" >"$T_OUT/p.json"
+	out=$(mrun --policy "$T_OUT/p.json" -- /bin/cat /srv/data/hello.txt)
+	assert_eq "from the image" "$out"
+	[ -n "$d" ]
+}
+
+t_archives() {
+	fresh_cache archives
+	make_rootfs
+	mk "$T_OUT/a.tar" --format oci-archive --gzip --config "$CONFIG" "$ROOT" >/dev/null
+	assert_eq "hi" "$(mrun --image "$T_OUT/a.tar" -- /bin/sh -c 'echo $GREETING')"
+	mk "$T_OUT/d.tar" --format docker-archive --config "$CONFIG" "$ROOT" >/dev/null
+	assert_eq "1234" "$(mrun --image "$T_OUT/d.tar" -- /bin/id -u)"
+	# as root, also what podman itself writes: the image loaded into a
+	# private store and saved in both formats (nothing pulled)
+	if is_root && command -v podman >/dev/null; then
+		local p=(podman --root "$T_OUT/pstore" --runroot "$T_OUT/prun" --storage-driver vfs
+			--cgroup-manager cgroupfs --events-backend none)
+		timeout 120 "${p[@]}" load -q -i "$T_OUT/a.tar" >/dev/null
+		timeout 120 "${p[@]}" save -q --format oci-archive -o "$T_OUT/po.tar" localhost/moat-test
+		timeout 120 "${p[@]}" save -q --format docker-archive -o "$T_OUT/pd.tar" localhost/moat-test
+		assert_eq "hi" "$(mrun --image "$T_OUT/po.tar" -- /bin/sh -c 'echo $GREETING')"
+		assert_eq "1234" "$(mrun --image "$T_OUT/pd.tar" -- /bin/id -u)"
+		rm -rf "$T_OUT/pstore" "$T_OUT/prun" 2>/dev/null || true
+	fi
+	# nothing of the archives' unpacking is left beside the images
+	assert_eq "" "$(find "$CACHE" -maxdepth 1 -name '.*' -print)"
+}
+
+t_cache() {
+	fresh_cache cache
+	local d out ino
+	d=$(image "$T_OUT/lay" "$ROOT")
+	out=$(timeout 60 "$MOAT" run --image "$T_OUT/lay" -- /bin/true 2>&1)
+	assert_contains "$out" "image $d unpacked"
+	ino=$(stat -c %i "$CACHE/${d#sha256:}")
+	out=$(timeout 60 "$MOAT" run --log "$T_OUT/log.jsonl" --image "$T_OUT/lay" -- /bin/true 2>&1)
+	assert_not_contains "$out" "unpacked"
+	assert_eq "$ino" "$(stat -c %i "$CACHE/${d#sha256:}")" "the cached tree"
+	# the audit start event names the image and its digest
+	out=$(grep '"policy_sha256"' "$T_OUT/log.jsonl")
+	assert_contains "$out" "\"image_digest\":\"$d\""
+	assert_contains "$out" "\"image\":\"$T_OUT/lay\""
+	# moat policy show prints both
+	out=$("$MOAT" policy show --image "$T_OUT/lay")
+	assert_contains "$out" "## image"
+	assert_contains "$out" "digest       $d"
+	# read-only inside: the shared tree cannot be changed by a sandbox
+	out=$(mrun --image "$T_OUT/lay" -- /bin/sh -c 'touch /bin/x /srv/x 2>&1; echo done')
+	assert_contains "$out" "Read-only file system"
+	[ ! -e "$CACHE/${d#sha256:}/rootfs/bin/x" ] || fail "a sandbox wrote into the cache"
+}
+
+t_concurrent() {
+	fresh_cache concurrent
+	local d
+	d=$(image "$T_OUT/lay" "$ROOT")
+	rm -rf "$CACHE"
+	mrun --image "$T_OUT/lay" -- /bin/true >"$T_OUT/c1" 2>&1 &
+	local p1=$!
+	mrun --image "$T_OUT/lay" -- /bin/true >"$T_OUT/c2" 2>&1 &
+	local p2=$!
+	wait "$p1" || fail "first concurrent run: $(cat "$T_OUT/c1")"
+	wait "$p2" || fail "second concurrent run: $(cat "$T_OUT/c2")"
+	assert_eq "${d#sha256:}" "$(ls "$CACHE")" "one cached image"
+	assert_eq "" "$(find "$CACHE" -maxdepth 1 -name '.*' -print)" "leftovers"
+}
+
+t_gc() {
+	fresh_cache gc
+	local d out
+	d=$(image "$T_OUT/lay" "$ROOT")
+	mrun --image "$T_OUT/lay" -- /bin/true
+	local dir="$CACHE/${d#sha256:}"
+	# a running sandbox holds its image: gc leaves it
+	mrun --image "$T_OUT/lay" -- /bin/sleep 4 &
+	local pid=$!
+	for _ in $(seq 50); do
+		flock -n -x "$dir" true 2>/dev/null || break
+		sleep 0.1
+	done
+	out=$("$MOAT" gc 2>&1)
+	assert_contains "$out" "images: 0 unused removed, 1 in use"
+	[ -d "$dir" ] || fail "gc removed an image in use"
+	wait "$pid"
+	# control: unused, it goes
+	out=$("$MOAT" gc 2>&1)
+	assert_contains "$out" "images: 1 unused removed, 0 in use"
+	[ ! -e "$dir" ] || fail "gc left an unused image"
+	assert_eq "" "$(ls -A "$CACHE")"
+	# and the next run unpacks it again
+	out=$(timeout 60 "$MOAT" run --image "$T_OUT/lay" -- /bin/true 2>&1)
+	assert_contains "$out" "unpacked"
+}
+
+# refused NAME MESSAGE LAYER...: the image of the rootfs plus LAYERS fails
+# with 125 naming MESSAGE, and leaves nothing in the cache
+refused() {
+	local name=$1 msg=$2 out rc=0 before
+	shift 2
+	image "$T_OUT/$name" --save-layers "$ROOT" "$@" >/dev/null
+	before=$(ls -A "$CACHE")
+	out=$(mrun --image "$T_OUT/$name" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "$name: exit status ($out)"
+	assert_contains "$out" "$msg"
+	assert_eq "$before" "$(ls -A "$CACHE")" "$name: the cache"
+}
+
+# the entries of a saved layer, one "type mode name -> link" a line
+list() {
+	python3 -c 'import sys, tarfile
+for m in tarfile.open(sys.argv[1]):
+    print("%s %o %s -> %s" % (m.type.decode(), m.mode, m.name, m.linkname))' "$1"
+}
+
+# a naive extraction (no filter, links followed) of the saved layers into DIR
+naive() {
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	python3 -c 'import sys, tarfile
+for f in sys.argv[2:]:
+    t = tarfile.open(f)
+    kw = {"filter": "fully_trusted"} if hasattr(tarfile, "data_filter") else {}
+    t.extractall(sys.argv[1], **kw)' "$dir" "$@"
+}
+
+t_hostile() {
+	fresh_cache hostile
+	image "$T_OUT/good" "$ROOT" >/dev/null
+	mrun --image "$T_OUT/good" -- /bin/true
+
+	# path traversal; control: a naive extraction writes outside its tree
+	refused trav "../escape.txt: the name leaves the tree" '@[{"name": "../escape.txt", "data": "x"}]'
+	naive "$T_OUT/ctl/root" "$T_OUT/trav.1.tar"
+	[ -e "$T_OUT/ctl/escape.txt" ] || fail "control: the traversal layer does not escape"
+	[ ! -e "$CACHE/escape.txt" ] && [ ! -e "$XDG_CACHE_HOME/moat/escape.txt" ] ||
+		fail "moat wrote outside the tree"
+
+	# an absolute name; control: the layer holds it as written
+	refused abs "/abs.txt: the name leaves the tree" '@[{"name": "/abs.txt", "data": "x"}]'
+	assert_contains "$(list "$T_OUT/abs.1.tar")" " /abs.txt"
+
+	# a layer that writes through an earlier layer's symlink, and one that
+	# does within one layer; control: a naive extraction of the same layers
+	# writes into the directory the link names
+	mkdir -p "$T_OUT/outside"
+	refused through "link is a symlink or not a directory (refused: never written through)" \
+		"@[{\"name\": \"link\", \"type\": \"symlink\", \"target\": \"$T_OUT/outside\"}]" \
+		'@[{"name": "link/pwned", "data": "x"}]'
+	[ ! -e "$T_OUT/outside/pwned" ] || fail "moat wrote through the symlink"
+	naive "$T_OUT/ctl2" "$T_OUT/through.1.tar" "$T_OUT/through.2.tar"
+	[ -e "$T_OUT/outside/pwned" ] || fail "control: the layers do not write through the link"
+	rm -f "$T_OUT/outside/pwned"
+	refused through1 "b is a symlink or not a directory" \
+		'@[{"name": "a/b", "type": "symlink", "target": "../.."}, {"name": "a/b/c", "data": "x"}]'
+
+	# a device node; control: the layer holds one
+	refused dev "dev/mem2: a device node" '@[{"name": "dev/mem2", "type": "chr"}]'
+	assert_contains "$(list "$T_OUT/dev.1.tar")" "3 644 dev/mem2"
+
+	# a fifo
+	refused fifo "p: a fifo" '@[{"name": "p", "type": "fifo"}]'
+
+	# a hard link out of the tree, and one to a symlink (of /etc/shadow)
+	refused hl "hl: a hard link to ../../../etc/passwd, outside the tree" \
+		'@[{"name": "hl", "type": "hardlink", "target": "../../../etc/passwd"}]'
+	assert_contains "$(list "$T_OUT/hl.1.tar")" "hl -> ../../../etc/passwd"
+	refused hl2 "h: a hard link to s, which is not a file of the tree" \
+		'@[{"name": "s", "type": "symlink", "target": "/etc/shadow"}, {"name": "h", "type": "hardlink", "target": "s"}]'
+
+	# a whiteout of ".."; control: the layer holds it, and a whiteout of a
+	# real name is applied (below)
+	refused whdot 'bin/.wh...: a whiteout of ".."' '@[{"name": "bin/.wh...", "data": ""}]'
+	assert_contains "$(list "$T_OUT/whdot.1.tar")" " bin/.wh... "
+}
+
+t_setid() {
+	fresh_cache setid
+	local out
+	image "$T_OUT/good" "$ROOT" >/dev/null
+	mrun --image "$T_OUT/good" -- /bin/true
+	refused suid "bin/suid: set-user-ID or set-group-ID file" \
+		'@[{"name": "bin/suid", "data": "x", "mode": 2541}]'
+	# control: the same image is accepted when the policy allows set-id
+	# bits, and the bit is there (inert inside: nosuid, no_new_privs)
+	out=$(mrun --image-allow-setid --image "$T_OUT/suid" -- /bin/ls -l /bin/suid)
+	assert_contains "$out" "-rwsr-xr-x"
+}
+
+t_whiteouts() {
+	fresh_cache whiteouts
+	local out
+	image "$T_OUT/wh" "$ROOT" '@[{"name": "srv/.wh..wh..opq", "data": ""},
+		{"name": "srv/new.txt", "data": "new"}, {"name": "bin/.wh.ls", "data": ""}]' >/dev/null
+	out=$(mrun --image "$T_OUT/wh" -- /bin/sh -c 'cd /srv && echo *; [ -e /bin/ls ] || echo no-ls')
+	assert_eq "new.txt
+no-ls" "$out"
+	# control: without the layer, /srv/data and /bin/ls are there
+	image "$T_OUT/nowh" "$ROOT" >/dev/null
+	out=$(mrun --image "$T_OUT/nowh" -- /bin/sh -c 'cd /srv && echo *; [ -e /bin/ls ] || echo no-ls')
+	assert_eq "data" "$out"
+}
+
+t_digest() {
+	fresh_cache digest
+	local out rc=0
+	make_rootfs
+	# one byte of the layer changed after its digest was taken
+	mk "$T_OUT/bad" --corrupt 0 --config "$CONFIG" "$ROOT" >/dev/null
+	out=$(mrun --image "$T_OUT/bad" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "exit status ($out)"
+	assert_contains "$out" "digest mismatch"
+	# control: the same image unchanged runs
+	mk "$T_OUT/ok" --config "$CONFIG" "$ROOT" >/dev/null
+	mrun --image "$T_OUT/ok" -- /bin/true
+	# a docker-archive whose layer is not the config's diff_id
+	rc=0
+	mk "$T_OUT/badd.tar" --format docker-archive --corrupt 0 --config "$CONFIG" "$ROOT" >/dev/null
+	out=$(mrun --image "$T_OUT/badd.tar" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "docker-archive exit status ($out)"
+	assert_contains "$out" "digest mismatch"
+	# a blob that is a symlink to a file outside the layout (here: the
+	# right bytes, so only the link is wrong); control: the copy runs
+	cp -r "$T_OUT/ok" "$T_OUT/lnk"
+	local cfgblob
+	cfgblob=$(find "$T_OUT/lnk/blobs/sha256" -type f -size -2k | head -n 1)
+	mv "$cfgblob" "$T_OUT/outside-blob"
+	ln -s "$T_OUT/outside-blob" "$cfgblob"
+	rc=0
+	out=$(mrun --image "$T_OUT/lnk" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a symlinked blob ($out)"
+	assert_contains "$out" "symbolic links"
+	rm "$cfgblob" && mv "$T_OUT/outside-blob" "$cfgblob"
+	mrun --image "$T_OUT/lnk" -- /bin/true
+	# a fifo as the image is refused, not waited on
+	mkfifo "$T_OUT/a-fifo"
+	rc=0
+	out=$(mrun --image "$T_OUT/a-fifo" -- /bin/true 2>&1) || rc=$?
+	assert_eq 2 "$rc" "a fifo ($out)"
+	assert_contains "$out" "not a directory (OCI layout) or a file"
+	# an unknown layer media type (bzip2)
+	rc=0
+	mk "$T_OUT/bz" --layer-type application/vnd.oci.image.layer.v1.tar+bzip2 "$ROOT" >/dev/null
+	out=$(mrun --image "$T_OUT/bz" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "media type exit status ($out)"
+	assert_contains "$out" "not a layer moat can unpack"
+}
+
+t_refusals() {
+	fresh_cache refusals
+	local out rc=0
+	image "$T_OUT/lay" "$ROOT" >/dev/null
+	out=$(mrun --image "$T_OUT/lay" --rootfs "$ROOT" -- /bin/true 2>&1) || rc=$?
+	assert_eq 2 "$rc" "--image with --rootfs ($out)"
+	assert_contains "$out" "--image and --rootfs"
+	rc=0
+	out=$(mrun --image "$T_OUT/missing" -- /bin/true 2>&1) || rc=$?
+	assert_eq 2 "$rc" "a missing image ($out)"
+	assert_contains "$out" "--image $T_OUT/missing: No such file"
+	# the gvisor and vm levels do not take it (the table names the key)
+	rc=0
+	out=$(mrun --isolation gvisor --image "$T_OUT/lay" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "--isolation gvisor ($out)"
+	assert_contains "$out" "cannot honour policy key image"
+	rc=0
+	out=$(mrun --isolation vm --image "$T_OUT/lay" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "--isolation vm ($out)"
+	# a command that does not open images refuses the key (fail closed)
+	rc=0
+	out=$(timeout 30 "$MOAT" create --image "$T_OUT/lay" 2>&1) || rc=$?
+	[ "$rc" -ne 0 ] || fail "moat create --image started a sandbox without the image: $out"
+	assert_contains "$out" "does not take --image"
+}
+
+# libarchive is loaded only to unpack a layer: moat itself needs no more
+# than it did (every start maps the same libraries; the vm level's
+# initramfs carries moat and libc). Control: readelf sees a linked library.
+t_libarchive_not_linked() {
+	command -v readelf >/dev/null || skip "readelf (binutils) not installed"
+	local needed
+	needed=$(readelf -d "$MOAT" | grep NEEDED)
+	assert_contains "$needed" "libc.so" "readelf lists what moat links"
+	assert_not_contains "$needed" "libarchive" "moat does not link libarchive"
+}
+
+run_test "an OCI layout is the root, its config the defaults flags override" t_layout
+run_test "oci-archive (gzip) and docker-archive tars" t_archives
+run_test "the cache: a second run does not unpack, read-only, audit and policy show" t_cache
+run_test "two unpacks of one image at once" t_concurrent
+run_test "moat gc removes the images no sandbox holds" t_gc
+run_test "hostile layers are refused (each with a control)" t_hostile
+run_test "set-id bits are refused unless allowed" t_setid
+run_test "whiteouts and opaque directories hide the layers below" t_whiteouts
+run_test "a blob that is not its digest, an unknown media type" t_digest
+run_test "--image with --rootfs, a missing image, gvisor, vm, moat create" t_refusals
+run_test "moat does not link libarchive (it is loaded to unpack)" t_libarchive_not_linked
+t_done

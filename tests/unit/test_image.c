@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* --image (src/image/): the tar entry rules, the JSON of an image, and the
+ * confined unpacker against real layers written here with libarchive. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness/tap.h"
+#include "image/image.h"
+#include "shared/macro.h"
+#include "shared/rmtree.h"
+
+static int check(const char *path, mode_t type, mode_t mode, const char *link, bool hard,
+		 unsigned flags, struct moat_image_checked *c, char *why)
+{
+	struct moat_image_entry e = {
+		.path = path,
+		.type = hard ? 0 : type,
+		.mode = mode,
+		.symlink = hard ? NULL : link,
+		.hardlink = hard ? link : NULL,
+	};
+	return moat_image_entry_check(&e, flags, c, why, 400);
+}
+
+TEST(image_entry_names)
+{
+	struct moat_image_checked c;
+	char why[400];
+	ASSERT_EQ(check("./usr//bin/", S_IFDIR, 0755, NULL, false, 0, &c, why), 0);
+	ASSERT_STREQ(c.path, "usr/bin");
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_DIR);
+	ASSERT_EQ(check("./", S_IFDIR, 0755, NULL, false, 0, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_SKIP);
+	ASSERT_EQ(check("../x", S_IFREG, 0644, NULL, false, 0, &c, why), -EINVAL);
+	ASSERT_CONTAINS(why, "leaves the tree");
+	ASSERT_EQ(check("a/../../x", S_IFREG, 0644, NULL, false, 0, &c, why), -EINVAL);
+	ASSERT_EQ(check("/etc/passwd", S_IFREG, 0644, NULL, false, 0, &c, why), -EINVAL);
+	ASSERT_EQ(check("a/..", S_IFDIR, 0755, NULL, false, 0, &c, why), -EINVAL);
+	/* a name that only looks like one */
+	ASSERT_EQ(check("a/..b/...", S_IFREG, 0644, NULL, false, 0, &c, why), 0);
+	ASSERT_STREQ(c.path, "a/..b/...");
+	char longname[300];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	ASSERT_EQ(check(longname, S_IFREG, 0644, NULL, false, 0, &c, why), -ENAMETOOLONG);
+	/* control characters are shown as '?' */
+	ASSERT_EQ(check("/x\033[2J", S_IFREG, 0644, NULL, false, 0, &c, why), -EINVAL);
+	ASSERT_TRUE(strchr(why, '\033') == NULL);
+}
+
+TEST(image_entry_types)
+{
+	struct moat_image_checked c;
+	char why[400];
+	ASSERT_EQ(check("dev/mem", S_IFCHR, 0600, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_CONTAINS(why, "device node");
+	ASSERT_EQ(check("dev/sda", S_IFBLK, 0600, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("p", S_IFIFO, 0600, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("s", S_IFSOCK, 0600, NULL, false, 0, &c, why), -EPERM);
+	/* set-id: refused unless allowed (control: allowed, kept) */
+	ASSERT_EQ(check("bin/su", S_IFREG, 04755, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("bin/sg", S_IFREG, 02755, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("bin/su", S_IFREG, 04755, NULL, false, MOAT_IMAGE_F_SETID, &c, why), 0);
+	ASSERT_EQ(c.mode, 04755);
+	/* absolute symlinks are kept as they are */
+	ASSERT_EQ(check("bin/sh", S_IFLNK, 0777, "/bin/busybox", false, 0, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_SYMLINK);
+	ASSERT_STREQ(c.link, "/bin/busybox");
+	ASSERT_EQ(check("bin/x", S_IFLNK, 0777, "", false, 0, &c, why), -EINVAL);
+	/* hard links: inside the tree only */
+	ASSERT_EQ(check("a", 0, 0644, "./b/c", true, 0, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_HARDLINK);
+	ASSERT_STREQ(c.link, "b/c");
+	ASSERT_EQ(check("a", 0, 0644, "../../etc/shadow", true, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("a", 0, 0644, "/etc/shadow", true, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("a", 0, 0644, "a", true, 0, &c, why), -EINVAL);
+	/* an archive's own tar: files and directories only, links not made */
+	ASSERT_EQ(check("l", S_IFLNK, 0777, "x", false, MOAT_IMAGE_F_PLAIN, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_SKIP);
+	ASSERT_EQ(check("h", 0, 0644, "x", true, MOAT_IMAGE_F_PLAIN, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_SKIP);
+	ASSERT_EQ(check("../h", 0, 0644, "x", true, MOAT_IMAGE_F_PLAIN, &c, why), -EINVAL);
+}
+
+TEST(image_entry_whiteouts)
+{
+	struct moat_image_checked c;
+	char why[400];
+	ASSERT_EQ(check("etc/.wh.shadow", S_IFREG, 0, NULL, false, 0, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_WHITEOUT);
+	ASSERT_STREQ(c.path, "etc");
+	ASSERT_STREQ(c.name, "shadow");
+	ASSERT_EQ(check(".wh.bin", S_IFREG, 0, NULL, false, 0, &c, why), 0);
+	ASSERT_STREQ(c.path, "");
+	ASSERT_STREQ(c.name, "bin");
+	ASSERT_EQ(check("usr/.wh..wh..opq", S_IFREG, 0, NULL, false, 0, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_OPAQUE);
+	ASSERT_STREQ(c.path, "usr");
+	ASSERT_EQ(check("usr/.wh...", S_IFREG, 0, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_CONTAINS(why, "whiteout of \"..\"");
+	ASSERT_EQ(check("usr/.wh..", S_IFREG, 0, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("usr/.wh.", S_IFREG, 0, NULL, false, 0, &c, why), -EPERM);
+	ASSERT_EQ(check("usr/.wh..wh.plnk", S_IFREG, 0, NULL, false, 0, &c, why), -EPERM);
+	/* in an archive's own tar a .wh. name is a file */
+	ASSERT_EQ(check("usr/.wh.x", S_IFREG, 0644, NULL, false, MOAT_IMAGE_F_PLAIN, &c, why), 0);
+	ASSERT_EQ(c.kind, MOAT_IMAGE_ENT_FILE);
+}
+
+#define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+#define D2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+
+TEST(image_json_index)
+{
+	struct moat_image_desc d;
+	char why[400];
+	const char *one = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
+			  "\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" D1
+			  "\",\"size\":10}]}";
+	ASSERT_EQ(moat_image_parse_index(one, strlen(one), &d, why, sizeof(why)), 0);
+	ASSERT_STREQ(d.digest, D1);
+	ASSERT_EQ(d.size, 10);
+	/* the host's platform is chosen; two for it are refused */
+	const char *two =
+		"{\"schemaVersion\":2,\"manifests\":["
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D1 "\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":"
+		"\"s390x\"}},"
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D2 "\",\"size\":2,\"platform\":{\"os\":\"linux\",\"architecture\":"
+		"\"amd64\"}}]}";
+	ASSERT_EQ(moat_image_parse_index(two, strlen(two), &d, why, sizeof(why)), 0);
+	ASSERT_STREQ(d.digest, D2);
+	const char *amb =
+		"{\"schemaVersion\":2,\"manifests\":["
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D1 "\",\"size\":1},"
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":"
+		"\"" D2 "\",\"size\":2}]}";
+	ASSERT_EQ(moat_image_parse_index(amb, strlen(amb), &d, why, sizeof(why)), -EINVAL);
+	ASSERT_CONTAINS(why, "more than one");
+	const char *bad =
+		"{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
+		"\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:../../x\","
+		"\"size\":1}]}";
+	ASSERT_EQ(moat_image_parse_index(bad, strlen(bad), &d, why, sizeof(why)), -EINVAL);
+	const char *mt = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"text/plain\","
+			 "\"digest\":\"" D1 "\",\"size\":1}]}";
+	ASSERT_EQ(moat_image_parse_index(mt, strlen(mt), &d, why, sizeof(why)), -EPROTONOSUPPORT);
+}
+
+TEST(image_json_manifest_config)
+{
+	struct moat_image_manifest m;
+	struct moat_image_config c;
+	char why[400];
+	const char *man = "{\"schemaVersion\":2,\"config\":{\"mediaType\":"
+			  "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
+			  "\",\"size\":5},\"layers\":[{\"mediaType\":"
+			  "\"application/vnd.oci.image.layer.v1.tar+zstd\",\"digest\":\"" D2
+			  "\",\"size\":7}]}";
+	ASSERT_EQ(moat_image_parse_manifest(man, strlen(man), &m, why, sizeof(why)), 0);
+	ASSERT_EQ(m.n_layers, 1);
+	ASSERT_EQ(m.layers[0].comp, MOAT_IMAGE_COMP_ZSTD);
+	const char *bz = "{\"schemaVersion\":2,\"config\":{\"mediaType\":"
+			 "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" D1
+			 "\",\"size\":5},\"layers\":[{\"mediaType\":"
+			 "\"application/vnd.oci.image.layer.v1.tar+bzip2\",\"digest\":\"" D2
+			 "\",\"size\":7}]}";
+	ASSERT_EQ(moat_image_parse_manifest(bz, strlen(bz), &m, why, sizeof(why)),
+		  -EPROTONOSUPPORT);
+	ASSERT_CONTAINS(why, "tar+bzip2");
+	const char *cfg = "{\"os\":\"linux\",\"config\":{\"Env\":[\"PATH=/bin\",\"A=b=c\"],"
+			  "\"Cmd\":[\"sh\"],\"WorkingDir\":\"/w\",\"User\":\"1:2\"},"
+			  "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"" D2 "\"]}}";
+	ASSERT_EQ(moat_image_parse_config(cfg, strlen(cfg), &c, why, sizeof(why)), 0);
+	ASSERT_EQ(c.n_env, 2);
+	ASSERT_STREQ(c.env[1], "A=b=c");
+	ASSERT_STREQ(c.cmd[0], "sh");
+	ASSERT_TRUE(c.entrypoint == NULL);
+	ASSERT_STREQ(c.workdir, "/w");
+	ASSERT_STREQ(c.user, "1:2");
+	ASSERT_EQ(c.n_diff_ids, 1);
+	moat_image_config_done(&c);
+	const char *env = "{\"config\":{\"Env\":[\"NOEQUALS\"]},\"rootfs\":{\"type\":\"layers\","
+			  "\"diff_ids\":[]}}";
+	ASSERT_EQ(moat_image_parse_config(env, strlen(env), &c, why, sizeof(why)), -EINVAL);
+	const char *wd = "{\"config\":{\"WorkingDir\":\"rel\"},\"rootfs\":{\"type\":\"layers\","
+			 "\"diff_ids\":[]}}";
+	ASSERT_EQ(moat_image_parse_config(wd, strlen(wd), &c, why, sizeof(why)), -EINVAL);
+	struct moat_image_docker dk;
+	const char *dm = "[{\"Config\":\"c.json\",\"Layers\":[\"../../etc/passwd\"]}]";
+	ASSERT_EQ(moat_image_parse_docker(dm, strlen(dm), &dk, why, sizeof(why)), -EINVAL);
+	const char *dm2 = "[{\"Config\":\"c.json\",\"Layers\":[\"a/layer.tar\"]}]";
+	ASSERT_EQ(moat_image_parse_docker(dm2, strlen(dm2), &dk, why, sizeof(why)), 0);
+	ASSERT_STREQ(dk.layers[0], "a/layer.tar");
+	moat_image_docker_done(&dk);
+}
+
+/* A tar of ENTRIES into a temporary file: its fd. Each entry "T NAME [X]":
+ * T f (file, X its data), d (dir), l (symlink to X). */
+static int layer(const char *const *entries, size_t n)
+{
+	char path[] = "/tmp/moat-layer-XXXXXX";
+	int fd = mkstemp(path);
+	ASSERT_TRUE(fd >= 0);
+	unlink(path);
+	struct archive *a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	ASSERT_EQ(archive_write_open_fd(a, fd), ARCHIVE_OK);
+	for (size_t i = 0; i < n; i++) {
+		char t = entries[i][0], name[128], x[128] = "";
+		ASSERT_TRUE(sscanf(entries[i] + 2, "%127s %127s", name, x) >= 1);
+		struct archive_entry *e = archive_entry_new();
+		archive_entry_set_pathname(e, name);
+		archive_entry_set_filetype(e, t == 'f' ? AE_IFREG : t == 'd' ? AE_IFDIR : AE_IFLNK);
+		archive_entry_set_perm(e, t == 'f' ? 0644 : 0755);
+		if (t == 'l')
+			archive_entry_set_symlink(e, x);
+		archive_entry_set_size(e, t == 'f' ? (la_int64_t)strlen(x) : 0);
+		ASSERT_EQ(archive_write_header(a, e), ARCHIVE_OK);
+		if (t == 'f')
+			ASSERT_EQ(archive_write_data(a, x, strlen(x)), (la_ssize_t)strlen(x));
+		archive_entry_free(e);
+	}
+	archive_write_close(a);
+	archive_write_free(a);
+	return fd;
+}
+
+static int unpack(int blob, int root, const char *digest, char *why)
+{
+	uint64_t bytes = 0, entries = 0;
+	char d[MOAT_IMAGE_DIGEST_LEN + 1];
+	uint64_t len = 0;
+	if (!digest) {
+		ASSERT_EQ(moat_image_hash_fd(blob, 1u << 30, d, &len), 0);
+		digest = d;
+	}
+	return moat_image_unpack(blob, root, digest, len, 0, &bytes, 1u << 30, &entries, 1000, why,
+				 400);
+}
+
+TEST(image_unpack_layers)
+{
+	char dir[] = "/tmp/moat-unpack-XXXXXX", why[400] = "";
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	char out[sizeof(dir) + 16];
+	snprintf(out, sizeof(out), "%s/outside", dir);
+	ASSERT_EQ(mkdir(out, 0755), 0);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_EQ(mkdirat(dfd, "root", 0755), 0);
+	int root = openat(dfd, "root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_TRUE(root >= 0);
+
+	char tgt[sizeof(out) + 16];
+	snprintf(tgt, sizeof(tgt), "l escape %s", out);
+	const char *l1[] = {"d etc", "f etc/os-release ID=test", "l bin/sh /bin/busybox", tgt};
+	int b1 = layer(l1, ELEMENTSOF(l1));
+	ASSERT_EQ(unpack(b1, root, NULL, why), 0);
+	char buf[64] = "";
+	int fd = openat(root, "etc/os-release", O_RDONLY | O_CLOEXEC);
+	ASSERT_TRUE(fd >= 0 && read(fd, buf, sizeof(buf)) == 7);
+	close(fd);
+	ASSERT_STREQ(buf, "ID=test");
+	ASSERT_EQ(readlinkat(root, "bin/sh", buf, sizeof(buf)), 12);
+
+	/* a later layer that writes through the symlink of an earlier one:
+	 * refused, nothing lands in the directory it names */
+	const char *l3[] = {"f escape/pwned x"};
+	int b3 = layer(l3, 1);
+	ASSERT_EQ(unpack(b3, root, NULL, why), -EPERM);
+	ASSERT_CONTAINS(why, "never written through");
+	ASSERT_TRUE(faccessat(dfd, "outside/pwned", F_OK, 0) < 0);
+	/* control: the path does lead outside when links are followed */
+	fd = openat(root, "escape/pwned", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	ASSERT_TRUE(faccessat(dfd, "outside/pwned", F_OK, 0) == 0);
+
+	/* a digest that is not the blob's: refused */
+	const char *l4[] = {"f a b"};
+	int b4 = layer(l4, 1);
+	ASSERT_EQ(unpack(b4, root,
+			 "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+			 why),
+		  -EPERM);
+	ASSERT_CONTAINS(why, "not sha256:0000");
+
+	/* a whiteout hides what a lower layer put there */
+	const char *l5[] = {"f etc/.wh.os-release"};
+	int b5 = layer(l5, 1);
+	ASSERT_EQ(unpack(b5, root, NULL, why), 0);
+	ASSERT_TRUE(faccessat(root, "etc/os-release", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
+	ASSERT_TRUE(faccessat(root, "etc", F_OK, AT_SYMLINK_NOFOLLOW) == 0);
+
+	close(b1);
+	close(b3);
+	close(b4);
+	close(b5);
+	close(root);
+	close(dfd);
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_EQ(moat_rmtree_at(tmp, dir + 5, 64), 0);
+	close(tmp);
+}
