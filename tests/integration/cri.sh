@@ -138,6 +138,20 @@ console.log("ok");' "$GRPC" "$HERE/cri_api.proto" >out 2>&1 || fail "the API sub
 	assert_eq ok "$(cat out)" "the API subset"
 }
 
+# end_shims SOCKET: the runc shims this test's containerd started (their
+# -address is SOCKET, under the test's own directory) end with it; a shim
+# outlives its containerd when a pod could not be stopped
+end_shims() {
+	local f pid
+	for f in /proc/[0-9]*/cmdline; do
+		pid=${f#/proc/}
+		pid=${pid%/cmdline}
+		if tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$1"; then
+			kill "$pid" 2>/dev/null || true
+		fi
+	done
+}
+
 t_cri_pod() {
 	# containerd's CRI is a root daemon on this machine (its snapshotter,
 	# its shims' /run/containerd): as the unprivileged user, nothing to drive
@@ -210,7 +224,7 @@ EOF
 	nsenter -t "$mns" -m -- containerd --config "$D/config.toml" >"$D/log" 2>&1 &
 	local cpid=$!
 	# shellcheck disable=SC2064 # this containerd and the holder, whatever happens
-	trap "kill $cpid $mns 2>/dev/null || true" EXIT
+	trap "end_shims '$D/c.sock'; kill $cpid $mns 2>/dev/null || true" EXIT
 	for _ in $(seq 100); do [ -S "$D/c.sock" ] && break; sleep 0.1; done
 	[ -S "$D/c.sock" ] || fail "containerd did not start: $(tail -5 "$D/log")"
 	c() { timeout 60 nsenter -t "$mns" -m --wd="$PWD" -- ctr --address "$D/c.sock" "$@"; }
