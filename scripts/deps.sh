@@ -13,6 +13,8 @@ test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux
 	podman runc conmon containerd jq file runsc zsh slirp4netns qemu-system-x86 linux-image-amd64)
 # podman, runc, conmon, containerd: tests/integration/oci.sh runs podman and
 # containerd (ctr) with moat as their runtime (runc: the reference runtime);
+# tests/integration/cri.sh runs containerd's CRI plugin with a handler moat
+# (runc: its control; the gRPC client's npm packages go to the test npm cache);
 # qemu-system-x86, linux-image-amd64: the vm isolation level (tests/integration/vm.sh;
 # libarchive-dev: test_vm.c reads its initramfs back);
 # runsc: the gvisor isolation level (tests/integration/isolation.sh); zsh:

@@ -511,8 +511,10 @@ static int cmd_kill(int argc, char **argv)
 	if (moat_oci_state_load(id, &st) < 0)
 		return 1;
 	int k = moat_session_kill(st.session, sig, all, &e);
+	/* "container not running": the words containerd's shim (and so the
+	 * CRI's StopPodSandbox) takes as "already stopped", as runc says them */
 	if (k < 0)
-		moat_oci_err("kill: container '%s' is not running", id);
+		moat_oci_err("kill: '%s': container not running", id);
 	moat_oci_state_done(&st);
 	return k < 0 ? 1 : 0;
 }

@@ -698,9 +698,14 @@ static int namespaces(struct ctx *c, json_t *a)
 		if (!empty(pv)) {
 			/* an engine's network namespace (podman's bridge, a pod's):
 			 * the egress proxy's upstream, never the container's own
-			 * (oci_load.c); any other kind: moat's own only */
+			 * (oci_load.c); a pod's ipc or uts namespace (containerd's
+			 * CRI names the sandbox's for every container): not joined,
+			 * the container keeps moat's own (stricter: it shares no
+			 * System V IPC, message queues or hostname with the pod),
+			 * said in a note; any other kind: refused */
 			const char *path = str(pv);
-			if (!streq(t, "network"))
+			bool pod_ns = streq(t, "ipc") || streq(t, "uts");
+			if (!streq(t, "network") && !pod_ns)
 				return fail(c, f,
 					    "path: joining an existing %s namespace is not "
 					    "supported (moat creates its own)",
@@ -708,7 +713,18 @@ static int namespaces(struct ctx *c, json_t *a)
 			if (!path || path[0] != '/' || strlen(path) >= 4096 || strchr(path, '\n'))
 				return fail(c, f, "path: an absolute path");
 			if (seen & (1u << k))
-				return fail(c, f, "type: a second network namespace");
+				return fail(c, f, "type: a second %s namespace", t);
+			if (pod_ns) {
+				seen |= 1u << k;
+				note(c, f,
+				     streq(t, "ipc")
+					     ? "path not joined: the container has moat's own ipc "
+					       "namespace (no System V IPC or message queue shared "
+					       "with the pod)"
+					     : "path not joined: the container has moat's own uts "
+					       "namespace (its hostname is the spec's)");
+				continue;
+			}
 			rec(c, "netns", f, path, NULL);
 		}
 		seen |= 1u << k;

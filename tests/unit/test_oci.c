@@ -89,6 +89,48 @@ TEST(oci_network_namespace_path)
 	moat_oci_recs_done(&r);
 }
 
+/* A pod's ipc and uts namespaces (containerd's CRI names the sandbox's for
+ * every container): not joined, a note says so, no record puts the container
+ * there; a pid namespace's path is still refused, and a second ipc entry. */
+TEST(oci_pod_ipc_uts_namespace_paths)
+{
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"namespaces\":[{\"type\":\"pid\"},"
+			"{\"type\":\"ipc\",\"path\":\"/proc/9/ns/ipc\"},"
+			"{\"type\":\"uts\",\"path\":\"/proc/9/ns/uts\"}]}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "note",
+			"path not joined: the container has moat's own ipc namespace (no System V "
+			"IPC or message queue shared with the pod)",
+			NULL));
+	ASSERT_TRUE(has(&r, "note",
+			"path not joined: the container has moat's own uts namespace (its "
+			"hostname is the spec's)",
+			NULL));
+	ASSERT_TRUE(!has(&r, "netns", NULL, NULL));
+	moat_oci_recs_done(&r);
+	/* control: the kinds that stay refused */
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"namespaces\":[{\"type\":\"mount\","
+			"\"path\":\"/proc/9/ns/mnt\"}]}}",
+			&r),
+		  -EINVAL);
+	ASSERT_STREQ(err_field(&r), "linux.namespaces[0]");
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"namespaces\":[{\"type\":\"ipc\","
+			"\"path\":\"/a\"},{\"type\":\"ipc\",\"path\":\"/b\"}]}}",
+			&r),
+		  -EINVAL);
+	ASSERT_STREQ(err_field(&r), "linux.namespaces[1]");
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"namespaces\":[{\"type\":\"uts\","
+			"\"path\":\"rel\"}]}}",
+			&r),
+		  -EINVAL);
+	ASSERT_STREQ(err_field(&r), "linux.namespaces[0]");
+	moat_oci_recs_done(&r);
+}
+
 TEST(oci_refused_fields_are_named)
 {
 	static const struct {
