@@ -92,6 +92,11 @@ struct job {
 	 * see) and its argv (exec.list) */
 	uint64_t num;
 	json_t *argv;
+	/* flow control (serve_proto.h's "pause"): while paused, its output
+	 * is not read (exec) and its log not followed (events) */
+	bool paused;
+	uint64_t paused_us; /* mono: since when */
+	uint64_t done_us; /* mono: its process was seen done (exec), 0: not yet */
 };
 
 struct pool {
@@ -790,7 +795,7 @@ fail_answered:
 static int drain(struct server *s, struct job *j, int *fd, const char *type)
 {
 	char buf[MOAT_SERVE_CHUNK];
-	for (int rounds = 0; *fd >= 0 && rounds < 16; rounds++) {
+	for (int rounds = 0; *fd >= 0 && rounds < MOAT_SERVE_DRAIN_ROUNDS; rounds++) {
 		ssize_t n = read(*fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -805,12 +810,20 @@ static int drain(struct server *s, struct job *j, int *fd, const char *type)
 	return 0;
 }
 
+/* After its process is done: how long output is still read from a writer
+ * it left behind (a background process holding the pipe), not counting
+ * the time its client paused the stream. */
+#define EXEC_DRAIN_US 640000u
+
 static void exec_progress(struct server *s, struct job *j)
 {
 	if (!j->req || j->kind != JOB_EXEC)
 		return;
-	drain(s, j, &j->out, "stdout");
-	drain(s, j, &j->err, "stderr");
+	/* paused: the pipes fill and the command blocks on them */
+	if (!j->paused) {
+		drain(s, j, &j->out, "stdout");
+		drain(s, j, &j->err, "stderr");
+	}
 	if (j->in >= 0 && j->in_off < j->in_len) {
 		ssize_t w = write(j->in, j->in_data + j->in_off, j->in_len - j->in_off);
 		if (w > 0)
@@ -820,17 +833,17 @@ static void exec_progress(struct server *s, struct job *j)
 	}
 	if (!j->pr || !moat_proc_done(j->pr))
 		return;
-	/* done: its output was relayed; the write ends close, the rest is read */
-	j->out_w = safe_close(j->out_w);
-	j->err_w = safe_close(j->err_w);
-	for (int i = 0; i < 64 && (j->out >= 0 || j->err >= 0); i++) {
-		if (j->out >= 0 && drain(s, j, &j->out, "stdout") == 0 && j->out >= 0) {
-			struct pollfd pf = {.fd = j->out, .events = POLLIN};
-			poll(&pf, 1, 10);
-		}
-		if (j->err >= 0)
-			drain(s, j, &j->err, "stderr");
+	/* done: the write ends close, the rest is read (a turn of the loop
+	 * at a time, so that a pause is seen), then the exit record */
+	if (!j->done_us) {
+		j->done_us = mono_us();
+		j->out_w = safe_close(j->out_w);
+		j->err_w = safe_close(j->err_w);
 	}
+	if (j->paused)
+		return;
+	if ((j->out >= 0 || j->err >= 0) && mono_us() < j->done_us + EXEC_DRAIN_US)
+		return;
 	struct moat_proc_status ps = {0};
 	moat_proc_status(j->pr, &ps);
 	json_t *ev = json_pack("{s:s,s:s,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:i}", "type", "exit",
@@ -892,7 +905,7 @@ static void events_progress(struct server *s, struct job *j)
 {
 	char *line = NULL;
 	int k, n = 0;
-	if (!j->req || j->kind != JOB_EVENTS)
+	if (!j->req || j->kind != JOB_EVENTS || j->paused)
 		return;
 	while (n++ < 256 && (k = moat_log_next(j->log, &line, NULL)) > 0) {
 		json_t *ev = json_loads(line, 0, NULL);
@@ -1096,6 +1109,25 @@ static void cancel(struct server *s, uint32_t id)
 		}
 }
 
+/* Flow control from the front (serve_proto.h): ignored for a request that
+ * is not open. */
+static void set_paused(struct server *s, uint32_t id, bool paused)
+{
+	uint64_t now = mono_us();
+	for (struct job *j = s->jobs; j; j = j->next) {
+		if (j->req != id || j->paused == paused)
+			continue;
+		if (paused) {
+			j->paused_us = now;
+		} else if (j->done_us) {
+			/* the time it was paused after its process ended does not
+			 * count against the drain window */
+			j->done_us += now - MAX(j->paused_us, j->done_us);
+		}
+		j->paused = paused;
+	}
+}
+
 static int op_health(struct server *s, struct request *r)
 {
 	json_t *pools = json_array();
@@ -1139,6 +1171,11 @@ static int serve_one(struct server *s)
 	r.id = (uint32_t)json_integer_value(idv);
 	if (streq(r.op, "cancel")) {
 		cancel(s, r.id);
+		json_decref(j);
+		return 0;
+	}
+	if (streq(r.op, "pause") || streq(r.op, "resume")) {
+		set_paused(s, r.id, streq(r.op, "pause"));
 		json_decref(j);
 		return 0;
 	}
@@ -1617,7 +1654,12 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 		k = moat_error_set(ret_err, "front", errno, "socketpair: %s", strerror(errno));
 		goto out;
 	}
-	int big = 4 << 20;
+	/* What is in flight on the channel is what a stream's client may get
+	 * over the front's high mark before the back sees a "pause"
+	 * (serve_proto.h): 512 KiB (the kernel doubles it), with the back's
+	 * own turn (2 MiB) and the codec's escaping (up to 6 times) under the
+	 * front's bound, MOAT_SERVE_MAX_PENDING. */
+	int big = 512 << 10;
 	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 	setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 	const char *envp[8];
@@ -1706,20 +1748,24 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 				pf[n++] = (struct pollfd){.fd = moat_sandbox_fd(x->sb),
 							  .events = POLLIN};
 			}
+		bool draining = false;
 		for (struct job *j = s.jobs; j; j = j->next) {
 			if (!j->req)
 				continue;
-			follow = follow || j->kind == JOB_EVENTS;
+			follow = follow || (j->kind == JOB_EVENTS && !j->paused);
+			/* done, its output still open: the drain window is timed */
+			draining = draining || (j->done_us && !j->paused);
 			int fds[3] = {j->out, j->err, j->in};
 			for (int f = 0; f < 3; f++)
-				if (fds[f] >= 0) {
+				/* a paused one's output is not watched */
+				if (fds[f] >= 0 && (f == 2 || !j->paused)) {
 					of[n] = j;
 					kind[n] = 'j';
 					pf[n++] = (struct pollfd){
 						.fd = fds[f], .events = f == 2 ? POLLOUT : POLLIN};
 				}
 		}
-		int timeout = follow ? 250 : 1000;
+		int timeout = draining ? 10 : follow ? 250 : 1000;
 		int64_t due = pool_due(&s);
 		if (due >= 0 && due / 1000 + 1 < timeout)
 			timeout = due ? (int)(due / 1000 + 1) : 0;
@@ -1778,12 +1824,19 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 				pp = &j->next;
 			}
 		}
+		/* a few frames a turn: a "pause" behind other requests is seen
+		 * before much more output is sent */
 		struct pollfd cp = {.fd = s.chan, .events = POLLIN};
-		if (poll(&cp, 1, 0) > 0) {
-			if (serve_one(&s) < 0)
-				break; /* the front ended or misbehaves */
+		bool gone = false;
+		for (int f = 0; f < 16 && poll(&cp, 1, 0) > 0; f++) {
+			if (serve_one(&s) < 0) {
+				gone = true;
+				break;
+			}
 			s.busy_us = mono_us();
 		}
+		if (gone)
+			break; /* the front ended or misbehaves */
 		/* one sandbox per quiet turn, never with a frame waiting */
 		if (pool_due(&s) == 0 && poll(&cp, 1, 0) == 0) {
 			/* forced (steady traffic): the next one a pause later */

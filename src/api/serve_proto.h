@@ -23,6 +23,16 @@
  *   a file's content (files.write) or a process's stdin (exec).
  *   {"id":N, "op":"cancel"}: the client went away; the back stops what it
  *   does for N (kills an exec) and sends nothing more for it.
+ *   {"id":N, "op":"pause"} / {"id":N, "op":"resume"}: flow control of a
+ *   stream. The front sends "pause" when more than MOAT_SERVE_PAUSE_HIGH
+ *   bytes of N's response wait for its client, "resume" once fewer than
+ *   MOAT_SERVE_PAUSE_LOW do. While paused the back reads nothing more of
+ *   that exec's output (the command blocks on its full pipe, as with a
+ *   slow terminal; its timeout still runs) and sends no more events of a
+ *   followed audit stream. Either is ignored for a request that is not
+ *   open or not a stream; neither is answered. The front's bound on what
+ *   waits (MOAT_SERVE_MAX_PENDING) stays: a back that does not pause is
+ *   cut off there.
  *   The first frame is the back's, not the front's: see "config" below.
  *   The front's first frame is {"op":"ready"} (no id), sent once it is
  *   confined and serves; the back reports the server ready only after it.
@@ -60,6 +70,14 @@
 #define MOAT_SERVE_MAX_INFLIGHT 1024u /* requests open at once */
 #define MOAT_SERVE_MAX_CONNS 512u /* HTTP connections at once */
 #define MOAT_SERVE_CHUNK (64u << 10) /* an output event's data */
+/* Flow control (the "pause"/"resume" ops): a response's bytes waiting
+ * for a slow client. What the back sends after a pause before it reads it
+ * (at most MOAT_SERVE_DRAIN_ROUNDS chunks per descriptor per turn of its
+ * loop, up to 6 times that once JSON-escaped) stays well below the
+ * front's hard bound, MOAT_SERVE_MAX_PENDING (serve_route.h, 32 MiB). */
+#define MOAT_SERVE_PAUSE_HIGH (4u << 20)
+#define MOAT_SERVE_PAUSE_LOW (1u << 20)
+#define MOAT_SERVE_DRAIN_ROUNDS 16
 
 struct moat_serve_frame {
 	uint32_t magic;

@@ -68,6 +68,7 @@ struct conn {
 	struct moat_serve_stream st;
 	size_t sent; /* bytes of st.buf given to libmicrohttpd */
 	bool ended; /* the back sent the last frame */
+	bool paused; /* the back was told to pause this stream */
 	bool suspended;
 	bool headers_seen; /* the first call (headers only) was answered */
 	bool gone; /* the client hung up while the connection was suspended */
@@ -143,6 +144,28 @@ static struct conn *find_conn(uint32_t id)
 	return NULL;
 }
 
+/* Flow control (serve_proto.h's "pause"/"resume"): what waits for the
+ * client, against the high and low marks. */
+static void flow(struct conn *c)
+{
+	size_t pending = c->st.len - c->sent;
+	bool want = pending > (c->paused ? MOAT_SERVE_PAUSE_LOW : MOAT_SERVE_PAUSE_HIGH);
+	/* after the stream's end the back sends nothing more for it */
+	if (!c->id || c->ended || want == c->paused)
+		return;
+	json_t *j =
+		json_pack("{s:I,s:s}", "id", (json_int_t)c->id, "op", want ? "pause" : "resume");
+	if (!j)
+		die("out of memory");
+	queue_frame(j, NULL, 0);
+	json_decref(j);
+	c->paused = want;
+	/* at once, not after the rest of what the back sent is read: what
+	 * it sends before it sees the pause is what the client's buffer
+	 * holds over the high mark */
+	flush_out();
+}
+
 static void wake(struct conn *c)
 {
 	if (c->suspended) {
@@ -177,6 +200,7 @@ static void on_frame(json_t *j, const char *data, size_t len)
 			c->ended = true;
 	} else if (json_object_get(j, "event")) {
 		c->codec->event(&c->st, json_object_get(j, "event"), data, len);
+		flow(c);
 	} else if (json_is_true(json_object_get(j, "end"))) {
 		c->codec->end(&c->st, false);
 		c->ended = true;
@@ -184,32 +208,9 @@ static void on_frame(json_t *j, const char *data, size_t len)
 	wake(c);
 }
 
-static void read_back(void)
+/* The frames read so far, each handed on (and its bytes dropped) */
+static void parse_back(void)
 {
-	for (;;) {
-		if (in_cap - in_len < 65536) {
-			size_t cap = in_cap ? in_cap * 2 : (1u << 20);
-			if (cap > 2 * (MOAT_SERVE_MAX_DATA + MOAT_SERVE_MAX_JSON))
-				cap = 2 * (MOAT_SERVE_MAX_DATA + MOAT_SERVE_MAX_JSON);
-			if (cap > in_cap) {
-				char *b = realloc(inbuf, cap);
-				if (!b)
-					die("out of memory");
-				inbuf = b;
-				in_cap = cap;
-			}
-		}
-		ssize_t k = read(chan, inbuf + in_len, in_cap - in_len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && errno == EAGAIN)
-			break;
-		if (k <= 0)
-			die("the back is gone");
-		in_len += (size_t)k;
-		if (in_len < in_cap)
-			break;
-	}
 	size_t off = 0;
 	while (in_len - off >= sizeof(struct moat_serve_frame)) {
 		struct moat_serve_frame h;
@@ -229,6 +230,39 @@ static void read_back(void)
 	}
 	memmove(inbuf, inbuf + off, in_len - off);
 	in_len -= off;
+}
+
+/* What the back sent: read a piece at a time, each parsed before the
+ * next is read, so that the buffer holds 1 MiB, or one frame that is
+ * larger (at most a frame's limits), and a stream's bytes go to its
+ * connection, where flow control sees them (flow()). */
+static void read_back(void)
+{
+	for (int rounds = 0; rounds < 8; rounds++) {
+		size_t want = 1u << 20;
+		if (in_len >= sizeof(struct moat_serve_frame)) {
+			struct moat_serve_frame h;
+			memcpy(&h, inbuf, sizeof(h));
+			if (h.json_len <= MOAT_SERVE_MAX_JSON && h.data_len <= MOAT_SERVE_MAX_DATA)
+				want = MAX(want, sizeof(h) + (size_t)h.json_len + h.data_len);
+		}
+		if (want > in_cap) {
+			char *b = realloc(inbuf, want);
+			if (!b)
+				die("out of memory");
+			inbuf = b;
+			in_cap = want;
+		}
+		ssize_t k = read(chan, inbuf + in_len, in_cap - in_len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN)
+			return;
+		if (k <= 0)
+			die("the back is gone");
+		in_len += (size_t)k;
+		parse_back();
+	}
 }
 
 /* ---- libmicrohttpd's callbacks ------------------------------------------------------- */
@@ -312,6 +346,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 			c->st.len -= c->sent;
 			c->sent = 0;
 		}
+		flow(c);
 		return (ssize_t)n;
 	}
 	if (c->ended)

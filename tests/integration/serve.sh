@@ -8,6 +8,8 @@
 #    413); delete leaves nothing (moat ps, processes).
 #  - concurrent execs, streaming (the first line before the command ends),
 #    a client that hangs up (its command is killed).
+#  - flow control: 40 MB to a client that reads late, complete; a stalled
+#    client blocks the command and not the front's memory.
 #  - files: write/read (binary), stat, list, remove, errors.
 #  - snapshots: take, restore (409 busy while a process runs, unless
 #    force), reset to the start, delete.
@@ -103,6 +105,24 @@ t_concurrent_streaming() {
 	need_python
 	start_server
 	client concurrent --socket "$SOCK"
+	stop_server
+}
+
+# flow control: 40 MB to a client that reads late arrive complete with the
+# exit record; a stalled client blocks the command (its pipe fills), not the
+# front's memory (control: read, the command finishes); a stalled client
+# that hangs up has its command killed (control: it ran). About 6 s.
+t_flow() {
+	need_python
+	start_server
+	local front="" _i
+	for _i in $(seq 1 20); do
+		front=$(descendants "$SRV" | head -1)
+		[ -n "$front" ] && break
+		sleep 0.1
+	done
+	[ -n "$front" ] || fail "no front process of $SRV"
+	client flow --socket "$SOCK" --front "$front"
 	stop_server
 }
 
@@ -473,6 +493,7 @@ t_openapi() {
 mkdir -p "$T_OUT/api"
 run_test "lifecycle over the API; delete leaves nothing" t_lifecycle
 run_test "concurrent execs, streaming, a client that hangs up" t_concurrent_streaming
+run_test "flow control: a slow client gets all, a stalled one blocks the command" t_flow
 run_test "files: write, read, stat, list, remove" t_files
 run_test "snapshots: take, restore (busy unless force), reset, delete" t_snapshots
 run_test "auth: no token, wrong token, another tenant's id; quotas" t_auth

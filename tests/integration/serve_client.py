@@ -5,6 +5,8 @@ library only). Usage: serve_client.py CHECK --socket PATH | --url URL
 [--token T] [...]; prints "ok ..." lines and "all ok" at the end, or
 "FAIL ..." and exits 1."""
 import argparse
+import base64
+import hashlib
 import http.client
 import json
 import socket
@@ -488,6 +490,101 @@ def c_hold(a):
     time.sleep(a.wait)
 
 
+def vm_kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    fail(f"no {field} in /proc/{pid}/status")
+
+
+def start_exec(cl, sid, cmd):
+    """an exec whose response is not read yet: (connection, response)"""
+    c = cl.conn()
+    c.request("POST", f"/v1/sandboxes/{sid}/exec", body=json.dumps({"argv": ["sh", "-c", cmd]}).encode())
+    r = c.getresponse()
+    check(r.status == 200, f"exec: {r.status}")
+    return c, r
+
+
+def read_stream(r):
+    """(sha256 of stdout, its length, the exit record)"""
+    h, n, ex = hashlib.sha256(), 0, None
+    while True:
+        try:
+            line = r.readline()
+            if not line:
+                break
+            ev = json.loads(line)
+        except (http.client.HTTPException, OSError, ValueError) as e:
+            fail(f"the stream is cut after {n} bytes of stdout: {type(e).__name__}")
+        if ev.get("type") == "stdout":
+            d = ev["data"].encode() if "data" in ev else base64.b64decode(ev["data_b64"])
+            h.update(d)
+            n += len(d)
+        elif ev.get("type") == "exit":
+            ex = ev
+    return h.hexdigest(), n, ex
+
+
+def c_flow(a):
+    """flow control (the front's "pause"/"resume" to the back): a client
+    that reads late gets all of 40 MB; a stalled one blocks the command, not
+    the front's memory; one that hangs up while stalled ends it"""
+    cl = Client(a)
+    _, sb = cl.json("POST", "/v1/sandboxes", {}, want=201)
+    sid = sb["id"]
+    base = vm_kb(a.front, "VmHWM")
+    big = "head -c 30000000 /dev/zero | base64 -w0; echo"
+    want = hashlib.sha256(base64.b64encode(bytes(30000000)) + b"\n").hexdigest()
+
+    def probe():
+        _, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "test -e /tmp/fin && echo FINISHED; cat /proc/[0-9]*/comm"]})
+        return output(evs)
+
+    # 1. 40 MB to a client that starts reading 1.5 s late: complete, in order
+    c, r = start_exec(cl, sid, big)
+    time.sleep(1.5)
+    digest, n, ex = read_stream(r)
+    c.close()
+    check(ex is not None and ex.get("exit_code") == 0, f"the exit record after 40 MB: {ex}")
+    check(n == 40000001 and digest == want, f"40 MB arrive complete: {n} bytes, sha256 {digest}")
+    grew = vm_kb(a.front, "VmHWM") - base
+    check(grew < 20 * 1024, f"the front's peak memory grew by {grew} kB (bound 20 MiB)")
+
+    # 2. a client that stops reading: the command blocks on its pipe
+    c, r = start_exec(cl, sid, big + "; touch /tmp/fin")
+    r.readline()  # the start event
+    time.sleep(2)
+    out = probe()
+    check("FINISHED" not in out and "base64" in out, f"the stalled client's command is blocked, not ended: {out[:300]!r}")
+    rss = vm_kb(a.front, "VmRSS")
+    check(rss < base + 20 * 1024, f"the front holds {rss} kB for a stalled client (bound {base} + 20 MiB)")
+    # control: the same probe sees the command finish once it is read
+    digest, n, ex = read_stream(r)
+    c.close()
+    check(ex is not None and ex.get("exit_code") == 0 and n == 40000001 and digest == want,
+          f"after the stall, all of it: {n} bytes, {ex}")
+    check("FINISHED" in probe(), "control: the probe sees a command that finished")
+
+    # 3. a stalled client that hangs up: its command is killed
+    _, evs = cl.exec_stream(sid, {"argv": ["rm", "-f", "/tmp/fin"]})
+    c, r = start_exec(cl, sid, big + "; touch /tmp/fin")
+    r.readline()
+    time.sleep(1)
+    check("base64" in probe(), "control: the stalled command runs")
+    r.close()
+    c.close()
+    for _ in range(50):
+        out = probe()
+        if "base64" not in out:
+            break
+        time.sleep(0.1)
+    check("base64" not in out and "FINISHED" not in out, f"the command of a client that hung up is killed: {out[:300]!r}")
+    ok("flow control")
+    print("all ok")
+
+
 def c_probe(a):
     """inside or outside a sandbox: can the API be reached?"""
     res = []
@@ -519,6 +616,7 @@ def main():
     p.add_argument("--host-file", default="/nonexistent")
     p.add_argument("--n", type=int, default=2)
     p.add_argument("--wait", type=float, default=60)
+    p.add_argument("--front", type=int)
     a = p.parse_args()
     globals()["c_" + a.check](a)
 
