@@ -109,6 +109,14 @@ for t in tests/integration/*.sh tests/redteam/*.sh; do
 	if [ -n "${MOAT_SUITES:-}" ] && [[ " $MOAT_SUITES " != *" $name "* ]]; then
 		continue
 	fi
+	# The vm level runs moat itself as the guest's PID 1, before any /proc:
+	# a sanitizer build's runtime cannot start there (the guest ends before
+	# its init serves the control port). The vm suite runs in the release
+	# check only; the sanitizer run says so instead of counting anything.
+	if [ "$name" = vm ] && [ "${BUILD:-release}" = san ]; then
+		echo "# vm: not run under BUILD=san (a sanitizer runtime cannot be the guest's PID 1); the release check runs it"
+		continue
+	fi
 	env_common=(MOAT="$stage/bin/moat" MOAT_TESTING_BIN="$stage/bin/test/moat-testing"
 		MOAT_TEST_DIR="$stage/tests" MOAT_PROBES="$stage/probes" MOAT_TESTBIN="$stage/testbin"
 		MOAT_SRC="$top" MOAT_TEST_STRICT="$strict")
