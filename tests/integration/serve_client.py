@@ -550,7 +550,8 @@ def c_flow(a):
     check(ex is not None and ex.get("exit_code") == 0, f"the exit record after 40 MB: {ex}")
     check(n == 40000001 and digest == want, f"40 MB arrive complete: {n} bytes, sha256 {digest}")
     grew = vm_kb(a.front, "VmHWM") - base
-    check(grew < 20 * 1024, f"the front's peak memory grew by {grew} kB (bound 20 MiB)")
+    bound = a.mem_bound_mib * 1024
+    check(grew < bound, f"the front's peak memory grew by {grew} kB (bound {a.mem_bound_mib} MiB)")
 
     # 2. a client that stops reading: the command blocks on its pipe
     c, r = start_exec(cl, sid, big + "; touch /tmp/fin")
@@ -559,7 +560,7 @@ def c_flow(a):
     out = probe()
     check("FINISHED" not in out and "base64" in out, f"the stalled client's command is blocked, not ended: {out[:300]!r}")
     rss = vm_kb(a.front, "VmRSS")
-    check(rss < base + 20 * 1024, f"the front holds {rss} kB for a stalled client (bound {base} + 20 MiB)")
+    check(rss < base + bound, f"the front holds {rss} kB for a stalled client (bound {base} + {a.mem_bound_mib} MiB)")
     # control: the same probe sees the command finish once it is read
     digest, n, ex = read_stream(r)
     c.close()
@@ -617,6 +618,7 @@ def main():
     p.add_argument("--n", type=int, default=2)
     p.add_argument("--wait", type=float, default=60)
     p.add_argument("--front", type=int)
+    p.add_argument("--mem-bound-mib", type=int, default=20)
     a = p.parse_args()
     globals()["c_" + a.check](a)
 
