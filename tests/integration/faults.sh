@@ -444,7 +444,7 @@ t_sequence_500() {
 		[ ! -e "$(live_dir)/$id" ] || fail "state entry of run $id left"
 		if grep -qF "$id" /proc/self/mountinfo; then fail "mount of run $id left"; fi
 	done
-	if find /sys/fs/cgroup -maxdepth 6 -name "*$tag*" 2>/dev/null | grep -q .; then fail "cgroups left"; fi
+	if [ -n "$(find /sys/fs/cgroup -maxdepth 6 -name "*$tag*" 2>/dev/null)" ]; then fail "cgroups left"; fi
 	for id in "${ids[@]:0:20}" "${ids[@]: -20}"; do assert_run_gone "$id" "" ""; done
 	if pgrep -f -- "$tag"; then fail "processes survived"; fi
 	forget_runs "${ids[@]}"

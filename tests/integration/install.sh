@@ -122,7 +122,11 @@ t_man_pages_in_sync() {
 	done
 	assert_eq "" "$missing" "man pages out of date (run scripts/gen-man.py build/moat)"
 	if command -v man >/dev/null; then
-		man -l "$SRC/man/moat-run.1" 2>&1 | grep -q -- '--allow-host' || fail "man -l moat-run.1 does not render"
+		# Captured first: grep -q on a pipe ends early and, under pipefail,
+		# man's SIGPIPE would fail the check though the text is there.
+		local page
+		page=$(man -l "$SRC/man/moat-run.1" 2>&1) || fail "man -l moat-run.1 failed"
+		grep -q -- '--allow-host' <<<"$page" || fail "man -l moat-run.1 does not render"
 	fi
 }
 

@@ -44,8 +44,8 @@ t_full() {
 	case $workdir in /tmp/moat-selftest.*) ;; *) fail "selftest names no work directory: '$workdir'" ;; esac
 	[ ! -e "$workdir" ] || fail "moat selftest left its work directory $workdir"
 	if [ -d "$(runs_dir)" ] &&
-		find "$(runs_dir)" -newer start.marker -name events.jsonl -print0 2>/dev/null |
-		xargs -0 -r grep -l 'moat-selftest' | grep -q .; then
+		[ -n "$(find "$(runs_dir)" -newer start.marker -name events.jsonl -print0 2>/dev/null |
+			xargs -0 -r grep -l 'moat-selftest')" ]; then
 		fail "run records of the selftest's runs were left in $(runs_dir)"
 	fi
 	if pgrep -f 'moat-selftest-[0-9]' >/dev/null; then
