@@ -17,6 +17,15 @@ fresh_cache() {
 	CACHE="$XDG_CACHE_HOME/moat/images"
 }
 mrun() { timeout 60 "$MOAT" run --quiet "$@"; }
+# the one image in the cache (named by the key moat computes from the
+# config's and the layers' digests and the unpack flags, not by the image
+# digest the confined reader reports)
+cached() {
+	local n
+	n=$(ls "$CACHE")
+	[[ $n =~ ^[0-9a-f]{64}$ ]] || fail "not one cached image: $n"
+	echo "$CACHE/$n"
+}
 mk() { python3 "$MKIMAGE" "$@"; }
 
 BUSYBOX=$(command -v busybox || true)
@@ -104,10 +113,10 @@ t_cache() {
 	d=$(image "$T_OUT/lay" "$ROOT")
 	out=$(timeout 60 "$MOAT" run --image "$T_OUT/lay" -- /bin/true 2>&1)
 	assert_contains "$out" "image $d unpacked"
-	ino=$(stat -c %i "$CACHE/${d#sha256:}")
+	ino=$(stat -c %i "$(cached)")
 	out=$(timeout 60 "$MOAT" run --log "$T_OUT/log.jsonl" --image "$T_OUT/lay" -- /bin/true 2>&1)
 	assert_not_contains "$out" "unpacked"
-	assert_eq "$ino" "$(stat -c %i "$CACHE/${d#sha256:}")" "the cached tree"
+	assert_eq "$ino" "$(stat -c %i "$(cached)")" "the cached tree"
 	# the audit start event names the image and its digest
 	out=$(grep '"policy_sha256"' "$T_OUT/log.jsonl")
 	assert_contains "$out" "\"image_digest\":\"$d\""
@@ -119,13 +128,12 @@ t_cache() {
 	# read-only inside: the shared tree cannot be changed by a sandbox
 	out=$(mrun --image "$T_OUT/lay" -- /bin/sh -c 'touch /bin/x /srv/x 2>&1; echo done')
 	assert_contains "$out" "Read-only file system"
-	[ ! -e "$CACHE/${d#sha256:}/rootfs/bin/x" ] || fail "a sandbox wrote into the cache"
+	[ ! -e "$(cached)/rootfs/bin/x" ] || fail "a sandbox wrote into the cache"
 }
 
 t_concurrent() {
 	fresh_cache concurrent
-	local d
-	d=$(image "$T_OUT/lay" "$ROOT")
+	image "$T_OUT/lay" "$ROOT" >/dev/null
 	rm -rf "$CACHE"
 	mrun --image "$T_OUT/lay" -- /bin/true >"$T_OUT/c1" 2>&1 &
 	local p1=$!
@@ -133,16 +141,17 @@ t_concurrent() {
 	local p2=$!
 	wait "$p1" || fail "first concurrent run: $(cat "$T_OUT/c1")"
 	wait "$p2" || fail "second concurrent run: $(cat "$T_OUT/c2")"
-	assert_eq "${d#sha256:}" "$(ls "$CACHE")" "one cached image"
+	cached >/dev/null
 	assert_eq "" "$(find "$CACHE" -maxdepth 1 -name '.*' -print)" "leftovers"
 }
 
 t_gc() {
 	fresh_cache gc
-	local d out
-	d=$(image "$T_OUT/lay" "$ROOT")
+	local out
+	image "$T_OUT/lay" "$ROOT" >/dev/null
 	mrun --image "$T_OUT/lay" -- /bin/true
-	local dir="$CACHE/${d#sha256:}"
+	local dir
+	dir=$(cached)
 	# a running sandbox holds its image: gc leaves it
 	mrun --image "$T_OUT/lay" -- /bin/sleep 4 &
 	local pid=$!
@@ -285,7 +294,10 @@ t_digest() {
 	# control: the same image unchanged runs
 	mk "$T_OUT/ok" --config "$CONFIG" "$ROOT" >/dev/null
 	mrun --image "$T_OUT/ok" -- /bin/true
-	# a docker-archive whose layer is not the config's diff_id
+	# a docker-archive whose layer is not the config's diff_id (a cache of
+	# its own: "ok" has the same config and layer digests, and a cached
+	# image runs without its layers being read)
+	fresh_cache digest-docker
 	rc=0
 	mk "$T_OUT/badd.tar" --format docker-archive --corrupt 0 --config "$CONFIG" "$ROOT" >/dev/null
 	out=$(mrun --image "$T_OUT/badd.tar" -- /bin/true 2>&1) || rc=$?
@@ -310,6 +322,15 @@ t_digest() {
 	out=$(mrun --image "$T_OUT/a-fifo" -- /bin/true 2>&1) || rc=$?
 	assert_eq 2 "$rc" "a fifo ($out)"
 	assert_contains "$out" "not a directory (OCI layout) or a file"
+	# the image's JSON is parsed by the confined reader, not by moat: its
+	# refusal of a config that breaks a rule comes through the reader's
+	# pipe (named "the confined reader"); control: the valid config runs
+	# (above, "ok")
+	rc=0
+	mk "$T_OUT/badenv" --config '{"Env":["not a pair"]}' "$ROOT" >/dev/null
+	out=$(mrun --image "$T_OUT/badenv" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a config that breaks a rule ($out)"
+	assert_contains "$out" "the confined reader: config: Env[0]: not NAME=VALUE"
 	# an unknown layer media type (bzip2)
 	rc=0
 	mk "$T_OUT/bz" --layer-type application/vnd.oci.image.layer.v1.tar+bzip2 "$ROOT" >/dev/null
