@@ -38,7 +38,7 @@ make_rootfs() {
 	mkdir -p "$ROOT/bin" "$ROOT/etc" "$ROOT/srv/data"
 	cp "$BUSYBOX" "$ROOT/bin/busybox"
 	local a
-	for a in sh echo cat ls id pwd env true touch sleep; do ln -s /bin/busybox "$ROOT/bin/$a"; done
+	for a in sh echo cat ls id pwd env true touch sleep dmesg head; do ln -s /bin/busybox "$ROOT/bin/$a"; done
 	echo 'app:x:1234:1235::/home/app:/bin/sh' >"$ROOT/etc/passwd"
 	echo 'from the image' >"$ROOT/srv/data/hello.txt"
 }
@@ -350,19 +350,66 @@ t_refusals() {
 	out=$(mrun --image "$T_OUT/missing" -- /bin/true 2>&1) || rc=$?
 	assert_eq 2 "$rc" "a missing image ($out)"
 	assert_contains "$out" "--image $T_OUT/missing: No such file"
-	# the gvisor and vm levels do not take it (the table names the key)
-	rc=0
-	out=$(mrun --isolation gvisor --image "$T_OUT/lay" -- /bin/true 2>&1) || rc=$?
-	assert_eq 125 "$rc" "--isolation gvisor ($out)"
-	assert_contains "$out" "cannot honour policy key image"
-	rc=0
-	out=$(mrun --isolation vm --image "$T_OUT/lay" -- /bin/true 2>&1) || rc=$?
-	assert_eq 125 "$rc" "--isolation vm ($out)"
 	# a command that does not open images refuses the key (fail closed)
 	rc=0
 	out=$(timeout 30 "$MOAT" create --image "$T_OUT/lay" 2>&1) || rc=$?
 	[ "$rc" -ne 0 ] || fail "moat create --image started a sandbox without the image: $out"
 	assert_contains "$out" "does not take --image"
+}
+
+# --isolation gvisor: the image's tree is the bundle's system (the busybox
+# image has no libc: moat's init runs through the host's loader), its config
+# the defaults, read-only; a hostile image is refused before any level
+# starts (the same refusal). Control: the process level gives the same.
+t_gvisor() {
+	command -v runsc >/dev/null || skip "runsc not installed (scripts/deps.sh installs it)"
+	fresh_cache gvisor
+	local out rc=0
+	image "$T_OUT/lay" "$ROOT" >/dev/null
+	out=$(mrun --isolation gvisor --image "$T_OUT/lay")
+	assert_eq "hi
+1234
+1235
+/srv" "$out" "the config's defaults under gVisor"
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(mrun --isolation gvisor --image "$T_OUT/lay" -- /bin/sh -c 'cat /srv/data/hello.txt
+		dmesg | head -1; [ -e /usr/bin/python3 ] && echo host-usr
+		touch /bin/x 2>/dev/null && echo wrote; true')
+	assert_contains "$out" "from the image" "the image's files"
+	assert_contains "$out" "Starting gVisor" "under gVisor's kernel"
+	assert_not_contains "$out" "host-usr" "not the host's /usr"
+	assert_not_contains "$out" "wrote" "read-only"
+	# control: the same image at the process level
+	out=$(mrun --image "$T_OUT/lay" -- /bin/sh -c 'cat /srv/data/hello.txt')
+	assert_eq "from the image" "$out"
+	# a layer that is not its digest: refused before gVisor starts (a
+	# fresh cache: "bad" has the digests of "lay", whose tree is cached)
+	fresh_cache gvisor-bad
+	mk "$T_OUT/bad" --corrupt 0 --config "$CONFIG" "$ROOT" >/dev/null
+	out=$(mrun --isolation gvisor --image "$T_OUT/bad" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a hostile image at the gvisor level ($out)"
+	assert_contains "$out" "digest mismatch"
+}
+
+# --isolation vm (TCG here: one boot, about 11 s): the image's tree,
+# assembled on the host side and served over 9p, is the guest's system;
+# Env, WorkingDir and User are the defaults; read-only. Control: the host
+# has /usr/bin/python3, the image does not.
+t_vm() {
+	[ -x /usr/bin/qemu-system-x86_64 ] || skip "qemu-system-x86 not installed (scripts/deps.sh)"
+	[ -x /usr/bin/python3 ] || skip "python3 (the control) not installed"
+	fresh_cache vm
+	local out
+	image "$T_OUT/lay" "$ROOT" >/dev/null
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(timeout 180 "$MOAT" run --quiet --isolation vm --vm-accel any --image "$T_OUT/lay" \
+		-- /bin/sh -c 'echo $GREETING; id -u; pwd; cat /srv/data/hello.txt
+		[ -e /usr/bin/python3 ] && echo host-usr; touch /bin/x 2>/dev/null && echo wrote
+		true')
+	assert_eq "hi
+1234
+/srv
+from the image" "$out" "the image under the vm level"
 }
 
 # libarchive is loaded only to unpack a layer: moat itself needs no more
@@ -385,6 +432,8 @@ run_test "hostile layers are refused (each with a control)" t_hostile
 run_test "set-id bits are refused unless allowed" t_setid
 run_test "whiteouts and opaque directories hide the layers below" t_whiteouts
 run_test "a blob that is not its digest, an unknown media type" t_digest
-run_test "--image with --rootfs, a missing image, gvisor, vm, moat create" t_refusals
+run_test "--image with --rootfs, a missing image, moat create" t_refusals
+run_test "--isolation gvisor: the image is the system" t_gvisor
+run_test "--isolation vm: the image is the guest's system" t_vm
 run_test "moat does not link libarchive (it is loaded to unpack)" t_libarchive_not_linked
 t_done
