@@ -205,6 +205,17 @@ int moat_image_hash_fd(int fd, uint64_t max, char ret[MOAT_IMAGE_DIGEST_LEN + 1]
 struct moat_image;
 const struct moat_image_config *moat_image_config_of(const struct moat_image *img);
 char *const *moat_image_top_dirs(const struct moat_image *img, unsigned *ret_n);
+/* A hold on the cached image whose tree is root (".../<hex>/rootfs", as
+ * moat_image_root() gives it): its directory, locked shared (moat gc leaves
+ * it), for a process that outlives the one that opened the image (the
+ * session supervisor of moat create). Taken while the opener still holds
+ * its own, so the tree cannot go in between. An fd, or -errno. */
+int moat_image_hold(const char *root);
+/* The opened image of src (its cached root, digest and top directories,
+ * which a policy's JSON does not carry) into dst, for a copy of a policy
+ * made through its JSON (moat serve). 0 or -ENOMEM. */
+struct moat_policy;
+int moat_policy_image_copy(struct moat_policy *dst, const struct moat_policy *src);
 /* The cache directory: $XDG_CACHE_HOME/moat/images, else root's
  * /var/cache/moat/images, else ~/.cache/moat/images. Caller frees. */
 int moat_image_cache_dir(char **ret);

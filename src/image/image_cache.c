@@ -556,6 +556,25 @@ out:
 	return k < 0 ? k : 0;
 }
 
+int moat_image_hold(const char *root)
+{
+	char dir[PATH_MAX];
+	size_t n = strlen(root);
+	if (n < 8 || n >= sizeof(dir) || strcmp(root + n - 7, "/rootfs") != 0)
+		return -EINVAL;
+	memcpy(dir, root, n - 7);
+	dir[n - 7] = 0;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	if (flock(fd, LOCK_SH) < 0 || faccessat(fd, "config.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 const char *moat_image_digest(const struct moat_image *img)
 {
 	return img->digest;

@@ -350,11 +350,63 @@ t_refusals() {
 	out=$(mrun --image "$T_OUT/missing" -- /bin/true 2>&1) || rc=$?
 	assert_eq 2 "$rc" "a missing image ($out)"
 	assert_contains "$out" "--image $T_OUT/missing: No such file"
-	# a command that does not open images refuses the key (fail closed)
-	rc=0
-	out=$(timeout 30 "$MOAT" create --image "$T_OUT/lay" 2>&1) || rc=$?
-	[ "$rc" -ne 0 ] || fail "moat create --image started a sandbox without the image: $out"
-	assert_contains "$out" "does not take --image"
+}
+
+# moat create, moat serve and moat mcp take --image: the image's tree and
+# config are the sandbox's, and the image is held while they run (moat gc
+# leaves it; control: once they are gone, gc removes it). Before, each
+# refused the key (125).
+t_commands() {
+	fresh_cache commands
+	local out id
+	image "$T_OUT/lay" "$ROOT" >/dev/null
+	id=$(timeout 60 "$MOAT" create --image "$T_OUT/lay" 2>"$T_OUT/create.err") ||
+		fail "moat create --image: $(cat "$T_OUT/create.err")"
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(timeout 30 "$MOAT" exec "$id" -- /bin/sh -c 'echo $GREETING; id -u; pwd
+		cat /srv/data/hello.txt')
+	assert_eq "hi
+1234
+/srv
+from the image" "$out" "moat exec in a sandbox of moat create --image"
+	out=$("$MOAT" gc 2>&1)
+	assert_contains "$out" "images: 0 unused removed, 1 in use" "the session holds its image"
+	timeout 30 "$MOAT" rm --quiet "$id" >/dev/null
+	# moat mcp: one run through the run tool
+	# shellcheck disable=SC2016 # expanded inside
+	out=$( (printf '%s\n' \
+		'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+		'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run","arguments":{"argv":["/bin/sh","-c","echo $GREETING; cat /srv/data/hello.txt"]}}}'
+		sleep 5) | timeout 30 "$MOAT" mcp --image "$T_OUT/lay" 2>"$T_OUT/mcp.err" | grep '"id":2' || true)
+	assert_contains "$out" '"stdout":"hi\nfrom the image\n"' "moat mcp --image ($(tail -2 "$T_OUT/mcp.err"))"
+	# moat serve: a sandbox through the API on its unix socket
+	if command -v curl >/dev/null && command -v jq >/dev/null; then
+		local sock="$T_OUT/serve.sock" srv deg=()
+		is_root || deg=(--allow-degraded cgroup)
+		"$MOAT" serve --socket "$sock" ${deg[@]+"${deg[@]}"} --image "$T_OUT/lay" \
+			2>"$T_OUT/serve.err" &
+		srv=$!
+		for _ in $(seq 300); do
+			grep -q "listening on" "$T_OUT/serve.err" 2>/dev/null && break
+			kill -0 "$srv" 2>/dev/null || break
+			sleep 0.1
+		done
+		id=$(curl -s --unix-socket "$sock" -X POST http://moat/v1/sandboxes -d '{}' | jq -r .id)
+		out=$(curl -sN --unix-socket "$sock" "http://moat/v1/sandboxes/$id/exec" \
+			-d '{"argv":["/bin/cat","/srv/data/hello.txt"]}')
+		assert_contains "$out" '"data":"from the image\n"' "moat serve --image ($(tail -2 "$T_OUT/serve.err"))"
+		out=$("$MOAT" gc 2>&1)
+		assert_contains "$out" "1 in use" "moat serve holds its image"
+		curl -s --unix-socket "$sock" -X DELETE "http://moat/v1/sandboxes/$id" >/dev/null
+		kill -TERM "$srv"
+		wait "$srv" || fail "moat serve did not end cleanly: $(tail -3 "$T_OUT/serve.err")"
+	elif [ -n "${MOAT_TEST_STRICT:-}" ]; then
+		fail "curl and jq are needed for the moat serve case"
+	fi
+	# control: nothing holds it now
+	out=$("$MOAT" gc 2>&1)
+	assert_contains "$out" "images: 1 unused removed, 0 in use" "gc once nothing holds it"
 }
 
 # --isolation gvisor: the image's tree is the bundle's system (the busybox
@@ -432,7 +484,8 @@ run_test "hostile layers are refused (each with a control)" t_hostile
 run_test "set-id bits are refused unless allowed" t_setid
 run_test "whiteouts and opaque directories hide the layers below" t_whiteouts
 run_test "a blob that is not its digest, an unknown media type" t_digest
-run_test "--image with --rootfs, a missing image, moat create" t_refusals
+run_test "--image with --rootfs, a missing image" t_refusals
+run_test "moat create, moat serve and moat mcp take --image" t_commands
 run_test "--isolation gvisor: the image is the system" t_gvisor
 run_test "--isolation vm: the image is the guest's system" t_vm
 run_test "moat does not link libarchive (it is loaded to unpack)" t_libarchive_not_linked
