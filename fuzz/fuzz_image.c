@@ -3,8 +3,10 @@
  * unpacked (image/image_json.c) and the rule every tar entry passes
  * (image/image_entry.c). The first byte picks the parser:
  *   0 index.json, 1 a manifest, 2 an image config, 3 docker-archive's
- *   manifest.json, 4.. one tar entry: a flags byte, a type byte, two mode
- *   bytes, then NAME NUL LINK.
+ *   manifest.json, 0xff the confined reader's result as the parent decodes
+ *   it (image/image_read.c: the only image bytes moat itself parses),
+ *   4..0xfe one tar entry: a flags byte, a type byte, two mode bytes, then
+ *   NAME NUL LINK.
  * Invariants: an accepted entry's name is relative, has no "." or ".."
  * component, no empty one, and fits; a refused one says why. */
 #include <stdint.h>
@@ -132,6 +134,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 			moat_image_docker_done(&dk);
 		}
+		break;
+	}
+	case 0xff: {
+		struct moat_image_plan *p = malloc(sizeof(*p));
+		if (p && moat_image_plan_decode(j, n, p, why, sizeof(why)) == 0) {
+			if (!p->n_layers || p->cfg.n_diff_ids != p->n_layers ||
+			    moat_image_digest_check(p->digest) < 0 ||
+			    moat_image_rel_check(p->config_name) < 0)
+				abort();
+			for (size_t i = 0; i < p->cfg.n_env; i++)
+				if (!moat_image_env_ok(p->cfg.env[i]))
+					abort();
+			if (p->cfg.workdir && p->cfg.workdir[0] != '/')
+				abort();
+			for (unsigned i = 0; i < p->n_layers; i++)
+				if (p->docker ? moat_image_rel_check(p->names[i]) < 0
+					      : moat_image_digest_check(p->layers[i].digest) < 0)
+					abort();
+			moat_image_plan_done(p);
+		}
+		free(p);
 		break;
 	}
 	default:

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image/image.h"
 #include "policy/errors.h"
 #include "policy/policy.h"
 #include "api/serve_int.h"
@@ -230,6 +231,11 @@ struct moat_policy *moat_serve_policy_copy(const struct moat_policy *p, struct m
 	/* which limits were asked for (a limit asked for fails closed when it
 	 * cannot be enforced; a default one falls back): not in the JSON */
 	c->limits_set = p->limits_set;
+	/* --image: the tree moat serve opened (and holds), not in the JSON */
+	if (moat_policy_image_copy(c, p) < 0) {
+		moat_error_set(ret_err, "policy", ENOMEM, "cannot copy the policy");
+		return moat_policy_free(c);
+	}
 	return c;
 }
 

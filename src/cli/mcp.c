@@ -33,11 +33,19 @@ int moat_cli_mcp(int argc, char **argv)
 		moat_policy_free(p);
 		return MOAT_EXIT_USAGE;
 	}
+	/* --image: opened here and held (locked) while the server runs */
+	struct moat_image *img = NULL;
+	int ik = moat_cli_image_prepare(&p, argc, argv, 1, "mcp", &img);
+	if (ik < 0) {
+		moat_policy_free(p);
+		return ik == -1 ? MOAT_EXIT_USAGE : MOAT_EXIT_SETUP;
+	}
 	const char *note = moat_workspace_note(p);
 	if (note)
 		fprintf(stderr, "moat mcp: %s\n", note);
 	int k = moat_mcp_serve(p, &err);
 	moat_policy_free(p);
+	moat_image_free(img);
 	if (k < 0) {
 		fprintf(stderr, "moat mcp: not started: %s step: ", err.stage);
 		moat_cli_put_safe(stderr, err.message);

@@ -80,8 +80,17 @@ int moat_cli_serve(int argc, char **argv)
 		moat_cli_print_error(&err);
 		goto usage;
 	}
+	/* --image: opened here and held (locked) while moat serve runs */
+	struct moat_image *img = NULL;
+	int ik = moat_cli_image_prepare(&p, nrest, rest, 1, "serve", &img);
+	if (ik < 0) {
+		moat_policy_free(p);
+		free(rest);
+		return ik == -1 ? MOAT_EXIT_USAGE : MOAT_EXIT_SETUP;
+	}
 	int k = moat_serve(p, &o, &err);
 	moat_policy_free(p);
+	moat_image_free(img);
 	free(rest);
 	if (k < 0) {
 		fprintf(stderr, "moat serve: not started: %s step: ", err.stage);

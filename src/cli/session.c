@@ -156,11 +156,21 @@ int moat_cli_create(int argc, char **argv)
 		free(rest);
 		return MOAT_EXIT_USAGE;
 	}
-	free(rest);
 	if (moat_policy_validate(p, &err) < 0) {
 		moat_cli_print_error(&err);
 		moat_policy_free(p);
+		free(rest);
 		return MOAT_EXIT_USAGE;
+	}
+	/* --image: opened (verified, unpacked) here, its Env, WorkingDir and
+	 * User the defaults; the session's supervisor takes its own hold on
+	 * the cached tree before this one is let go */
+	struct moat_image *img = NULL;
+	int ik = moat_cli_image_prepare(&p, nrest, rest, 1, "create", &img);
+	free(rest);
+	if (ik < 0) {
+		moat_policy_free(p);
+		return ik == -1 ? MOAT_EXIT_USAGE : MOAT_EXIT_SETUP;
 	}
 	const char *note = moat_workspace_note(p);
 	if (note)
@@ -168,6 +178,7 @@ int moat_cli_create(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int k = moat_session_create(p, &o, id, &err);
 	moat_policy_free(p);
+	moat_image_free(img);
 	if (k < 0) {
 		if (strcmp(err.stage, "usage") == 0 || strcmp(err.stage, "policy") == 0) {
 			moat_cli_print_error(&err);

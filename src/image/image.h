@@ -15,6 +15,9 @@
  *                   under seccomp, reads a tar with libarchive and applies it
  *                   (whiteouts first, then the entries) beneath the tree
  *                   without following any symlink
+ *   image_read.c    the reader: a child confined like the unpacker,
+ *                   chrooted into the layout, read-only, that parses the
+ *                   JSON and sends the parent a fixed-format plan
  *   image_cache.c   the cache: one directory per image digest, unpacked in
  *                   a private staging directory and renamed into place; a
  *                   shared lock on it while a sandbox uses it; moat_image_open()
@@ -154,6 +157,45 @@ int moat_image_unpack(int blob_fd, int root_fd, const char *expect_digest, uint6
 		      unsigned flags, uint64_t *bytes, uint64_t bytes_max, uint64_t *entries,
 		      uint64_t entries_max, char *why, size_t whylen);
 
+/* The first steps of a confined child of the image code (the unpacker, the
+ * reader): parent-death SIGKILL; unprivileged, a user namespace mapping
+ * only the caller; chroot into root_fd (closed); no capability in any set,
+ * no_new_privs. The caller loads its seccomp filter next. 0 or -errno,
+ * *ret_step naming the step that failed. Between fork and the child's work:
+ * no allocation. */
+int moat_image_confine_child(int root_fd, const char **ret_step);
+
+/* ---- the confined reader (image_read.c) ---- */
+/* Everything moat learns from an image's JSON (index.json, the manifest,
+ * the config; a docker-archive's manifest.json), read and parsed by a
+ * confined child (chrooted into the layout, read-only, no capability, under
+ * seccomp) and handed to the parent in a fixed format the parent decodes
+ * and checks again (moat_image_plan_decode: the only image bytes the parent
+ * parses). */
+#define MOAT_IMAGE_PLAN_MAX (MOAT_IMAGE_JSON_MAX + (1u << 20))
+struct moat_image_plan {
+	char digest[MOAT_IMAGE_DIGEST_LEN + 1]; /* the manifest's, or a docker config's */
+	bool docker; /* layers by name (docker-archive), else by digest */
+	char config_name[MOAT_IMAGE_PATH_MAX + 1]; /* in the layout */
+	char config_digest[MOAT_IMAGE_DIGEST_LEN + 1];
+	uint64_t config_size;
+	unsigned n_layers;
+	struct moat_image_desc layers[MOAT_IMAGE_LAYERS_MAX]; /* OCI */
+	char *names[MOAT_IMAGE_LAYERS_MAX]; /* docker-archive */
+	struct moat_image_config cfg;
+};
+void moat_image_plan_done(struct moat_image_plan *p);
+/* The child's result (buf, len) into *ret: 0; a refusal the child sent:
+ * its errno (negative) with why; a result that breaks a rule: -EBADMSG
+ * with why. Pure (fuzzed). */
+int moat_image_plan_decode(const char *buf, size_t len, struct moat_image_plan *ret, char *why,
+			   size_t whylen);
+/* Runs the reader on the layout directory layout_fd: 0 and *ret (to
+ * moat_image_plan_done), or -errno with why. */
+int moat_image_read(int layout_fd, struct moat_image_plan *ret, char *why, size_t whylen);
+/* NAME=VALUE with a NAME of [A-Za-z_][A-Za-z0-9_]*: true. */
+bool moat_image_env_ok(const char *e);
+
 /* The sha256 of everything fd holds from offset 0 ("sha256:<hex>") and its
  * length; at most max bytes (-EFBIG past it). */
 int moat_image_hash_fd(int fd, uint64_t max, char ret[MOAT_IMAGE_DIGEST_LEN + 1],
@@ -163,6 +205,17 @@ int moat_image_hash_fd(int fd, uint64_t max, char ret[MOAT_IMAGE_DIGEST_LEN + 1]
 struct moat_image;
 const struct moat_image_config *moat_image_config_of(const struct moat_image *img);
 char *const *moat_image_top_dirs(const struct moat_image *img, unsigned *ret_n);
+/* A hold on the cached image whose tree is root (".../<hex>/rootfs", as
+ * moat_image_root() gives it): its directory, locked shared (moat gc leaves
+ * it), for a process that outlives the one that opened the image (the
+ * session supervisor of moat create). Taken while the opener still holds
+ * its own, so the tree cannot go in between. An fd, or -errno. */
+int moat_image_hold(const char *root);
+/* The opened image of src (its cached root, digest and top directories,
+ * which a policy's JSON does not carry) into dst, for a copy of a policy
+ * made through its JSON (moat serve). 0 or -ENOMEM. */
+struct moat_policy;
+int moat_policy_image_copy(struct moat_policy *dst, const struct moat_policy *src);
 /* The cache directory: $XDG_CACHE_HOME/moat/images, else root's
  * /var/cache/moat/images, else ~/.cache/moat/images. Caller frees. */
 int moat_image_cache_dir(char **ret);

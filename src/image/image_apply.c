@@ -178,3 +178,26 @@ int moat_policy_image_defaults(struct moat_policy *p, const struct moat_image *i
 		return apply_user(p, p->image_root, c->user, err);
 	return 0;
 }
+
+int moat_policy_image_copy(struct moat_policy *dst, const struct moat_policy *src)
+{
+	if (!src->image_root)
+		return 0;
+	free(dst->image_root);
+	free(dst->image_digest);
+	moat_policy_strv_free(dst->image_dirs, dst->n_image_dirs);
+	dst->image_dirs = NULL;
+	dst->n_image_dirs = 0;
+	dst->image_root = strdup(src->image_root);
+	dst->image_digest = src->image_digest ? strdup(src->image_digest) : NULL;
+	if (!dst->image_root || (src->image_digest && !dst->image_digest))
+		return -ENOMEM;
+	if (src->n_image_dirs && !(dst->image_dirs = calloc(src->n_image_dirs, sizeof(char *))))
+		return -ENOMEM;
+	for (unsigned i = 0; i < src->n_image_dirs; i++) {
+		if (!(dst->image_dirs[i] = strdup(src->image_dirs[i])))
+			return -ENOMEM;
+		dst->n_image_dirs++;
+	}
+	return 0;
+}

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <nettle/sha2.h>
+
 #include "image/image.h"
 #include "moat/moat.h"
 #include "policy/errors.h"
@@ -97,39 +99,6 @@ static int open_cache(const char *path, struct moat_error *err)
 	return fd;
 }
 
-/* A file of at most max bytes beneath dfd (no symlink on the way). */
-static int read_at(int dfd, const char *name, size_t max, char **ret, size_t *ret_len,
-		   struct moat_error *err)
-{
-	_cleanup_close_ int fd = (int)moat_openat2(dfd, name, O_RDONLY | O_CLOEXEC, 0, RES);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return moat_error_set(err, STAGE, errno, "%s: %s", name, strerror(errno));
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
-		return moat_error_set(err, STAGE, EFBIG, "%s: not a file of at most %zu bytes",
-				      name, max);
-	char *b = malloc((size_t)st.st_size + 1);
-	size_t len = 0;
-	if (!b)
-		return moat_error_set(err, STAGE, ENOMEM, "out of memory");
-	while (len <= (size_t)st.st_size) {
-		ssize_t n = read(fd, b + len, (size_t)st.st_size + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len != (size_t)st.st_size) {
-		free(b);
-		return moat_error_set(err, STAGE, EIO, "%s: changed while read", name);
-	}
-	b[len] = 0;
-	*ret = b;
-	*ret_len = len;
-	return 0;
-}
-
 /* A blob of the layout, its size and digest checked: an fd. */
 static int open_blob(int layout, const struct moat_image_desc *d, const char *what,
 		     struct moat_error *err)
@@ -160,26 +129,36 @@ static int open_blob(int layout, const struct moat_image_desc *d, const char *wh
 	return fd;
 }
 
-static int read_blob(int layout, const struct moat_image_desc *d, const char *what, char **ret,
-		     size_t *ret_len, struct moat_error *err)
+/* The file name of the layout, its digest and size checked (d): its bytes
+ * (a copy, not parsed). */
+static int read_verified(int layout, const char *name, const struct moat_image_desc *d,
+			 const char *what, char **ret, size_t *ret_len, struct moat_error *err)
 {
+	char got[MOAT_IMAGE_DIGEST_LEN + 1];
+	uint64_t n;
 	if (d->size > MOAT_IMAGE_JSON_MAX)
 		return moat_error_set(err, STAGE, EFBIG, "%s: over %u bytes", what,
 				      MOAT_IMAGE_JSON_MAX);
-	_cleanup_close_ int fd = open_blob(layout, d, what, err);
-	if (fd < 0)
-		return fd;
+	_cleanup_close_ int fd = (int)moat_openat2(layout, name, O_RDONLY | O_CLOEXEC, 0, RES);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return moat_error_set(err, STAGE, errno, "%s: %s", what, strerror(errno));
+	if (!S_ISREG(st.st_mode) || moat_image_hash_fd(fd, MOAT_IMAGE_JSON_MAX, got, &n) < 0 ||
+	    !streq(got, d->digest) || n != d->size)
+		return moat_error_set(err, STAGE, EBADMSG,
+				      "%s: not the file of digest %s, %llu bytes: refused", what,
+				      d->digest, (unsigned long long)d->size);
 	char *b = malloc(d->size + 1);
 	if (!b)
 		return moat_error_set(err, STAGE, ENOMEM, "out of memory");
 	size_t len = 0;
 	while (len < d->size) {
-		ssize_t n = pread(fd, b + len, d->size - len, (off_t)len);
-		if (n < 0 && errno == EINTR)
+		ssize_t m = pread(fd, b + len, d->size - len, (off_t)len);
+		if (m < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (m <= 0)
 			break;
-		len += (size_t)n;
+		len += (size_t)m;
 	}
 	if (len != d->size) {
 		free(b);
@@ -219,102 +198,55 @@ static void plan_done(struct plan *pl)
 	pl->n = pl->n_layers = 0;
 }
 
-static int plan_oci(int layout, struct plan *pl, struct moat_image_config *cfg,
-		    struct moat_error *err)
+/* The image's JSON read and parsed by the confined reader (image_read.c):
+ * the parent gets a checked plan and never parses the JSON itself. What it
+ * keeps of the reader's word it checks: the config file hashes to the
+ * digest named (and is copied into the cache as bytes, not parsed), every
+ * layer hashes to its digest when it is unpacked (open_layers), and the
+ * cache key is computed here from those digests and the unpack flags, so
+ * that a reader that lied could not name another image's cache entry. */
+static int plan_read(int layout, struct plan *pl, struct moat_image_config *cfg, unsigned uflags,
+		     char ret_digest[MOAT_IMAGE_DIGEST_LEN + 1], struct moat_error *err)
 {
-	_cleanup_free_ char *json = NULL;
-	size_t len;
-	char why[400];
-	struct moat_image_desc d;
-	int k = read_at(layout, "index.json", MOAT_IMAGE_JSON_MAX, &json, &len, err);
-	if (k < 0)
-		return k;
-	if ((k = moat_image_parse_index(json, len, &d, why, sizeof(why))) < 0)
-		return moat_error_set(err, STAGE, -k, "%s", why);
-	if (d.is_index) { /* one level down, no further */
-		free(json);
-		json = NULL;
-		if ((k = read_blob(layout, &d, "index", &json, &len, err)) < 0)
-			return k;
-		if ((k = moat_image_parse_index(json, len, &d, why, sizeof(why))) < 0)
-			return moat_error_set(err, STAGE, -k, "nested %s", why);
-		if (d.is_index)
-			return moat_error_set(err, STAGE, EINVAL,
-					      "index: an index in an index in index.json: refused");
-	}
-	memcpy(pl->key, d.digest, sizeof(pl->key));
-	free(json);
-	json = NULL;
-	struct moat_image_manifest *m = calloc(1, sizeof(*m));
-	if (!m)
+	char why[700];
+	struct moat_image_plan *p = calloc(1, sizeof(*p));
+	if (!p)
 		return moat_error_set(err, STAGE, ENOMEM, "out of memory");
-	if ((k = read_blob(layout, &d, "manifest", &json, &len, err)) < 0)
-		goto out;
-	if ((k = moat_image_parse_manifest(json, len, m, why, sizeof(why))) < 0) {
+	int k = moat_image_read(layout, p, why, sizeof(why));
+	if (k < 0) {
 		k = moat_error_set(err, STAGE, -k, "%s", why);
-		goto out;
-	}
-	if ((k = read_blob(layout, &m->config, "config", &pl->config, &pl->config_len, err)) < 0)
-		goto out;
-	if ((k = moat_image_parse_config(pl->config, pl->config_len, cfg, why, sizeof(why))) < 0) {
-		k = moat_error_set(err, STAGE, -k, "%s", why);
-		goto out;
-	}
-	if (cfg->n_diff_ids != m->n_layers) {
-		k = moat_error_set(err, STAGE, EINVAL,
-				   "config: %u diff_ids for %u layers in the manifest",
-				   cfg->n_diff_ids, m->n_layers);
-		goto out;
-	}
-	memcpy(pl->descs, m->layers, sizeof(m->layers[0]) * m->n_layers);
-	pl->n_layers = m->n_layers;
-out:
-	free(m);
-	return k;
-}
-
-static int plan_docker(int layout, struct plan *pl, struct moat_image_config *cfg,
-		       struct moat_error *err)
-{
-	_cleanup_free_ char *json = NULL;
-	size_t len;
-	char why[400];
-	uint64_t n;
-	struct moat_image_docker dk;
-	int k = read_at(layout, "manifest.json", MOAT_IMAGE_JSON_MAX, &json, &len, err);
-	if (k < 0)
+		free(p);
 		return k;
-	if ((k = moat_image_parse_docker(json, len, &dk, why, sizeof(why))) < 0)
-		return moat_error_set(err, STAGE, -k, "%s", why);
-	if ((k = read_at(layout, dk.config, MOAT_IMAGE_JSON_MAX, &pl->config, &pl->config_len,
-			 err)) < 0)
+	}
+	struct moat_image_desc cd = {.size = p->config_size};
+	memcpy(cd.digest, p->config_digest, sizeof(cd.digest));
+	if ((k = read_verified(layout, p->config_name, &cd, "config", &pl->config, &pl->config_len,
+			       err)) < 0)
 		goto out;
-	/* the config's own digest names the image; its diff_ids pin the layers */
-	{
-		_cleanup_close_ int fd =
-			(int)moat_openat2(layout, dk.config, O_RDONLY | O_CLOEXEC, 0, RES);
-		if (fd < 0 || moat_image_hash_fd(fd, MOAT_IMAGE_JSON_MAX, pl->key, &n) < 0 ||
-		    n != pl->config_len) {
-			k = moat_error_set(err, STAGE, EIO, "%s: cannot hash it", dk.config);
-			goto out;
-		}
+	struct sha256_ctx sha;
+	unsigned char md[SHA256_DIGEST_SIZE], fl = (unsigned char)uflags;
+	sha256_init(&sha);
+	sha256_update(&sha, 20, (const uint8_t *)"moat image cache v1");
+	sha256_update(&sha, 1, &fl);
+	sha256_update(&sha, MOAT_IMAGE_DIGEST_LEN, (const uint8_t *)p->config_digest);
+	for (unsigned i = 0; i < p->n_layers; i++) {
+		/* docker-archive: the layer is its diff_id, checked on it */
+		const char *d = p->docker ? p->cfg.diff_ids[i] : p->layers[i].digest;
+		sha256_update(&sha, MOAT_IMAGE_DIGEST_LEN, (const uint8_t *)d);
+		pl->descs[i] = p->layers[i];
+		pl->names[i] = TAKE_PTR(p->names[i]);
 	}
-	if ((k = moat_image_parse_config(pl->config, pl->config_len, cfg, why, sizeof(why))) < 0) {
-		k = moat_error_set(err, STAGE, -k, "%s", why);
-		goto out;
-	}
-	if (cfg->n_diff_ids != dk.n_layers) {
-		k = moat_error_set(err, STAGE, EINVAL,
-				   "config: %u diff_ids for %u layers in manifest.json",
-				   cfg->n_diff_ids, dk.n_layers);
-		goto out;
-	}
-	for (unsigned i = 0; i < dk.n_layers; i++) {
-		pl->names[i] = TAKE_PTR(dk.layers[i]);
-		pl->n_layers++;
-	}
+	sha256_digest(&sha, sizeof(md), md);
+	memcpy(pl->key, "sha256:", 7);
+	for (int i = 0; i < 32; i++)
+		snprintf(pl->key + 7 + 2 * i, 3, "%02x", md[i]);
+	pl->n_layers = p->n_layers;
+	memcpy(ret_digest, p->digest, MOAT_IMAGE_DIGEST_LEN + 1);
+	*cfg = p->cfg;
+	memset(&p->cfg, 0, sizeof(p->cfg));
 out:
-	moat_image_docker_done(&dk);
+	moat_image_plan_done(p);
+	free(p);
 	return k;
 }
 
@@ -575,19 +507,8 @@ int moat_image_open(const char *path, unsigned flags, struct moat_image **ret,
 				   path);
 		goto out;
 	}
-	if (faccessat(layout, "index.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    faccessat(layout, "oci-layout", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		k = plan_oci(layout, &pl, &img->cfg, err);
-	else if (faccessat(layout, "manifest.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-		k = plan_docker(layout, &pl, &img->cfg, err);
-	else
-		k = moat_error_set(err, STAGE, EINVAL,
-				   "--image %s: neither an OCI layout (oci-layout, index.json) nor "
-				   "a docker-archive (manifest.json)",
-				   path);
-	if (k < 0)
+	if ((k = plan_read(layout, &pl, &img->cfg, uflags, img->digest, err)) < 0)
 		goto out;
-	memcpy(img->digest, pl.key, sizeof(img->digest));
 
 	for (int tries = 0;; tries++) {
 		int fd = take(cache, pl.key + 7);
@@ -633,6 +554,25 @@ out:
 	else
 		*ret = img;
 	return k < 0 ? k : 0;
+}
+
+int moat_image_hold(const char *root)
+{
+	char dir[PATH_MAX];
+	size_t n = strlen(root);
+	if (n < 8 || n >= sizeof(dir) || strcmp(root + n - 7, "/rootfs") != 0)
+		return -EINVAL;
+	memcpy(dir, root, n - 7);
+	dir[n - 7] = 0;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return negerrno();
+	if (flock(fd, LOCK_SH) < 0 || faccessat(fd, "config.json", F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
 }
 
 const char *moat_image_digest(const struct moat_image *img)

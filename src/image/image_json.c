@@ -381,7 +381,7 @@ static int str(json_t *s, const char *what, char **ret, char *why, size_t whylen
 	return (*ret = strdup(json_string_value(s))) ? 0 : -ENOMEM;
 }
 
-static bool env_ok(const char *e)
+bool moat_image_env_ok(const char *e)
 {
 	size_t n = strcspn(e, "=");
 	if (!e[n] || n == 0)
@@ -447,7 +447,7 @@ int moat_image_parse_config(const char *json, size_t len, struct moat_image_conf
 	    (k = str(json_object_get(c, "User"), "User", &ret->user, why, whylen)) < 0)
 		goto out;
 	for (i = 0; i < ret->n_env; i++)
-		if (!env_ok(ret->env[i])) {
+		if (!moat_image_env_ok(ret->env[i])) {
 			k = fail(EINVAL, why, whylen, "config: Env[%zu]: not NAME=VALUE", i);
 			goto out;
 		}

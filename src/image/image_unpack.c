@@ -523,6 +523,33 @@ static int write_map(const char *file, unsigned id)
 	return 0;
 }
 
+int moat_image_confine_child(int root_fd, const char **ret_step)
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	int k = 0;
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (uid != 0) {
+		/* chroot needs CAP_SYS_CHROOT: a user namespace of one uid */
+		*ret_step = "user namespace";
+		if (unshare(CLONE_NEWUSER) < 0 || write_map("/proc/self/setgroups", 0) < 0 ||
+		    write_map("/proc/self/uid_map", uid) < 0 ||
+		    write_map("/proc/self/gid_map", gid) < 0)
+			k = negerrno();
+	}
+	if (k >= 0) {
+		*ret_step = "chroot";
+		if (fchdir(root_fd) < 0 || chroot(".") < 0 || chdir("/") < 0)
+			k = negerrno();
+	}
+	close(root_fd);
+	if (k >= 0) {
+		*ret_step = "capabilities";
+		k = drop_caps();
+	}
+	return k;
+}
+
 /* Everything up to the seccomp filter; then the passes. */
 _Noreturn static void child(unsigned flags, const char *expect, uint64_t expect_size,
 			    uint64_t bytes_max, uint64_t entries_max)
@@ -530,29 +557,7 @@ _Noreturn static void child(unsigned flags, const char *expect, uint64_t expect_
 	static struct unpacker u;
 	char msg[600];
 	const char *step = "confine";
-	int k = 0;
-	uid_t uid = getuid();
-	gid_t gid = getgid();
-
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (uid != 0) {
-		/* chroot needs CAP_SYS_CHROOT: a user namespace of one uid */
-		step = "user namespace";
-		if (unshare(CLONE_NEWUSER) < 0 || write_map("/proc/self/setgroups", 0) < 0 ||
-		    write_map("/proc/self/uid_map", uid) < 0 ||
-		    write_map("/proc/self/gid_map", gid) < 0)
-			k = negerrno();
-	}
-	if (k >= 0) {
-		step = "chroot";
-		if (fchdir(ROOT_FD) < 0 || chroot(".") < 0 || chdir("/") < 0)
-			k = negerrno();
-		close(ROOT_FD);
-	}
-	if (k >= 0) {
-		step = "capabilities";
-		k = drop_caps();
-	}
+	int k = moat_image_confine_child(ROOT_FD, &step);
 	if (k >= 0) {
 		static const int extra[] = {
 			SCMP_SYS(openat),	SCMP_SYS(openat2),   SCMP_SYS(mkdirat),

@@ -23,6 +23,8 @@
  * namespace where it is root and runsc runs with --rootless.
  */
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <linux/openat2.h>
 #include <linux/sched.h>
 #include <poll.h>
@@ -60,13 +62,49 @@ struct moat_gv_run {
 	char runsc[64];
 	char id[64]; /* runsc's container id */
 	bool rootless;
-	int srcfd[MOAT_PLAN_MAX_STEPS + 1]; /* the supervisor's opened sources; [EXE]: moat */
+	/* the supervisor's opened sources; [EXE]: moat, [LIB]: the loader's directory */
+	int srcfd[MOAT_PLAN_MAX_STEPS + 2];
 	char exe[MOAT_MAX_PATH]; /* moat's executable, resolved */
+	char libdir[MOAT_MAX_PATH]; /* the host loader's directory (a sysroot only), resolved */
 	int log_fd;
 	struct moat_gv_bundle b;
 	struct moat_gvt_sup *trace; /* exec records (backend_gvisor_trace.c), or NULL */
 	char trace_conf[160]; /* its pod-init config, "" without */
 };
+
+/* The directory of the host's dynamic loader (moat's own PT_INTERP,
+ * resolved: /usr/lib/x86_64-linux-gnu on Debian, where libc.so.6 is too)
+ * and the loader's name in it. */
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_INTERP) {
+			*(const char **)data =
+				(const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+			break;
+		}
+	return 1; /* the first object is the executable */
+}
+
+static int host_loader(char *dir, size_t dirlen, char *name, size_t namelen)
+{
+	const char *interp = NULL;
+	char real[PATH_MAX];
+	dl_iterate_phdr(phdr_cb, &interp);
+	if (!interp || interp[0] != '/')
+		return -ENOENT;
+	if (!realpath(interp, real))
+		return negerrno();
+	char *slash = strrchr(real, '/');
+	if (!slash || slash == real || (size_t)(slash - real) >= dirlen ||
+	    strlen(slash + 1) >= namelen)
+		return -ENAMETOOLONG;
+	snprintf(name, namelen, "%s", slash + 1);
+	*slash = 0;
+	snprintf(dir, dirlen, "%s", real);
+	return 0;
+}
 
 static const char *find_runsc(void)
 {
@@ -82,7 +120,7 @@ static void gv_free(struct moat_gv_run *g)
 {
 	if (!g)
 		return;
-	for (unsigned i = 0; i <= MOAT_PLAN_MAX_STEPS; i++)
+	for (unsigned i = 0; i <= MOAT_GV_LIB_STEP; i++)
 		safe_close(g->srcfd[i]);
 	safe_close(g->log_fd);
 	moat_gvt_free(g->trace);
@@ -113,7 +151,7 @@ static int gv_prepare(struct moat_run *r)
 	if (!g)
 		return -ENOMEM;
 	g->dirfd = g->log_fd = -1;
-	for (unsigned i = 0; i <= MOAT_PLAN_MAX_STEPS; i++)
+	for (unsigned i = 0; i <= MOAT_GV_LIB_STEP; i++)
 		g->srcfd[i] = -1;
 	r->gv = g;
 	snprintf(g->runsc, sizeof(g->runsc), "%s", runsc);
@@ -163,14 +201,15 @@ static bool same_file(int a, int b)
  * supervisor's detached idmapped tree) as a mount tree to attach. */
 static int hold_tree(struct moat_run *r, unsigned i, bool recursive)
 {
-	const struct moat_step *s = &r->plan->steps[i];
+	const struct moat_step *s = i < MOAT_PLAN_MAX_STEPS ? &r->plan->steps[i] : NULL;
 	struct moat_gv_run *g = r->gv;
 	int w = r->sb.setup_w;
 	if (i < MOAT_PLAN_MAX_STEPS && r->sb.premounted[i] >= 0)
 		return r->sb.premounted[i];
 	int fd;
-	if (i == MOAT_GV_EXE_STEP)
-		fd = (int)moat_openat2(AT_FDCWD, g->exe, O_PATH | O_CLOEXEC, 0,
+	if (i == MOAT_GV_EXE_STEP || i == MOAT_GV_LIB_STEP)
+		fd = (int)moat_openat2(AT_FDCWD, i == MOAT_GV_EXE_STEP ? g->exe : g->libdir,
+				       O_PATH | O_CLOEXEC, 0,
 				       RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	else
 		fd = moat_sandbox_open_source(s, r->sb.user_path[i], r->sb.rootfs_fd,
@@ -179,13 +218,19 @@ static int hold_tree(struct moat_run *r, unsigned i, bool recursive)
 		errno = fd < 0 ? -fd : EXDEV;
 		hold_die(w, MOAT_STAGE_MOUNT, i < MOAT_PLAN_MAX_STEPS ? (int)i : -1,
 			 "%s changed since moat resolved it",
-			 i == MOAT_GV_EXE_STEP ? g->exe : s->src);
+			 i == MOAT_GV_EXE_STEP		 ? g->exe
+				 : i == MOAT_GV_LIB_STEP ? g->libdir
+							 : s->src);
 	}
 	int tree = (int)open_tree(fd, "",
 				  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
 					  (recursive ? AT_RECURSIVE : 0));
 	if (tree < 0)
-		hold_die(w, MOAT_STAGE_MOUNT, (int)i, "cannot clone the mount of %s", s->src);
+		hold_die(w, MOAT_STAGE_MOUNT, i < MOAT_PLAN_MAX_STEPS ? (int)i : -1,
+			 "cannot clone the mount of %s",
+			 i == MOAT_GV_EXE_STEP		 ? g->exe
+				 : i == MOAT_GV_LIB_STEP ? g->libdir
+							 : s->src);
 	close(fd);
 	return tree;
 }
@@ -201,11 +246,12 @@ static void hold_attach(struct moat_run *r, unsigned i, int tree, bool ro)
 	 * (the bundle writer checked it; checked again here) */
 	int to = r->gv->dirfd, mp = -1;
 	const char *where = at;
-	bool exe = i == MOAT_GV_EXE_STEP;
+	bool exe = i == MOAT_GV_EXE_STEP || i == MOAT_GV_LIB_STEP;
+	const char *inside = i == MOAT_GV_LIB_STEP ? MOAT_GV_LIB : MOAT_GV_INIT;
 	if (exe ? r->gv->b.exe_rootbind : r->gv->b.src[i] == MOAT_GV_ROOTBIND) {
 		char rel[MOAT_MAX_PATH + 8];
 		snprintf(rel, sizeof(rel), MOAT_GV_ROOT "%s",
-			 exe ? MOAT_GV_INIT : r->plan->steps[i].dest);
+			 exe ? inside : r->plan->steps[i].dest);
 		mp = (int)moat_openat2(r->gv->dirfd, rel, O_PATH | O_CLOEXEC, 0,
 				       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					       RESOLVE_NO_MAGICLINKS);
@@ -213,7 +259,7 @@ static void hold_attach(struct moat_run *r, unsigned i, int tree, bool ro)
 			errno = -mp;
 			hold_die(w, MOAT_STAGE_MOUNT, exe ? -1 : (int)i,
 				 "the mount point %s changed",
-				 exe ? MOAT_GV_INIT : r->plan->steps[i].dest);
+				 exe ? inside : r->plan->steps[i].dest);
 		}
 		to = mp;
 		where = "";
@@ -222,7 +268,7 @@ static void hold_attach(struct moat_run *r, unsigned i, int tree, bool ro)
 	    move_mount(tree, "", to, where,
 		       MOVE_MOUNT_F_EMPTY_PATH | (mp >= 0 ? MOVE_MOUNT_T_EMPTY_PATH : 0)) < 0)
 		hold_die(w, MOAT_STAGE_MOUNT, exe ? -1 : (int)i, "cannot mount %s in the bundle",
-			 exe				 ? r->gv->exe
+			 exe ? (i == MOAT_GV_LIB_STEP ? r->gv->libdir : r->gv->exe)
 				 : r->plan->steps[i].src ? r->plan->steps[i].src
 							 : r->plan->steps[i].dest);
 	if (mp >= 0)
@@ -309,6 +355,17 @@ static _Noreturn void holder(struct moat_run *r)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "the bundle %s changed", g->dir);
 	close(g->dirfd);
 	g->dirfd = dirfd;
+	/* --rootfs (or --image's tree) as this mount namespace sees it: a
+	 * source opened beneath the supervisor's fd is a mount of the host's
+	 * namespace, which open_tree(OPEN_TREE_CLONE) refuses (EINVAL) here;
+	 * opened again by its symlink-free path, and the same directory, as
+	 * the process level does (sandbox.c open_sources) */
+	int rk = moat_sandbox_rootfs_here(sb);
+	if (rk < 0) {
+		errno = -rk;
+		hold_die(w, MOAT_STAGE_MOUNT, -1, "--rootfs %s: %s", sb->rootfs_path,
+			 rk == -EXDEV ? "changed while moat started (refused)" : "cannot open it");
+	}
 	/* the capture rules and listeners, as at the process level (hook_net.c) */
 	if (moat_hook_network(sb) < 0 || moat_hook_network_join(sb) < 0)
 		hold_die(w, MOAT_STAGE_NETWORK, -1, "network setup failed");
@@ -330,6 +387,8 @@ static _Noreturn void holder(struct moat_run *r)
 		}
 	}
 	hold_attach(r, MOAT_GV_EXE_STEP, hold_tree(r, MOAT_GV_EXE_STEP, false), true);
+	if (g->libdir[0])
+		hold_attach(r, MOAT_GV_LIB_STEP, hold_tree(r, MOAT_GV_LIB_STEP, false), true);
 
 	/* runsc: its stdin is the control channel (the init's), stdout
 	 * nothing, stderr its log; nothing else of the supervisor's */
@@ -522,6 +581,23 @@ static int gv_start(struct moat_run *r)
 	if (g->srcfd[MOAT_GV_EXE_STEP] < 0)
 		return moat_error_set(r->err, "isolation", errno,
 				      "cannot open moat's executable %s", g->exe);
+	if (pl->sysroot && pl->sysroot[0]) {
+		if ((k = host_loader(g->libdir, sizeof(g->libdir), g->b.loader,
+				     sizeof(g->b.loader))) < 0)
+			return moat_error_set(
+				r->err, "isolation", -k,
+				"isolation gvisor with a system tree of its own "
+				"(--rootfs, --image): cannot find the host's loader for "
+				"moat's init: %s",
+				strerror(-k));
+		g->srcfd[MOAT_GV_LIB_STEP] =
+			(int)moat_openat2(AT_FDCWD, g->libdir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+					  RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+		if (g->srcfd[MOAT_GV_LIB_STEP] < 0)
+			return moat_error_set(r->err, "isolation", errno,
+					      "cannot open the host loader's directory %s",
+					      g->libdir);
+	}
 	/* the rlimits of the plan; without a cgroup (--allow-degraded cgroup)
 	 * the memory and pids limits as RLIMIT_AS and RLIMIT_NPROC, as at the
 	 * process level */

@@ -19,6 +19,12 @@
 #define MOAT_GV_LOG "runsc.log" /* runsc's own stderr */
 #define MOAT_GV_EXE_STEP MOAT_PLAN_MAX_STEPS /* m/<this>: moat's executable */
 #define MOAT_GV_INIT "/.moat/init" /* where it is inside */
+/* With --rootfs or --image the container's /usr is not the host's, and
+ * moat's init needs the host's loader and libc: the directory of the
+ * host's loader (PT_INTERP), read-only at /.moat/lib, and the init run
+ * through that loader (--library-path /.moat/lib). */
+#define MOAT_GV_LIB_STEP (MOAT_PLAN_MAX_STEPS + 1) /* m/<this>: the loader's directory */
+#define MOAT_GV_LIB "/.moat/lib"
 
 /* What the holder mounts at m/<i> (per plan step). */
 enum moat_gv_src {
@@ -38,6 +44,9 @@ struct moat_gv_bundle {
 	 * root's own connection instead of a mount of its own in gVisor. */
 	bool rootbind_ok[MOAT_PLAN_MAX_STEPS];
 	bool exe_rootbind; /* moat's executable onto root/.moat/init likewise */
+	/* the host loader's file name in its directory (bound at
+	 * MOAT_GV_LIB): set by the caller when the plan has a sysroot, "" else */
+	char loader[64];
 	mode_t type[MOAT_PLAN_MAX_STEPS]; /* S_IFDIR / S_IFREG of what m/<i> holds */
 };
 

@@ -304,11 +304,18 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 		}
 	}
 	/* moat's own executable: the init that serves the control channel */
-	if ((k = mountpoint(rootfd, MOAT_GV_INIT, false)) < 0) {
+	if ((k = mountpoint(rootfd, MOAT_GV_INIT, false)) < 0 ||
+	    (b->loader[0] && (k = mountpoint(rootfd, MOAT_GV_LIB, true)) < 0)) {
 		json_decref(mounts);
 		snprintf(why, whylen, "cannot prepare %s: %s", MOAT_GV_INIT, strerror(-k));
 		return k;
 	}
+	/* a system tree of its own: the init through the host's loader */
+	char loader[MOAT_MAX_PATH];
+	snprintf(loader, sizeof(loader), MOAT_GV_LIB "/%s", b->loader);
+	json_t *args = b->loader[0] ? json_pack("[s,s,s,s,s]", loader, "--library-path",
+						MOAT_GV_LIB, MOAT_GV_INIT, "__gvisor-init")
+				    : json_pack("[s,s]", MOAT_GV_INIT, "__gvisor-init");
 	char rootpath[MOAT_MAX_PATH];
 	snprintf(rootpath, sizeof(rootpath), "%s/" MOAT_GV_ROOT, dir);
 	/* The init runs as the sandbox user with no capability and the plan's
@@ -322,15 +329,15 @@ int moat_gv_bundle_write(int dirfd, const char *dir, const struct moat_plan *pl,
 		rlimits, json_pack("{s:s,s:i,s:i}", "type", "RLIMIT_CORE", "hard", 0, "soft", 0));
 	json_t *caps = json_pack("{s:[],s:[],s:[],s:[],s:[]}", "bounding", "effective",
 				 "inheritable", "permitted", "ambient");
-	json_t *cfg = json_pack(
-		"{s:s,s:{s:b,s:{s:I,s:I},s:[s,s],s:[s],s:s,s:o,s:o,s:b},"
-		"s:{s:s,s:b},s:s,s:o,s:{s:[{s:s},{s:s},{s:s},{s:s}]}}",
-		"ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid",
-		(json_int_t)pl->id.uid, "gid", (json_int_t)pl->id.gid, "args", MOAT_GV_INIT,
-		"__gvisor-init", "env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
-		"capabilities", caps, "rlimits", rlimits, "noNewPrivileges", 1, "root", "path",
-		rootpath, "readonly", 1, "hostname", pl->id.hostname, "mounts", mounts, "linux",
-		"namespaces", "type", "pid", "type", "mount", "type", "ipc", "type", "uts");
+	json_t *cfg = json_pack("{s:s,s:{s:b,s:{s:I,s:I},s:o,s:[s],s:s,s:o,s:o,s:b},"
+				"s:{s:s,s:b},s:s,s:o,s:{s:[{s:s},{s:s},{s:s},{s:s}]}}",
+				"ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid",
+				(json_int_t)pl->id.uid, "gid", (json_int_t)pl->id.gid, "args", args,
+				"env", "PATH=/usr/local/bin:/usr/bin:/bin", "cwd", "/",
+				"capabilities", caps, "rlimits", rlimits, "noNewPrivileges", 1,
+				"root", "path", rootpath, "readonly", 1, "hostname",
+				pl->id.hostname, "mounts", mounts, "linux", "namespaces", "type",
+				"pid", "type", "mount", "type", "ipc", "type", "uts");
 	if (!cfg)
 		return -ENOMEM;
 	char *text = json_dumps(cfg, JSON_INDENT(1));

@@ -664,6 +664,13 @@ static _Noreturn void holder(struct moat_run *r)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "the tree %s changed", v->dir);
 	close(v->dirfd);
 	v->dirfd = dirfd;
+	/* --rootfs / --image: sources beneath it as this namespace sees them */
+	int rk = moat_sandbox_rootfs_here(sb);
+	if (rk < 0) {
+		errno = -rk;
+		hold_die(w, MOAT_STAGE_MOUNT, -1, "--rootfs %s: %s", sb->rootfs_path,
+			 rk == -EXDEV ? "changed while moat started (refused)" : "cannot open it");
+	}
 	for (unsigned i = 0; i < r->plan->n_steps; i++) {
 		switch (v->b.src[i]) {
 		case MOAT_GV_BIND:

@@ -97,11 +97,12 @@ static const struct moat_iso_key keys[] = {
 	  "reviewed as at process level"}},
 	{"image",
 	 u_image,
-	 {S, R, R},
+	 {S, S, S},
 	 {"the image's unpacked root (the cache, read-only) as the system directories",
-	  "gVisor starts moat's init from the bundle's root, and an image's root has neither "
-	  "it nor the libraries it needs (the same holds for --rootfs): use --isolation process",
-	  "the vm level does not take --image in this build"}},
+	  "the same binds in the bundle; moat's init runs through the host's loader, bound "
+	  "read-only at /.moat/lib (as for --rootfs)",
+	  "the same tree assembled on the host side from the image's root and served over "
+	  "virtio-9p; the guest init is moat's own, from its initramfs"}},
 	{"filesystem.mounts hide",
 	 u_hide,
 	 {S, R, R},

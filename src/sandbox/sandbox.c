@@ -230,6 +230,24 @@ int moat_sandbox_open_source(const struct moat_step *s, const char *path, int ro
 	return fd < 0 ? negerrno() : (int)fd;
 }
 
+int moat_sandbox_rootfs_here(struct moat_init *sb)
+{
+	if (!sb->rootfs_path)
+		return 0;
+	int fd = moat_path_open(sb->rootfs_path, MOAT_PATH_DIR | MOAT_PATH_NO_LINKS, 0, NULL);
+	if (fd < 0)
+		return fd;
+	struct stat a, b;
+	if (fstat(fd, &a) < 0 || fstat(sb->rootfs_fd, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino) {
+		close(fd);
+		return -EXDEV;
+	}
+	close(sb->rootfs_fd);
+	sb->rootfs_fd = fd;
+	return 0;
+}
+
 const char *moat_open_source_hint(int err)
 {
 	return err == ELOOP || err == EXDEV

@@ -157,6 +157,13 @@ void moat_test_stall(const char *stage);
 int moat_sandbox_open_source(const struct moat_step *s, const char *path, int rootfs_fd,
 			     const char *sysroot);
 const char *moat_open_source_hint(int err);
+/* The --rootfs (or --image) tree as the caller's mount namespace sees it:
+ * sb->rootfs_path opened again with no symlink and checked to be the same
+ * directory as sb->rootfs_fd, which it replaces. A source opened beneath an
+ * fd of another mount namespace is a mount open_tree(OPEN_TREE_CLONE)
+ * refuses (EINVAL): each backend's holder calls this once it has its own
+ * namespace. 0 (also without a rootfs), -EXDEV when it changed, -errno. */
+int moat_sandbox_rootfs_here(struct moat_init *sb);
 
 const char *moat_setup_stage_name(enum moat_setup_stage s);
 

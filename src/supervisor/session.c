@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "limits/cgroup.h"
+#include "image/image.h"
 #include "policy/errors.h"
 #include "sandbox/paths.h"
 #include "supervisor/run.h"
@@ -1032,6 +1033,18 @@ _Noreturn void moat_sess_serve(const struct moat_policy *p, const struct moat_se
 	 * pipe: its init is forked from here and keeps what is open now. */
 	if (moat_sandbox_create(p, &s.sb, &err) < 0)
 		goto fail;
+	/* --image: this process's own hold on the cached tree for the
+	 * session's life (the caller's lasts until the report below; moat gc
+	 * removes only what nobody holds); after the sandbox, which keeps none */
+	if (p->image_root) {
+		int ifd = moat_image_hold(p->image_root);
+		if (ifd < 0) {
+			moat_error_set(&err, "image", -ifd, "cannot hold the image %s: %s",
+				       p->image_root, strerror(-ifd));
+			goto fail_destroy;
+		}
+		(void)ifd; /* held until the process exits */
+	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

@@ -253,6 +253,31 @@ disk-passed" "$out" "positive control: the same writes pass without the limits"
 	"$MOAT" run --quiet --deny-syscall personality -- true || fail "the process level refused it"
 }
 
+# --rootfs at the gvisor level: the tree is the container's system (a
+# busybox-static tree: no libc, so moat's init runs through the host's
+# loader bound at /.moat/lib), opened again in the holder's mount namespace
+# (a source opened beneath the supervisor's fd is a mount of the host's
+# namespace, and open_tree refused it: the run failed with EINVAL before).
+# Control: without --rootfs the host's /usr/bin/python3 is there.
+t_rootfs() {
+	need_runsc
+	local bb root="$T_OUT/gv-rootfs" out a
+	bb=$(command -v busybox || true)
+	[ -n "$bb" ] || skip "busybox-static not installed (scripts/deps.sh installs it)"
+	mkdir -p "$root/bin"
+	cp "$bb" "$root/bin/busybox"
+	for a in sh cat dmesg head; do ln -sf busybox "$root/bin/$a"; done
+	echo "from-the-rootfs" >"$root/bin/marker"
+	chmod -R a+rX "$root"
+	out=$(gv --rootfs "$root" -- /bin/sh -c 'cat /bin/marker; dmesg | head -1
+		[ -e /usr/bin/python3 ] && echo host-usr; true' 2>&1)
+	assert_contains "$out" "from-the-rootfs" "the rootfs is the system"
+	assert_contains "$out" "Starting gVisor" "under gVisor's kernel"
+	assert_not_contains "$out" "host-usr" "the host's /usr is not there"
+	out=$(gv -- /bin/sh -c '[ -e /usr/bin/python3 ] && echo host-usr; true')
+	assert_contains "$out" "host-usr" "control: without --rootfs the host's /usr is"
+}
+
 # moat selftest --isolation gvisor: the battery's filesystem and network
 # probes, each judged against its own positive control (run outside moat,
 # never as host root: "held" means the control found the attempt open and
@@ -329,6 +354,7 @@ run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
 run_test "gvisor: a credential injected by the proxy never enters gVisor" t_credential
 run_test "gvisor: --fsize/--disk hold; keys it cannot honour fail closed naming the key" t_refused_keys
+run_test "gvisor: --rootfs is the system (a libc-less tree)" t_rootfs
 run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and network probes" t_selftest
 run_test "vm: a key it cannot honour fails closed" t_vm
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers

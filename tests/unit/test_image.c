@@ -310,3 +310,223 @@ TEST(image_unpack_layers)
 	ASSERT_EQ(moat_rmtree_at(tmp, dir + 5, 64), 0);
 	close(tmp);
 }
+
+/* ---- the confined reader's result (image_read.c) ---- */
+
+struct recs {
+	char b[8192];
+	size_t n;
+};
+
+static void rec(struct recs *r, char tag, const void *p, size_t n)
+{
+	r->b[r->n] = tag;
+	for (int i = 0; i < 4; i++)
+		r->b[r->n + 1 + (size_t)i] = (char)(n >> (8 * i) & 0xff);
+	memcpy(r->b + r->n + 5, p, n);
+	r->n += 5 + n;
+}
+
+static void rec_s(struct recs *r, char tag, const char *s)
+{
+	rec(r, tag, s, strlen(s));
+}
+
+#define DG "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+#define DC "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+#define DL "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+
+/* A good plan, then with one record changed (what, value) instead. */
+static size_t plan_with(struct recs *r, char what, const char *value, bool end)
+{
+	char f[MOAT_IMAGE_DIGEST_LEN + 8 + 100], l[MOAT_IMAGE_DIGEST_LEN + 9];
+	const char *cname = what == 'F'
+		? value
+		: "blobs/sha256/"
+		  "2222222222222222222222222222222222222222222222222222222222222222";
+	r->n = 0;
+	rec_s(r, 'D', DG);
+	memcpy(f, DC, MOAT_IMAGE_DIGEST_LEN);
+	memset(f + MOAT_IMAGE_DIGEST_LEN, 0, 8);
+	f[MOAT_IMAGE_DIGEST_LEN] = 7;
+	memcpy(f + MOAT_IMAGE_DIGEST_LEN + 8, cname, strlen(cname));
+	rec(r, 'F', f, MOAT_IMAGE_DIGEST_LEN + 8 + strlen(cname));
+	memcpy(l, DL, MOAT_IMAGE_DIGEST_LEN);
+	memset(l + MOAT_IMAGE_DIGEST_LEN, 0, 9);
+	l[MOAT_IMAGE_DIGEST_LEN] = 42;
+	l[MOAT_IMAGE_DIGEST_LEN + 8] = what == 'L' ? 9 : MOAT_IMAGE_COMP_GZIP;
+	rec(r, 'L', l, sizeof(l));
+	if (what != 'I')
+		rec_s(r, 'I', DL);
+	rec_s(r, 'E', what == 'E' ? value : "PATH=/bin");
+	rec_s(r, 'W', what == 'W' ? value : "/srv");
+	rec_s(r, 'U', "app");
+	rec_s(r, 'P', "/bin/sh");
+	if (what == 'C')
+		rec(r, 'C', value, 3); /* with its NUL */
+	else
+		rec_s(r, 'C', "echo hi");
+	if (end)
+		rec(r, 'X', "", 0);
+	if (what == '+')
+		rec_s(r, 'U', "root");
+	return r->n;
+}
+
+TEST(image_plan_decode)
+{
+	static struct recs r;
+	static struct moat_image_plan p;
+	char why[400] = "";
+	plan_with(&r, 0, NULL, true);
+	ASSERT_EQ(moat_image_plan_decode(r.b, r.n, &p, why, sizeof(why)), 0);
+	ASSERT_STREQ(p.digest, DG);
+	ASSERT_STREQ(p.config_digest, DC);
+	ASSERT_EQ(p.config_size, 7);
+	ASSERT_EQ(p.n_layers, 1);
+	ASSERT_STREQ(p.layers[0].digest, DL);
+	ASSERT_EQ(p.layers[0].size, 42);
+	ASSERT_EQ(p.layers[0].comp, MOAT_IMAGE_COMP_GZIP);
+	ASSERT_EQ(p.cfg.n_env, 1);
+	ASSERT_STREQ(p.cfg.env[0], "PATH=/bin");
+	ASSERT_STREQ(p.cfg.workdir, "/srv");
+	ASSERT_STREQ(p.cfg.user, "app");
+	ASSERT_EQ(p.cfg.n_entrypoint, 1);
+	ASSERT_STREQ(p.cfg.cmd[0], "echo hi");
+	moat_image_plan_done(&p);
+
+	/* what a reader that was taken over might send: each refused */
+	static const struct {
+		char what;
+		const char *value;
+		bool end;
+		const char *msg;
+	} forged[] = {
+		{0, NULL, false, "incomplete"}, /* cut short: no end record */
+		{'+', NULL, true, "after its end"},
+		{'F', "blobs/sha256/../../etc/shadow", true, "the config"},
+		{'F', "other/config.json", true, "not the blob of its digest"},
+		{'E', "=x", true, "Env"},
+		{'E', "LD_PRELOAD", true, "Env"},
+		{'W', "relative", true, "WorkingDir"},
+		{'C', "a\0b", true, "Cmd"},
+		{'L', NULL, true, "a layer"},
+		{'I', NULL, true, "incomplete"}, /* no diff_id for the layer */
+	};
+	for (size_t i = 0; i < ELEMENTSOF(forged); i++) {
+		plan_with(&r, forged[i].what, forged[i].value, forged[i].end);
+		why[0] = 0;
+		ASSERT_EQ(moat_image_plan_decode(r.b, r.n, &p, why, sizeof(why)), -EBADMSG);
+		ASSERT_CONTAINS(why, forged[i].msg);
+	}
+	/* a length past the end */
+	plan_with(&r, 0, NULL, true);
+	r.b[r.n - 5 + 1] = 1;
+	ASSERT_EQ(moat_image_plan_decode(r.b, r.n, &p, why, sizeof(why)), -EBADMSG);
+	ASSERT_CONTAINS(why, "truncated");
+	/* a refusal: its errno, its message shown without control bytes */
+	r.n = 0;
+	rec(&r, 'R', "\x16\0\0\0config: \033[2Jbad", sizeof("\x16\0\0\0config: \033[2Jbad") - 1);
+	ASSERT_EQ(moat_image_plan_decode(r.b, r.n, &p, why, sizeof(why)), -EINVAL);
+	ASSERT_STREQ(why, "the confined reader: config: ?[2Jbad");
+}
+
+/* name in dir: the bytes; its digest into d when d */
+static void put_file(int dfd, const char *name, const char *s, char *d)
+{
+	int fd = openat(dfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	uint64_t len;
+	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		abort();
+	if (d && moat_image_hash_fd(fd, 1u << 20, d, &len) < 0)
+		abort();
+	close(fd);
+}
+
+/* An OCI layout in dir with the config json; its blobs in blobs_dir. */
+static void mk_layout(const char *dir, const char *blobs_dir, const char *config,
+		      char mdig[MOAT_IMAGE_DIGEST_LEN + 1])
+{
+	char cdig[MOAT_IMAGE_DIGEST_LEN + 1], ldig[MOAT_IMAGE_DIGEST_LEN + 1], buf[2048];
+	char p[512];
+	snprintf(p, sizeof(p), "%s/sha256", blobs_dir);
+	if (mkdir(blobs_dir, 0755) < 0 || mkdir(p, 0755) < 0)
+		abort();
+	int b = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC), l = open(dir, O_RDONLY | O_CLOEXEC);
+	put_file(b, "t", config, cdig);
+	renameat(b, "t", b, cdig + 7);
+	put_file(b, "t", "layer bytes", ldig);
+	renameat(b, "t", b, ldig + 7);
+	snprintf(buf, sizeof(buf),
+		 "{\"schemaVersion\":2,\"config\":{\"mediaType\":"
+		 "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"%s\",\"size\":%zu},"
+		 "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\","
+		 "\"digest\":\"%s\",\"size\":11}]}",
+		 cdig, strlen(config), ldig);
+	put_file(b, "t", buf, mdig);
+	renameat(b, "t", b, mdig + 7);
+	snprintf(p, sizeof(p),
+		 "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":"
+		 "\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"%s\",\"size\":%zu}]}",
+		 mdig, strlen(buf));
+	put_file(l, "index.json", p, NULL);
+	put_file(l, "oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}", NULL);
+	close(b);
+	close(l);
+}
+
+TEST(image_read_confined)
+{
+	char dir[] = "/tmp/moat-read-XXXXXX", why[700] = "", p[256], q[256];
+	char mdig[MOAT_IMAGE_DIGEST_LEN + 1];
+	static struct moat_image_plan pl;
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	ASSERT_EQ(chmod(dir, 0755), 0);
+	const char *cfg = "{\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"" DL "\"]},"
+			  "\"config\":{\"Env\":[\"A=1\"],\"User\":\"app\"}}";
+
+	/* a good layout: the plan */
+	snprintf(p, sizeof(p), "%s/good", dir);
+	snprintf(q, sizeof(q), "%s/good/blobs", dir);
+	ASSERT_EQ(mkdir(p, 0755), 0);
+	mk_layout(p, q, cfg, mdig);
+	int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_EQ(moat_image_read(fd, &pl, why, sizeof(why)), 0);
+	close(fd);
+	ASSERT_STREQ(pl.digest, mdig);
+	ASSERT_EQ(pl.n_layers, 1);
+	ASSERT_STREQ(pl.cfg.env[0], "A=1");
+	ASSERT_STREQ(pl.cfg.user, "app");
+	moat_image_plan_done(&pl);
+
+	/* a config that is not JSON: the reader's refusal, through its pipe */
+	snprintf(p, sizeof(p), "%s/bad", dir);
+	snprintf(q, sizeof(q), "%s/bad/blobs", dir);
+	ASSERT_EQ(mkdir(p, 0755), 0);
+	mk_layout(p, q, "{\"rootfs\": [", mdig);
+	fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_EQ(moat_image_read(fd, &pl, why, sizeof(why)), -EINVAL);
+	close(fd);
+	ASSERT_CONTAINS(why, "the confined reader: not JSON");
+
+	/* the reader's root is the layout: blobs behind an absolute symlink
+	 * to a directory outside are not reachable from it */
+	snprintf(p, sizeof(p), "%s/link", dir);
+	snprintf(q, sizeof(q), "%s/outside", dir);
+	ASSERT_EQ(mkdir(p, 0755), 0);
+	mk_layout(p, q, cfg, mdig);
+	snprintf(p, sizeof(p), "%s/link/blobs", dir);
+	ASSERT_EQ(symlink(q, p), 0);
+	/* control: outside a chroot the manifest is there through the link */
+	snprintf(p, sizeof(p), "%s/link/blobs/sha256/%s", dir, mdig + 7);
+	ASSERT_EQ(access(p, R_OK), 0);
+	snprintf(p, sizeof(p), "%s/link", dir);
+	fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_EQ(moat_image_read(fd, &pl, why, sizeof(why)), -ENOENT);
+	close(fd);
+	ASSERT_CONTAINS(why, "the confined reader: manifest: No such file");
+
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_EQ(moat_rmtree_at(tmp, dir + 5, 64), 0);
+	close(tmp);
+}
