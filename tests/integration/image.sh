@@ -372,13 +372,26 @@ from the image" "$out" "moat exec in a sandbox of moat create --image"
 	out=$("$MOAT" gc 2>&1)
 	assert_contains "$out" "images: 0 unused removed, 1 in use" "the session holds its image"
 	timeout 30 "$MOAT" rm --quiet "$id" >/dev/null
-	# moat mcp: one run through the run tool
+	# moat mcp: one run through the run tool. stdin stays open until the
+	# answer is read (no fixed wait: a loaded machine may take longer).
+	local line
+	out=""
+	coproc MCP { timeout 60 "$MOAT" mcp --image "$T_OUT/lay" 2>"$T_OUT/mcp.err"; }
 	# shellcheck disable=SC2016 # expanded inside
-	out=$( (printf '%s\n' \
+	printf '%s\n' \
 		'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
 		'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
-		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run","arguments":{"argv":["/bin/sh","-c","echo $GREETING; cat /srv/data/hello.txt"]}}}'
-		sleep 5) | timeout 30 "$MOAT" mcp --image "$T_OUT/lay" 2>"$T_OUT/mcp.err" | grep '"id":2' || true)
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run","arguments":{"argv":["/bin/sh","-c","echo $GREETING; cat /srv/data/hello.txt"]}}}' \
+		>&"${MCP[1]}"
+	while IFS= read -r -t 60 line <&"${MCP[0]}"; do
+		if [[ $line == *'"id":2'* ]]; then
+			out=$line
+			break
+		fi
+	done
+	local wfd=${MCP[1]}
+	exec {wfd}>&-
+	wait "$MCP_PID" 2>/dev/null || true
 	assert_contains "$out" '"stdout":"hi\nfrom the image\n"' "moat mcp --image ($(tail -2 "$T_OUT/mcp.err"))"
 	# moat serve: a sandbox through the API on its unix socket
 	if command -v curl >/dev/null && command -v jq >/dev/null; then
