@@ -452,7 +452,9 @@ int moat_session_create(const struct moat_policy *p, const struct moat_session_o
 struct moat_session_info {
 	char id[40];
 	char name[MOAT_SESSION_NAME_MAX + 1];
-	char state[16]; /* "idle", "running" (processes run), "gone" (supervisor died) */
+	char state[16]; /* "idle", "running" (processes run), "ended" (its init is
+			 * gone: nothing runs in it, see reason), "gone" (supervisor died) */
+	char reason[160]; /* "ended": why, e.g. the exec bound ended it */
 	int pid; /* the supervisor */
 	uint64_t created_us; /* wall clock */
 	uint64_t execs; /* processes started */

@@ -88,6 +88,7 @@ struct job {
 	/* events */
 	struct moat_log *log;
 	bool follow;
+	bool more; /* the last turn stopped at EVENTS_TURN: more may be there */
 	/* exec: its number in the sandbox (1, 2, ...: the pid E2B's clients
 	 * see) and its argv (exec.list) */
 	uint64_t num;
@@ -901,13 +902,19 @@ static int op_exec_signal(struct server *s, struct request *r)
 
 /* ---- events -------------------------------------------------------------------------- */
 
+/* audit events sent for one stream in one turn of the loop */
+#define EVENTS_TURN 256
+
 static void events_progress(struct server *s, struct job *j)
 {
 	char *line = NULL;
 	int k, n = 0;
 	if (!j->req || j->kind != JOB_EVENTS || j->paused)
 		return;
-	while (n++ < 256 && (k = moat_log_next(j->log, &line, NULL)) > 0) {
+	/* at most EVENTS_TURN a turn (others are served between), the rest
+	 * on the next turns: without follow the stream ends at the log's end
+	 * (k 0) or a read error, never at a count */
+	for (k = 1; n < EVENTS_TURN && (k = moat_log_next(j->log, &line, NULL)) > 0; n++) {
 		json_t *ev = json_loads(line, 0, NULL);
 		free(line);
 		line = NULL;
@@ -915,7 +922,8 @@ static void events_progress(struct server *s, struct job *j)
 			stream_event(s, j->req,
 				     json_pack("{s:s,s:o}", "type", "audit", "event", ev), NULL, 0);
 	}
-	if (!j->follow)
+	j->more = k > 0;
+	if (!j->follow && !j->more)
 		job_finish(s, j, false);
 }
 
@@ -1748,11 +1756,13 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 				pf[n++] = (struct pollfd){.fd = moat_sandbox_fd(x->sb),
 							  .events = POLLIN};
 			}
-		bool draining = false;
+		bool draining = false, more = false;
 		for (struct job *j = s.jobs; j; j = j->next) {
 			if (!j->req)
 				continue;
 			follow = follow || (j->kind == JOB_EVENTS && !j->paused);
+			/* a log read in part: the rest next turn, without waiting */
+			more = more || (j->kind == JOB_EVENTS && !j->paused && j->more);
 			/* done, its output still open: the drain window is timed */
 			draining = draining || (j->done_us && !j->paused);
 			int fds[3] = {j->out, j->err, j->in};
@@ -1765,7 +1775,7 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 						.fd = fds[f], .events = f == 2 ? POLLOUT : POLLIN};
 				}
 		}
-		int timeout = draining ? 10 : follow ? 250 : 1000;
+		int timeout = more ? 0 : draining ? 10 : follow ? 250 : 1000;
 		int64_t due = pool_due(&s);
 		if (due >= 0 && due / 1000 + 1 < timeout)
 			timeout = due ? (int)(due / 1000 + 1) : 0;
@@ -1808,7 +1818,7 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 		for (struct job *j = s.jobs; j; j = j->next) {
 			if (j->kind == JOB_EXEC)
 				exec_progress(&s, j);
-			else if (j->req && j->follow)
+			else if (j->req && (j->follow || j->more))
 				events_progress(&s, j);
 		}
 		for (struct job **pp = &s.jobs; *pp;) {

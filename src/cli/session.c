@@ -475,6 +475,10 @@ int moat_cli_ls(int argc, char **argv)
 				printf("null");
 			printf(",\"state\":");
 			json_str(s->state);
+			if (s->reason[0]) {
+				printf(",\"reason\":");
+				json_str(s->reason);
+			}
 			printf(",\"pid\":%d,\"created_us\":%llu,\"age_s\":%llu,\"execs\":%llu,"
 			       "\"running\":%u,\"memory\":%llu,\"idle_timeout_ms\":%llu,"
 			       "\"lifetime_ms\":%llu,\"policy_sha256\":",
@@ -500,6 +504,8 @@ int moat_cli_ls(int argc, char **argv)
 			       s->name[0] ? s->name : "-", s->state, (unsigned long long)age,
 			       (unsigned long long)s->execs, s->running, mem,
 			       s->policy_sha256[0] ? s->policy_sha256 : "-", lim);
+			if (s->reason[0])
+				printf("  %s: %s\n", s->id, s->reason);
 		}
 	}
 	if (json)

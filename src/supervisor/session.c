@@ -56,6 +56,7 @@ struct sess {
 	struct conn c[MOAT_SESS_MAX_CONNS];
 	uint64_t created_us, created_mono_ms, idle_since_ms, execs;
 	char digest[65];
+	char end_reason[160]; /* the sandbox was ended: by what (first) */
 	bool quit;
 	ino_t sock_ino; /* the socket as bound: when it is gone, no one can reach us */
 	uint64_t checked_ms;
@@ -127,6 +128,13 @@ static void reply_ok(int fd, json_t *b)
 	json_decref(b);
 }
 
+/* Its init is gone (killed by the library, e.g. the exec start bound, or
+ * died): nothing runs in it any more. */
+static bool sandbox_ended(const struct sess *s)
+{
+	return s->sb->r.init_exited || s->sb->r.killed;
+}
+
 static void fill_info(struct sess *s, struct moat_session_info *in)
 {
 	memset(in, 0, sizeof(*in));
@@ -134,6 +142,13 @@ static void fill_info(struct sess *s, struct moat_session_info *in)
 	snprintf(in->name, sizeof(in->name), "%s", s->name);
 	in->running = running(s);
 	snprintf(in->state, sizeof(in->state), "%s", in->running ? "running" : "idle");
+	if (!s->main.prepared && sandbox_ended(s)) {
+		snprintf(in->state, sizeof(in->state), "ended");
+		snprintf(in->reason, sizeof(in->reason), "%s",
+			 s->end_reason[0]	   ? s->end_reason
+				 : s->sb->r.killed ? "the sandbox was ended"
+						   : "its init exited");
+	}
 	if (s->main.prepared) /* OCI's states */
 		snprintf(in->state, sizeof(in->state), "%s",
 			 !s->main.started	 ? "created"
@@ -240,6 +255,11 @@ static void on_exec(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	if (k < 0) {
 		if (stage == MOAT_STAGE_EXEC)
 			snprintf(err.stage, sizeof(err.stage), "command");
+		/* the exec ended the sandbox (the start bound, vfork): said by
+		 * moat ls until it is removed */
+		if (sandbox_ended(s) && !s->end_reason[0])
+			snprintf(s->end_reason, sizeof(s->end_reason), "%.24s: %.128s", err.stage,
+				 err.message);
 		reply_error(c->fd, &err);
 		return;
 	}

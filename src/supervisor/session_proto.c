@@ -310,6 +310,8 @@ json_t *moat_sess_info_json(const struct moat_session_info *in)
 				  "cpus_milli", (json_int_t)in->cpus_milli, "pids",
 				  (json_int_t)in->pids_max, "disk", (json_int_t)in->disk_max,
 				  "timeout_ms", (json_int_t)in->timeout_ms));
+	if (o && in->reason[0])
+		json_object_set_new(o, "reason", json_string(in->reason));
 	return o;
 }
 
@@ -319,6 +321,7 @@ void moat_sess_info_from(json_t *o, struct moat_session_info *in)
 	get_str(o, "id", in->id, sizeof(in->id));
 	get_str(o, "name", in->name, sizeof(in->name));
 	get_str(o, "state", in->state, sizeof(in->state));
+	get_str(o, "reason", in->reason, sizeof(in->reason));
 	in->pid = get_int(o, "pid");
 	in->created_us = get_u64(o, "created_us");
 	in->execs = get_u64(o, "execs");

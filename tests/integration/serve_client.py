@@ -472,6 +472,36 @@ def c_pool(a):
     print("all ok")
 
 
+def c_events_long(a):
+    """A log longer than one turn's 256 events read without follow: every
+    event arrives, the stream ends at the log's end (the unfixed server
+    ended it after 256)."""
+    cl = Client(a)
+    _, sb = cl.json("POST", "/v1/sandboxes", {}, want=201)
+    sid = sb["id"]
+    for i in range(a.n):
+        st, evs = cl.exec_stream(sid, {"argv": ["true"]})
+        if st != 200 or (exit_of(evs) or {}).get("exit_code") != 0:
+            fail(f"exec {i}: {st} {evs}")
+    st, hd, out = cl.req("GET", f"/v1/sandboxes/{sid}/events?types=process")
+    lines = [json.loads(x) for x in out.decode().splitlines()]
+    evs = [e["event"] for e in lines if e["type"] == "audit"]
+    starts = [e for e in evs if e.get("event") == "start"]
+    print(f"# {len(evs)} process events, {len(starts)} starts")
+    check(st == 200 and len(evs) > 256, "more than 256 events in one stream")
+    check(len(starts) == a.n and [e["id"] for e in starts] == sorted({e["id"] for e in starts}),
+          f"all {a.n} exec starts, in order, each once")
+    # the same with every type: the stream is not cut either
+    st, hd, out = cl.req("GET", f"/v1/sandboxes/{sid}/events")
+    allev = [json.loads(x) for x in out.decode().splitlines()]
+    n_start = sum(1 for e in allev if e.get("type") == "audit" and e["event"].get("type") == "process"
+                  and e["event"].get("event") == "start")
+    check(n_start == a.n and len(allev) > len(lines), "the unfiltered stream is complete too")
+    cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    ok("done")
+    print("all ok")
+
+
 def c_hold(a):
     """create N sandboxes with a running command each; print their run ids"""
     cl = Client(a)

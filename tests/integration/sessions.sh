@@ -229,8 +229,23 @@ t_exec_stopped() {
 	[ -n "$hit" ] || fail "no exec of 40 was stopped before its command (last: $rc $out)"
 	assert_contains "$out" "within 15 s" "the stopped exec's message names the bound"
 	[ $((t1 - t0)) -lt 40 ] || fail "the supervisor waited $((t1 - t0)) s, not the bound"
-	# the sessions CLI still answers
-	timeout 10 "$MOAT" ls --json >/dev/null || fail "moat ls failed after the stalled exec"
+	# the sessions CLI still answers, and says what became of the sandbox:
+	# ended by the bound (vfork, root: "the sandbox was ended") it is
+	# "ended" with the reason (it showed "idle" before); still alive (fork)
+	# it is not "ended"
+	local ls_out st
+	ls_out=$(timeout 10 "$MOAT" ls --json) || fail "moat ls failed after the stalled exec"
+	st=$(printf '%s' "$ls_out" | python3 -c 'import json,sys; v=[s for s in json.load(sys.stdin) if s["id"]==sys.argv[1]]; print(v[0]["state"], v[0].get("reason", "-"))' "$id")
+	case "$out" in
+	*"the sandbox was ended"*)
+		assert_contains "$st" "ended" "moat ls: a sandbox ended by the bound is ended"
+		assert_contains "$st" "within 15 s" "moat ls: the reason names the bound"
+		assert_contains "$(timeout 10 "$MOAT" ls)" "within 15 s" "moat ls (text): the reason"
+		;;
+	*)
+		assert_not_contains "$st" "ended" "moat ls: a sandbox that lives on is not ended"
+		;;
+	esac
 }
 
 t_isolation() {
