@@ -14,8 +14,13 @@
  * a host tmpfs handed to the supervisor for the review, exactly as at the
  * other levels) and /output. QEMU exports that tree over virtio-9p; the
  * guest mounts its own tmpfs, proc and /dev. QEMU dies with the holder
- * (PR_SET_PDEATHSIG), the holder with the supervisor; the network namespace
- * is empty and QEMU gets no network device.
+ * (PR_SET_PDEATHSIG), the holder with the supervisor. With --net none the
+ * network namespace is empty and QEMU gets no network device. With --net
+ * allow the holder's namespace gets the process level's listeners, DNS stub
+ * and capture rules (hook_net.c, the vm variant of the ruleset: plan.h) and
+ * one tap (vm_net.c) whose fd QEMU takes as the guest's only link: every
+ * packet of the guest enters that namespace, where TCP is DNATed to the
+ * proxy's listeners and everything else is logged and dropped.
  *
  * No descriptor crosses into a VM, so the holder is also the bridge: it
  * speaks ctl.h with the supervisor (exec requests with their blob, report
@@ -43,11 +48,13 @@
 #include <sys/wait.h>
 
 #include "kernel/seccomp.h"
+#include "network/netns.h"
 #include "policy/errors.h"
 #include "sandbox/backend.h"
 #include "sandbox/backend_gvisor.h"
 #include "sandbox/backend_vm.h"
 #include "sandbox/ctl.h"
+#include "sandbox/hooks.h"
 #include "sandbox/vm_proto.h"
 #include "shared/fdpass.h"
 #include "shared/fdset.h"
@@ -83,6 +90,7 @@ struct moat_vm_run {
 	struct sock_filter *insns;
 	unsigned n_insns;
 	int qemu_sock[2]; /* [0] the bridge's, [1] QEMU's chardev */
+	int tap; /* --net allow: the tap QEMU is given, or -1 */
 	uint64_t ram_mib;
 	unsigned cpus;
 	bool initrd_built;
@@ -96,6 +104,7 @@ static void vm_free(struct moat_vm_run *v)
 		safe_close(v->srcfd[i]);
 	safe_close(v->qemu_sock[0]);
 	safe_close(v->qemu_sock[1]);
+	safe_close(v->tap);
 	free(v->insns);
 	if (v->dirfd >= 0) {
 		close(v->dirfd);
@@ -222,7 +231,7 @@ static int vm_prepare(struct moat_run *r)
 	struct moat_vm_run *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v->dirfd = v->qemu_sock[0] = v->qemu_sock[1] = -1;
+	v->dirfd = v->qemu_sock[0] = v->qemu_sock[1] = v->tap = -1;
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		v->srcfd[i] = -1;
 	r->vm = v;
@@ -387,8 +396,8 @@ static _Noreturn void run_qemu(struct moat_run *r, int kfd, int ifd, int cfd)
 		 "local,id=h,path=%s/" MOAT_GV_ROOT ",security_model=none,multidevs=remap", v->dir);
 	snprintf(append, sizeof(append), "console=ttyS0 quiet panic=-1 rdinit=/init -- __vm-init");
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int fds[7] = {null_fd, null_fd, null_fd, v->qemu_sock[1], kfd, ifd, cfd};
-	if (null_fd < 0 || moat_fdset_compact(fds, 7) < 0)
+	int fds[8] = {null_fd, null_fd, null_fd, v->qemu_sock[1], kfd, ifd, cfd, v->tap};
+	if (null_fd < 0 || moat_fdset_compact(fds, v->tap >= 0 ? 8 : 7) < 0)
 		_exit(127);
 	const char *argv[64];
 	unsigned a = 0;
@@ -407,8 +416,16 @@ static _Noreturn void run_qemu(struct moat_run *r, int kfd, int ifd, int cfd)
 	argv[a++] = "-no-user-config";
 	argv[a++] = "-nographic";
 	argv[a++] = "-no-reboot";
-	argv[a++] = "-nic";
-	argv[a++] = "none";
+	if (v->tap >= 0) {
+		/* the guest's one link: the holder's tap (fd 7); no option ROM */
+		argv[a++] = "-netdev";
+		argv[a++] = "tap,id=n0,fd=7";
+		argv[a++] = "-device";
+		argv[a++] = "virtio-net-pci,netdev=n0,romfile=";
+	} else {
+		argv[a++] = "-nic";
+		argv[a++] = "none";
+	}
 	argv[a++] = "-sandbox";
 	argv[a++] = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
 	argv[a++] = "-kernel";
@@ -664,6 +681,21 @@ static _Noreturn void holder(struct moat_run *r)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "the tree %s changed", v->dir);
 	close(v->dirfd);
 	v->dirfd = dirfd;
+	if (r->plan->net.mode == MOAT_NET_ALLOW) {
+		/* the tap first (its rules name it), then the listeners and the
+		 * capture rules of the process level, in this namespace */
+		char why[160];
+		int k = v->tap = moat_vm_net_tap(MOAT_NETNS_VM_TAP, why, sizeof(why));
+		if (k >= 0)
+			k = moat_vm_net_up(MOAT_NETNS_VM_TAP, MOAT_NETNS_VM_HOST4, 24, NULL);
+		if (k < 0) {
+			errno = -k;
+			hold_die(w, MOAT_STAGE_NETWORK, -1, "the guest's link: %s",
+				 v->tap < 0 ? why : "cannot configure the tap");
+		}
+		if (moat_hook_network(sb) < 0 || moat_hook_network_join(sb) < 0)
+			hold_die(w, MOAT_STAGE_NETWORK, -1, "network setup failed");
+	}
 	for (unsigned i = 0; i < r->plan->n_steps; i++) {
 		switch (v->b.src[i]) {
 		case MOAT_GV_BIND:
@@ -715,6 +747,7 @@ static _Noreturn void holder(struct moat_run *r)
 	close(kfd);
 	close(ifd);
 	close(cfd);
+	v->tap = safe_close(v->tap);
 	int q = v->qemu_sock[0];
 	size_t clen = sizeof(v->cfg) + v->n_insns * sizeof(struct sock_filter);
 	uint8_t *cbuf = malloc(clen);
@@ -815,6 +848,8 @@ static int wait_ready(struct moat_run *r)
 					r->upper_fd = TAKE_FD(fd);
 				else if (kind == MOAT_FD_OUTPUT && r->output_fd < 0)
 					r->output_fd = TAKE_FD(fd);
+				else if (moat_supervise_take_fd(r, kind, fd) > 0)
+					fd = -1; /* a network listener (--net allow) */
 				safe_close(fd);
 				continue;
 			}
@@ -842,7 +877,11 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 	const struct moat_plan *pl = r->plan;
 	struct moat_vm_config *c = &v->cfg;
 	*c = (struct moat_vm_config){
-		.magic = MOAT_VM_CONFIG_MAGIC, .uid = pl->id.uid, .gid = pl->id.gid, .landlock = 1};
+		.magic = MOAT_VM_CONFIG_MAGIC,
+		.uid = pl->id.uid,
+		.gid = pl->id.gid,
+		.landlock = 1,
+		.net = pl->net.mode == MOAT_NET_ALLOW};
 	snprintf(c->hostname, sizeof(c->hostname), "%s", pl->id.hostname ? pl->id.hostname : "");
 	bool dev = false;
 	for (unsigned i = 0; i < pl->n_steps; i++) {

@@ -33,3 +33,13 @@ int moat_vm_kvm_probe(char *why, size_t whylen);
 
 /* The guest kernel: the newest /boot/vmlinuz-VER with /lib/modules/VER. */
 int moat_vm_find_kernel(char *ret_path, size_t len, char *ret_ver, size_t vlen);
+
+/* --net allow (vm_net.c). The holder: a tap NAME in the caller's network
+ * namespace, IPv6 off and route_localnet on, returned as the fd QEMU takes
+ * (owned by the caller), or -errno with why. */
+int moat_vm_net_tap(const char *name, char *why, size_t whylen);
+/* Bring up lo and IFNAME with ADDR/PREFIX and, with GW, a default route
+ * through it on-link. 0 or -errno. */
+int moat_vm_net_up(const char *ifname, const char *addr, unsigned prefix, const char *gw);
+/* The first link that is not lo (the guest's virtio-net device). */
+int moat_vm_net_first_link(char *ret_name, size_t len);

@@ -203,6 +203,8 @@ static const char *const guest_modules[] = {
 	"kernel/net/9p/9pnet_virtio.ko",
 	"kernel/fs/9p/9p.ko",
 	"kernel/drivers/char/hw_random/virtio-rng.ko",
+	/* --net allow: the link to the holder's tap (a device only then) */
+	"kernel/drivers/net/virtio_net.ko",
 };
 
 static int collect(struct ir *ir, const char *exe, const char *kver, char *why, size_t whylen)
