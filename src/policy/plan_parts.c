@@ -99,10 +99,13 @@ int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint
 	 * loopback (the holder sets route_localnet on the tap for it), which
 	 * keeps the original destination for the transparent listener
 	 * (SO_ORIGINAL_DST) exactly as the redirect of nat/output does. Only
-	 * DNATed packets are delivered (filter/input); the guest's own UDP,
-	 * ICMP and the rest are logged to the same nflog group and dropped;
-	 * nothing is forwarded. Locally generated packets on the tap are only
-	 * the replies of those connections. */
+	 * DNATed packets pass filter/prerouting (which runs after the DNAT and
+	 * before any routing, so nothing reaches the forward path, where a
+	 * namespace without ip_forward would drop it unlogged); the guest's
+	 * UDP, ICMP and the rest are logged to the same nflog group and dropped
+	 * (the guest's sender sees a timeout where the process level's gets
+	 * EPERM). Locally generated packets on the tap are only the replies of
+	 * those connections. */
 #define T "iifname \"" MOAT_NETNS_VM_TAP "\" "
 	int n = snprintf(
 		buf, len,
@@ -131,22 +134,18 @@ int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint
 		"  " T "ip daddr " MOAT_NETNS_VM_HOST4 " tcp dport %u dnat ip to %s:%u\n"
 		"  " T "meta nfproto ipv4 meta l4proto tcp counter dnat ip to 127.0.0.1:%u\n"
 		" }\n"
-		" chain filter_input {\n"
-		"  type filter hook input priority 0; policy accept;\n"
+		" chain filter_prerouting {\n"
+		"  type filter hook prerouting priority 0; policy accept;\n"
 		"  " T "ct status dnat accept\n"
 		"  " T "meta l4proto udp counter log group %u drop\n"
 		"  " T "meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
 		"  " T "counter log group %u drop\n"
 		" }\n"
-		" chain filter_forward {\n"
-		"  type filter hook forward priority 0; policy drop;\n"
-		"  counter log group %u drop\n"
-		" }\n"
 		"}\n",
 		tport, tport, MOAT_NETNS_SRC4, MOAT_NETNS_SRC6, MOAT_NETNS_NFLOG_GROUP,
 		MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP, http, http, socks, socks, dns,
 		MOAT_NETNS_DNS4, dns, dns, MOAT_NETNS_DNS4, dns, tport, MOAT_NETNS_NFLOG_GROUP,
-		MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP);
+		MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP);
 #undef T
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
