@@ -266,8 +266,8 @@ int moat_plan_nft_ruleset(uint16_t tport, char *buf, size_t len);
  * the transparent listener, everything else from the tap is logged and
  * dropped, nothing is forwarded, and the namespace itself sends on the tap
  * only replies. -ENOBUFS if len is too small. */
-int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint16_t dns,
-			     char *buf, size_t len);
+int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint16_t dns, char *buf,
+			     size_t len);
 
 /* The variables pointed at the CA bundle (NULL-terminated, static). */
 const char *const *moat_plan_ca_env(void);

@@ -92,8 +92,8 @@ int moat_plan_nft_ruleset(uint16_t tport, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
 
-int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint16_t dns,
-			     char *buf, size_t len)
+int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint16_t dns, char *buf,
+			     size_t len)
 {
 	/* The tap's packets enter at prerouting: DNAT to the listeners on
 	 * loopback (the holder sets route_localnet on the tap for it), which

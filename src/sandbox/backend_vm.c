@@ -876,12 +876,11 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 	struct moat_vm_run *v = r->vm;
 	const struct moat_plan *pl = r->plan;
 	struct moat_vm_config *c = &v->cfg;
-	*c = (struct moat_vm_config){
-		.magic = MOAT_VM_CONFIG_MAGIC,
-		.uid = pl->id.uid,
-		.gid = pl->id.gid,
-		.landlock = 1,
-		.net = pl->net.mode == MOAT_NET_ALLOW};
+	*c = (struct moat_vm_config){.magic = MOAT_VM_CONFIG_MAGIC,
+				     .uid = pl->id.uid,
+				     .gid = pl->id.gid,
+				     .landlock = 1,
+				     .net = pl->net.mode == MOAT_NET_ALLOW};
 	snprintf(c->hostname, sizeof(c->hostname), "%s", pl->id.hostname ? pl->id.hostname : "");
 	bool dev = false;
 	for (unsigned i = 0; i < pl->n_steps; i++) {
