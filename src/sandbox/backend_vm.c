@@ -204,7 +204,7 @@ static int private_dir(char *buf)
 
 /* Next to moat's state directory (~/.local/state/moat/vm, /run/moat/vm as
  * root); without a home, /tmp/moat-vm-UID, if it is the caller's own. */
-static int cache_dir(char *buf, size_t len)
+int moat_vm_cache_dir(char *buf, size_t len)
 {
 	char live[MOAT_MAX_PATH];
 	int k = moat_state_default_dir(live, sizeof(live));
@@ -253,7 +253,7 @@ static int vm_prepare(struct moat_run *r)
 				      "isolation vm: cannot find moat's own executable");
 	v->exe[n] = '\0';
 	char dir[MOAT_MAX_PATH];
-	int k = cache_dir(dir, sizeof(dir));
+	int k = moat_vm_cache_dir(dir, sizeof(dir));
 	if (k < 0)
 		return moat_error_set(r->err, "isolation", -k,
 				      "isolation vm: initramfs step failed: no private cache "

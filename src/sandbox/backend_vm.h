@@ -31,6 +31,11 @@ int moat_vm_initramfs(const char *cache_dir, const char *exe, const char *kver, 
 /* Whether KVM can run an ordinary guest here: 0, or -errno with why. */
 int moat_vm_kvm_probe(char *why, size_t whylen);
 
+/* The initramfs cache: next to moat's state directory, or /tmp/moat-vm-UID;
+ * created private, and refused (-EPERM) unless the caller's own and written
+ * by no one else. */
+int moat_vm_cache_dir(char *buf, size_t len);
+
 /* The guest kernel: the newest /boot/vmlinuz-VER with /lib/modules/VER. */
 int moat_vm_find_kernel(char *ret_path, size_t len, char *ret_ver, size_t vlen);
 

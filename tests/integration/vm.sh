@@ -238,6 +238,30 @@ t_sigkill() {
 	rm -rf "${TMPDIR:-/tmp}/moat-vm-$id-"*
 }
 
+# moat gc prunes the initramfs cache: a file unused for a week goes, a
+# recent one (and the one the boots above used) stays, and a name that is
+# not the cache's is never touched. No boot.
+t_gc() {
+	local d out hex
+	if [ "$(id -u)" = 0 ]; then d=/run/moat/vm; else d=${XDG_STATE_HOME:-$HOME/.local/state}/moat/vm; fi
+	mkdir -p "$d" && chmod 700 "$d"
+	hex=$(printf '%08x' $$ $RANDOM $RANDOM $RANDOM | head -c 32)
+	local old="$d/initramfs-${hex:0:31}0.cpio" new="$d/initramfs-${hex:0:31}1.cpio"
+	local other="$d/not-initramfs-$$.cpio" used
+	used=$(find "$d" -maxdepth 1 -name 'initramfs-*.cpio' -newermt '-1 hour' | head -1)
+	echo old >"$old"
+	echo new >"$new"
+	echo other >"$other"
+	touch -d '8 days ago' "$old" "$other"
+	out=$("$MOAT" gc 2>&1)
+	assert_contains "$out" "moat gc: vm:" "moat gc reports the initramfs cache"
+	[ ! -e "$old" ] || fail "an initramfs unused for a week was kept"
+	[ -e "$new" ] || fail "a recent initramfs was removed"
+	[ -e "$other" ] || fail "a file that is not the cache's was removed"
+	[ -z "$used" ] || [ -e "$used" ] || fail "the initramfs the boots above used was removed"
+	rm -f "$new" "$other"
+}
+
 run_test "vm: exit status, stdio, guest kernel, no network device, overlay review of a planted hook" t_guest
 t_session() {
 	need_vm
@@ -267,4 +291,5 @@ run_test "vm: --net allow: proxy, capture, refusals recorded as at the process l
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
 run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
+run_test "vm: moat gc prunes the initramfs cache (unused for a week)" t_gc
 t_done
