@@ -91,6 +91,7 @@ struct moat_vm_run {
 	unsigned n_insns;
 	int qemu_sock[2]; /* [0] the bridge's, [1] QEMU's chardev */
 	int tap; /* --net allow: the tap QEMU is given, or -1 */
+	int kernel_fd; /* vm_kernel: the checked file, or -1 (the holder opens kernel) */
 	uint64_t ram_mib;
 	unsigned cpus;
 	bool initrd_built;
@@ -105,6 +106,7 @@ static void vm_free(struct moat_vm_run *v)
 	safe_close(v->qemu_sock[0]);
 	safe_close(v->qemu_sock[1]);
 	safe_close(v->tap);
+	safe_close(v->kernel_fd);
 	free(v->insns);
 	if (v->dirfd >= 0) {
 		close(v->dirfd);
@@ -221,6 +223,69 @@ int moat_vm_cache_dir(char *buf, size_t len)
 	return private_dir(buf);
 }
 
+/* Owned by root or the caller, and written by no one else. */
+static bool trusted(const struct stat *st)
+{
+	return (st->st_uid == 0 || st->st_uid == geteuid() || st->st_uid == getuid()) &&
+		!(st->st_mode & 022);
+}
+
+/* vm_kernel: the guest kernel the policy names. The file itself (no
+ * symlink), regular, and it and its directory the caller's or root's and
+ * written by no one else: whoever could replace it would choose the guest's
+ * kernel. Named vmlinuz-VERSION with /lib/modules/VERSION/modules.dep, whose
+ * virtio, console and 9p modules go into the initramfs. Kept open: the
+ * holder hands QEMU this very file. */
+static int named_kernel(struct moat_vm_run *v, const char *path, char *why, size_t whylen)
+{
+	const char *base = strrchr(path, '/');
+	if (path[0] != '/' || !base || !startswith(base + 1, "vmlinuz-") || !base[9] ||
+	    strlen(base + 9) >= sizeof(v->kver)) {
+		snprintf(why, whylen, "not an absolute path to a file named vmlinuz-VERSION");
+		return -EINVAL;
+	}
+	snprintf(v->kver, sizeof(v->kver), "%s", base + 9);
+	if (strchr(v->kver, '/') || streq(v->kver, "..") || streq(v->kver, ".")) {
+		snprintf(why, whylen, "not a kernel version: %s", v->kver);
+		return -EINVAL;
+	}
+	char dir[MOAT_MAX_PATH], dep[MOAT_MAX_PATH];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(base - path), path);
+	struct stat st, dst;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot open it: %s%s", strerror(errno),
+			 errno == ELOOP ? " (a symlink: name the file itself)" : "");
+		return -errno;
+	}
+	v->kernel_fd = fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		return -EINVAL;
+	}
+	if (!trusted(&st)) {
+		snprintf(why, whylen,
+			 "owned by uid %u, mode %04o: must be root's or yours and writable by no "
+			 "one else",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (stat(dir[0] ? dir : "/", &dst) < 0 || !trusted(&dst)) {
+		snprintf(why, whylen,
+			 "its directory %.160s must be root's or yours and writable by no one else",
+			 dir[0] ? dir : "/");
+		return -EPERM;
+	}
+	snprintf(dep, sizeof(dep), "/lib/modules/%s/modules.dep", v->kver);
+	if (access(dep, R_OK) != 0) {
+		snprintf(why, whylen,
+			 "no %.160s (the guest's virtio and 9p drivers are its modules)", dep);
+		return -ENOENT;
+	}
+	snprintf(v->kernel, sizeof(v->kernel), "%s", path);
+	return 0;
+}
+
 static int vm_prepare(struct moat_run *r)
 {
 	char why[300];
@@ -231,11 +296,16 @@ static int vm_prepare(struct moat_run *r)
 	struct moat_vm_run *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v->dirfd = v->qemu_sock[0] = v->qemu_sock[1] = v->tap = -1;
+	v->dirfd = v->qemu_sock[0] = v->qemu_sock[1] = v->tap = v->kernel_fd = -1;
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		v->srcfd[i] = -1;
 	r->vm = v;
-	if (moat_vm_find_kernel(v->kernel, sizeof(v->kernel), v->kver, sizeof(v->kver)) < 0)
+	if (r->p->vm_kernel) {
+		if (named_kernel(v, r->p->vm_kernel, why, sizeof(why)) < 0)
+			return moat_error_set(r->err, "isolation", EPERM,
+					      "isolation vm: vm_kernel %s: %s", r->p->vm_kernel,
+					      why);
+	} else if (moat_vm_find_kernel(v->kernel, sizeof(v->kernel), v->kver, sizeof(v->kver)) < 0)
 		return moat_error_set(r->err, "isolation", ENOENT,
 				      "isolation vm: no guest kernel (/boot/vmlinuz-VERSION with "
 				      "/lib/modules/VERSION; Debian package linux-image-amd64)");
@@ -719,7 +789,8 @@ static _Noreturn void holder(struct moat_run *r)
 	    mount(NULL, root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
 		    0)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "cannot make the tree read-only");
-	int kfd = open(v->kernel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int kfd = v->kernel_fd >= 0 ? fcntl(v->kernel_fd, F_DUPFD_CLOEXEC, 3)
+				    : open(v->kernel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	int ifd = open(v->initrd, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	int cfd = openat(v->dirfd, "console.log",
 			 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

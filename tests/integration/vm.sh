@@ -209,15 +209,60 @@ t_refused() {
 		assert_eq 125 "$rc" "vm_accel kvm without a usable KVM fails closed"
 		assert_contains "$out" "accelerator step failed" "naming the step"
 	fi
+	# vm_kernel: a kernel someone else could replace, a symlink, or one
+	# without its modules is refused before anything starts; the copy
+	# itself boots (t_sigkill)
+	local k d=$T_OUT/kbad
+	k=$(kcopy "$d")
+	chmod 666 "$k"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$k" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a kernel writable by others is refused"
+	assert_contains "$out" "vm_kernel $k: owned by uid" "naming the key and why"
+	chmod 644 "$k"
+	chmod 777 "$d"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$k" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a kernel in a directory writable by others is refused"
+	assert_contains "$out" "writable by no one else" "and why"
+	chmod 700 "$d"
+	ln -s "$k" "$d/vmlinuz-link"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$d/vmlinuz-link" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a symlink is refused"
+	assert_contains "$out" "a symlink" "and why"
+	cp "$k" "$d/vmlinuz-0.0.0-none"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$d/vmlinuz-0.0.0-none" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a kernel without /lib/modules/VERSION is refused"
+	assert_contains "$out" "/lib/modules/0.0.0-none/modules.dep" "and why"
 	out=$("$MOAT" policy show --isolation vm --net host)
 	assert_contains "$out" "level        vm" "moat policy show prints the level"
 	assert_contains "$out" "refused (IN USE: the run fails)" "and what it refuses"
 }
 
+# kcopy DIR: a copy of the newest guest kernel, as DIR/vmlinuz-VERSION.
+kcopy() {
+	local k
+	k=$(find /boot -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -1)
+	mkdir -p "$1" && chmod 700 "$1"
+	cp "$k" "$1/" && chmod 644 "$1/${k##*/}"
+	echo "$1/${k##*/}"
+}
+
+# qemu_kernel ID: the file the run's QEMU holds as its kernel (fd 4).
+qemu_kernel() {
+	local q
+	q=$(pgrep -f "qemu-system.*moat-vm-$1" | head -1)
+	[ -n "$q" ] && readlink "/proc/$q/fd/4"
+}
+
 t_sigkill() {
 	need_vm
-	local log="$T_OUT/kill.json" id pid
-	"$MOAT" run --quiet --isolation vm --vm-accel any --log "$log" -- sleep 300 &
+	local log="$T_OUT/kill.json" id pid k
+	# the policy's guest kernel (vm_kernel): a copy of /boot's
+	k=$(kcopy "$T_OUT/kernel")
+	"$MOAT" run --quiet --isolation vm --vm-accel any --vm-kernel "$k" --log "$log" -- sleep 300 &
 	pid=$!
 	id=
 	for _ in $(seq 600); do
@@ -227,6 +272,7 @@ t_sigkill() {
 	done
 	pgrep -f "qemu-system.*moat-vm-$id" >/dev/null ||
 		fail "positive control: the run's QEMU was not seen running"
+	assert_eq "$k" "$(qemu_kernel "$id")" "QEMU boots the kernel vm_kernel names"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	for _ in $(seq 100); do
@@ -270,6 +316,9 @@ t_session() {
 		fail "moat create --isolation vm failed"
 	pgrep -f "qemu-system.*moat-vm-$id" >/dev/null ||
 		fail "positive control: the session's QEMU was not seen running"
+	# control for vm_kernel (t_sigkill): without it, the newest of /boot
+	assert_eq "$(find /boot -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -1)" \
+		"$(qemu_kernel "$id")" "without vm_kernel QEMU boots /boot's newest kernel"
 	out=$("$MOAT" exec "$name" -- /bin/sh -c 'echo e1; exit 5') || rc=$?
 	assert_eq 5 "$rc" "moat exec: the exit status"
 	assert_eq e1 "$out" "and stdout"
