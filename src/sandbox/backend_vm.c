@@ -254,9 +254,10 @@ static int named_kernel(struct moat_vm_run *v, const char *path, char *why, size
 	struct stat st, dst;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(why, whylen, "cannot open it: %s%s", strerror(errno),
-			 errno == ELOOP ? " (a symlink: name the file itself)" : "");
-		return -errno;
+		int e = errno;
+		snprintf(why, whylen, "cannot open it: %s%s", strerror(e),
+			 e == ELOOP ? " (a symlink: name the file itself)" : "");
+		return -e;
 	}
 	v->kernel_fd = fd;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
