@@ -722,6 +722,14 @@ struct moat_image_gc_result {
 	unsigned removed, in_use, stale, failed;
 };
 int moat_image_gc(struct moat_image_gc_result *ret, struct moat_error *ret_err);
+/* moat gc: the vm level's initramfs cache (docs/ISOLATION.md): removes each
+ * cached initramfs not used for max_age_s seconds (a run that uses one
+ * touches it; a run's QEMU holds its copy open) and what an interrupted
+ * build left. No cache directory: 0, nothing counted. */
+struct moat_vm_gc_result {
+	unsigned removed, kept, failed;
+};
+int moat_vm_gc(unsigned max_age_s, struct moat_vm_gc_result *ret, struct moat_error *ret_err);
 
 /* ---- state: moat gc / moat ps ----------------------------------------------- */
 

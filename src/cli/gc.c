@@ -113,6 +113,18 @@ int moat_cli_gc(int argc, char **argv)
 			ig.removed, ig.in_use, ig.stale, ig.failed);
 	if (ig.failed)
 		rc = 1;
+	/* the vm level's initramfs files not used for a week (docs/ISOLATION.md) */
+	struct moat_vm_gc_result vg;
+	if (moat_vm_gc(7 * 24 * 3600, &vg, &err) < 0) {
+		moat_cli_print_error(&err);
+		rc = 1;
+	} else if (!quiet)
+		fprintf(stderr,
+			"moat gc: vm: %u initramfs file(s) unused for a week removed, %u kept, "
+			"%u failed\n",
+			vg.removed, vg.kept, vg.failed);
+	if (vg.failed)
+		rc = 1;
 	free(ids);
 	free(live);
 	moat_policy_free(p);

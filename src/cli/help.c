@@ -76,7 +76,7 @@ static const struct help helps[] = {
 	 "oldest first, past audit.runs_max in total (default 4G); see moat gc.\n",
 	 false},
 	{"gc", "",
-	 "usage: moat gc [--quiet] [--state-dir DIR]\nCleans up after crashed runs; removes the cached images (--image) no run holds.\n",
+	 "usage: moat gc [--quiet] [--state-dir DIR]\nCleans up after crashed runs; removes the cached images (--image) no run holds and the vm level's initramfs files unused for a week.\n",
 	 false},
 	{"selftest", "",
 	 "usage: moat selftest [--json] [--only NAME[,NAME...]] [--policy FILE] [RUN-OPTIONS...]\n"

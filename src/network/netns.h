@@ -27,6 +27,12 @@
 #define MOAT_NETNS_SRC6 "2001:2::1" /* RFC 5180 benchmarking range, never routed */
 #define MOAT_NETNS_DNS4 "127.0.0.53"
 #define MOAT_NETNS_NFLOG_GROUP 7
+/* --isolation vm with --net allow (backend_vm.c, docs/ISOLATION.md): the
+ * tap in the holder's namespace (its address the guest's gateway, proxy and
+ * DNS server) and the guest's own address (a /32, the gateway on-link) */
+#define MOAT_NETNS_VM_TAP "moat0"
+#define MOAT_NETNS_VM_HOST4 "10.0.2.2"
+#define MOAT_NETNS_VM_GUEST4 "10.0.2.15"
 
 struct moat_netns_opts {
 	uint16_t http_port; /* 0 = 3128, on 127.0.0.1 */

@@ -2,6 +2,7 @@
 /* Policy -> ordered setup steps. Pure code: unit-tested without privileges. */
 #include <stdio.h>
 
+#include "network/netns.h"
 #include "policy/plan.h"
 #include "shared/macro.h"
 #include "shared/parse.h"
@@ -126,7 +127,11 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
 		 p->hostname);
 	snprintf(pl->hostname, sizeof(pl->hostname), "%s\n", p->hostname);
-	if (p->net == MOAT_NET_ALLOW)
+	if (p->net == MOAT_NET_ALLOW && p->isolation == MOAT_ISO_VM)
+		/* the guest's gateway, DNATed to the DNS stub (netns.h) */
+		snprintf(pl->resolv, sizeof(pl->resolv),
+			 "nameserver " MOAT_NETNS_VM_HOST4 "\noptions edns0\n");
+	else if (p->net == MOAT_NET_ALLOW)
 		snprintf(pl->resolv, sizeof(pl->resolv), "nameserver 127.0.0.53\noptions edns0\n");
 	else
 		snprintf(pl->resolv, sizeof(pl->resolv), "# moat: no DNS in this sandbox\n");

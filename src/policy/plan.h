@@ -78,7 +78,7 @@ struct moat_step {
 #define MOAT_PLAN_ROOT_UID_SLOTS 65536u
 
 /* Bytes of the nftables capture rules. */
-#define MOAT_PLAN_NFT_MAX 1024
+#define MOAT_PLAN_NFT_MAX 3072
 
 /* Where the sandbox's CA bundle (system roots + the per-run CA) is bound. */
 #define MOAT_PLAN_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
@@ -260,6 +260,14 @@ void moat_plan_seccomp_opts(const struct moat_plan *pl, bool notify, struct moat
  * redirected to the transparent listener on tport, the rest logged and
  * dropped. -ENOBUFS if len is too small. */
 int moat_plan_nft_ruleset(uint16_t tport, char *buf, size_t len);
+/* The same rules for the vm level's holder namespace, plus the guest's tap
+ * (MOAT_NETNS_VM_TAP): the guest's TCP to the gateway's http/socks/dns ports
+ * and its DNS over UDP go to those listeners, every other TCP connection to
+ * the transparent listener, everything else from the tap is logged and
+ * dropped, nothing is forwarded, and the namespace itself sends on the tap
+ * only replies. -ENOBUFS if len is too small. */
+int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint16_t dns, char *buf,
+			     size_t len);
 
 /* The variables pointed at the CA bundle (NULL-terminated, static). */
 const char *const *moat_plan_ca_env(void);

@@ -44,6 +44,21 @@ static const char *const proxy_env[][2] = {
 	{"NODE_EXTRA_CA_CERTS", MOAT_PLAN_CA_BUNDLE},
 };
 
+/* The vm level: the same proxy, seen from the guest at its gateway (the
+ * holder namespace's tap address, MOAT_NETNS_VM_HOST4). */
+#define VM_HTTP "http://" MOAT_NETNS_VM_HOST4 ":3128"
+static const char *const proxy_env_vm[][2] = {
+	{"HTTP_PROXY", VM_HTTP},
+	{"http_proxy", VM_HTTP},
+	{"HTTPS_PROXY", VM_HTTP},
+	{"https_proxy", VM_HTTP},
+	{"ALL_PROXY", "socks5h://" MOAT_NETNS_VM_HOST4 ":1080"},
+	{"all_proxy", "socks5h://" MOAT_NETNS_VM_HOST4 ":1080"},
+	{"NO_PROXY", "localhost,127.0.0.1,::1"},
+	{"no_proxy", "localhost,127.0.0.1,::1"},
+	{"NODE_EXTRA_CA_CERTS", MOAT_PLAN_CA_BUNDLE},
+};
+
 static const struct moat_plan_listener listeners[] = {
 	{"http", "127.0.0.1", 3128, "tcp"},
 	{"socks5", "127.0.0.1", 1080, "tcp"},
@@ -77,6 +92,64 @@ int moat_plan_nft_ruleset(uint16_t tport, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
 
+int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint16_t dns, char *buf,
+			     size_t len)
+{
+	/* The tap's packets enter at prerouting: DNAT to the listeners on
+	 * loopback (the holder sets route_localnet on the tap for it), which
+	 * keeps the original destination for the transparent listener
+	 * (SO_ORIGINAL_DST) exactly as the redirect of nat/output does. Only
+	 * DNATed packets pass filter/prerouting (which runs after the DNAT and
+	 * before any routing, so nothing reaches the forward path, where a
+	 * namespace without ip_forward would drop it unlogged); the guest's
+	 * UDP, ICMP and the rest are logged to the same nflog group and dropped
+	 * (the guest's sender sees a timeout where the process level's gets
+	 * EPERM). Locally generated packets on the tap are only the replies of
+	 * those connections. */
+#define T "iifname \"" MOAT_NETNS_VM_TAP "\" "
+	int n = snprintf(
+		buf, len,
+		"table inet moat {\n"
+		" chain nat_output {\n"
+		"  type nat hook output priority -100; policy accept;\n"
+		"  meta l4proto tcp ip daddr != 127.0.0.0/8 counter redirect to :%u\n"
+		"  meta l4proto tcp ip6 daddr != ::1 counter redirect to :%u\n"
+		" }\n"
+		" chain filter_output {\n"
+		"  type filter hook output priority 0; policy drop;\n"
+		"  ip daddr { 127.0.0.0/8, %s } accept\n"
+		"  ip6 daddr { ::1, %s } accept\n"
+		"  oifname \"" MOAT_NETNS_VM_TAP "\" ip daddr " MOAT_NETNS_VM_GUEST4
+		" ct state established accept\n"
+		"  oifname \"" MOAT_NETNS_VM_TAP "\" drop\n"
+		"  meta l4proto udp counter log group %u drop\n"
+		"  meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
+		"  counter log group %u drop\n"
+		" }\n"
+		" chain nat_prerouting {\n"
+		"  type nat hook prerouting priority -100; policy accept;\n"
+		"  " T "ip daddr " MOAT_NETNS_VM_HOST4 " tcp dport %u dnat ip to 127.0.0.1:%u\n"
+		"  " T "ip daddr " MOAT_NETNS_VM_HOST4 " tcp dport %u dnat ip to 127.0.0.1:%u\n"
+		"  " T "ip daddr " MOAT_NETNS_VM_HOST4 " udp dport %u dnat ip to %s:%u\n"
+		"  " T "ip daddr " MOAT_NETNS_VM_HOST4 " tcp dport %u dnat ip to %s:%u\n"
+		"  " T "meta nfproto ipv4 meta l4proto tcp counter dnat ip to 127.0.0.1:%u\n"
+		" }\n"
+		" chain filter_prerouting {\n"
+		"  type filter hook prerouting priority 0; policy accept;\n"
+		"  " T "ct status dnat accept\n"
+		"  " T "meta l4proto udp counter log group %u drop\n"
+		"  " T "meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
+		"  " T "counter log group %u drop\n"
+		" }\n"
+		"}\n",
+		tport, tport, MOAT_NETNS_SRC4, MOAT_NETNS_SRC6, MOAT_NETNS_NFLOG_GROUP,
+		MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP, http, http, socks, socks, dns,
+		MOAT_NETNS_DNS4, dns, dns, MOAT_NETNS_DNS4, dns, tport, MOAT_NETNS_NFLOG_GROUP,
+		MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP);
+#undef T
+	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
+}
+
 /* Variables programs read for their CA bundle (OpenSSL, Python requests, curl,
  * Node, git, pip), pointed at the bundle with the per-run CA. */
 static const char *const ca_env[] = {
@@ -97,14 +170,16 @@ static void build_net(const struct moat_policy *p, struct moat_plan *pl)
 	n->landlock_no_tcp = false; /* the loopback is the sandbox's own */
 	if (p->net != MOAT_NET_ALLOW)
 		return;
-	n->env = proxy_env;
-	n->n_env = ELEMENTSOF(proxy_env);
+	bool vm = p->isolation == MOAT_ISO_VM;
+	n->env = vm ? proxy_env_vm : proxy_env;
+	n->n_env = vm ? ELEMENTSOF(proxy_env_vm) : ELEMENTSOF(proxy_env);
 	n->listeners = listeners;
 	n->n_listeners = ELEMENTSOF(listeners);
-	for (unsigned i = 0; i < n->n_listeners; i++)
-		if (streq(n->listeners[i].what, "transparent") &&
-		    moat_plan_nft_ruleset(n->listeners[i].port, n->nft, sizeof(n->nft)) < 0)
-			n->nft[0] = 0; /* cannot happen: sized for it; refused at apply */
+	/* cannot fail: sized for it; an empty ruleset is refused at apply */
+	if (vm ? moat_plan_nft_ruleset_vm(listeners[0].port, listeners[1].port, listeners[2].port,
+					  listeners[3].port, n->nft, sizeof(n->nft)) < 0
+	       : moat_plan_nft_ruleset(listeners[2].port, n->nft, sizeof(n->nft)) < 0)
+		n->nft[0] = 0;
 	n->allow = p->allow_hosts;
 	n->n_allow = p->n_allow_hosts;
 	n->deny = p->deny_hosts;

@@ -75,6 +75,7 @@ struct moat_policy *moat_policy_free(struct moat_policy *p)
 		return NULL;
 	free(p->rootfs);
 	free(p->image);
+	free(p->vm_kernel);
 	free(p->image_root);
 	free(p->image_digest);
 	moat_policy_strv_free(p->image_dirs, p->n_image_dirs);

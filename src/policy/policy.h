@@ -153,6 +153,10 @@ struct moat_policy {
 	 * digest and top directories are set by moat_policy_image_defaults()
 	 * from the opened image, never by a key or flag */
 	char *image;
+	/* --isolation vm: the guest kernel (an absolute /.../vmlinuz-VERSION with
+	 * /lib/modules/VERSION), or NULL: the newest of /boot; checked at the
+	 * run (backend_vm.c) */
+	char *vm_kernel;
 	bool image_allow_setid;
 	char *image_root;
 	char *image_digest;

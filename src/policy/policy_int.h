@@ -76,6 +76,7 @@ int moat_pset_user(struct moat_policy *p, const char *v, char *why, size_t whyle
 int moat_pset_hostname(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_isolation(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_vm_accel(struct moat_policy *p, const char *v, char *why, size_t whylen);
+int moat_pset_vm_kernel(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_tty_mode(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_cpus(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_memory(struct moat_policy *p, const char *v, char *why, size_t whylen);

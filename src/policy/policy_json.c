@@ -53,6 +53,8 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	if (p->isolation == MOAT_ISO_VM)
 		json_object_set_new(root, "vm_accel",
 				    json_string(moat_vm_accel_names[p->vm_accel]));
+	if (p->isolation == MOAT_ISO_VM && p->vm_kernel)
+		json_object_set_new(root, "vm_kernel", json_string(p->vm_kernel));
 	if (p->rootfs)
 		json_object_set_new(fs, "rootfs", json_string(p->rootfs));
 	if (p->image)

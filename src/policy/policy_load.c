@@ -702,6 +702,7 @@ static const struct key_handler top_keys[] = {
 	{"version", h_version, NULL, false},
 	{"isolation", h_set, moat_pset_isolation, false},
 	{"vm_accel", h_set, moat_pset_vm_accel, false},
+	{"vm_kernel", h_set, moat_pset_vm_kernel, false},
 	{"image", h_set, moat_pset_image, false},
 	{"image_allow_setid", h_image_allow_setid, NULL, false},
 	{"filesystem", h_filesystem, NULL, false},

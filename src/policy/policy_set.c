@@ -140,6 +140,11 @@ int moat_pset_image(struct moat_policy *p, const char *v, char *why, size_t whyl
 	return set_host_path(p, &p->image, v, why, whylen);
 }
 
+int moat_pset_vm_kernel(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	return set_host_path(p, &p->vm_kernel, v, why, whylen);
+}
+
 static int set_image_allow_setid(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	p->image_allow_setid = true;
@@ -757,6 +762,9 @@ static const struct option_def options[] = {
 	 "isolation level (default process; docs/ISOLATION.md)"},
 	{"--vm-accel", "kvm|any", ONE, moat_pset_vm_accel,
 	 "--isolation vm: require KVM (default), or accept TCG where KVM does not work"},
+	{"--vm-kernel", "PATH", ONE, moat_pset_vm_kernel,
+	 "--isolation vm: the guest kernel, .../vmlinuz-VERSION with /lib/modules/VERSION "
+	 "(default: the newest of /boot)"},
 	{"--workspace", "DIR[:MODE]", ONE, moat_pset_workspace,
 	 "the project directory, at the same path, the working directory (MODE rw, ro, overlay)"},
 	{"--ro", "PATH[:DEST]", MANY, set_ro,

@@ -14,8 +14,13 @@
  * a host tmpfs handed to the supervisor for the review, exactly as at the
  * other levels) and /output. QEMU exports that tree over virtio-9p; the
  * guest mounts its own tmpfs, proc and /dev. QEMU dies with the holder
- * (PR_SET_PDEATHSIG), the holder with the supervisor; the network namespace
- * is empty and QEMU gets no network device.
+ * (PR_SET_PDEATHSIG), the holder with the supervisor. With --net none the
+ * network namespace is empty and QEMU gets no network device. With --net
+ * allow the holder's namespace gets the process level's listeners, DNS stub
+ * and capture rules (hook_net.c, the vm variant of the ruleset: plan.h) and
+ * one tap (vm_net.c) whose fd QEMU takes as the guest's only link: every
+ * packet of the guest enters that namespace, where TCP is DNATed to the
+ * proxy's listeners and everything else is logged and dropped.
  *
  * No descriptor crosses into a VM, so the holder is also the bridge: it
  * speaks ctl.h with the supervisor (exec requests with their blob, report
@@ -43,11 +48,13 @@
 #include <sys/wait.h>
 
 #include "kernel/seccomp.h"
+#include "network/netns.h"
 #include "policy/errors.h"
 #include "sandbox/backend.h"
 #include "sandbox/backend_gvisor.h"
 #include "sandbox/backend_vm.h"
 #include "sandbox/ctl.h"
+#include "sandbox/hooks.h"
 #include "sandbox/vm_proto.h"
 #include "shared/fdpass.h"
 #include "shared/fdset.h"
@@ -83,6 +90,8 @@ struct moat_vm_run {
 	struct sock_filter *insns;
 	unsigned n_insns;
 	int qemu_sock[2]; /* [0] the bridge's, [1] QEMU's chardev */
+	int tap; /* --net allow: the tap QEMU is given, or -1 */
+	int kernel_fd; /* vm_kernel: the checked file, or -1 (the holder opens kernel) */
 	uint64_t ram_mib;
 	unsigned cpus;
 	bool initrd_built;
@@ -96,6 +105,8 @@ static void vm_free(struct moat_vm_run *v)
 		safe_close(v->srcfd[i]);
 	safe_close(v->qemu_sock[0]);
 	safe_close(v->qemu_sock[1]);
+	safe_close(v->tap);
+	safe_close(v->kernel_fd);
 	free(v->insns);
 	if (v->dirfd >= 0) {
 		close(v->dirfd);
@@ -195,7 +206,7 @@ static int private_dir(char *buf)
 
 /* Next to moat's state directory (~/.local/state/moat/vm, /run/moat/vm as
  * root); without a home, /tmp/moat-vm-UID, if it is the caller's own. */
-static int cache_dir(char *buf, size_t len)
+int moat_vm_cache_dir(char *buf, size_t len)
 {
 	char live[MOAT_MAX_PATH];
 	int k = moat_state_default_dir(live, sizeof(live));
@@ -212,6 +223,70 @@ static int cache_dir(char *buf, size_t len)
 	return private_dir(buf);
 }
 
+/* Owned by root or the caller, and written by no one else. */
+static bool trusted(const struct stat *st)
+{
+	return (st->st_uid == 0 || st->st_uid == geteuid() || st->st_uid == getuid()) &&
+		!(st->st_mode & 022);
+}
+
+/* vm_kernel: the guest kernel the policy names. The file itself (no
+ * symlink), regular, and it and its directory the caller's or root's and
+ * written by no one else: whoever could replace it would choose the guest's
+ * kernel. Named vmlinuz-VERSION with /lib/modules/VERSION/modules.dep, whose
+ * virtio, console and 9p modules go into the initramfs. Kept open: the
+ * holder hands QEMU this very file. */
+static int named_kernel(struct moat_vm_run *v, const char *path, char *why, size_t whylen)
+{
+	const char *base = strrchr(path, '/');
+	if (path[0] != '/' || !base || !startswith(base + 1, "vmlinuz-") || !base[9] ||
+	    strlen(base + 9) >= sizeof(v->kver)) {
+		snprintf(why, whylen, "not an absolute path to a file named vmlinuz-VERSION");
+		return -EINVAL;
+	}
+	snprintf(v->kver, sizeof(v->kver), "%s", base + 9);
+	if (strchr(v->kver, '/') || streq(v->kver, "..") || streq(v->kver, ".")) {
+		snprintf(why, whylen, "not a kernel version: %s", v->kver);
+		return -EINVAL;
+	}
+	char dir[MOAT_MAX_PATH], dep[MOAT_MAX_PATH];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(base - path), path);
+	struct stat st, dst;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(why, whylen, "cannot open it: %s%s", strerror(e),
+			 e == ELOOP ? " (a symlink: name the file itself)" : "");
+		return -e;
+	}
+	v->kernel_fd = fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		return -EINVAL;
+	}
+	if (!trusted(&st)) {
+		snprintf(why, whylen,
+			 "owned by uid %u, mode %04o: must be root's or yours and writable by no "
+			 "one else",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (stat(dir[0] ? dir : "/", &dst) < 0 || !trusted(&dst)) {
+		snprintf(why, whylen,
+			 "its directory %.160s must be root's or yours and writable by no one else",
+			 dir[0] ? dir : "/");
+		return -EPERM;
+	}
+	snprintf(dep, sizeof(dep), "/lib/modules/%s/modules.dep", v->kver);
+	if (access(dep, R_OK) != 0) {
+		snprintf(why, whylen,
+			 "no %.160s (the guest's virtio and 9p drivers are its modules)", dep);
+		return -ENOENT;
+	}
+	snprintf(v->kernel, sizeof(v->kernel), "%s", path);
+	return 0;
+}
+
 static int vm_prepare(struct moat_run *r)
 {
 	char why[300];
@@ -222,11 +297,16 @@ static int vm_prepare(struct moat_run *r)
 	struct moat_vm_run *v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	v->dirfd = v->qemu_sock[0] = v->qemu_sock[1] = -1;
+	v->dirfd = v->qemu_sock[0] = v->qemu_sock[1] = v->tap = v->kernel_fd = -1;
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		v->srcfd[i] = -1;
 	r->vm = v;
-	if (moat_vm_find_kernel(v->kernel, sizeof(v->kernel), v->kver, sizeof(v->kver)) < 0)
+	if (r->p->vm_kernel) {
+		if (named_kernel(v, r->p->vm_kernel, why, sizeof(why)) < 0)
+			return moat_error_set(r->err, "isolation", EPERM,
+					      "isolation vm: vm_kernel %s: %s", r->p->vm_kernel,
+					      why);
+	} else if (moat_vm_find_kernel(v->kernel, sizeof(v->kernel), v->kver, sizeof(v->kver)) < 0)
 		return moat_error_set(r->err, "isolation", ENOENT,
 				      "isolation vm: no guest kernel (/boot/vmlinuz-VERSION with "
 				      "/lib/modules/VERSION; Debian package linux-image-amd64)");
@@ -244,7 +324,7 @@ static int vm_prepare(struct moat_run *r)
 				      "isolation vm: cannot find moat's own executable");
 	v->exe[n] = '\0';
 	char dir[MOAT_MAX_PATH];
-	int k = cache_dir(dir, sizeof(dir));
+	int k = moat_vm_cache_dir(dir, sizeof(dir));
 	if (k < 0)
 		return moat_error_set(r->err, "isolation", -k,
 				      "isolation vm: initramfs step failed: no private cache "
@@ -387,8 +467,8 @@ static _Noreturn void run_qemu(struct moat_run *r, int kfd, int ifd, int cfd)
 		 "local,id=h,path=%s/" MOAT_GV_ROOT ",security_model=none,multidevs=remap", v->dir);
 	snprintf(append, sizeof(append), "console=ttyS0 quiet panic=-1 rdinit=/init -- __vm-init");
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int fds[7] = {null_fd, null_fd, null_fd, v->qemu_sock[1], kfd, ifd, cfd};
-	if (null_fd < 0 || moat_fdset_compact(fds, 7) < 0)
+	int fds[8] = {null_fd, null_fd, null_fd, v->qemu_sock[1], kfd, ifd, cfd, v->tap};
+	if (null_fd < 0 || moat_fdset_compact(fds, v->tap >= 0 ? 8 : 7) < 0)
 		_exit(127);
 	const char *argv[64];
 	unsigned a = 0;
@@ -407,8 +487,16 @@ static _Noreturn void run_qemu(struct moat_run *r, int kfd, int ifd, int cfd)
 	argv[a++] = "-no-user-config";
 	argv[a++] = "-nographic";
 	argv[a++] = "-no-reboot";
-	argv[a++] = "-nic";
-	argv[a++] = "none";
+	if (v->tap >= 0) {
+		/* the guest's one link: the holder's tap (fd 7); no option ROM */
+		argv[a++] = "-netdev";
+		argv[a++] = "tap,id=n0,fd=7";
+		argv[a++] = "-device";
+		argv[a++] = "virtio-net-pci,netdev=n0,romfile=";
+	} else {
+		argv[a++] = "-nic";
+		argv[a++] = "none";
+	}
 	argv[a++] = "-sandbox";
 	argv[a++] = "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
 	argv[a++] = "-kernel";
@@ -671,6 +759,21 @@ static _Noreturn void holder(struct moat_run *r)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "--rootfs %s: %s", sb->rootfs_path,
 			 rk == -EXDEV ? "changed while moat started (refused)" : "cannot open it");
 	}
+	if (r->plan->net.mode == MOAT_NET_ALLOW) {
+		/* the tap first (its rules name it), then the listeners and the
+		 * capture rules of the process level, in this namespace */
+		char why[160];
+		int k = v->tap = moat_vm_net_tap(MOAT_NETNS_VM_TAP, why, sizeof(why));
+		if (k >= 0)
+			k = moat_vm_net_up(MOAT_NETNS_VM_TAP, MOAT_NETNS_VM_HOST4, 24, NULL);
+		if (k < 0) {
+			errno = -k;
+			hold_die(w, MOAT_STAGE_NETWORK, -1, "the guest's link: %s",
+				 v->tap < 0 ? why : "cannot configure the tap");
+		}
+		if (moat_hook_network(sb) < 0 || moat_hook_network_join(sb) < 0)
+			hold_die(w, MOAT_STAGE_NETWORK, -1, "network setup failed");
+	}
 	for (unsigned i = 0; i < r->plan->n_steps; i++) {
 		switch (v->b.src[i]) {
 		case MOAT_GV_BIND:
@@ -694,7 +797,8 @@ static _Noreturn void holder(struct moat_run *r)
 	    mount(NULL, root, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
 		    0)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "cannot make the tree read-only");
-	int kfd = open(v->kernel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int kfd = v->kernel_fd >= 0 ? fcntl(v->kernel_fd, F_DUPFD_CLOEXEC, 3)
+				    : open(v->kernel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	int ifd = open(v->initrd, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	int cfd = openat(v->dirfd, "console.log",
 			 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -722,6 +826,7 @@ static _Noreturn void holder(struct moat_run *r)
 	close(kfd);
 	close(ifd);
 	close(cfd);
+	v->tap = safe_close(v->tap);
 	int q = v->qemu_sock[0];
 	size_t clen = sizeof(v->cfg) + v->n_insns * sizeof(struct sock_filter);
 	uint8_t *cbuf = malloc(clen);
@@ -822,6 +927,8 @@ static int wait_ready(struct moat_run *r)
 					r->upper_fd = TAKE_FD(fd);
 				else if (kind == MOAT_FD_OUTPUT && r->output_fd < 0)
 					r->output_fd = TAKE_FD(fd);
+				else if (moat_supervise_take_fd(r, kind, fd) > 0)
+					fd = -1; /* a network listener (--net allow) */
 				safe_close(fd);
 				continue;
 			}
@@ -848,8 +955,11 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 	struct moat_vm_run *v = r->vm;
 	const struct moat_plan *pl = r->plan;
 	struct moat_vm_config *c = &v->cfg;
-	*c = (struct moat_vm_config){
-		.magic = MOAT_VM_CONFIG_MAGIC, .uid = pl->id.uid, .gid = pl->id.gid, .landlock = 1};
+	*c = (struct moat_vm_config){.magic = MOAT_VM_CONFIG_MAGIC,
+				     .uid = pl->id.uid,
+				     .gid = pl->id.gid,
+				     .landlock = 1,
+				     .net = pl->net.mode == MOAT_NET_ALLOW};
 	snprintf(c->hostname, sizeof(c->hostname), "%s", pl->id.hostname ? pl->id.hostname : "");
 	bool dev = false;
 	for (unsigned i = 0; i < pl->n_steps; i++) {

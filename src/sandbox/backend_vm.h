@@ -31,5 +31,20 @@ int moat_vm_initramfs(const char *cache_dir, const char *exe, const char *kver, 
 /* Whether KVM can run an ordinary guest here: 0, or -errno with why. */
 int moat_vm_kvm_probe(char *why, size_t whylen);
 
+/* The initramfs cache: next to moat's state directory, or /tmp/moat-vm-UID;
+ * created private, and refused (-EPERM) unless the caller's own and written
+ * by no one else. */
+int moat_vm_cache_dir(char *buf, size_t len);
+
 /* The guest kernel: the newest /boot/vmlinuz-VER with /lib/modules/VER. */
 int moat_vm_find_kernel(char *ret_path, size_t len, char *ret_ver, size_t vlen);
+
+/* --net allow (vm_net.c). The holder: a tap NAME in the caller's network
+ * namespace, IPv6 off and route_localnet on, returned as the fd QEMU takes
+ * (owned by the caller), or -errno with why. */
+int moat_vm_net_tap(const char *name, char *why, size_t whylen);
+/* Bring up lo and IFNAME with ADDR/PREFIX and, with GW, a default route
+ * through it on-link. 0 or -errno. */
+int moat_vm_net_up(const char *ifname, const char *addr, unsigned prefix, const char *gw);
+/* The first link that is not lo (the guest's virtio-net device). */
+int moat_vm_net_first_link(char *ret_name, size_t len);

@@ -170,11 +170,13 @@ static const struct moat_iso_key keys[] = {
 	  "QEMU has no network device (-nic none) and runs in an empty network namespace"}},
 	{"network.mode allow (allow_hosts, deny_hosts, allow_cidrs, resolve, http, secrets)",
 	 u_net_allow,
-	 {S, E, R},
+	 {S, E, E},
 	 {"capture rules and proxy listeners in the sandbox's namespace",
 	  "runsc --network=host inside moat's namespace with the same capture rules, "
 	  "listeners and DNS stub: every connection of gVisor passes moat's proxy",
-	  "the guest has no network device in this build: use --net none"}},
+	  "one virtio-net device whose other end is a tap in the holder's otherwise empty "
+	  "namespace, with the same listeners and DNS stub and the capture rules on the tap: "
+	  "every packet of the guest reaches moat's proxy or is dropped and recorded"}},
 	{"network.mode host",
 	 u_net_host,
 	 {S, R, R},

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/reboot.h>
+#include <net/if.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -38,7 +39,9 @@
 
 #include "kernel/landlock.h"
 #include "moat/moat.h"
+#include "network/netns.h"
 #include "kernel/seccomp.h"
+#include "sandbox/backend_vm.h"
 #include "sandbox/ctl.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/vm_proto.h"
@@ -631,6 +634,18 @@ _Noreturn void moat_vm_init_main(void)
 	load_modules();
 	ctl = open_port();
 	read_config();
+	if (cfg.net) {
+		/* the one link, to the holder's tap: everything through the
+		 * gateway, where moat's capture rules are (docs/ISOLATION.md) */
+		char link[IF_NAMESIZE];
+		int k = moat_vm_net_first_link(link, sizeof(link));
+		if (k >= 0)
+			k = moat_vm_net_up(link, MOAT_NETNS_VM_GUEST4, 32, MOAT_NETNS_VM_HOST4);
+		if (k < 0) {
+			errno = -k;
+			fail(MOAT_STAGE_NETWORK, "cannot configure the guest's network link");
+		}
+	}
 	if (mount("root", G_ROOT, "9p", MS_NOSUID | MS_NODEV,
 		  "trans=virtio,version=9p2000.L,msize=262144,cache=mmap") < 0 &&
 	    mount("root", G_ROOT, "9p", MS_NOSUID | MS_NODEV, "trans=virtio,version=9p2000.L") < 0)

@@ -10,6 +10,7 @@
  * header of hexadecimal fields per entry, 4-byte aligned): the unit test
  * reads it back with libarchive.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nettle/sha2.h>
@@ -18,8 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "moat/moat.h"
+#include "policy/errors.h"
 #include "policy/policy.h"
 #include "sandbox/backend_vm.h"
 #include "shared/macro.h"
@@ -203,6 +207,8 @@ static const char *const guest_modules[] = {
 	"kernel/net/9p/9pnet_virtio.ko",
 	"kernel/fs/9p/9p.ko",
 	"kernel/drivers/char/hw_random/virtio-rng.ko",
+	/* --net allow: the link to the holder's tap (a device only then) */
+	"kernel/drivers/net/virtio_net.ko",
 };
 
 static int collect(struct ir *ir, const char *exe, const char *kver, char *why, size_t whylen)
@@ -300,6 +306,8 @@ int moat_vm_initramfs(const char *cache_dir, const char *exe, const char *kver, 
 	}
 	struct stat st;
 	if (lstat(ret_path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+		/* used now: moat gc keeps what was used recently (moat_vm_gc) */
+		(void)utimensat(AT_FDCWD, ret_path, NULL, AT_SYMLINK_NOFOLLOW);
 		k = 0;
 		goto out;
 	}
@@ -330,4 +338,54 @@ out:
 	ir_done(ir);
 	free(ir);
 	return k;
+}
+
+/* moat gc (moat.h): by name only (initramfs-<32 hex>.cpio, .initramfs-*),
+ * regular files of the caller's own, in the private cache directory. A
+ * run's holder opens its copy before QEMU starts and QEMU reads it at once,
+ * so a removal can only make a later run build it again. */
+int moat_vm_gc(unsigned max_age_s, struct moat_vm_gc_result *ret, struct moat_error *err)
+{
+	char dir[MOAT_MAX_PATH];
+	memset(ret, 0, sizeof(*ret));
+	int k = moat_vm_cache_dir(dir, sizeof(dir));
+	if (k < 0)
+		return k == -ENOENT ? 0
+				    : moat_error_set(err, "vm", -k, "the initramfs cache %s: %s",
+						     dir, strerror(-k));
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int d2 = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 3) : -1;
+	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+	if (!d) {
+		k = negerrno();
+		safe_close(d2);
+		return moat_error_set(err, "vm", -k, "the initramfs cache %s: %s", dir,
+				      strerror(-k));
+	}
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		size_t len = strlen(n);
+		bool cached = len == 10 + 32 + 5 && startswith(n, "initramfs-") &&
+			strspn(n + 10, "0123456789abcdef") == 32 && streq(n + 42, ".cpio");
+		bool partial = startswith(n, ".initramfs-");
+		struct stat st;
+		if ((!cached && !partial) || fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		/* a partial one is a build in progress for an hour */
+		time_t age = now.tv_sec - st.st_mtim.tv_sec;
+		if (age < (time_t)(cached ? max_age_s : 3600)) {
+			ret->kept++;
+			continue;
+		}
+		if (unlinkat(dfd, n, 0) < 0)
+			ret->failed++;
+		else
+			ret->removed++;
+	}
+	closedir(d);
+	return 0;
 }

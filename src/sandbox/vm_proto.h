@@ -62,6 +62,7 @@ struct moat_vm_config {
 	uint32_t n_mounts;
 	uint32_t seccomp_len; /* struct sock_filter instructions after the config */
 	uint32_t landlock; /* 1: a ruleset: write only below the rw paths */
+	uint32_t net; /* 1: --net allow: configure the virtio-net link (vm_net.c) */
 	uint64_t nofile, fsize, nproc, as;
 	char hostname[64];
 	struct moat_vm_mount mounts[MOAT_VM_MAX_MOUNTS];

@@ -3,10 +3,13 @@
 # The vm isolation level (issue 17, docs/ISOLATION.md): the command runs in a
 # QEMU guest with its own (Debian) kernel and moat's init as its PID 1, with
 # the same workspace review; --net none gives the guest no network device;
-# keys the level cannot honour fail closed naming them; nothing of QEMU
-# survives a SIGKILL of moat. This machine has no usable KVM, so the guest
-# runs under TCG (vm_accel any): three boots per user, 15-30 s each on a
-# quiet machine (up to a minute at load 12).
+# --net allow gives it one link to moat's proxy (the same audit events as the
+# process level, a credential injected outside the guest); keys the level
+# cannot honour fail closed naming them; nothing of QEMU survives a SIGKILL
+# of moat. This machine has no usable KVM, so the guest runs under TCG
+# (vm_accel any): four boots per user, 10-30 s each on a quiet machine (up
+# to a minute at load 12). Network traffic goes only to servers on loopback
+# (127.0.0.2, 127.0.0.3) and the test's own namespaces.
 # shellcheck source=tests/lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
 
@@ -18,6 +21,72 @@ need_vm() {
 vm() { "$MOAT" run --quiet --isolation vm --vm-accel any "$@"; }
 # run_of LOG: the run id in an audit log.
 run_of() { sed -n 's/.*"run":"\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | head -1; }
+
+PY=/usr/bin/python3
+SRV_DIR=$(mktemp -d "${TMPDIR:-/tmp}/moat-vm-srv.XXXXXX")
+chmod 755 "$SRV_DIR"
+SRV_PIDS=()
+cleanup() {
+	local p
+	for p in "${SRV_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$SRV_DIR" "$T_OUT"
+}
+trap cleanup EXIT
+
+# start_servers: a plain HTTP mirror on 127.0.0.3 ($MIRROR_PORT) and an
+# HTTPS upstream api.test on 127.0.0.2 ($API_PORT, a test CA in
+# $SRV_DIR/ca.pem) that records each request's Authorization in
+# $SRV_DIR/seen (as isolation.sh's gVisor credential test).
+start_servers() {
+	[ -x "$PY" ] || skip "python3 not installed"
+	command -v openssl >/dev/null || skip "openssl not installed"
+	command -v curl >/dev/null || skip "curl not installed"
+	local d=$SRV_DIR
+	echo "vm-bytes-$$" >"$d/pkg.txt"
+	"$PY" -u -m http.server 0 --bind 127.0.0.3 --directory "$d" >"$d/mirror.log" 2>&1 &
+	SRV_PIDS+=($!)
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=moat test CA" -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
+		-keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
+	printf 'subjectAltName=DNS:api.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
+		-CAcreateserial -days 2 -extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null
+	"$PY" - "$d" >"$d/api.log" 2>&1 <<'PYEOF' &
+import http.server, ssl, sys, os
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        with open(os.path.join(d, "seen"), "a") as f:
+            f.write(self.path + "\t" + self.headers.get("Authorization", "") + "\n")
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
+        self.wfile.write(b"ok\n")
+srv = http.server.HTTPServer(("127.0.0.2", 0), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+open(os.path.join(d, "port.tmp"), "w").write(str(srv.server_address[1]))
+os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
+srv.serve_forever()
+PYEOF
+	SRV_PIDS+=($!)
+	MIRROR_PORT='' API_PORT=''
+	for _ in $(seq 100); do
+		MIRROR_PORT=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$d/mirror.log" | head -1)
+		API_PORT=$(cat "$d/port" 2>/dev/null || true)
+		[ -n "$MIRROR_PORT" ] && [ -n "$API_PORT" ] && return 0
+		sleep 0.1
+	done
+	fail "the test's servers did not start: $(cat "$d/mirror.log" "$d/api.log")"
+}
+
+# net_events LOG: the net and dns events of a log, without what differs
+# between two runs (times, ids, the stub's synthetic addresses).
+net_events() {
+	jq -c 'select(.type == "net" or .type == "dns")
+		| [.type, .proto, .host, .addr, .port, .name, .qtype, .action, .reason]' "$1" | sort -u
+}
 
 # Non-loopback interfaces in /proc/net/dev (the probe for --net none).
 IFACES='tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | grep -vx lo | wc -l'
@@ -67,14 +136,72 @@ t_guest() {
 	assert_contains "$out" '"records":{"exec":"unavailable' "and says exec records are unavailable"
 }
 
+# --net allow: the guest's one link ends in the holder's namespace, where
+# the process level's listeners, DNS stub and capture rules are. Through the
+# proxy (HTTP_PROXY) and captured (--noproxy: the stub's name, then the
+# transparent listener) the allowed mirror answers; a direct connection to
+# an address, another name and UDP are refused and recorded; the host's
+# loopback is not reachable (127.0.0.3 in the guest is the guest's own); a
+# --secret reaches the upstream without entering the guest. The same script
+# at the process level gives the same net and dns events.
+t_net_allow() {
+	need_vm
+	start_servers
+	local real="real-token-$$-$RANDOM-s3cr3t" out log="$T_OUT/net-vm.json" plog="$T_OUT/net-proc.json"
+	local m=$MIRROR_PORT a=$API_PORT
+	# shellcheck disable=SC2016 # expanded inside
+	local script='
+		curl -sS -m30 http://mirror.test:'$m'/pkg.txt || echo proxy-failed
+		curl -sS -m30 --noproxy "*" http://mirror.test:'$m'/pkg.txt || echo capture-failed
+		curl -sS -m30 --noproxy "*" http://203.0.113.7:'$m'/pkg.txt >/dev/null 2>&1 || echo direct-refused
+		curl -sS -m10 --noproxy "*" http://127.0.0.3:'$m'/pkg.txt >/dev/null 2>&1 || echo hostlo-unreachable
+		curl -fsS -m30 http://other.test:'$m'/pkg.txt >/dev/null 2>&1 || echo other-refused
+		echo x >/dev/udp/203.0.113.8/5353 2>/dev/null; sleep 1
+		curl -sS -m30 --fail "https://api.test:'$a'/c" -H "Authorization: Bearer $GH_TOKEN"
+		echo "ENV=$GH_TOKEN"; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null
+		tar cf - /etc /tmp "$HOME" 2>/dev/null; echo END'
+	local args=(--allow-host "mirror.test:$m" --resolve mirror.test=127.0.0.3
+		--allow-host "api.test:$a" --resolve api.test=127.0.0.2 --upstream-ca "$SRV_DIR/ca.pem"
+		--secret GH_TOKEN@api.test)
+	out=$(GH_TOKEN=$real vm --log "$log" "${args[@]}" -- /bin/bash -c "$script" 2>&1 | tr -d '\0') || true
+	assert_eq "vm-bytes-$$
+vm-bytes-$$
+direct-refused
+hostlo-unreachable
+other-refused" "$(echo "$out" | head -5)" "proxy and capture reach the mirror; direct, host loopback and other are refused"
+	assert_contains "$(cat "$SRV_DIR/seen" 2>/dev/null)" "/c	Bearer $real" "the upstream received the real credential"
+	assert_contains "$out" "ENV=moat-ph-GH_TOKEN-" "the guest holds a placeholder"
+	assert_contains "$out" "END" "the dump of its environment and files finished"
+	assert_not_contains "$out" "$real" "the real value is nowhere inside the guest"
+	assert_not_contains "$(cat "$log")" "$real" "nor in the audit log"
+	# control: the value is in moat's own environment, so a leak would show
+	GH_TOKEN=$real sh -c 'tr "\0" "\n" < /proc/$$/environ' | grep -q "$real" || fail "control: no value"
+	# control: the mirror answers on the host's loopback, outside moat
+	assert_eq "vm-bytes-$$" "$(curl -sS -m5 --noproxy '*' "http://127.0.0.3:$m/pkg.txt")" \
+		"control: the host's loopback server answers outside moat"
+	local l
+	l=$(cat "$log")
+	assert_contains "$l" '"proto":"http","host":"mirror.test"' "the proxied request is recorded"
+	assert_contains "$l" '"proto":"transparent","host":"mirror.test"' "the captured one too"
+	assert_contains "$l" '"raw":"203.0.113.7:'"$m"'","addr":"203.0.113.7"' "the direct connection is recorded"
+	assert_contains "$l" '"proto":"udp","host":null,"raw":null,"addr":"203.0.113.8","port":5353' "the UDP datagram is recorded"
+	assert_contains "$l" '"host":"other.test"' "the other name too"
+	assert_contains "$l" '"records":{"exec":"unavailable' "the start event: exec records unavailable"
+	assert_contains "$l" '"net":"recorded"' "and net records recorded"
+	# the same script at the process level: the same net and dns events
+	GH_TOKEN=$real "$MOAT" run --quiet --log "$plog" "${args[@]}" -- /bin/bash -c "$script" >/dev/null 2>&1 || true
+	[ -n "$(net_events "$plog")" ] || fail "control: the process level recorded no events"
+	assert_eq "$(net_events "$plog")" "$(net_events "$log")" "the same net and dns events as the process level"
+}
+
 t_refused() {
 	local out rc=0
-	# a key the level cannot honour: --net allow, before anything starts
-	out=$("$MOAT" run --isolation vm --vm-accel any --allow-host example.test:443 -- true 2>&1) || rc=$?
-	assert_eq 125 "$rc" "--net allow is refused at the vm level"
-	assert_contains "$out" "network.mode allow" "naming the key"
+	# a key the level cannot honour: --net host, before anything starts
+	out=$("$MOAT" run --isolation vm --vm-accel any --net host -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "--net host is refused at the vm level"
+	assert_contains "$out" "network.mode host" "naming the key"
 	# control: the same key is honoured at the process level
-	"$MOAT" run --quiet --allow-host example.test:443 -- true || fail "the process level refused it"
+	"$MOAT" run --quiet --net host -- true || fail "the process level refused it"
 	# vm_accel kvm (the default) where KVM cannot run an ordinary guest
 	if [ ! -e /sys/module/kvm_intel ] && [ ! -e /sys/module/kvm_amd ]; then
 		rc=0
@@ -82,15 +209,60 @@ t_refused() {
 		assert_eq 125 "$rc" "vm_accel kvm without a usable KVM fails closed"
 		assert_contains "$out" "accelerator step failed" "naming the step"
 	fi
-	out=$("$MOAT" policy show --isolation vm --allow-host example.test:443)
+	# vm_kernel: a kernel someone else could replace, a symlink, or one
+	# without its modules is refused before anything starts; the copy
+	# itself boots (t_sigkill)
+	local k d=$T_OUT/kbad
+	k=$(kcopy "$d")
+	chmod 666 "$k"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$k" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a kernel writable by others is refused"
+	assert_contains "$out" "vm_kernel $k: owned by uid" "naming the key and why"
+	chmod 644 "$k"
+	chmod 777 "$d"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$k" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a kernel in a directory writable by others is refused"
+	assert_contains "$out" "writable by no one else" "and why"
+	chmod 700 "$d"
+	ln -s "$k" "$d/vmlinuz-link"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$d/vmlinuz-link" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a symlink is refused"
+	assert_contains "$out" "a symlink" "and why"
+	cp "$k" "$d/vmlinuz-0.0.0-none"
+	rc=0
+	out=$("$MOAT" run --isolation vm --vm-accel any --vm-kernel "$d/vmlinuz-0.0.0-none" -- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a kernel without /lib/modules/VERSION is refused"
+	assert_contains "$out" "/lib/modules/0.0.0-none/modules.dep" "and why"
+	out=$("$MOAT" policy show --isolation vm --net host)
 	assert_contains "$out" "level        vm" "moat policy show prints the level"
 	assert_contains "$out" "refused (IN USE: the run fails)" "and what it refuses"
 }
 
+# kcopy DIR: a copy of the newest guest kernel, as DIR/vmlinuz-VERSION.
+kcopy() {
+	local k
+	k=$(find /boot -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -1)
+	mkdir -p "$1" && chmod 700 "$1"
+	cp "$k" "$1/" && chmod 644 "$1/${k##*/}"
+	echo "$1/${k##*/}"
+}
+
+# qemu_kernel ID: the file the run's QEMU holds as its kernel (fd 4).
+qemu_kernel() {
+	local q
+	q=$(pgrep -f "qemu-system.*moat-vm-$1" | head -1)
+	[ -n "$q" ] && readlink "/proc/$q/fd/4"
+}
+
 t_sigkill() {
 	need_vm
-	local log="$T_OUT/kill.json" id pid
-	"$MOAT" run --quiet --isolation vm --vm-accel any --log "$log" -- sleep 300 &
+	local log="$T_OUT/kill.json" id pid k
+	# the policy's guest kernel (vm_kernel): a copy of /boot's
+	k=$(kcopy "$T_OUT/kernel")
+	"$MOAT" run --quiet --isolation vm --vm-accel any --vm-kernel "$k" --log "$log" -- sleep 300 &
 	pid=$!
 	id=
 	for _ in $(seq 600); do
@@ -100,6 +272,7 @@ t_sigkill() {
 	done
 	pgrep -f "qemu-system.*moat-vm-$id" >/dev/null ||
 		fail "positive control: the run's QEMU was not seen running"
+	assert_eq "$k" "$(qemu_kernel "$id")" "QEMU boots the kernel vm_kernel names"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	for _ in $(seq 100); do
@@ -111,6 +284,30 @@ t_sigkill() {
 	rm -rf "${TMPDIR:-/tmp}/moat-vm-$id-"*
 }
 
+# moat gc prunes the initramfs cache: a file unused for a week goes, a
+# recent one (and the one the boots above used) stays, and a name that is
+# not the cache's is never touched. No boot.
+t_gc() {
+	local d out hex
+	if [ "$(id -u)" = 0 ]; then d=/run/moat/vm; else d=${XDG_STATE_HOME:-$HOME/.local/state}/moat/vm; fi
+	mkdir -p "$d" && chmod 700 "$d"
+	hex=$(printf '%08x' $$ $RANDOM $RANDOM $RANDOM | head -c 32)
+	local old="$d/initramfs-${hex:0:31}0.cpio" new="$d/initramfs-${hex:0:31}1.cpio"
+	local other="$d/not-initramfs-$$.cpio" used
+	used=$(find "$d" -maxdepth 1 -name 'initramfs-*.cpio' -newermt '-1 hour' | head -1)
+	echo old >"$old"
+	echo new >"$new"
+	echo other >"$other"
+	touch -d '8 days ago' "$old" "$other"
+	out=$("$MOAT" gc 2>&1)
+	assert_contains "$out" "moat gc: vm:" "moat gc reports the initramfs cache"
+	[ ! -e "$old" ] || fail "an initramfs unused for a week was kept"
+	[ -e "$new" ] || fail "a recent initramfs was removed"
+	[ -e "$other" ] || fail "a file that is not the cache's was removed"
+	[ -z "$used" ] || [ -e "$used" ] || fail "the initramfs the boots above used was removed"
+	rm -f "$new" "$other"
+}
+
 run_test "vm: exit status, stdio, guest kernel, no network device, overlay review of a planted hook" t_guest
 t_session() {
 	need_vm
@@ -119,6 +316,9 @@ t_session() {
 		fail "moat create --isolation vm failed"
 	pgrep -f "qemu-system.*moat-vm-$id" >/dev/null ||
 		fail "positive control: the session's QEMU was not seen running"
+	# control for vm_kernel (t_sigkill): without it, the newest of /boot
+	assert_eq "$(find /boot -maxdepth 1 -name 'vmlinuz-*' | sort -V | tail -1)" \
+		"$(qemu_kernel "$id")" "without vm_kernel QEMU boots /boot's newest kernel"
 	out=$("$MOAT" exec "$name" -- /bin/sh -c 'echo e1; exit 5') || rc=$?
 	assert_eq 5 "$rc" "moat exec: the exit status"
 	assert_eq e1 "$out" "and stdout"
@@ -136,7 +336,9 @@ t_session() {
 	[ -z "$(pgrep -f "qemu-system.*moat-vm-$id" || true)" ] || fail "QEMU survived moat rm"
 }
 
+run_test "vm: --net allow: proxy, capture, refusals recorded as at the process level, a credential kept outside" t_net_allow
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
 run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
+run_test "vm: moat gc prunes the initramfs cache (unused for a week)" t_gc
 t_done

@@ -229,13 +229,16 @@ TEST(isolation_table_fails_closed)
 	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
 	ASSERT_STREQ(e.stage, "isolation");
 	ASSERT_TRUE(strstr(e.message, "syscalls.deny") != NULL);
-	/* the vm level honours it (the guest's copy of the filter), not --net allow */
+	/* the vm level honours it (the guest's copy of the filter), and
+	 * --net allow (its tap), not --net host */
 	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "vm", &e), 0);
 	ASSERT_EQ(moat_isolation_check(p, &e), 0);
 	ASSERT_EQ(moat_policy_set_option(p, "--allow-host", "example.test:443", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--net", "host", &e), 0);
 	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
 	ASSERT_TRUE(strstr(e.message, "isolation vm") != NULL);
-	ASSERT_TRUE(strstr(e.message, "network.mode allow") != NULL);
+	ASSERT_TRUE(strstr(e.message, "network.mode host") != NULL);
 	moat_policy_free(p);
 	p = moat_policy_new();
 	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "gvisor", &e), 0);
@@ -347,6 +350,46 @@ TEST(plan_network)
 	ASSERT_STREQ(pl->net.nft, "");
 	ASSERT_TRUE(pl->net.record_attempts);
 	ASSERT_TRUE(!pl->net.landlock_no_tcp); /* the sandbox's own loopback works (issue 18) */
+	free(pl);
+	moat_policy_free(p);
+}
+
+/* --isolation vm: the guest sees the proxy at its gateway, and the capture
+ * rules also take the tap's packets (docs/ISOLATION.md); the process
+ * level's plan (the control) has none of it. */
+TEST(plan_network_vm)
+{
+	static const struct opt vm[] = {{"--net", "allow"},
+					{"--isolation", "vm"},
+					{"--allow-host", "a.test"},
+					{NULL, NULL}};
+	struct moat_policy *p = policy_with(vm);
+	struct moat_plan *pl = plan_of(p);
+	const struct moat_plan_net *n = &pl->net;
+	ASSERT_EQ(n->n_env, 9);
+	ASSERT_STREQ(n->env[0][1], "http://10.0.2.2:3128");
+	ASSERT_STREQ(n->env[4][1], "socks5h://10.0.2.2:1080");
+	ASSERT_CONTAINS(pl->resolv, "nameserver 10.0.2.2");
+	/* the tap's TCP DNATed to the listeners, the rest logged and dropped
+	 * before routing; the process level's output rules kept */
+	ASSERT_CONTAINS(n->nft,
+			"iifname \"moat0\" ip daddr 10.0.2.2 tcp dport 3128 dnat ip to "
+			"127.0.0.1:3128");
+	ASSERT_CONTAINS(n->nft, "udp dport 53 dnat ip to 127.0.0.53:53");
+	ASSERT_CONTAINS(n->nft, "meta l4proto tcp counter dnat ip to 127.0.0.1:3129");
+	ASSERT_CONTAINS(n->nft, "type filter hook prerouting priority 0");
+	ASSERT_CONTAINS(n->nft, "iifname \"moat0\" counter log group 7 drop");
+	ASSERT_CONTAINS(n->nft, "oifname \"moat0\" drop");
+	ASSERT_CONTAINS(n->nft, "redirect to :3129");
+	free(pl);
+	moat_policy_free(p);
+	static const struct opt proc[] = {
+		{"--net", "allow"}, {"--allow-host", "a.test"}, {NULL, NULL}};
+	p = policy_with(proc);
+	pl = plan_of(p);
+	ASSERT_TRUE(strstr(pl->net.nft, "moat0") == NULL);
+	ASSERT_STREQ(pl->net.env[0][1], "http://127.0.0.1:3128");
+	ASSERT_CONTAINS(pl->resolv, "nameserver 127.0.0.53");
 	free(pl);
 	moat_policy_free(p);
 }

@@ -499,6 +499,7 @@ static const struct {
 	{"--tty-mode", "always", "never"},
 	{"--isolation", "gvisor", "process"},
 	{"--vm-accel", "any", "kvm"},
+	{"--vm-kernel", "/tmp/vmlinuz-1", "/tmp/vmlinuz-2"},
 	{"--cpus", "1", "0.5"},
 	{"--memory", "64M", "128M"},
 	{"--pids", "10", "20"},
