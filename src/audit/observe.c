@@ -554,7 +554,7 @@ void moat_observe_listed(struct moat_status *st, const struct moat_manifest *m)
 					n = k;
 			}
 			moat_escape(e->path, n, g, sizeof(g));
-			if (cl[c] == MOAT_RISK_DEPS && e->path[n])
+			if (cl[c] == MOAT_RISK_DEPS)
 				strncat(g, "/", sizeof(g) - strlen(g) - 1);
 			total++;
 			size_t j = 0;

@@ -511,10 +511,61 @@ bool moat_review_holds(const struct moat_review_rules *rr, const struct moat_fs_
 	return automatic || e->cls == MOAT_RISK_NONE;
 }
 
+static const struct moat_manifest *sort_m;
+
+static int idx_path_cmp(const void *a, const void *b)
+{
+	return strcmp(sort_m->entries[*(const size_t *)a].path,
+		      sort_m->entries[*(const size_t *)b].path);
+}
+
+static int key_path_cmp(const void *key, const void *b)
+{
+	return strcmp((const char *)key, sort_m->entries[*(const size_t *)b].path);
+}
+
 void moat_review_decide(const struct moat_review_rules *rr, struct moat_manifest *m)
 {
+	bool any = false;
+
 	for (size_t i = 0; m && i < m->n; i++) {
 		struct moat_fs_entry *e = &m->entries[i];
 		e->accepted = e->flagged && !e->refused && !moat_review_holds(rr, e);
+		any |= e->accepted;
 	}
+	if (!any || m->n < 2)
+		return;
+	/* An accepted entry below a held new directory (--hold deps --accept
+	 * node_modules/express/... holds node_modules/ itself) would stay
+	 * blocked: its new parent directories are accepted with it. Only new,
+	 * plain directories (creating one runs nothing; an opaque one would
+	 * delete), never of a new repository (decided whole). */
+	_cleanup_free_ size_t *idx = calloc(m->n, sizeof(size_t));
+	if (!idx)
+		return; /* fail closed: the children stay held */
+	for (size_t i = 0; i < m->n; i++)
+		idx[i] = i;
+	sort_m = m;
+	qsort(idx, m->n, sizeof(size_t), idx_path_cmp);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct moat_fs_entry *e = &m->entries[i];
+		char buf[PATH_MAX_BYTES + 1];
+		if (!e->accepted || e->state == MOAT_FS_APPLIED || strlen(e->path) > PATH_MAX_BYTES)
+			continue;
+		memcpy(buf, e->path, strlen(e->path) + 1);
+		for (char *slash; (slash = strrchr(buf, '/'));) {
+			*slash = '\0';
+			size_t *hit = bsearch(buf, idx, m->n, sizeof(size_t), key_path_cmp);
+			if (!hit)
+				continue;
+			struct moat_fs_entry *d = &m->entries[*hit];
+			if (d->accepted || !d->flagged)
+				break; /* decided above too */
+			if (!S_ISDIR(d->type) || d->change != MOAT_FS_CREATED || d->opaque ||
+			    d->refused || d->cls == MOAT_RISK_REPO)
+				break;
+			d->accepted = true;
+		}
+	}
+	sort_m = NULL;
 }
