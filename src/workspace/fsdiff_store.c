@@ -186,12 +186,11 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 		if (r >= 0 && e->refused)
 			r = moat_jbuf_printf(&b, "  REFUSED: %s", e->refused);
 		else if (r >= 0 && e->flagged && e->accepted)
-			r = moat_jbuf_printf(&b, "  LISTED (%s): %s", moat_risk_class_name(e->cls),
-					     e->flagged);
+			r = moat_jbuf_printf(&b, "  LISTED: %s (class %s)", e->flagged,
+					     moat_risk_class_name(e->cls));
 		else if (r >= 0 && e->flagged)
-			r = moat_jbuf_printf(&b, "  FLAGGED (%s): %s",
-					     e->cls ? moat_risk_class_name(e->cls) : "?",
-					     e->flagged);
+			r = moat_jbuf_printf(&b, "  FLAGGED: %s (class %s)", e->flagged,
+					     e->cls ? moat_risk_class_name(e->cls) : "?");
 		if (r >= 0 && e->state != MOAT_FS_PENDING)
 			r = moat_jbuf_printf(&b, "  [%s%s%s]", moat_fs_state_name(e->state),
 					     e->err ? ": " : "", e->err ? strerror(e->err) : "");

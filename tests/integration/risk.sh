@@ -79,7 +79,7 @@ t_npm_tree_and_build_applied() {
 		fail "build/app has no class executable in the manifest"
 	printf '%s' "$json" | grep -F '"path":"node_modules/express/package.json"' | grep -q '"state":"applied"' ||
 		fail "node_modules/express/package.json not applied"
-	assert_contains "$("$MOAT" diff "$id")" "LISTED (deps)"
+	assert_contains "$("$MOAT" diff "$id")" "LISTED: inside a dependency tree: runs only when the project uses it (class deps)"
 }
 
 # Each plant runs "echo TAG >> MARKS" when it reaches the host and the user
