@@ -352,8 +352,11 @@ bool moat_glob_match(const char *glob, const char *path)
 /* ---- accept / hold ------------------------------------------------------------ */
 
 /* Paths of the automatic classes an accept glob must not cover silently: one
- * sample per built-in rule (its '*' as "x", a subtree rule with "/x" below),
- * at the top and one level down, plus what the git pass holds. */
+ * sample per built-in rule (its '*' as "x", a subtree rule with "/x" below)
+ * at the top of the workspace, plus what the git pass holds. This is the
+ * early, loud check for broad globs (a bare double star, .git and below,
+ * "*.yml"); a glob it lets through (src and below) never reaches an entry of an automatic class
+ * (moat_review_holds() checks the class), so nothing is weakened silently. */
 static bool glob_covers_automatic(const char *glob, char *hit, size_t hitlen)
 {
 	static const char *const extra[] = {".git/HEAD", ".git/objects/x", ".git/refs/heads/x",
@@ -367,8 +370,8 @@ static bool glob_covers_automatic(const char *glob, char *hit, size_t hitlen)
 		for (const char *s = r->pattern; *s && k + 2 < sizeof(sample); s++)
 			sample[k++] = *s == '*' ? 'x' : *s;
 		sample[k] = '\0';
-		for (int sub = 0; sub < 2; sub++) {
-			snprintf(buf, sizeof(buf), "%s%s%s", sub ? "sub/" : "", sample,
+		{
+			snprintf(buf, sizeof(buf), "%s%s", sample,
 				 (r->flags & MOAT_FLAG_SUBTREE) ? "/x" : "");
 			if (moat_glob_match(glob, buf)) {
 				(void)!snprintf(hit, hitlen, "%.1100s (%s)", buf,
