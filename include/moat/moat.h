@@ -173,6 +173,15 @@ struct moat_status {
 	char log_path[1024]; /* the audit log of the run, "" if none */
 	uint64_t files_changed; /* entries of the workspace change manifest */
 	uint64_t files_applied, files_held, files_flagged, files_refused;
+	/* flagged changes applied because their class runs only when the user
+	 * runs it (dependency trees, new executables) or the user accepted it:
+	 * how many, and "dependency trees: node_modules/ 300; new executables:
+	 * build/app" (escaped, cut) */
+	uint64_t files_listed;
+	char listed[512];
+	/* of them, accepted although their class runs code automatically
+	 * (--accept-automatic) */
+	uint64_t files_accepted_automatic;
 	uint64_t output_files, output_skipped; /* /output: copied, skipped (links, specials) */
 	char output_error[256]; /* "" or why /output was not fully collected */
 	char stdio_error[256]; /* "" or why the command's stdout/stderr was not all written */
@@ -628,6 +637,10 @@ int moat_review_diff(const char *run_id, bool json, char **ret_text, struct moat
  * Refused entries are never applied. *ret_text (may be NULL) gets the
  * resulting manifest as text. Returns 0, or -EIO if some entries failed or
  * conflicted. */
+/* The same for the held changes a class name or path glob of accept
+ * (NULL-terminated, non-empty) selects (docs/FLAGGED.md); -ENOENT if none. */
+int moat_review_apply_accept(const char *run_id, const char *const *accept, char **ret_text,
+			     struct moat_error *ret_err);
 int moat_review_apply(const char *run_id, const char *const *paths, char **ret_text,
 		      struct moat_error *ret_err);
 /* Removes the record of a finished run (its log and held-back changes) from

@@ -512,11 +512,88 @@ void moat_observe_review_entries(struct moat_status *st, const struct moat_manif
 		struct moat_review_entry *v = &st->review[st->n_review++];
 		v->state = review_state(e->state);
 		copy_raw(v->path, sizeof(v->path), e->path);
-		snprintf(v->reason, sizeof(v->reason), "%s",
+		snprintf(v->reason, sizeof(v->reason), "%s%s%s",
+			 !e->refused && e->flagged && e->cls ? moat_risk_class_name(e->cls) : "",
+			 !e->refused && e->flagged && e->cls ? ": " : "",
 			 e->refused	      ? e->refused
 				 : e->flagged ? e->flagged
 				 : e->err     ? strerror(e->err)
 					      : "target changed during the run");
+	}
+}
+
+/* "deps: node_modules/ 300; executable: build/app" for the applied entries
+ * of the listed classes: the first two components of a dependency path (the
+ * tree), whole paths of executables, at most a few of each. */
+void moat_observe_listed(struct moat_status *st, const struct moat_manifest *m)
+{
+	static const enum moat_risk_class cl[] = {MOAT_RISK_DEPS, MOAT_RISK_EXECUTABLE,
+						  MOAT_RISK_NONE};
+	size_t len = 0;
+
+	st->listed[0] = '\0';
+	st->files_listed = st->files_accepted_automatic = 0;
+	for (size_t c = 0; c < ELEMENTSOF(cl); c++) {
+		char groups[4][128];
+		uint64_t counts[4] = {0}, more = 0, total = 0;
+		size_t ng = 0;
+		for (size_t i = 0; i < m->n; i++) {
+			const struct moat_fs_entry *e = &m->entries[i];
+			if (!e->flagged || !e->accepted || e->state != MOAT_FS_APPLIED)
+				continue;
+			if (cl[c] == MOAT_RISK_NONE
+				    ? (e->cls == MOAT_RISK_DEPS || e->cls == MOAT_RISK_EXECUTABLE)
+				    : e->cls != cl[c])
+				continue;
+			char g[128];
+			size_t n = strlen(e->path);
+			if (cl[c] == MOAT_RISK_DEPS) {
+				/* up to and including the dependency directory */
+				size_t k = moat_risk_deps_prefix(e->path);
+				if (k)
+					n = k;
+			}
+			moat_escape(e->path, n, g, sizeof(g));
+			if (cl[c] == MOAT_RISK_DEPS)
+				strncat(g, "/", sizeof(g) - strlen(g) - 1);
+			total++;
+			size_t j = 0;
+			while (j < ng && !streq(groups[j], g))
+				j++;
+			if (j == ng && ng < ELEMENTSOF(groups))
+				snprintf(groups[ng++], sizeof(groups[0]), "%s", g);
+			if (j < ng)
+				counts[j]++;
+			else
+				more++;
+		}
+		if (!total)
+			continue;
+		st->files_listed += total;
+		if (cl[c] == MOAT_RISK_NONE)
+			st->files_accepted_automatic = total;
+		int w = snprintf(
+			st->listed + len, sizeof(st->listed) - len, "%s%s:", len ? "; " : "",
+			cl[c] == MOAT_RISK_DEPS			? "dependency trees"
+				: cl[c] == MOAT_RISK_EXECUTABLE ? "new executables"
+								: "ACCEPTED (run automatically)");
+		for (size_t j = 0; w > 0 && j < ng; j++) {
+			len += (size_t)w < sizeof(st->listed) - len ? (size_t)w : 0;
+			w = snprintf(st->listed + len, sizeof(st->listed) - len, " %s%s", groups[j],
+				     j + 1 < ng ? "" : "");
+			if (w > 0 && counts[j] > 1 && (size_t)w < sizeof(st->listed) - len) {
+				len += (size_t)w;
+				w = snprintf(st->listed + len, sizeof(st->listed) - len, " %llu",
+					     (unsigned long long)counts[j]);
+			}
+		}
+		if (w > 0)
+			len += (size_t)w < sizeof(st->listed) - len ? (size_t)w : 0;
+		if (more && len < sizeof(st->listed))
+			len += (size_t)snprintf(st->listed + len, sizeof(st->listed) - len,
+						" and %llu more", (unsigned long long)more);
+		if (len >= sizeof(st->listed))
+			len = sizeof(st->listed) - 1;
 	}
 }
 
@@ -550,6 +627,15 @@ static void review_workspace(struct moat_run *r)
 		return;
 	}
 	m->workspace = strdup(p->workspace);
+	/* the classes and the user's accept/hold items decide what safe holds */
+	const struct moat_review_rules rr = {
+		.accept = (const char *const *)p->review_accept,
+		.n_accept = p->n_review_accept,
+		.hold = (const char *const *)p->review_hold,
+		.n_hold = p->n_review_hold,
+		.accept_automatic = p->accept_automatic,
+	};
+	moat_review_decide(&rr, m);
 	/* a one-shot run whose command failed, timed out or was interrupted
 	 * applies nothing unless --apply-on-failure: a half-done change set is
 	 * kept for `moat apply`, never half applied */
@@ -607,6 +693,14 @@ static void review_workspace(struct moat_run *r)
 		r->st->files_applied += e->state == MOAT_FS_APPLIED;
 	}
 	moat_observe_review_entries(r->st, m);
+	moat_observe_listed(r->st, m);
+	if (p->accept_automatic)
+		MOAT_AUDIT(o->audit, MOAT_EV_CONFIG, MOAT_F_STR("source", "policy"),
+			   MOAT_F_STR("key", "audit.accept_automatic"),
+			   MOAT_F_UINT("accepted_automatic", r->st->files_accepted_automatic),
+			   MOAT_F_STR("reason",
+				      "accept may apply changes that run code "
+				      "automatically on the host"));
 	if (k == -EFBIG) {
 		r->st->held_not_kept = true;
 		r->st->held_dropped = dropped;

@@ -35,5 +35,7 @@ struct moat_manifest;
  * manifest: the entries not applied, the first MOAT_REVIEW_MAX in manifest
  * order, raw. Pure. */
 void moat_observe_review_entries(struct moat_status *st, const struct moat_manifest *m);
+/* The summary's listed line (st->listed, files_listed) from the manifest. */
+void moat_observe_listed(struct moat_status *st, const struct moat_manifest *m);
 /* The run's audit writer (NULL if none; moat_audit_event accepts NULL). */
 struct moat_audit *moat_run_audit(struct moat_run *r);

@@ -77,6 +77,17 @@ void moat_cli_print_workspace(const struct moat_status *st)
 			(unsigned long long)st->files_changed,
 			(unsigned long long)st->files_applied, (unsigned long long)st->files_held,
 			(unsigned long long)st->files_refused);
+	if (st->files_listed) {
+		fputs("moat: applied and listed (they run only when you run them): ", stderr);
+		moat_cli_put_safe(stderr, st->listed);
+		fputc('\n', stderr);
+	}
+	if (st->files_accepted_automatic)
+		fprintf(stderr,
+			"moat: WARNING: --accept-automatic applied %llu change(s) that run code "
+			"automatically on the host (hooks, CI, start-up, agent or build files): "
+			"inspect them (moat diff %s)\n",
+			(unsigned long long)st->files_accepted_automatic, st->run_id);
 	if (st->held_failed)
 		fprintf(stderr,
 			"moat: the command failed: no workspace change was applied "

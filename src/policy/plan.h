@@ -200,6 +200,9 @@ struct moat_plan_audit {
 	enum moat_apply_mode apply;
 	const char *const *flag_patterns;
 	unsigned n_flag_patterns;
+	const char *const *review_accept, *const *review_hold;
+	unsigned n_review_accept, n_review_hold;
+	bool accept_automatic;
 	uint64_t held_max;
 	int held_exit;
 	bool apply_on_failure;

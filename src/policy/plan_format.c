@@ -13,6 +13,7 @@
 #include "policy/plan.h"
 #include "shared/macro.h"
 #include "shared/parse.h"
+#include "workspace/fsdiff.h"
 
 static void put_size(FILE *f, uint64_t v)
 {
@@ -371,6 +372,32 @@ static void format_audit(FILE *f, const struct moat_plan *pl)
 	fputc('\n', f);
 	fputs("flag         ", f);
 	put_list(f, a->flag_patterns, a->n_flag_patterns, "(built-in patterns only)");
+	/* the effective action of each class (moat_review_holds() on a sample
+	 * entry of the class: the same decision the review makes) */
+	fputs("\nreview       ", f);
+	for (unsigned c = 1; c < MOAT_RISK_COUNT; c++) {
+		const struct moat_review_rules rr = {
+			.accept = a->review_accept,
+			.n_accept = a->n_review_accept,
+			.hold = a->review_hold,
+			.n_hold = a->n_review_hold,
+			.accept_automatic = a->accept_automatic,
+		};
+		char path[] = "", why[] = "x";
+		struct moat_fs_entry e = {.path = path, .flagged = why, .cls = c};
+		fprintf(f, "%s%s %s", c > 1 ? ", " : "", moat_risk_class_name(c),
+			moat_review_holds(&rr, &e) ? "held" : "applied+listed");
+	}
+	for (unsigned i = 0; i < a->n_review_hold; i++)
+		if (moat_risk_class_from_name(a->review_hold[i]) < 0)
+			fprintf(f, "\n  hold       %s", a->review_hold[i]);
+	for (unsigned i = 0; i < a->n_review_accept; i++)
+		if (moat_risk_class_from_name(a->review_accept[i]) < 0)
+			fprintf(f, "\n  accept     %s", a->review_accept[i]);
+	if (a->accept_automatic)
+		fputs("\n  WARNING    --accept-automatic: accepted classes run code on the host "
+		      "automatically",
+		      f);
 	fputs("\nheld max     ", f);
 	put_size(f, a->held_max);
 	fputc('\n', f);

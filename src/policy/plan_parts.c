@@ -336,6 +336,11 @@ static void build_audit(const struct moat_policy *p, struct moat_plan *pl)
 	a->apply = p->apply;
 	a->flag_patterns = (const char *const *)p->flag_patterns;
 	a->n_flag_patterns = p->n_flag_patterns;
+	a->review_accept = (const char *const *)p->review_accept;
+	a->n_review_accept = p->n_review_accept;
+	a->review_hold = (const char *const *)p->review_hold;
+	a->n_review_hold = p->n_review_hold;
+	a->accept_automatic = p->accept_automatic;
 	a->held_max = p->held_max;
 	a->held_exit = p->held_exit;
 	a->apply_on_failure = p->apply_on_failure;

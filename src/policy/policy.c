@@ -119,6 +119,8 @@ struct moat_policy *moat_policy_free(struct moat_policy *p)
 	free(p->log_path);
 	free(p->on_alert);
 	moat_policy_strv_free(p->flag_patterns, p->n_flag_patterns);
+	moat_policy_strv_free(p->review_accept, p->n_review_accept);
+	moat_policy_strv_free(p->review_hold, p->n_review_hold);
 	free(p->upstream_netns);
 	moat_policy_strv_free(p->config_notes, p->n_config_notes);
 	free(p);

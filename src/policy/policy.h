@@ -240,6 +240,10 @@ struct moat_policy {
 	enum moat_apply_mode apply;
 	char **flag_patterns; /* extra flagged path patterns */
 	unsigned n_flag_patterns;
+	/* review decisions (docs/FLAGGED.md): class names or path globs */
+	char **review_accept, **review_hold;
+	unsigned n_review_accept, n_review_hold;
+	bool accept_automatic; /* accept may name classes that run automatically */
 	bool log_sync; /* wait until the audit stream is on disk before exiting */
 	/* held-back workspace data (docs/FLAGGED.md) */
 	uint64_t held_max; /* per run, bytes (default 256 MiB) */

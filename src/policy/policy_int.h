@@ -102,6 +102,8 @@ int moat_pset_log(struct moat_policy *p, const char *v, char *why, size_t whylen
 int moat_pset_on_alert(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_apply(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_flag_pattern(struct moat_policy *p, const char *v, char *why, size_t whylen);
+int moat_pset_review_accept(struct moat_policy *p, const char *v, char *why, size_t whylen);
+int moat_pset_review_hold(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_held_max(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_held_exit(struct moat_policy *p, const char *v, char *why, size_t whylen);
 int moat_pset_runs_max(struct moat_policy *p, const char *v, char *why, size_t whylen);

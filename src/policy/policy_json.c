@@ -187,6 +187,9 @@ int moat_policy_to_json(const struct moat_policy *p, char **ret_json)
 	json_object_set_new(audit, "apply", json_string(moat_apply_mode_names[p->apply]));
 	json_object_set_new(audit, "flag_patterns",
 			    strv_json(p->flag_patterns, p->n_flag_patterns));
+	json_object_set_new(audit, "accept", strv_json(p->review_accept, p->n_review_accept));
+	json_object_set_new(audit, "hold", strv_json(p->review_hold, p->n_review_hold));
+	json_object_set_new(audit, "accept_automatic", json_boolean(p->accept_automatic));
 	json_object_set_new(audit, "log_sync", json_boolean(p->log_sync));
 	json_object_set_new(audit, "held_max", size_json(p->held_max));
 	json_object_set_new(audit, "apply_on_failure", json_boolean(p->apply_on_failure));
@@ -269,6 +272,8 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	json_object_set_new(o, "files_changed", json_integer((json_int_t)st->files_changed));
 	json_object_set_new(o, "files_applied", json_integer((json_int_t)st->files_applied));
 	json_object_set_new(o, "files_held", json_integer((json_int_t)st->files_held));
+	json_object_set_new(o, "files_listed", json_integer((json_int_t)st->files_listed));
+	json_object_set_new(o, "listed", json_string(st->listed));
 	json_object_set_new(o, "files_refused", json_integer((json_int_t)st->files_refused));
 	json_object_set_new(o, "net_none_attempts",
 			    json_integer((json_int_t)st->net_none_attempts));

@@ -672,6 +672,11 @@ static int h_apply_on_failure(struct jctx *c, json_t *v, const struct key_handle
 	return jbool(c, v, &c->p->apply_on_failure);
 }
 
+static int h_accept_automatic(struct jctx *c, json_t *v, const struct key_handler *h)
+{
+	return jbool(c, v, &c->p->accept_automatic);
+}
+
 static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 {
 	static const struct key_handler hs[] = {
@@ -680,6 +685,9 @@ static int h_audit(struct jctx *c, json_t *v, const struct key_handler *h)
 		{"record_exec", h_record_exec, NULL, false},
 		{"apply", h_set, moat_pset_apply, false},
 		{"flag_patterns", h_set_array, moat_pset_flag_pattern, false},
+		{"accept", h_set_array, moat_pset_review_accept, false},
+		{"hold", h_set_array, moat_pset_review_hold, false},
+		{"accept_automatic", h_accept_automatic, NULL, false},
 		{"log_sync", h_log_sync, NULL, false},
 		{"held_max", h_set, moat_pset_held_max, true},
 		{"held_exit", h_set, moat_pset_held_exit, true},

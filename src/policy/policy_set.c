@@ -11,6 +11,7 @@
 #include "proxy/hostmatch.h"
 #include "shared/macro.h"
 #include "shared/parse.h"
+#include "workspace/fsdiff.h"
 
 int moat_pset_workspace_mode(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
@@ -671,6 +672,30 @@ int moat_pset_flag_pattern(struct moat_policy *p, const char *v, char *why, size
 	return moat_policy_strv_add(&p->flag_patterns, &p->n_flag_patterns, MOAT_MAX_RULES, v);
 }
 
+/* The class/automatic check waits for validation (--accept-automatic may come
+ * later on the command line); here only the form. */
+int moat_pset_review_accept(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	int r = moat_review_item_check(v, false, false, why, whylen);
+	if (r < 0)
+		return r;
+	return moat_policy_strv_add(&p->review_accept, &p->n_review_accept, MOAT_MAX_RULES, v);
+}
+
+int moat_pset_review_hold(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	int r = moat_review_item_check(v, false, false, why, whylen);
+	if (r < 0)
+		return r;
+	return moat_policy_strv_add(&p->review_hold, &p->n_review_hold, MOAT_MAX_RULES, v);
+}
+
+static int set_accept_automatic(struct moat_policy *p, const char *v, char *why, size_t whylen)
+{
+	p->accept_automatic = true;
+	return 0;
+}
+
 static int set_apply_on_failure(struct moat_policy *p, const char *v, char *why, size_t whylen)
 {
 	p->apply_on_failure = true;
@@ -843,6 +868,12 @@ static const struct option_def options[] = {
 	 "apply workspace changes also when the command failed, timed out or was interrupted"},
 	{"--flag-pattern", "GLOB", MANY, moat_pset_flag_pattern,
 	 "hold back changes to paths matching GLOB"},
+	{"--accept", "CLASS|GLOB", MANY, moat_pset_review_accept,
+	 "apply (and list) changes of CLASS or matching GLOB that are held by default"},
+	{"--hold", "CLASS|GLOB", MANY, moat_pset_review_hold,
+	 "hold back changes of CLASS (e.g. deps, executable) or matching GLOB"},
+	{"--accept-automatic", NULL, MANY, set_accept_automatic,
+	 "let --accept name classes that run code automatically (hooks, ci, ...): loud"},
 	{"--allow-rw-git", NULL, MANY, set_allow_rw_git,
 	 "allow --workspace DIR:rw over a git repository (no review of hooks and config)"},
 	{"--allow-hardlinks", NULL, MANY, set_allow_hardlinks,

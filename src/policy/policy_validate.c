@@ -6,6 +6,7 @@
 #include "kernel/seccomp.h"
 #include "proxy/hostmatch.h"
 #include "shared/macro.h"
+#include "workspace/fsdiff.h"
 
 /* Could some name match both host patterns? (normalized: "a.b" or "*.a.b") */
 static bool patterns_overlap(const char *a, const char *b)
@@ -61,6 +62,14 @@ static int validate_inspect(const struct moat_policy *p, struct moat_error *ret_
 
 int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err)
 {
+	for (unsigned i = 0; i < p->n_review_accept; i++) {
+		char why[1400];
+		int r = moat_review_item_check(p->review_accept[i], true, p->accept_automatic, why,
+					       sizeof(why));
+		if (r < 0)
+			return moat_error_set(ret_err, "policy", -r, "--accept %s: %s",
+					      p->review_accept[i], why);
+	}
 	for (unsigned i = 0; i < p->n_mounts; i++)
 		for (unsigned j = i + 1; j < p->n_mounts; j++)
 			if (streq(p->mounts[i].dest, p->mounts[j].dest))

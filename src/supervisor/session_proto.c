@@ -213,6 +213,10 @@ json_t *moat_sess_status_json(const struct moat_status *st)
 	json_object_set_new(o, "files_held", json_integer((json_int_t)st->files_held));
 	json_object_set_new(o, "files_flagged", json_integer((json_int_t)st->files_flagged));
 	json_object_set_new(o, "files_refused", json_integer((json_int_t)st->files_refused));
+	json_object_set_new(o, "files_listed", json_integer((json_int_t)st->files_listed));
+	json_object_set_new(o, "files_accepted_automatic",
+			    json_integer((json_int_t)st->files_accepted_automatic));
+	json_object_set_new(o, "listed", json_string(st->listed));
 	json_object_set_new(o, "output_files", json_integer((json_int_t)st->output_files));
 	json_object_set_new(o, "output_skipped", json_integer((json_int_t)st->output_skipped));
 	json_object_set_new(o, "net_allowed", json_integer((json_int_t)st->net_allowed));
@@ -260,6 +264,9 @@ void moat_sess_status_from(json_t *o, struct moat_status *st)
 	st->files_held = get_u64(o, "files_held");
 	st->files_flagged = get_u64(o, "files_flagged");
 	st->files_refused = get_u64(o, "files_refused");
+	st->files_listed = get_u64(o, "files_listed");
+	st->files_accepted_automatic = get_u64(o, "files_accepted_automatic");
+	get_str(o, "listed", st->listed, sizeof(st->listed));
 	st->output_files = get_u64(o, "output_files");
 	st->output_skipped = get_u64(o, "output_skipped");
 	st->net_allowed = get_u64(o, "net_allowed");

@@ -525,19 +525,40 @@ int moat_fsdiff_xattrs_apply_at(int parent, const char *name, const struct moat_
 	return moat_fsdiff_xattrs_apply(fd, e->xattrs);
 }
 
+/* The class and reason of an entry (docs/FLAGGED.md): a symlink leaving the
+ * tree first (wherever it is), then a dependency tree (where nothing runs
+ * automatically: a .travis.yml or package.json inside node_modules/ is not
+ * the project's), then the path rules, then new executables and the
+ * project's own package.json scripts. The git pass may override deps and
+ * executable later (a nested repository, a link to a git directory). */
 static int flag_entry(struct walk *w, struct moat_fs_entry *e, int upper, int lower,
 		      const char *name)
 {
-	const char *why = moat_flag_match(w->rules, e->path, e->type ? e->type : e->old_type);
-	if (!why && e->change != MOAT_FS_DELETED) {
+	mode_t t = e->type ? e->type : e->old_type;
+	enum moat_risk_class cls = MOAT_RISK_NONE;
+	const char *why = NULL;
+
+	if (S_ISLNK(e->type) && e->change != MOAT_FS_DELETED &&
+	    moat_fsdiff_link_escapes(e->path, e->target)) {
+		why = "symlink points outside the workspace";
+		cls = MOAT_RISK_SYMLINK_OUT;
+	} else if (moat_risk_in_deps(e->path, t)) {
+		why = "inside a dependency tree: runs only when the project uses it";
+		cls = MOAT_RISK_DEPS;
+	} else if ((why = moat_flag_match_class(w->rules, e->path, t, &cls))) {
+		/* a path rule */
+	} else if (e->change != MOAT_FS_DELETED) {
 		if (S_ISREG(e->type) && (e->mode & 0111) &&
-		    (!S_ISREG(e->old_type) || !(e->old_mode & 0111)))
+		    (!S_ISREG(e->old_type) || !(e->old_mode & 0111))) {
 			why = "newly executable";
-		else if (S_ISLNK(e->type) && moat_fsdiff_link_escapes(e->path, e->target))
-			why = "symlink points outside the workspace";
-		else if (S_ISREG(e->type) && strcasecmp(name, "package.json") == 0)
-			why = pkg_json_check(upper, lower, name);
+			cls = MOAT_RISK_EXECUTABLE;
+		} else if (S_ISREG(e->type) && strcasecmp(name, "package.json") == 0 &&
+			   (why = pkg_json_check(upper, lower, name))) {
+			cls = MOAT_RISK_MANIFEST;
+		}
 	}
+	if (why)
+		e->cls = cls;
 	return moat_fsdiff_set_str(&e->flagged, why);
 }
 

@@ -33,6 +33,8 @@
 #include <sys/types.h>
 
 struct moat_audit;
+struct moat_fs_entry;
+struct moat_manifest;
 
 /* ---- flag rules (data) ---------------------------------------------------- */
 
@@ -42,10 +44,53 @@ enum moat_flag_rule_flags {
 	MOAT_FLAG_NOT_DIR = 1u << 2, /* only for non-directories (e.g. a `.git` file) */
 };
 
+/* Risk classes of a flagged change (docs/FLAGGED.md). The "automatic" ones
+ * run code on the host without the user asking (a git command, a CI push, a
+ * shell or editor start, an agent start, a package manager or build tool):
+ * held by default, accepted only with accept_automatic. The others (new
+ * executables, dependency trees) run only when the user runs them: applied
+ * and listed by default. Names are stable (manifest JSON "class", policy
+ * audit.accept / audit.hold, --accept / --hold). */
+enum moat_risk_class {
+	MOAT_RISK_NONE,
+	MOAT_RISK_HOOKS, /* git hooks and configuration, husky, pre-commit */
+	MOAT_RISK_CI, /* CI definitions */
+	MOAT_RISK_STARTUP, /* shell, direnv, editor/IDE start-up files */
+	MOAT_RISK_AGENT, /* agent configuration and instructions */
+	MOAT_RISK_MANIFEST, /* lifecycle scripts, registry settings, build hooks */
+	MOAT_RISK_SYMLINK_OUT, /* symlinks leaving the workspace */
+	MOAT_RISK_PATTERN, /* the policy's flag_patterns */
+	MOAT_RISK_REPO, /* inside a git repository created in the run: all or nothing */
+	MOAT_RISK_EXECUTABLE, /* newly executable files (build outputs, scripts) */
+	MOAT_RISK_DEPS, /* inside a dependency tree (node_modules/, .venv/, ...) */
+	MOAT_RISK_COUNT,
+};
+
+/* "hooks", "ci", ... ("" for NONE, NULL past the end). */
+const char *moat_risk_class_name(enum moat_risk_class c);
+/* The class of a name, or -ENOENT. */
+int moat_risk_class_from_name(const char *s);
+/* Does the class run code automatically (held unless accept_automatic)? */
+bool moat_risk_class_automatic(enum moat_risk_class c);
+/* Is path (relative, '/'-separated, of type S_IFMT bits) inside a dependency
+ * tree: a component node_modules, .venv, ... that is a directory, and no
+ * ".git" component anywhere (a nested repository is never a dependency)? */
+bool moat_risk_in_deps(const char *path, mode_t type);
+/* The length of path up to and including its first dependency directory
+ * component ("a/node_modules" of "a/node_modules/x/y"), 0 if none. */
+size_t moat_risk_deps_prefix(const char *path);
+
+/* Glob match of a whole relative path: '*', '?', '[...]' within one
+ * component (fnmatch, case-insensitive), '**' as a whole component matches
+ * zero or more components; a last "**" component also matches its parent. A glob without '/'
+ * matches the last component at any depth ("*.sh" = "**" "/" "*.sh"). */
+bool moat_glob_match(const char *glob, const char *path);
+
 struct moat_flag_rule {
 	const char *pattern; /* fnmatch(3) glob, case-insensitive, '*' does not match '/' */
 	const char *reason;
 	unsigned flags;
+	enum moat_risk_class cls;
 };
 
 extern const struct moat_flag_rule moat_flag_builtin[];
@@ -59,8 +104,43 @@ struct moat_flag_rules;
 int moat_flag_rules_new(const char *const *extra, size_t n_extra, struct moat_flag_rules **ret);
 struct moat_flag_rules *moat_flag_rules_free(struct moat_flag_rules *r);
 /* The reason of the first path rule matching path (relative, '/'-separated)
- * for an entry of type (S_IFMT bits), or NULL. rules NULL = built-in only. */
+ * for an entry of type (S_IFMT bits), or NULL. rules NULL = built-in only.
+ * ret_cls (may be NULL) gets the rule's class. */
 const char *moat_flag_match(const struct moat_flag_rules *rules, const char *path, mode_t type);
+const char *moat_flag_match_class(const struct moat_flag_rules *rules, const char *path,
+				  mode_t type, enum moat_risk_class *ret_cls);
+
+/* ---- review decisions (accept / hold) --------------------------------------- */
+
+/* What the user asked: items are class names or path globs (moat_glob_match).
+ * Precedence (docs/FLAGGED.md): refused stays refused; entries of class repo
+ * follow class items only (a repository is applied or held whole); a hold
+ * glob, then an accept glob (for an automatic class only with
+ * accept_automatic); then a hold class, then an accept class; then the
+ * class's default (automatic: held, others: applied and listed). */
+struct moat_review_rules {
+	const char *const *accept;
+	size_t n_accept;
+	const char *const *hold;
+	size_t n_hold;
+	bool accept_automatic;
+};
+
+/* Check one accept or hold item: a class name or a glob (no NUL, control
+ * bytes, leading '/', "..", at most 1024 bytes). For accept without
+ * accept_automatic, an automatic class or a glob that covers a path of an
+ * automatic class (.git/hooks/x, .git/config, .github/workflows/x, ...) is
+ * refused: -EPERM, why says which. Other errors -EINVAL. */
+int moat_review_item_check(const char *item, bool accept, bool accept_automatic, char *why,
+			   size_t whylen);
+/* Does an accept item reach an automatic class (for the loud warning)? */
+bool moat_review_item_automatic(const char *item);
+/* Is the entry held under the rules (NULL = defaults)? Refused entries: false. */
+bool moat_review_holds(const struct moat_review_rules *rr, const struct moat_fs_entry *e);
+/* Set every entry's accepted from the rules. */
+void moat_review_decide(const struct moat_review_rules *rr, struct moat_manifest *m);
+/* Does item (class name or glob) select the entry (for `moat apply --accept`)? */
+bool moat_review_item_selects(const char *item, const struct moat_fs_entry *e);
 
 /* ---- manifest ------------------------------------------------------------- */
 
@@ -99,6 +179,8 @@ struct moat_fs_entry {
 	 * before, NULL = unchanged. */
 	char *xattrs, *xattr_diff;
 	char *flagged; /* why it is flagged, or NULL */
+	enum moat_risk_class cls; /* the class of flagged (NONE if not flagged) */
+	bool accepted; /* flagged but applied under safe (listed): moat_review_decide() */
 	char *refused; /* why it is never applied, or NULL */
 	enum moat_fs_state state;
 	int err; /* positive errno for MOAT_FS_FAILED */
@@ -145,7 +227,7 @@ bool moat_fsdiff_link_escapes(const char *path, const char *target);
 /* ---- apply ---------------------------------------------------------------- */
 
 enum moat_fsapply_mode {
-	MOAT_FSAPPLY_SAFE, /* hold back flagged entries */
+	MOAT_FSAPPLY_SAFE, /* hold back flagged entries not accepted */
 	MOAT_FSAPPLY_ALL, /* apply flagged entries too (refused ones never) */
 };
 

@@ -283,7 +283,7 @@ int moat_fsdiff_apply(struct moat_manifest *m, int src_dirfd, int target_dirfd,
 			e->state = MOAT_FS_REFUSED;
 			continue;
 		}
-		if (e->flagged && mode == MOAT_FSAPPLY_SAFE) {
+		if (e->flagged && !e->accepted && mode == MOAT_FSAPPLY_SAFE) {
 			e->state = MOAT_FS_HELD;
 			continue;
 		}

@@ -938,7 +938,8 @@ static const char *link_check(struct gitscan *g, const struct moat_fs_entry *e)
 		if (!f[i])
 			break;
 	}
-	if (moat_flag_match(g->w->rules, f, S_IFREG))
+	/* (a .bin link to a file of a dependency named like a rule is not) */
+	if (!moat_risk_in_deps(f, S_IFREG) && moat_flag_match(g->w->rules, f, S_IFREG))
 		return "symlink points at a flagged path";
 	return NULL;
 }
@@ -1010,6 +1011,7 @@ int moat_fsdiff_git_pass(struct walk *w, int upper, int lower, const char *works
 	for (size_t i = 0; r >= 0 && i < w->m->n; i++) {
 		struct moat_fs_entry *e = &w->m->entries[i];
 		const char *why = NULL;
+		bool in_new_repo = false;
 		/* a symlink that replaces a directory on the way to one of them */
 		for (size_t j = 0; S_ISLNK(e->type) && !why && j < g->n_refs; j++)
 			if (under(g->refs[j].path, e->path))
@@ -1022,9 +1024,10 @@ int moat_fsdiff_git_pass(struct walk *w, int upper, int lower, const char *works
 			if (!under(e->path, g->dirs[j]))
 				continue;
 			const char *sub = e->path + n + (n && e->path[n] == '/');
-			if (g->dir_new[j])
+			if (g->dir_new[j]) {
 				why = "inside a git repository created in this run (found by structure)";
-			else if (!git_data_path(sub)) {
+				in_new_repo = true;
+			} else if (!git_data_path(sub)) {
 				const char *base = strrchr(sub, '/');
 				base = base ? base + 1 : sub;
 				if (e->change != MOAT_FS_DELETED &&
@@ -1043,8 +1046,19 @@ int moat_fsdiff_git_pass(struct walk *w, int upper, int lower, const char *works
 			why = link_check(g, e);
 		if (!why && g->overflow)
 			why = "too many repositories or references to check: held for review";
-		if (why && !e->flagged)
+		/* the git pass knows more than a dependency or executable guess: a
+		 * repository inside node_modules/, a link into .git */
+		if (why && e->flagged && !moat_risk_class_automatic(e->cls)) {
+			free(e->flagged);
+			e->flagged = NULL;
+		}
+		if (why && !e->flagged) {
+			e->cls = MOAT_RISK_HOOKS;
 			r = moat_fsdiff_set_str(&e->flagged, why);
+		}
+		/* every entry of a new repository shares one decision */
+		if (in_new_repo)
+			e->cls = MOAT_RISK_REPO;
 	}
 	for (size_t i = 0; i < g->n_dirs; i++)
 		free(g->dirs[i]);

@@ -79,6 +79,10 @@ static int entry_json(struct moat_jbuf *b, const struct moat_fs_entry *e)
 		r = put_kv_str(b, "xattr_diff", e->xattr_diff, false);
 	if (r >= 0 && e->flagged)
 		r = put_kv_str(b, "flagged", e->flagged, false);
+	if (r >= 0 && e->flagged && e->cls)
+		r = moat_jbuf_printf(b, ",\"class\":\"%s\"", moat_risk_class_name(e->cls));
+	if (r >= 0 && e->flagged && e->accepted)
+		r = moat_jbuf_puts(b, ",\"accepted\":true");
 	if (r >= 0 && e->refused)
 		r = put_kv_str(b, "refused", e->refused, false);
 	if (r >= 0)
@@ -141,7 +145,7 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 {
 	static const char marks[] = "+~-mx";
 	struct moat_jbuf b;
-	unsigned cnt[5] = {0}, flagged = 0, refused = 0, held = 0;
+	unsigned cnt[5] = {0}, flagged = 0, refused = 0, held = 0, listed = 0;
 	int r = 0;
 
 	moat_jbuf_init(&b, MANIFEST_MAX_BYTES);
@@ -152,6 +156,7 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 		flagged += !!e->flagged;
 		refused += !!e->refused;
 		held += e->state == MOAT_FS_HELD;
+		listed += e->flagged && e->accepted && !e->refused;
 		r = moat_jbuf_printf(&b, "%c %-8s %-7s ", marks[e->change],
 				     moat_fs_change_name(e->change), moat_fsdiff_type_name(t));
 		if (r >= 0)
@@ -180,8 +185,12 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 			r = moat_jbuf_printf(&b, " (was %s)", moat_fsdiff_type_name(e->old_type));
 		if (r >= 0 && e->refused)
 			r = moat_jbuf_printf(&b, "  REFUSED: %s", e->refused);
+		else if (r >= 0 && e->flagged && e->accepted)
+			r = moat_jbuf_printf(&b, "  LISTED: %s (class %s)", e->flagged,
+					     moat_risk_class_name(e->cls));
 		else if (r >= 0 && e->flagged)
-			r = moat_jbuf_printf(&b, "  FLAGGED: %s", e->flagged);
+			r = moat_jbuf_printf(&b, "  FLAGGED: %s (class %s)", e->flagged,
+					     e->cls ? moat_risk_class_name(e->cls) : "?");
 		if (r >= 0 && e->state != MOAT_FS_PENDING)
 			r = moat_jbuf_printf(&b, "  [%s%s%s]", moat_fs_state_name(e->state),
 					     e->err ? ": " : "", e->err ? strerror(e->err) : "");
@@ -192,8 +201,8 @@ int moat_manifest_to_text(const struct moat_manifest *m, char **ret)
 		r = moat_jbuf_printf(
 			&b,
 			"%u created, %u modified, %u deleted, %u mode changes, %u xattr changes; "
-			"%u flagged, %u refused, %u held back\n",
-			cnt[0], cnt[1], cnt[2], cnt[3], cnt[4], flagged, refused, held);
+			"%u flagged (%u of them applied and listed), %u refused, %u held back\n",
+			cnt[0], cnt[1], cnt[2], cnt[3], cnt[4], flagged, listed, refused, held);
 	if (r < 0) {
 		moat_jbuf_done(&b);
 		return r;
@@ -206,7 +215,7 @@ int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		const struct moat_fs_entry *e = &m->entries[i];
-		struct moat_audit_field f[13];
+		struct moat_audit_field f[14];
 		size_t k = 0;
 		char hx[65];
 		int r;
@@ -232,6 +241,9 @@ int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a)
 			f[k++] = (struct moat_audit_field)MOAT_F_STR("xattrs", e->xattr_diff);
 		if (e->flagged)
 			f[k++] = (struct moat_audit_field)MOAT_F_STR("flagged", e->flagged);
+		if (e->flagged && e->cls)
+			f[k++] = (struct moat_audit_field)MOAT_F_STR("class",
+								     moat_risk_class_name(e->cls));
 		if (e->refused)
 			f[k++] = (struct moat_audit_field)MOAT_F_STR("refused", e->refused);
 		f[k++] = (struct moat_audit_field)MOAT_F_STR("state", moat_fs_state_name(e->state));
@@ -240,7 +252,8 @@ int moat_manifest_audit(const struct moat_manifest *m, struct moat_audit *a)
 		r = moat_audit_event(a, MOAT_EV_FILE, f, k);
 		if (r < 0)
 			return r;
-		if (e->flagged || e->refused) {
+		/* an accepted (listed) entry is in its file event, not an alert */
+		if ((e->flagged && !(e->accepted && e->state == MOAT_FS_APPLIED)) || e->refused) {
 			r = MOAT_AUDIT(
 				a, MOAT_EV_ALERT,
 				MOAT_F_STR("cause", e->refused ? "refused_file" : "flagged_file"),
@@ -483,6 +496,13 @@ static int load_entry(json_t *o, struct moat_fs_entry *e)
 		return -EINVAL;
 	if (S_ISLNK(e->type) && e->change != MOAT_FS_DELETED && !e->target)
 		return -EINVAL;
+	if ((v = json_object_get(o, "class"))) {
+		int c = json_is_string(v) ? moat_risk_class_from_name(json_string_value(v)) : -1;
+		if (c < 0)
+			return -EINVAL;
+		e->cls = (enum moat_risk_class)c;
+	}
+	e->accepted = e->flagged && json_is_true(json_object_get(o, "accepted"));
 	s = json_string_value(json_object_get(o, "state"));
 	e->state = (enum moat_fs_state) - 1;
 	for (unsigned c = 0; s && c <= MOAT_FS_DROPPED; c++)

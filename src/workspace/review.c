@@ -280,6 +280,59 @@ out:
 	return k;
 }
 
+#define ACCEPT_MAX_PATHS 100000
+
+int moat_review_apply_accept(const char *run_id, const char *const *accept, char **ret_text,
+			     struct moat_error *ret_err)
+{
+	struct moat_manifest *m = NULL;
+	char **sel = NULL;
+	size_t n = 0;
+	int dfd = -1, k;
+
+	for (size_t i = 0; accept && accept[i]; i++) {
+		char why[1400];
+		k = moat_review_item_check(accept[i], true, true, why, sizeof(why));
+		if (k < 0)
+			return moat_error_set(ret_err, "usage", -k, "--accept %s: %s", accept[i],
+					      why);
+	}
+	if (!accept || !accept[0])
+		return moat_error_set(ret_err, "usage", EINVAL, "--accept needs a class or glob");
+	k = load_run(run_id, &dfd, &m, ret_err);
+	if (k < 0)
+		return k;
+	safe_close(dfd);
+	sel = calloc(m->n + 1, sizeof(char *));
+	if (!sel) {
+		moat_manifest_free(m);
+		return moat_error_set(ret_err, "review", ENOMEM, "out of memory");
+	}
+	for (size_t j = 0; j < m->n && n < ACCEPT_MAX_PATHS; j++) {
+		struct moat_fs_entry *e = &m->entries[j];
+		bool hit = false;
+		if (e->state != MOAT_FS_HELD && e->state != MOAT_FS_PENDING &&
+		    e->state != MOAT_FS_CONFLICT)
+			continue;
+		for (size_t i = 0; accept[i] && !hit; i++)
+			hit = moat_review_item_selects(accept[i], e);
+		if (hit)
+			sel[n++] = TAKE_PTR(e->path);
+	}
+	moat_manifest_free(m);
+	if (!n) {
+		free(sel);
+		return moat_error_set(ret_err, "usage", ENOENT,
+				      "no held change of run %s matches --accept %s%s", run_id,
+				      accept[0], accept[1] ? " ..." : "");
+	}
+	k = moat_review_apply(run_id, (const char *const *)sel, ret_text, ret_err);
+	for (size_t i = 0; i < n; i++)
+		free(sel[i]);
+	free(sel);
+	return k;
+}
+
 int moat_run_forget(const char *run_id, struct moat_error *ret_err)
 {
 	_cleanup_free_ char *runs = NULL;

@@ -125,8 +125,10 @@ t_overlay_existing() {
 	[ ! -e "$ws/delete-me.txt" ] || fail "deletion not applied"
 	[ ! -e "$ws/dir/x" ] || fail "replaced directory kept old content"
 	assert_eq y "$(cat "$ws/dir/y")" "replaced directory"
-	[ ! -x "$ws/keep.txt" ] || fail "newly executable applied under safe"
-	assert_contains "$("$MOAT" diff "$id")" "newly executable"
+	# a new x bit runs only when someone runs the file: applied and listed
+	# (class executable, docs/FLAGGED.md); --hold executable holds it
+	[ -x "$ws/keep.txt" ] || fail "newly executable not applied under safe (class executable)"
+	assert_contains "$("$MOAT" diff "$id")" "LISTED: newly executable (class executable)"
 	forget_run "$id"
 	rm -rf "$ws"
 }

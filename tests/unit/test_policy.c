@@ -525,6 +525,8 @@ static const struct {
 	{"--on-alert", "cat", "true"},
 	{"--apply", "never", "all"},
 	{"--flag-pattern", "*.a", "*.b"},
+	{"--accept", "deps", "build/**"},
+	{"--hold", "executable", "*.sh"},
 	{"--held-max", "2M", "4M"},
 	{"--held-exit", "3", "4"},
 	{"--runs-max", "2M", "4M"},

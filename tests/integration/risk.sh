@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The risk classes of workspace review (issue 18, docs/FLAGGED.md): what runs
+# only when the user runs it (dependency trees, new executables) is applied
+# and listed; what runs automatically (hooks, CI, start-up, agent, the
+# project's own manifests, a repository made in the run) is held; --accept and
+# --hold move classes and globs, and --accept of an automatic class needs the
+# loud --accept-automatic. The user's own command lines, root and unprivileged.
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+
+TUSER=moat-test
+NPM_TREE=/var/cache/moat-test/npm/node_modules
+
+# Host-side commands (git, node, ./build/app, the controls) run as the
+# unprivileged test user, never as root.
+as_user() {
+	if is_root; then
+		setpriv --reuid "$TUSER" --regid "$TUSER" --clear-groups env HOME="$UHOME" "$@"
+	else
+		env HOME="$UHOME" "$@"
+	fi
+}
+
+setup_base() {
+	command -v git >/dev/null || skip "git is not installed"
+	BASE="$T_OUT/base"
+	UHOME="$BASE/home"
+	mkdir -p "$BASE" "$UHOME"
+	if is_root; then
+		id "$TUSER" >/dev/null 2>&1 || skip "no $TUSER user"
+		chmod 711 "$T_OUT"
+		chown -R "$TUSER:" "$BASE"
+	fi
+	printf '[user]\n\tname = t\n\temail = t@example.invalid\n' >"$UHOME/.gitconfig"
+	is_root && chown "$TUSER:" "$UHOME/.gitconfig"
+	return 0
+}
+
+run_id_of() { sed -n 's/^moat: run \([A-Za-z0-9_.-]*\) .*/\1/p' "$1" | head -n 1; }
+
+# A project: its own package.json (no scripts), a Makefile that builds
+# build/app, a git repository with one commit.
+make_project() { # $1 = dir
+	as_user mkdir -p "$1"
+	as_user sh -c 'cd "$1" && printf "{\"name\":\"app\",\"version\":\"1.0.0\"}\n" >package.json &&
+		printf "build/app:\n\tmkdir -p build\n\tprintf \"#!/bin/sh\\\\necho app-ran\\\\n\" >build/app\n\tchmod +x build/app\n" >Makefile &&
+		git init -q . && git add -A && git commit -qm init' sh "$1"
+}
+
+# The dependency tree npm made for the test cache (express and its
+# dependencies, .bin links, package.json files with scripts, a .travis.yml or
+# two), copied in by the command as `npm install` would write it.
+NPM_COPY="cp -a $NPM_TREE node_modules"
+NPM_RO=(--ro "$NPM_TREE")
+
+t_npm_tree_and_build_applied() {
+	setup_base
+	[ -r "$NPM_TREE/express/package.json" ] || skip "no npm test cache at $NPM_TREE (tests/integration/mcp.sh fills it)"
+	command -v node >/dev/null || skip "node is not installed"
+	command -v make >/dev/null || skip "make is not installed"
+	local ws="$BASE/ws1"
+	make_project "$ws"
+	"$MOAT" run --workspace "$ws" "${NPM_RO[@]}" -- /bin/sh -c "$NPM_COPY && make -s build/app" \
+		>"$T_OUT/out" 2>"$T_OUT/err" || fail "moat run failed: $(cat "$T_OUT/err")"
+	# what the user does next, on the host
+	(cd "$ws" && as_user node -e "require('express'); console.log('express-ok')") >"$T_OUT/node" 2>&1 ||
+		fail "require('express') on the host: $(cat "$T_OUT/node"); $(cat "$T_OUT/err")"
+	assert_eq "app-ran" "$(cd "$ws" && as_user ./build/app)" "./build/app on the host"
+	[ -L "$ws/node_modules/.bin/node-which" ] || fail "node_modules/.bin link not applied"
+	assert_contains "$(cat "$T_OUT/err")" "applied and listed" "the summary lists them"
+	assert_contains "$(cat "$T_OUT/err")" "dependency trees: node_modules/" "the summary names the tree"
+	assert_contains "$(cat "$T_OUT/err")" "new executables: build/app" "the summary names build/app"
+	if grep -q '^  held' "$T_OUT/err"; then fail "something was held: $(cat "$T_OUT/err")"; fi
+	local id json
+	id=$(run_id_of "$T_OUT/err")
+	json=$("$MOAT" diff --json "$id")
+	printf '%s' "$json" | grep -F '"path":"build/app"' | grep -q '"class":"executable"' ||
+		fail "build/app has no class executable in the manifest"
+	printf '%s' "$json" | grep -F '"path":"node_modules/express/package.json"' | grep -q '"state":"applied"' ||
+		fail "node_modules/express/package.json not applied"
+	assert_contains "$("$MOAT" diff "$id")" "LISTED: inside a dependency tree: runs only when the project uses it (class deps)"
+}
+
+# Each plant runs "echo TAG >> MARKS" when it reaches the host and the user
+# does what the file's class is about (a git commit for the hook).
+PLANT='M=$1; set -e
+printf "#!/bin/sh\necho HOOK >> %s\n" "$M" >.git/hooks/pre-commit; chmod +x .git/hooks/pre-commit
+mkdir -p .github/workflows .vscode node_modules/dep
+echo "on: push" >.github/workflows/x.yml
+echo "echo BASHRC >> $M" >.bashrc
+echo "{\"tasks\":[]}" >.vscode/tasks.json
+printf "{\"name\":\"app\",\"version\":\"1.0.0\",\"scripts\":{\"test\":\"echo PKG\"}}\n" >package.json
+ln -s ../.git/hooks node_modules/evil
+mkdir -p node_modules/dep/.git/hooks; echo x >node_modules/dep/.git/hooks/post-checkout
+mkdir -p node_modules/dep/.husky; echo x >node_modules/dep/.husky/pre-commit
+echo ordinary >plain.txt'
+
+t_automatic_held() {
+	setup_base
+	local ws="$BASE/ws2" marks="$BASE/marks" p
+	make_project "$ws"
+	as_user touch "$marks"
+	"$MOAT" run --workspace "$ws" -- /bin/sh -c "$PLANT" sh "$marks" >"$T_OUT/out" 2>"$T_OUT/err" ||
+		fail "moat run failed: $(cat "$T_OUT/err")"
+	assert_eq ordinary "$(cat "$ws/plain.txt")" "an ordinary change is applied"
+	for p in .git/hooks/pre-commit .github/workflows/x.yml .bashrc .vscode/tasks.json \
+		node_modules/evil node_modules/dep/.git/hooks/post-checkout; do
+		[ ! -e "$ws/$p" ] && [ ! -L "$ws/$p" ] || fail "$p was applied: $(cat "$T_OUT/err")"
+	done
+	[ -e "$ws/node_modules/dep/.husky/pre-commit" ] || fail "a .husky inside a dependency is not the project's: applied"
+	assert_contains "$(cat "$ws/package.json")" '"1.0.0"}' "the project's package.json keeps its old scripts"
+	(cd "$ws" && as_user git commit -qm x --allow-empty) >/dev/null 2>&1 || true
+	assert_eq "" "$(cat "$marks")" "the planted hook ran"
+	local err
+	err=$(cat "$T_OUT/err")
+	assert_contains "$err" "(hooks: git hook"
+	assert_contains "$err" "(ci: CI workflow"
+	assert_contains "$err" "(startup: shell start-up file"
+
+	# --accept hooks is refused (usage, nothing starts) ...
+	local rc=0
+	"$MOAT" run --workspace "$ws" --accept hooks -- true >/dev/null 2>"$T_OUT/err2" || rc=$?
+	assert_eq 2 "$rc" "--accept hooks exit"
+	assert_contains "$(cat "$T_OUT/err2")" "--accept-automatic"
+	for p in '.git/**' '**' '*.yml' '.github/**' '.bash*'; do
+		rc=0
+		"$MOAT" run --workspace "$ws" --accept "$p" -- true >/dev/null 2>"$T_OUT/err2" || rc=$?
+		assert_eq 2 "$rc" "--accept '$p' exit ($(cat "$T_OUT/err2"))"
+	done
+	# ... and a glob that covers no automatic path is accepted
+	"$MOAT" run --workspace "$ws" --accept 'build/**' -- true >/dev/null 2>"$T_OUT/err2" ||
+		fail "--accept 'build/**' refused: $(cat "$T_OUT/err2")"
+
+	# positive control: the loud form lets the hook arrive, and the probe sees it run
+	"$MOAT" run --workspace "$ws" --accept-automatic --accept hooks -- /bin/sh -c "$PLANT" sh "$marks" \
+		>/dev/null 2>"$T_OUT/err3" || fail "moat run (accept-automatic) failed: $(cat "$T_OUT/err3")"
+	assert_contains "$(cat "$T_OUT/err3")" "WARNING: --accept-automatic applied"
+	is_root && chown -R "$TUSER:" "$ws"
+	(cd "$ws" && as_user git commit -qm y --allow-empty) >/dev/null 2>&1 || true
+	grep -qx HOOK "$marks" || fail "control: the accepted hook did not run at git commit"
+	[ ! -e "$ws/.bashrc" ] || fail "--accept hooks applied the startup class too"
+	local id
+	id=$(run_id_of "$T_OUT/err3")
+	"$MOAT" log "$id" >"$T_OUT/log" 2>&1 || fail "moat log $id: $(cat "$T_OUT/log")"
+	grep -q 'config .*key=audit.accept_automatic' "$T_OUT/log" || fail "no config event for accept_automatic"
+}
+
+t_hold_and_accept() {
+	setup_base
+	[ -r "$NPM_TREE/express/package.json" ] || skip "no npm test cache at $NPM_TREE"
+	command -v make >/dev/null || skip "make is not installed"
+	local ws="$BASE/ws3" id
+	make_project "$ws"
+	# --hold deps: today's strict behaviour for the tree; a more specific
+	# accept glob wins over the hold class
+	"$MOAT" run --workspace "$ws" "${NPM_RO[@]}" --hold deps --accept 'node_modules/express/**' -- \
+		/bin/sh -c "$NPM_COPY && make -s build/app" >/dev/null 2>"$T_OUT/err" ||
+		fail "moat run failed: $(cat "$T_OUT/err")"
+	[ -e "$ws/node_modules/express/package.json" ] || fail "the accepted glob was not applied"
+	[ ! -e "$ws/node_modules/accepts/package.json" ] || fail "--hold deps applied node_modules/accepts"
+	[ -x "$ws/build/app" ] || fail "build/app not applied"
+	id=$(run_id_of "$T_OUT/err")
+	assert_contains "$(cat "$T_OUT/err")" "(deps: inside a dependency tree"
+	# after the fact: moat apply RUN --accept deps
+	"$MOAT" apply "$id" --accept deps >/dev/null 2>"$T_OUT/err2" ||
+		fail "moat apply --accept deps failed: $(cat "$T_OUT/err2")"
+	[ -e "$ws/node_modules/accepts/package.json" ] || fail "moat apply --accept deps did not apply"
+	local rc=0
+	"$MOAT" apply "$id" --accept ci >/dev/null 2>&1 || rc=$?
+	assert_eq 2 "$rc" "moat apply --accept of a class with nothing held"
+
+	# --hold executable
+	rm -rf "$ws/build"
+	"$MOAT" run --workspace "$ws" --hold executable -- make -s build/app >/dev/null 2>"$T_OUT/err" ||
+		fail "moat run failed: $(cat "$T_OUT/err")"
+	[ ! -e "$ws/build/app" ] || fail "--hold executable applied build/app"
+	assert_contains "$(cat "$T_OUT/err")" "(executable: newly executable"
+	# the policy key does the same
+	printf '{"version":1,"audit":{"hold":["executable"]}}\n' >"$BASE/p.json"
+	chmod a+r "$BASE/p.json"
+	"$MOAT" policy show --policy "$BASE/p.json" 2>&1 | grep -q 'executable held' ||
+		fail "policy show does not say executable held"
+}
+
+t_new_repo_whole() {
+	setup_base
+	local ws="$BASE/ws4"
+	as_user mkdir -p "$ws"
+	# git init inside a directory that is no repository: the whole new
+	# repository is held, nothing of it half applied
+	"$MOAT" run --workspace "$ws" -- /bin/sh -c 'git init -q . && echo a >a && git add a &&
+		git -c user.name=t -c user.email=t@x commit -qm a' >/dev/null 2>"$T_OUT/err" ||
+		fail "moat run failed: $(cat "$T_OUT/err")"
+	[ ! -e "$ws/.git" ] || fail "a part of the new repository was applied: $(find "$ws/.git" | head)"
+	assert_eq a "$(cat "$ws/a")" "the work tree file is applied"
+	# a glob cannot split it, even with the loud form
+	"$MOAT" run --workspace "$ws" --accept-automatic --accept '.git/objects/**' -- \
+		/bin/sh -c 'git init -q .' >/dev/null 2>"$T_OUT/err" || fail "moat run failed: $(cat "$T_OUT/err")"
+	[ ! -e "$ws/.git" ] || fail "--accept '.git/objects/**' split the new repository"
+	# the class applies it whole, and the host's git reads it
+	"$MOAT" run --workspace "$ws" --accept-automatic --accept repo -- /bin/sh -c 'git init -q . &&
+		git add a && git -c user.name=t -c user.email=t@x commit -qm a' >/dev/null 2>"$T_OUT/err" ||
+		fail "moat run failed: $(cat "$T_OUT/err")"
+	is_root && chown -R "$TUSER:" "$ws"
+	(cd "$ws" && as_user git log --oneline) >"$T_OUT/log" 2>&1 || fail "git log on the host: $(cat "$T_OUT/log")"
+	assert_contains "$(cat "$T_OUT/log")" " a"
+}
+
+run_test "npm tree and make's build/app are applied and listed; require() and ./build/app work on the host" t_npm_tree_and_build_applied
+run_test "hooks, CI, start-up, editor, project manifest, links into .git held; --accept hooks needs --accept-automatic" t_automatic_held
+run_test "--hold deps, a more specific --accept glob, moat apply --accept, --hold executable" t_hold_and_accept
+run_test "a repository created in the run is held or applied whole" t_new_repo_whole
+t_done
