@@ -659,9 +659,18 @@ static int process(struct ctx *c, json_t *o)
 			    "--security-opt apparmor=unconfined)");
 	if (!empty(json_object_get(o, "selinuxLabel")))
 		return fail(c, "process.selinuxLabel", "not supported");
+	/* the runtime compares it with its own and refuses a lower one (that
+	 * needs CAP_SYS_RESOURCE and makes the container less killable) */
 	json_t *oom = json_object_get(o, "oomScoreAdj");
-	if (oom && (!json_is_integer(oom) || json_integer_value(oom) != 0))
-		return fail(c, "process.oomScoreAdj", "not supported (only 0)");
+	if (oom) {
+		char num[24];
+		if (!json_is_integer(oom) || json_integer_value(oom) < -1000 ||
+		    json_integer_value(oom) > 1000)
+			return fail(c, "process.oomScoreAdj", "must be an integer, -1000 to 1000");
+		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(oom));
+		if (rec(c, "oom", "process.oomScoreAdj", num, NULL) < 0)
+			return c->k;
+	}
 	if (json_object_get(o, "consoleSize") &&
 	    note(c, "process.consoleSize", "the terminal's size comes from the console socket") < 0)
 		return c->k;
@@ -1106,8 +1115,9 @@ int moat_oci_parse(const char *json, size_t len, const char *bundle, struct moat
 		k = fail(&c, "config.json", "must be an object");
 	else if (!ver)
 		k = fail(&c, "ociVersion", "required");
-	else if (strncmp(ver, "1.0", 3) && strncmp(ver, "1.1", 3) && strncmp(ver, "1.2", 3))
-		k = fail(&c, "ociVersion", "%.40s: moat supports 1.0 to 1.2", ver);
+	else if (strncmp(ver, "1.0", 3) && strncmp(ver, "1.1", 3) && strncmp(ver, "1.2", 3) &&
+		 strncmp(ver, "1.3", 3))
+		k = fail(&c, "ociVersion", "%.40s: moat supports 1.0 to 1.3", ver);
 	else if (only_keys(&c, root_, "", known) < 0)
 		k = -EINVAL;
 	/* annotations first: run.moat.root-readonly is read by root() */

@@ -279,6 +279,34 @@ t_seccomp_limits() {
 	fi
 }
 
+# process.oomScoreAdj (a kubelet sets it by QoS class): a value above the
+# runtime's own is the container's; a lower one (CAP_SYS_RESOURCE, a container
+# less killable than its engine) fails create naming the field
+t_oom_score_adj() {
+	need_busybox
+	local cur want
+	cur=$(cat /proc/self/oom_score_adj)
+	want=$((cur < 900 ? cur + 100 : 1000))
+	[ "$want" -gt "$cur" ] || skip "oom_score_adj is already 1000"
+	bundle b '["cat", "/proc/self/oom_score_adj"]' ".process.oomScoreAdj = $want"
+	START="$RT --root $ROOT start o1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid o1 >log 2>&1 || true
+	assert_eq "$want" "$(tr -d '\r' <log)" "the container's oom_score_adj is the spec's"
+	oci delete o1
+	# control: without the field the container has the runtime's value (the
+	# probe above tells the two apart)
+	bundle b '["cat", "/proc/self/oom_score_adj"]'
+	START="$RT --root $ROOT start o2" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid o2 >log 2>&1 || true
+	assert_eq "$cur" "$(tr -d '\r' <log)" "control: no oomScoreAdj, the runtime's value"
+	oci delete o2
+	if [ "$cur" -gt -1000 ]; then
+		refused process.oomScoreAdj ".process.oomScoreAdj = $((cur - 1))"
+		assert_contains "$(cat err)" "below the runtime's own"
+	fi
+	refused process.oomScoreAdj '.process.oomScoreAdj = 1001'
+}
+
 # run.moat.allow-hosts: moat's egress proxy in the container's network; a
 # loopback mirror (127.0.0.3, mapped by run.moat.resolve) is the one allowed
 # destination, another name is denied and recorded in the audit stream
@@ -698,6 +726,7 @@ run_test "exec --process (foreground and --detach --pid-file), same files, same 
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
+run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
 run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli
