@@ -903,6 +903,19 @@ static int paths(struct ctx *c, json_t *a, const char *field)
 	return 0;
 }
 
+/* One name the spec's profile refuses: moat's --deny-syscall (EPERM), but
+ * clone3, which moat's baseline refuses already for every process of the
+ * sandbox (ENOSYS, so that the C library falls back to clone(), which moat
+ * filters; EPERM would break the sandbox's init): a note. */
+static int seccomp_deny(struct ctx *c, const char *name)
+{
+	if (streq(name, "clone3"))
+		return note(c, "linux.seccomp",
+			    "clone3: refused by moat's baseline already (ENOSYS: the C library "
+			    "falls back to clone(), which moat filters)");
+	return opt(c, "linux.seccomp", "--deny-syscall", name);
+}
+
 /* The spec's seccomp profile, intersected with moat's baseline: every
  * syscall the profile refuses is refused (moat's --deny-syscall, EPERM) on
  * top of moat's own filter. Argument conditions of an allow rule are not
@@ -997,7 +1010,7 @@ static int seccomp_profile(struct ctx *c, json_t *o)
 	}
 	if (streq(def, "allow")) {
 		for (i = 0; i < n_named && k >= 0; i++)
-			k = opt(c, "linux.seccomp", "--deny-syscall", named[i]);
+			k = seccomp_deny(c, named[i]);
 	} else {
 		/* an allowlist: every syscall of this architecture it does not name */
 		for (int nr = 0; nr < 1024 && k >= 0; nr++) {
@@ -1008,7 +1021,7 @@ static int seccomp_profile(struct ctx *c, json_t *o)
 			for (i = 0; i < n_named && !allowed; i++)
 				allowed = streq(named[i], s);
 			if (!allowed && name_ok(s))
-				k = opt(c, "linux.seccomp", "--deny-syscall", s);
+				k = seccomp_deny(c, s);
 			free(s);
 		}
 	}
