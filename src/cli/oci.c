@@ -256,13 +256,18 @@ int moat_oci_oom_apply(const struct moat_oci_process *pr, int *ret)
 	buf[n] = 0;
 	int cur = atoi(buf), k = 0;
 	*ret = cur;
-	if (pr->has_oom && pr->oom_score_adj < cur) {
-		moat_oci_err("process.oomScoreAdj: %d is below the runtime's own (%d): lowering "
-			     "it needs CAP_SYS_RESOURCE and makes the container less killable than "
-			     "its engine; refused (a value >= %d is set)",
-			     pr->oom_score_adj, cur, cur);
+	/* a negative value below the runtime's own shields the container from
+	 * the OOM killer more than its engine: refused. 0 or more below it (the
+	 * containerd shim runs at containerd's + 1 and restrict_oom_score_adj
+	 * clamps the spec's to containerd's) is written: the kernel refuses it
+	 * where this process may not lower its value (no CAP_SYS_RESOURCE) */
+	if (pr->has_oom && pr->oom_score_adj < cur && pr->oom_score_adj < 0) {
+		moat_oci_err("process.oomScoreAdj: %d is below the runtime's own (%d): a "
+			     "negative value makes the container less killable than its engine; "
+			     "refused (a value >= %d is set)",
+			     pr->oom_score_adj, cur, cur < 0 ? cur : 0);
 		k = -EPERM;
-	} else if (pr->has_oom && pr->oom_score_adj > cur) {
+	} else if (pr->has_oom && pr->oom_score_adj != cur) {
 		n = snprintf(buf, sizeof(buf), "%d", pr->oom_score_adj);
 		if (pwrite(fd, buf, (size_t)n, 0) != n) {
 			moat_oci_err("process.oomScoreAdj: cannot set %d: %s", pr->oom_score_adj,

@@ -48,8 +48,9 @@ int moat_oci_console(const char *sock, int *ret_fd);
 _Noreturn void moat_oci_exit_as(const struct moat_proc_status *ps);
 
 /* process.oomScoreAdj: the calling process's oom_score_adj raised to
- * pr's (inherited by everything it starts), and its value in *ret; a value
- * below the current one is refused (0 or -EPERM, message printed). */
+ * pr's (inherited by everything it starts), and its value in *ret; a
+ * negative value below the current one is refused, and one the kernel does
+ * not let this process set (0, -EPERM or -EIO, message printed). */
 int moat_oci_oom_apply(const struct moat_oci_process *pr, int *ret);
 
 int moat_oci_cmd_exec(int argc, char **argv);

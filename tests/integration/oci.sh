@@ -309,10 +309,9 @@ t_oom_score_adj() {
 		"$RT" --root "$ROOT" create --bundle b --pid-file pid o2 >log 2>&1 || true
 	assert_eq "$cur" "$(tr -d '\r' <log)" "control: no oomScoreAdj, the runtime's value"
 	oci delete o2
-	if [ "$cur" -gt -1000 ]; then
-		refused process.oomScoreAdj ".process.oomScoreAdj = $((cur - 1))"
-		assert_contains "$(cat err)" "below the runtime's own"
-	fi
+	# a negative value below the runtime's own: refused
+	refused process.oomScoreAdj ".process.oomScoreAdj = $((cur < 0 ? cur - 1 : -1))"
+	assert_contains "$(cat err)" "below the runtime's own"
 	refused process.oomScoreAdj '.process.oomScoreAdj = 1001'
 }
 
