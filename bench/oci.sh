@@ -78,9 +78,63 @@ podman_end() {
 	done
 }
 
+# The runtime alone, as root: create + start + delete --force of a prepared
+# bundle (`runc spec` with uid 1000 and a read-only root, /bin/true of
+# busybox-static), moat against runc, interleaved; then the memory (PSS)
+# of moat's own processes per running container, 10 containers.
+BENCH_USER=root
+B=$(bench_workdir oci-bundle)
+mkdir -p "$B/rootfs/bin" "$B/rootfs/etc" "$B/rootfs/tmp" "$B/st"
+cp "$BUSYBOX" "$B/rootfs/bin/busybox"
+ln -sf busybox "$B/rootfs/bin/true"
+ln -sf busybox "$B/rootfs/bin/sleep"
+(cd "$B" && runc spec)
+jq --arg r "$B/rootfs" '.process.user = {uid: 1000, gid: 1000} | .root = {path: $r, readonly: true} |
+	.process.args = ["/bin/true"] | .process.terminal = false' "$B/config.json" >"$B/c.json"
+mv "$B/c.json" "$B/config.json"
+# cycle RUNTIME: one container's create, start, delete (the id per round)
+cat >"$B/cycle" <<'EOF2'
+#!/bin/sh
+set -e
+rt=$1 root=$2 b=$3 id=c$$
+"$rt" --root "$root" create --bundle "$b" "$id" </dev/null >/dev/null
+"$rt" --root "$root" start "$id"
+"$rt" --root "$root" delete --force "$id"
+EOF2
+chmod +x "$B/cycle"
+bench_case "runtime runc" "$B/cycle" "$(command -v runc)" "$B/st-runc" "$B"
+bench_case "runtime moat" "$B/cycle" "$BENCH_STAGE/bin/moat-oci" "$B/st" "$B"
+bench_run oci "$(bench_runs 20)" 120
+bench_ratio oci "create+start+delete: moat / runc" "runtime moat" "runtime runc" "<=" 1.0
+# memory: 10 running containers (sleep); moat's own processes are every
+# process `ps` lists for a container but the container's own (the
+# supervisor and moat-init); PSS shares the pages they have in common
+jq '.process.args = ["/bin/sleep", "600"]' "$B/config.json" >"$B/sleep.json"
+mkdir -p "$B/s"
+cp "$B/sleep.json" "$B/s/config.json"
+pss=0
+for i in $(seq 10); do
+	"$BENCH_STAGE/bin/moat-oci" --root "$B/st" create --bundle "$B/s" "m$i" </dev/null >/dev/null 2>&1
+	"$BENCH_STAGE/bin/moat-oci" --root "$B/st" start "m$i"
+done
+sleep 1
+for i in $(seq 10); do
+	for p in $("$BENCH_STAGE/bin/moat-oci" --root "$B/st" ps --format json "m$i" | jq -r '.[]'); do
+		[ "$(readlink "/proc/$p/exe")" = "$B/rootfs/bin/busybox" ] && continue
+		k=$(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
+		pss=$((pss + ${k:-0}))
+	done
+done
+for i in $(seq 10); do
+	"$BENCH_STAGE/bin/moat-oci" --root "$B/st" delete --force "m$i" || true
+done
+bench_target oci "PSS of moat's processes per running container (10)" \
+	"$(awk -v k="$pss" 'BEGIN { printf "%.2f", k / 10 / 1024 }')" "<=" 1.0 MiB
+
 RUN=(run --rm --pull=never --read-only --network=none)
 IMG=(localhost/moat-bench:1 /bin/true)
 runs=$(bench_runs 20)
+[ "${BENCH_OCI_PODMAN:-1}" = 1 ] || exit 0
 for BENCH_USER in $(bench_users); do
 	P=$(bench_workdir "oci-$BENCH_USER")
 	podman_env "$P"

@@ -400,6 +400,8 @@ struct moat_oci_process {
 	char *cwd;
 	bool terminal;
 	unsigned uid, gid; /* process.user */
+	bool has_oom; /* process.oomScoreAdj given: */
+	int oom_score_adj; /* -1000..1000 (the runtime refuses one below its own) */
 	char **notes; /* "FIELD: what moat does instead", NULL-terminated, or NULL */
 	char *annotations_json; /* the bundle's annotations as a JSON object */
 };

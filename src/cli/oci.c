@@ -25,7 +25,7 @@
 #include "cli/cli.h"
 #include "cli/oci.h"
 
-#define OCI_SPEC_VERSION "1.2.0"
+#define OCI_SPEC_VERSION "1.3.0"
 
 struct moat_oci_globals moat_oci_g;
 
@@ -139,6 +139,8 @@ int moat_oci_state_load(const char *id, struct moat_oci_state *st)
 			sscanf(eq, "%u:%u", &st->uid, &st->gid);
 		else if (!strcmp(line, "created"))
 			st->created = atoll(eq);
+		else if (!strcmp(line, "oom"))
+			st->oom_score_adj = atoi(eq);
 		else if (!strcmp(line, "annotations")) {
 			free(st->annotations);
 			st->annotations = strdup(eq);
@@ -239,6 +241,45 @@ static int lock_dir(const char *dir)
 	return fd;
 }
 
+int moat_oci_oom_apply(const struct moat_oci_process *pr, int *ret)
+{
+	char buf[32] = "";
+	int fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0) {
+		moat_oci_err("process.oomScoreAdj: cannot read /proc/self/oom_score_adj: %s",
+			     strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	buf[n] = 0;
+	int cur = atoi(buf), k = 0;
+	*ret = cur;
+	/* a negative value below the runtime's own shields the container from
+	 * the OOM killer more than its engine: refused. 0 or more below it (the
+	 * containerd shim runs at containerd's + 1 and restrict_oom_score_adj
+	 * clamps the spec's to containerd's) is written: the kernel refuses it
+	 * where this process may not lower its value (no CAP_SYS_RESOURCE) */
+	if (pr->has_oom && pr->oom_score_adj < cur && pr->oom_score_adj < 0) {
+		moat_oci_err("process.oomScoreAdj: %d is below the runtime's own (%d): a "
+			     "negative value makes the container less killable than its engine; "
+			     "refused (a value >= %d is set)",
+			     pr->oom_score_adj, cur, cur < 0 ? cur : 0);
+		k = -EPERM;
+	} else if (pr->has_oom && pr->oom_score_adj != cur) {
+		n = snprintf(buf, sizeof(buf), "%d", pr->oom_score_adj);
+		if (pwrite(fd, buf, (size_t)n, 0) != n) {
+			moat_oci_err("process.oomScoreAdj: cannot set %d: %s", pr->oom_score_adj,
+				     strerror(errno));
+			k = -EIO;
+		} else
+			*ret = pr->oom_score_adj;
+	}
+	close(fd);
+	return k;
+}
+
 /* ---- commands ------------------------------------------------------------------ */
 
 static int opt_value(int argc, char **argv, int *i, const char *name, const char **ret)
@@ -331,6 +372,10 @@ static int cmd_create(int argc, char **argv)
 		moat_oci_moat_err("create", &e);
 		goto fail;
 	}
+	/* before the supervisor is forked: it and the container inherit it */
+	int oom = 0;
+	if (moat_oci_oom_apply(&pr, &oom) < 0)
+		goto fail;
 	if (moat_session_set_dir(dir, &e) < 0 || moat_session_create(p, NULL, sid, &e) < 0) {
 		moat_oci_moat_err("create", &e);
 		sid[0] = 0;
@@ -359,8 +404,9 @@ static int cmd_create(int argc, char **argv)
 	if (!rec)
 		goto fail;
 	snprintf(rec, cap,
-		 "session=%s\npid=%d\nuser=%u:%u\ncreated=%lld\nbundle=%s\nannotations=%s\n", sid,
-		 pid, pr.uid, pr.gid, (long long)time(NULL), real,
+		 "session=%s\npid=%d\nuser=%u:%u\ncreated=%lld\noom=%d\nbundle=%s\n"
+		 "annotations=%s\n",
+		 sid, pid, pr.uid, pr.gid, (long long)time(NULL), oom, real,
 		 pr.annotations_json ? pr.annotations_json : "{}");
 	snprintf(path, sizeof(path), "%s/state", dir);
 	k = write_file_atomic(path, rec);

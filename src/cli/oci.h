@@ -25,6 +25,7 @@ struct moat_oci_state {
 	int pid; /* the supervisor's: what --pid-file holds */
 	unsigned uid, gid; /* the container's user */
 	long long created; /* seconds since the epoch */
+	int oom_score_adj; /* the container's (process.oomScoreAdj, else the runtime's) */
 	char *annotations; /* a JSON object (owned) */
 };
 
@@ -45,5 +46,11 @@ int moat_oci_write_pid(const char *file, int pid);
 int moat_oci_console(const char *sock, int *ret_fd);
 /* Exits as a process that ended so (128+N: killed by N). */
 _Noreturn void moat_oci_exit_as(const struct moat_proc_status *ps);
+
+/* process.oomScoreAdj: the calling process's oom_score_adj raised to
+ * pr's (inherited by everything it starts), and its value in *ret; a
+ * negative value below the current one is refused, and one the kernel does
+ * not let this process set (0, -EPERM or -EIO, message printed). */
+int moat_oci_oom_apply(const struct moat_oci_process *pr, int *ret);
 
 int moat_oci_cmd_exec(int argc, char **argv);

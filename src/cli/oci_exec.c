@@ -201,6 +201,14 @@ int moat_oci_cmd_exec(int argc, char **argv)
 			     pr.uid, pr.gid, st.uid, st.gid);
 		goto out;
 	}
+	/* an exec'd process is the container's init's child: it has the
+	 * container's value, and no other can be given to it */
+	if (pr.has_oom && pr.oom_score_adj != st.oom_score_adj) {
+		moat_oci_err("exec: process.oomScoreAdj: %d is not the container's (%d): not "
+			     "supported",
+			     pr.oom_score_adj, st.oom_score_adj);
+		goto out;
+	}
 	if ((pr.terminal || tty) != (console != NULL)) {
 		moat_oci_err("exec: a terminal needs --console-socket (and only then)");
 		goto out;

@@ -5,7 +5,7 @@
  */
 /*
  * The OCI runtime's bundle configuration (docs/OCI.md). oci_config.c is
- * the pure translation of a runtime-spec config.json (1.0-1.2) into moat's
+ * the pure translation of a runtime-spec config.json (1.0-1.3) into moat's
  * terms: policy options, the container's process, notes of what moat
  * provides itself; every field moat cannot honour is an error naming it.
  * oci_load.c runs that translation in a child process that can do nothing
@@ -18,6 +18,7 @@
  *   "env"  -     NAME=V -       process.env
  *   "cwd"  -     dir   -
  *   "tty"  -     -     -        process.terminal
+ *   "oom"  field value -        process.oomScoreAdj (-1000..1000)
  *   "note" field text  -        what moat provides itself instead (logged)
  *   "ann"  -     key   value    the annotations (state reports them)
  *   "pol"  field name  -        run.moat.policy: a policy file's name

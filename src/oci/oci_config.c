@@ -659,9 +659,18 @@ static int process(struct ctx *c, json_t *o)
 			    "--security-opt apparmor=unconfined)");
 	if (!empty(json_object_get(o, "selinuxLabel")))
 		return fail(c, "process.selinuxLabel", "not supported");
+	/* the runtime compares it with its own and refuses a lower one (that
+	 * needs CAP_SYS_RESOURCE and makes the container less killable) */
 	json_t *oom = json_object_get(o, "oomScoreAdj");
-	if (oom && (!json_is_integer(oom) || json_integer_value(oom) != 0))
-		return fail(c, "process.oomScoreAdj", "not supported (only 0)");
+	if (oom) {
+		char num[24];
+		if (!json_is_integer(oom) || json_integer_value(oom) < -1000 ||
+		    json_integer_value(oom) > 1000)
+			return fail(c, "process.oomScoreAdj", "must be an integer, -1000 to 1000");
+		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(oom));
+		if (rec(c, "oom", "process.oomScoreAdj", num, NULL) < 0)
+			return c->k;
+	}
 	if (json_object_get(o, "consoleSize") &&
 	    note(c, "process.consoleSize", "the terminal's size comes from the console socket") < 0)
 		return c->k;
@@ -894,6 +903,19 @@ static int paths(struct ctx *c, json_t *a, const char *field)
 	return 0;
 }
 
+/* One name the spec's profile refuses: moat's --deny-syscall (EPERM), but
+ * clone3, which moat's baseline refuses already for every process of the
+ * sandbox (ENOSYS, so that the C library falls back to clone(), which moat
+ * filters; EPERM would break the sandbox's init): a note. */
+static int seccomp_deny(struct ctx *c, const char *name)
+{
+	if (streq(name, "clone3"))
+		return note(c, "linux.seccomp",
+			    "clone3: refused by moat's baseline already (ENOSYS: the C library "
+			    "falls back to clone(), which moat filters)");
+	return opt(c, "linux.seccomp", "--deny-syscall", name);
+}
+
 /* The spec's seccomp profile, intersected with moat's baseline: every
  * syscall the profile refuses is refused (moat's --deny-syscall, EPERM) on
  * top of moat's own filter. Argument conditions of an allow rule are not
@@ -988,7 +1010,7 @@ static int seccomp_profile(struct ctx *c, json_t *o)
 	}
 	if (streq(def, "allow")) {
 		for (i = 0; i < n_named && k >= 0; i++)
-			k = opt(c, "linux.seccomp", "--deny-syscall", named[i]);
+			k = seccomp_deny(c, named[i]);
 	} else {
 		/* an allowlist: every syscall of this architecture it does not name */
 		for (int nr = 0; nr < 1024 && k >= 0; nr++) {
@@ -999,7 +1021,7 @@ static int seccomp_profile(struct ctx *c, json_t *o)
 			for (i = 0; i < n_named && !allowed; i++)
 				allowed = streq(named[i], s);
 			if (!allowed && name_ok(s))
-				k = opt(c, "linux.seccomp", "--deny-syscall", s);
+				k = seccomp_deny(c, s);
 			free(s);
 		}
 	}
@@ -1106,8 +1128,9 @@ int moat_oci_parse(const char *json, size_t len, const char *bundle, struct moat
 		k = fail(&c, "config.json", "must be an object");
 	else if (!ver)
 		k = fail(&c, "ociVersion", "required");
-	else if (strncmp(ver, "1.0", 3) && strncmp(ver, "1.1", 3) && strncmp(ver, "1.2", 3))
-		k = fail(&c, "ociVersion", "%.40s: moat supports 1.0 to 1.2", ver);
+	else if (strncmp(ver, "1.0", 3) && strncmp(ver, "1.1", 3) && strncmp(ver, "1.2", 3) &&
+		 strncmp(ver, "1.3", 3))
+		k = fail(&c, "ociVersion", "%.40s: moat supports 1.0 to 1.3", ver);
 	else if (only_keys(&c, root_, "", known) < 0)
 		k = -EINVAL;
 	/* annotations first: run.moat.root-readonly is read by root() */

@@ -340,7 +340,15 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 			k = (ret->cwd = strdup(a)) ? 0 : -ENOMEM;
 		} else if (streq(t, "tty"))
 			ret->terminal = true;
-		else if (streq(t, "note")) {
+		else if (streq(t, "oom")) {
+			char *end;
+			long v = strtol(a, &end, 10);
+			if (*end || v < -1000 || v > 1000)
+				k = moat_error_set(err, "oci", EPROTO, "%s: %s: out of range", what,
+						   f);
+			ret->has_oom = true;
+			ret->oom_score_adj = (int)v;
+		} else if (streq(t, "note")) {
 			char line[1024];
 			snprintf(line, sizeof(line), "%s: %s", f, a);
 			k = strv_push(&ret->notes, &n_notes, line, 4096);

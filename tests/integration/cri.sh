@@ -228,7 +228,9 @@ EOF
 		timeout 60 nsenter -t "$mns" -m -- node "$HERE/cri_client.mjs" "$GRPC" "$D/c.sock" "$1" "$IMG" "$D/pods"
 	}
 	local got rc=0 ex
-	got=$(pod_run moat) || rc=$?
+	# the pod's run.moat.allow-hosts reaches moat through containerd's
+	# pod_annotations: its egress (the DNS stub in resolv.conf) is on
+	got=$(POD_ANNOTATIONS='{"run.moat.allow-hosts": "allowed.test"}' pod_run moat) || rc=$?
 	[ "$rc" -eq 0 ] || fail "the pod under moat: $got; containerd: $(grep -i 'error' "$D/log" | tail -5)"
 	echo "# moat: $got"
 	assert_contains "$(jq -c .image <<<"$got")" "$IMG" "ImageStatus"
@@ -242,6 +244,14 @@ EOF
 	assert_eq 7 "$(jq -r .exec_exit <<<"$got")" "ExecSync's exit code (exit 7)"
 	assert_eq CONTAINER_EXITED "$(jq -r .stopped_state <<<"$got")" "ContainerStatus after StopPodSandbox"
 	assert_eq true "$(jq -r .removed <<<"$got")" "RemovePodSandbox"
+	assert_contains "$(jq -r .resolv <<<"$got")" "nameserver 127.0.0.53" \
+		"the pod annotation run.moat.allow-hosts: moat's DNS stub"
+	# control: the same pod without the annotation has no DNS (so the check
+	# above sees the annotation)
+	rc=0
+	got=$(pod_run moat) || rc=$?
+	[ "$rc" -eq 0 ] || fail "the pod under moat without annotations: $got"
+	assert_contains "$(jq -r .resolv <<<"$got")" "no DNS" "control: no annotation, no egress"
 	# positive control: the same pod under runc (no seccomp, no
 	# no_new_privs: nothing asks for them), so the checks above see moat
 	rc=0

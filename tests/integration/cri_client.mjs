@@ -48,7 +48,9 @@ const podConfig = {
 	metadata: { name: "moat-pod", uid: `pod-${process.pid}`, namespace: "default", attempt: 0 },
 	log_directory: logdir,
 	labels: { app: "moat-test" },
-	annotations: {},
+	// the pod's annotations (POD_ANNOTATIONS, a JSON object): containerd
+	// passes the runtime's pod_annotations (run.moat.*) on to the runtime
+	annotations: JSON.parse(process.env.POD_ANNOTATIONS || "{}"),
 	linux: {
 		security_context: {
 			namespace_options: ns,
@@ -96,6 +98,8 @@ try {
 		timeout: 10,
 	});
 	out.exec = { stdout: ex.stdout.toString(), stderr: ex.stderr.toString(), exit_code: ex.exit_code };
+	const ex3 = await call(rt, "ExecSync", { container_id: cid, cmd: ["cat", "/etc/resolv.conf"], timeout: 10 });
+	out.resolv = ex3.stdout.toString();
 	const ex2 = await call(rt, "ExecSync", { container_id: cid, cmd: ["sh", "-c", "exit 7"], timeout: 10 });
 	out.exec_exit = ex2.exit_code;
 	await call(rt, "StopPodSandbox", { pod_sandbox_id: pod }, 30);

@@ -263,6 +263,15 @@ t_seccomp_limits() {
 		"$RT" --root "$ROOT" create --bundle b --pid-file pid s2 >log 2>&1 || true
 	assert_contains "$(cat log)" "made" "control: mkdir without the profile"
 	oci delete s2
+	# a profile refusing clone3 (as the engines' defaults do, for glibc's
+	# fallback to clone): moat's baseline refuses it already; the container
+	# still forks
+	bundle b '["sh", "-c", "true & wait; echo forked"]' \
+		'.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", syscalls: [{names: ["clone3"], action: "SCMP_ACT_ERRNO", errnoRet: 38}]}'
+	START="$RT --root $ROOT start s4" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid s4 >log 2>&1 || true
+	assert_contains "$(cat log)" "forked" "a profile that refuses clone3"
+	oci delete s4
 	# linux.resources.pids: enforced
 	bundle b '["sh", "-c", "i=0; while [ $i -lt 40 ]; do sleep 5 & i=$((i+1)); done; wait; echo done"]' \
 		'.linux.resources = {pids: {limit: 16}}'
@@ -277,6 +286,33 @@ t_seccomp_limits() {
 		assert_contains "$(cat log)" "fork" "the pids limit refused a fork"
 		oci delete s3
 	fi
+}
+
+# process.oomScoreAdj (a kubelet sets it by QoS class): a value above the
+# runtime's own is the container's; a lower one (CAP_SYS_RESOURCE, a container
+# less killable than its engine) fails create naming the field
+t_oom_score_adj() {
+	need_busybox
+	local cur want
+	cur=$(cat /proc/self/oom_score_adj)
+	want=$((cur < 900 ? cur + 100 : 1000))
+	[ "$want" -gt "$cur" ] || skip "oom_score_adj is already 1000"
+	bundle b '["cat", "/proc/self/oom_score_adj"]' ".process.oomScoreAdj = $want"
+	START="$RT --root $ROOT start o1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid o1 >log 2>&1 || true
+	assert_eq "$want" "$(tr -d '\r' <log)" "the container's oom_score_adj is the spec's"
+	oci delete o1
+	# control: without the field the container has the runtime's value (the
+	# probe above tells the two apart)
+	bundle b '["cat", "/proc/self/oom_score_adj"]'
+	START="$RT --root $ROOT start o2" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid o2 >log 2>&1 || true
+	assert_eq "$cur" "$(tr -d '\r' <log)" "control: no oomScoreAdj, the runtime's value"
+	oci delete o2
+	# a negative value below the runtime's own: refused
+	refused process.oomScoreAdj ".process.oomScoreAdj = $((cur < 0 ? cur - 1 : -1))"
+	assert_contains "$(cat err)" "below the runtime's own"
+	refused process.oomScoreAdj '.process.oomScoreAdj = 1001'
 }
 
 # run.moat.allow-hosts: moat's egress proxy in the container's network; a
@@ -698,6 +734,7 @@ run_test "exec --process (foreground and --detach --pid-file), same files, same 
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
+run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
 run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli

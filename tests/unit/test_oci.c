@@ -7,6 +7,7 @@
  * or notes, a field moat cannot honour is one error naming it, the spec's
  * seccomp allowlist becomes moat's deny list, and the confined parser can
  * open nothing. Each test runs in its own forked child. */
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <string.h>
@@ -279,4 +280,47 @@ TEST(oci_parser_confinement)
 	ASSERT_EQ(waitpid(pid, &st, 0), pid);
 	ASSERT_TRUE(WIFEXITED(st));
 	ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
+/* process.oomScoreAdj: a record the runtime compares with its own value;
+ * out of range is the field's error. clone3, refused by moat's baseline
+ * already, is no --deny-syscall (which would break the sandbox's init).
+ * runtime-spec 1.3: accepted, its new fields unknown and so refused. */
+TEST(oci_oom_score_adj_clone3_spec_1_3)
+{
+	struct moat_oci_recs r;
+	ASSERT_EQ(parse("{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\",\"readonly\":"
+			"true},\"process\":{\"user\":{\"uid\":1000,\"gid\":1000},\"args\":[\"x\"],"
+			"\"cwd\":\"/\",\"oomScoreAdj\":1000}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "oom", "1000", NULL));
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\",\"readonly\":"
+			"true},\"process\":{\"user\":{\"uid\":1000,\"gid\":1000},\"args\":[\"x\"],"
+			"\"cwd\":\"/\",\"oomScoreAdj\":1001}}",
+			&r),
+		  -EINVAL);
+	ASSERT_STREQ(err_field(&r), "process.oomScoreAdj");
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{" BASE ",\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\","
+			"\"syscalls\":[{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ALLOW\"}]}}}",
+			&r),
+		  0);
+	ASSERT_TRUE(has(&r, "opt", "--deny-syscall", "openat"));
+	ASSERT_TRUE(!has(&r, "opt", "--deny-syscall", "clone3"));
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{\"ociVersion\":\"1.3.0\",\"root\":{\"path\":\"rootfs\",\"readonly\":"
+			"true},\"process\":{\"user\":{\"uid\":1000,\"gid\":1000},\"args\":[\"x\"],"
+			"\"cwd\":\"/\"}}",
+			&r),
+		  0);
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{\"ociVersion\":\"1.3.0\",\"root\":{\"path\":\"rootfs\",\"readonly\":"
+			"true},\"process\":{\"user\":{\"uid\":1000,\"gid\":1000},\"args\":[\"x\"],"
+			"\"cwd\":\"/\"},\"linux\":{\"netDevices\":{\"eth0\":{}}}}",
+			&r),
+		  -EINVAL);
+	ASSERT_STREQ(err_field(&r), "linux.netDevices");
+	moat_oci_recs_done(&r);
 }
