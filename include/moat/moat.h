@@ -464,7 +464,8 @@ struct moat_session_info {
 	char id[40];
 	char name[MOAT_SESSION_NAME_MAX + 1];
 	char state[16]; /* "idle", "running" (processes run), "ended" (its init is
-			 * gone: nothing runs in it, see reason), "gone" (supervisor died) */
+			 * gone: nothing runs in it, see reason), "gone" (supervisor died),
+			 * "busy" (moat_session_list: it did not answer within 2 s) */
 	char reason[160]; /* "ended": why, e.g. the exec bound ended it */
 	int pid; /* the supervisor */
 	uint64_t created_us; /* wall clock */

@@ -101,6 +101,11 @@ int moat_sess_sockaddr(int dfd, const char *name, void *ret_sun, unsigned *ret_l
 /* Connects to the session id or name (resolved in dfd); *ret_id gets its id.
  * -ENOENT: no such session; -ECONNREFUSED: its supervisor is gone. */
 int moat_sess_connect(int dfd, const char *id_or_name, char ret_id[40], struct moat_error *ret_err);
+/* The same, with connect and every later send/receive on the socket bounded
+ * by timeout_ms (0: unbounded); a full accept queue or a silent supervisor
+ * gives ETIMEDOUT. */
+int moat_sess_connect_within(int dfd, const char *id_or_name, char ret_id[40], unsigned timeout_ms,
+			     struct moat_error *ret_err);
 
 /* ---- session.c ------------------------------------------------------------ */
 

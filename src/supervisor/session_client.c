@@ -123,14 +123,16 @@ int moat_session_create(const struct moat_policy *p, const struct moat_session_o
 			      "the session's supervisor died before the sandbox was ready");
 }
 
-/* One request, one reply (of want, or ERROR). */
-static int call(const char *id, unsigned type, json_t *body, const int *fds, unsigned n_fds,
-		unsigned want, struct moat_sess_msg *ret, int *ret_sock, struct moat_error *err)
+/* One request, one reply (of want, or ERROR); timeout_ms bounds the
+ * connect and the answer (0: unbounded). */
+static int call_within(const char *id, unsigned type, json_t *body, const int *fds, unsigned n_fds,
+		       unsigned want, struct moat_sess_msg *ret, int *ret_sock, unsigned timeout_ms,
+		       struct moat_error *err)
 {
 	_cleanup_close_ int dfd = moat_sess_dir_open(false, err);
 	if (dfd < 0)
 		return dfd;
-	_cleanup_close_ int sock = moat_sess_connect(dfd, id, NULL, err);
+	_cleanup_close_ int sock = moat_sess_connect_within(dfd, id, NULL, timeout_ms, err);
 	if (sock < 0)
 		return sock;
 	int k = moat_sess_send(sock, type, body, fds, n_fds);
@@ -140,6 +142,10 @@ static int call(const char *id, unsigned type, json_t *body, const int *fds, uns
 	k = moat_sess_recv(sock, false, ret);
 	if (k == 0) /* it was ending: removed, expired or killed */
 		return moat_error_set(err, "session", ECONNREFUSED, "sandbox '%s' is gone", id);
+	if (k == -EAGAIN && timeout_ms)
+		return moat_error_set(err, "session", ETIMEDOUT,
+				      "sandbox %s: its supervisor did not answer within %u ms", id,
+				      timeout_ms);
 	if (k < 0)
 		return moat_error_set(err, "session", -k,
 				      "the session's supervisor did not answer");
@@ -154,6 +160,29 @@ static int call(const char *id, unsigned type, json_t *body, const int *fds, uns
 	}
 	if (ret_sock)
 		*ret_sock = TAKE_FD(sock);
+	return 0;
+}
+
+static int call(const char *id, unsigned type, json_t *body, const int *fds, unsigned n_fds,
+		unsigned want, struct moat_sess_msg *ret, int *ret_sock, struct moat_error *err)
+{
+	return call_within(id, type, body, fds, n_fds, want, ret, ret_sock, 0, err);
+}
+
+/* How long moat ls waits for one supervisor: one that is busy (or stuck)
+ * must not hide the others. */
+#define LIST_ANSWER_MS 2000u
+
+static int session_info_within(const char *id, struct moat_session_info *ret, unsigned timeout_ms,
+			       struct moat_error *ret_err)
+{
+	struct moat_sess_msg m;
+	int k = call_within(id, MOAT_SESS_INFO, NULL, NULL, 0, MOAT_SESS_INFO_REPLY, &m, NULL,
+			    timeout_ms, ret_err);
+	if (k < 0)
+		return k;
+	moat_sess_info_from(m.body, ret);
+	moat_sess_msg_done(&m);
 	return 0;
 }
 
@@ -208,8 +237,16 @@ int moat_session_list(struct moat_session_info **ret, size_t *ret_n, struct moat
 			v = nv;
 		}
 		struct moat_error e = {0};
-		int k = moat_session_info(id, &v[n], &e);
-		if (k == -ECONNREFUSED) {
+		int k = session_info_within(id, &v[n], LIST_ANSWER_MS, &e);
+		if (k == -ETIMEDOUT) {
+			/* busy or stuck: listed, never waited for */
+			memset(&v[n], 0, sizeof(v[n]));
+			snprintf(v[n].id, sizeof(v[n].id), "%s", id);
+			snprintf(v[n].state, sizeof(v[n].state), "busy");
+			snprintf(v[n].reason, sizeof(v[n].reason),
+				 "its supervisor did not answer within %u ms", LIST_ANSWER_MS);
+			n++;
+		} else if (k == -ECONNREFUSED) {
 			/* its supervisor died (and with it the sandbox): shown once */
 			memset(&v[n], 0, sizeof(v[n]));
 			snprintf(v[n].id, sizeof(v[n].id), "%s", id);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -161,6 +162,12 @@ static int read_name(int dfd, const char *name, char ret_id[40])
 
 int moat_sess_connect(int dfd, const char *id_or_name, char ret_id[40], struct moat_error *ret_err)
 {
+	return moat_sess_connect_within(dfd, id_or_name, ret_id, 0, ret_err);
+}
+
+int moat_sess_connect_within(int dfd, const char *id_or_name, char ret_id[40], unsigned timeout_ms,
+			     struct moat_error *ret_err)
+{
 	char id[40] = "", sock[64];
 	struct stat st;
 	if (moat_sess_id_valid(id_or_name)) {
@@ -186,9 +193,25 @@ int moat_sess_connect(int dfd, const char *id_or_name, char ret_id[40], struct m
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return moat_error_set(ret_err, "session", errno, "socket: %s", strerror(errno));
+	if (timeout_ms) {
+		/* bounds both the connect (a full accept queue) and the answer */
+		struct timeval tv = {.tv_sec = timeout_ms / 1000,
+				     .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000};
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+			k = errno;
+			close(fd);
+			return moat_error_set(ret_err, "session", k, "setsockopt: %s", strerror(k));
+		}
+	}
 	if (connect(fd, (struct sockaddr *)&sun, alen) < 0) {
 		k = errno;
 		close(fd);
+		if (k == EAGAIN)
+			return moat_error_set(
+				ret_err, "session", ETIMEDOUT,
+				"sandbox %s: its supervisor did not answer within %u ms", id,
+				timeout_ms);
 		if (k == ECONNREFUSED || k == ENOENT)
 			return moat_error_set(ret_err, "session", ECONNREFUSED,
 					      "sandbox %s is gone (its supervisor died)", id);

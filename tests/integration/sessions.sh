@@ -488,6 +488,30 @@ t_cp_dir_in_race() {
 }
 
 # moat ls shows the limits as set (and the default pids limit when none was)
+# One supervisor that does not answer (here: stopped by the test) is listed
+# as busy after a bounded wait, and the others are still listed.
+t_ls_busy_supervisor() {
+	trap 'kill -CONT "${STOPPED:-0}" 2>/dev/null || true; cleanup_sessions' EXIT
+	local a b pid out
+	a=$(create)
+	b=$(create)
+	pid=$(ls_field "$a" pid)
+	[ -n "$pid" ] && [ "$pid" -gt 1 ] || fail "no supervisor pid for $a"
+	# control: both answer while nothing is stopped
+	assert_eq idle "$(ls_field "$a" state)" "control: the supervisor answers"
+	STOPPED=$pid
+	kill -STOP "$pid"
+	out=$(timeout 20 "$MOAT" ls --json) || fail "moat ls did not return with a stopped supervisor"
+	assert_eq busy "$(jq -r --arg id "$a" '.[] | select(.id == $id) | .state' <<<"$out")" \
+		"a stopped supervisor is listed as busy"
+	assert_eq idle "$(jq -r --arg id "$b" '.[] | select(.id == $id) | .state' <<<"$out")" \
+		"the other sandbox is still listed"
+	assert_contains "$(timeout 20 "$MOAT" ls)" "did not answer" "the text listing says why"
+	kill -CONT "$pid"
+	STOPPED=
+	assert_eq idle "$(ls_field "$a" state)" "it answers again once continued"
+}
+
 t_ls_limits() {
 	trap cleanup_sessions EXIT
 	local id plain row
@@ -721,6 +745,7 @@ run_test "cp in and out: regular files only, no symlink followed, size cap" t_cp
 run_test "cp of a directory in: no symlink followed, new directory, caps" t_cp_dir_in
 run_test "cp of a directory in while the source swaps a directory and a symlink" t_cp_dir_in_race
 run_test "ls shows the limits as set" t_ls_limits
+run_test "ls lists a supervisor that does not answer as busy, and the others" t_ls_busy_supervisor
 run_test "a crashed supervisor leaves nothing moat gc cannot clean" t_crash_gc
 run_test "10 create/exec/rm cycles leave nothing behind" t_cli_cycles
 run_test "exec on a terminal; signals forwarded" t_tty_signals
