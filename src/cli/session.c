@@ -590,6 +590,7 @@ static void rm_summary(const struct moat_status *st, bool quiet)
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
 	moat_cli_print_workspace(st);
+	moat_cli_print_network(st);
 	if (st->log_path[0]) {
 		fprintf(stderr, "moat: log: moat log %s  (", st->run_id);
 		moat_cli_put_safe(stderr, st->log_path);
