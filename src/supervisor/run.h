@@ -47,6 +47,7 @@ struct moat_proc {
 	bool main; /* moat_run()'s command: its limits act on the whole sandbox */
 	int timerfd;
 	bool timed_out, grace_armed;
+	bool kill_sent; /* the grace ended: the init was asked to SIGKILL all */
 	uint64_t timeout_ms, grace_ms;
 	int wait_status; /* from the init's EXITED record */
 	int exec_errno; /* it could not be executed: why (0 if it was) */
@@ -142,6 +143,9 @@ enum {
 	MOAT_PT_STDIO,
 	MOAT_PT_N = 8
 };
+/* after the grace the init kills and reaps every process; past this the
+ * supervisor kills the init (a process in uninterruptible sleep) */
+#define MOAT_INIT_KILL_MS 500
 #define MOAT_TAG_PROC(slot) (MOAT_TAG_PROC_BASE + (uint32_t)(slot)*MOAT_PT_N)
 
 /* proc.c */
