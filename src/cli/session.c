@@ -285,6 +285,12 @@ int moat_cli_exec(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+	/* the session supervisor, which relays the terminal, switches it to
+	 * raw (after handing on what the canonical buffer held: no NUL from a
+	 * pending ^D) and restores it before the status comes; restored here
+	 * too, as it was before (the supervisor may die) */
+	struct termios saved;
+	bool raw = tty_mask && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
 	struct moat_session_exec *e = NULL;
 	struct moat_error err = {0};
 	if (moat_session_exec(id, &x, &e, &err) < 0) {
@@ -302,13 +308,6 @@ int moat_cli_exec(int argc, char **argv)
 		moat_cli_put_safe(stderr, err.message);
 		fputc('\n', stderr);
 		return MOAT_EXIT_SETUP;
-	}
-	struct termios saved;
-	bool raw = false;
-	if (tty_mask && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
-		struct termios t = saved;
-		cfmakeraw(&t);
-		raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
 	}
 	if (tty_mask)
 		send_size(e);

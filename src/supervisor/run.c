@@ -77,7 +77,7 @@ static void on_signal(int sigfd, struct moat_proc *pr)
  * Left: a ^D that arrives between the last poll and tcsetattr (microseconds
  * instead of the whole start-up).
  */
-static bool enter_raw(int in, int pty_fd, const struct termios *saved)
+bool moat_tty_enter_raw(int in, int pty_fd, const struct termios *saved)
 {
 	struct termios t = *saved;
 #ifdef MOAT_TESTING
@@ -188,7 +188,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto out;
 	}
 	if (pr->pty_fd >= 0 && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0)
-		raw = enter_raw(STDIN_FILENO, pr->pty_fd, &saved);
+		raw = moat_tty_enter_raw(STDIN_FILENO, pr->pty_fd, &saved);
 
 	/* until the command exits */
 	while (!pr->exited) {

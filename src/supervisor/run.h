@@ -143,6 +143,14 @@ enum {
 	MOAT_PT_STDIO,
 	MOAT_PT_N = 8
 };
+/* The caller's terminal `in` into raw mode; what is complete in its canonical
+ * buffer (typed-ahead lines, a pending end-of-file marker as ^D) is first
+ * written to pty_fd, so that no marker turns into a NUL (run.c). Used by
+ * moat_run() and by the session supervisor for `moat exec --tty`, which holds
+ * the client's terminal. True when the terminal is raw. */
+struct termios;
+bool moat_tty_enter_raw(int in, int pty_fd, const struct termios *saved);
+
 /* after the grace the init kills and reaps every process; past this the
  * supervisor kills the init (a process in uninterruptible sleep) */
 #define MOAT_INIT_KILL_MS 500
