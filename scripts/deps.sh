@@ -23,6 +23,8 @@ test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux
 # chromium: tests/integration/daily.sh runs the headless recipe of
 # docs/AGENTS.md (122 MB download, 39 s to install here, ~6 s of test per user)
 test_pkgs+=(chromium)
+# python3-pytest: tests/integration/docs.sh runs the README's `moat run --workspace . -- pytest -q`
+test_pkgs+=(python3-pytest)
 want=("${build_pkgs[@]}")
 if [ "${1:-}" != "--build-only" ]; then
 	want+=("${test_pkgs[@]}")

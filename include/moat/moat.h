@@ -149,9 +149,18 @@ const char *moat_review_state_name(enum moat_review_state s);
 struct moat_denied {
 	uint64_t count;
 	/* "HOST:PORT", "dns NAME" (--net allow); "ADDR:PORT/PROTO",
-	 * "[ADDR6]:PORT/PROTO", "NAME (dns)" (--net none); raw */
+	 * "[ADDR6]:PORT/PROTO", "NAME (dns)" (--net none); raw. Kept for the
+	 * status record's net_top_denied; a caller formats the fields below. */
 	char destination[300];
 	char rule[300]; /* the flag that would allow it, "" if none */
+	/* the same destination as fields (raw: from the sandbox) */
+	bool dns; /* a DNS query: host is the name asked for, port 0 */
+	char host[256]; /* the name asked for, "" for a bare address */
+	char addr[48]; /* numeric: the address asked for, or the refused
+			* answer of a name (reason "resolved-*"); "" if none */
+	uint16_t port; /* 0 if none (DNS) or unknown */
+	char proto[16]; /* "http", "socks", "transparent", "dns", "tcp", "udp", ... */
+	char reason[48]; /* "not-allowed", "resolved-reserved", "network-none", ... */
 };
 
 struct moat_status {
@@ -164,7 +173,8 @@ struct moat_status {
 	uint64_t mem_peak; /* bytes, 0 if not measured */
 	uint64_t pids_peak; /* 0 if not measured */
 	uint64_t denied_syscalls;
-	uint64_t net_allowed, net_denied;
+	uint64_t net_allowed, net_denied; /* connections (and requests) */
+	uint64_t dns_allowed, dns_denied; /* DNS queries moat's resolver answered, refused */
 	uint64_t execs;
 	char run_id[40];
 	char degraded[128]; /* comma-separated layers the user let go, "" if none */

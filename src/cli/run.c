@@ -22,16 +22,70 @@ static void ascii_only(char *dst, size_t len, const char *s)
 	dst[i] = 0;
 }
 
-static void print_top_denied(const struct moat_status *st)
+/* One denied destination: where (the name or address and port as asked),
+ * why (the reason, and the answer moat refused for a "resolved-*" one) and
+ * the flag that would allow it: "denied 3x a.test:443 (resolved-reserved
+ * 198.51.100.7) — to allow: --resolve a.test=ADDR". */
+static void print_denied(const struct moat_denied *d)
 {
+	char host[sizeof(d->host)], addr[sizeof(d->addr)], reason[sizeof(d->reason)],
+		rule[sizeof(d->rule)], proto[sizeof(d->proto)];
+	ascii_only(host, sizeof(host), d->host);
+	ascii_only(addr, sizeof(addr), d->addr);
+	ascii_only(reason, sizeof(reason), d->reason);
+	ascii_only(rule, sizeof(rule), d->rule);
+	ascii_only(proto, sizeof(proto), d->proto);
+	fprintf(stderr, "  denied %llux ", (unsigned long long)d->count);
+	if (d->dns)
+		fprintf(stderr, "dns %s", host[0] ? host : "?");
+	else if (host[0])
+		fprintf(stderr, "%s:%u", host, d->port);
+	else if (strchr(addr, ':'))
+		fprintf(stderr, "[%s]:%u", addr, d->port);
+	else
+		fprintf(stderr, "%s:%u", addr[0] ? addr : "?", d->port);
+	/* --net none names the protocol: UDP and TCP to one port differ */
+	if (!d->dns && strcmp(reason, "network-none") == 0 && proto[0])
+		fprintf(stderr, "/%s", proto);
+	if (reason[0] && host[0] && addr[0] && strncmp(reason, "resolved-", 9) == 0)
+		fprintf(stderr, " (%s %s)", reason, addr);
+	else if (reason[0])
+		fprintf(stderr, " (%s)", reason);
+	if (rule[0])
+		fprintf(stderr, " — to allow: %s", rule);
+	fputc('\n', stderr);
+}
+
+/* The network lines: the counts (connections and DNS queries, which add up
+ * to the totals), what --net none refused, the most denied destinations,
+ * and how many more there were. */
+void moat_cli_print_network(const struct moat_status *st)
+{
+	uint64_t allowed = st->net_allowed + st->dns_allowed;
+	uint64_t denied = st->net_denied + st->dns_denied, shown = 0;
+
+	if (st->net_none_attempts)
+		fprintf(stderr,
+			"moat: network: the command tried the network %llu time(s); --net none "
+			"refused it (no packet left the sandbox). To allow a destination, run "
+			"without --net none and with the flag shown:\n",
+			(unsigned long long)st->net_none_attempts);
+	else if (allowed || denied)
+		fprintf(stderr,
+			"moat: network: %llu allowed, %llu denied (connections: %llu allowed, %llu "
+			"denied; dns queries: %llu answered, %llu refused)\n",
+			(unsigned long long)allowed, (unsigned long long)denied,
+			(unsigned long long)st->net_allowed, (unsigned long long)st->net_denied,
+			(unsigned long long)st->dns_allowed, (unsigned long long)st->dns_denied);
 	for (unsigned i = 0; i < st->n_top_denied && i < MOAT_TOP_DENIED_MAX; i++) {
-		const struct moat_denied *d = &st->top_denied[i];
-		char dest[sizeof(d->destination)], rule[sizeof(d->rule)];
-		ascii_only(dest, sizeof(dest), d->destination);
-		ascii_only(rule, sizeof(rule), d->rule);
-		fprintf(stderr, "  denied %llux %-40s%s%s\n", (unsigned long long)d->count, dest,
-			rule[0] ? "  to allow: " : "", rule);
+		print_denied(&st->top_denied[i]);
+		shown += st->top_denied[i].count;
 	}
+	if (st->net_none_attempts)
+		denied = st->net_none_attempts;
+	if (st->n_top_denied && denied > shown)
+		fprintf(stderr, "  … and %llu more denied (moat log %s --denied)\n",
+			(unsigned long long)(denied - shown), st->run_id);
 }
 
 /* The workspace review lines; paths came from the sandbox: escaped. */
@@ -136,15 +190,7 @@ static void summary(const struct moat_status *st)
 			(unsigned long long)(st->memory_limit >> 20),
 			(unsigned long long)st->oom_kills);
 	moat_cli_print_workspace(st);
-	if (st->net_none_attempts)
-		fprintf(stderr,
-			"moat: network: the command tried the network %llu time(s); --net none "
-			"refused it (no packet left the sandbox). To allow a destination:\n",
-			(unsigned long long)st->net_none_attempts);
-	else if (st->net_allowed || st->net_denied)
-		fprintf(stderr, "moat: network: %llu allowed, %llu denied\n",
-			(unsigned long long)st->net_allowed, (unsigned long long)st->net_denied);
-	print_top_denied(st);
+	moat_cli_print_network(st);
 	if (st->log_path[0])
 		fprintf(stderr, "moat: log: moat log %s  (%s)\n", st->run_id, st->log_path);
 }

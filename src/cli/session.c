@@ -296,6 +296,12 @@ int moat_cli_exec(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+	/* the session supervisor, which relays the terminal, switches it to
+	 * raw (after handing on what the canonical buffer held: no NUL from a
+	 * pending ^D) and restores it before the status comes; restored here
+	 * too, as it was before (the supervisor may die) */
+	struct termios saved;
+	bool raw = tty_mask && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
 	struct moat_session_exec *e = NULL;
 	struct moat_error err = {0};
 	if (moat_session_exec(id, &x, &e, &err) < 0) {
@@ -313,13 +319,6 @@ int moat_cli_exec(int argc, char **argv)
 		moat_cli_put_safe(stderr, err.message);
 		fputc('\n', stderr);
 		return MOAT_EXIT_SETUP;
-	}
-	struct termios saved;
-	bool raw = false;
-	if (tty_mask && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
-		struct termios t = saved;
-		cfmakeraw(&t);
-		raw = tcsetattr(STDIN_FILENO, TCSADRAIN, &t) == 0;
 	}
 	if (tty_mask)
 		send_size(e);
@@ -607,6 +606,7 @@ static void rm_summary(const struct moat_status *st, bool quiet)
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
 	moat_cli_print_workspace(st);
+	moat_cli_print_network(st);
 	if (st->log_path[0]) {
 		fprintf(stderr, "moat: log: moat log %s  (", st->run_id);
 		moat_cli_put_safe(stderr, st->log_path);

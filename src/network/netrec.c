@@ -101,6 +101,7 @@ struct netrec_dest {
 	char dest[300]; /* for the summary: "NAME (dns)" or "ADDR:PORT/proto" */
 	char suggest[300];
 	uint64_t count;
+	struct moat_netrec_attempt t; /* the first attempt: the fields */
 };
 
 struct moat_netrec {
@@ -190,6 +191,7 @@ unsigned moat_netrec_record(struct moat_netrec *n, struct moat_audit *a,
 		else
 			snprintf(d->dest, sizeof(d->dest), "%s:%u/%s", t.addr, t.port, t.proto);
 		snprintf(d->suggest, sizeof(d->suggest), "%s", t.suggest);
+		d->t = t;
 		d->count = 1;
 		write_attempt(a, ev, &t);
 	}
@@ -214,6 +216,13 @@ unsigned moat_netrec_top(struct moat_netrec *n, struct moat_denied *out, unsigne
 		out[i].count = sorted[i].count;
 		snprintf(out[i].destination, sizeof(out[i].destination), "%s", sorted[i].dest);
 		snprintf(out[i].rule, sizeof(out[i].rule), "%s", sorted[i].suggest);
+		const struct moat_netrec_attempt *t = &sorted[i].t;
+		out[i].dns = t->name[0] != 0;
+		snprintf(out[i].host, sizeof(out[i].host), "%s", t->name);
+		snprintf(out[i].addr, sizeof(out[i].addr), "%s", out[i].dns ? "" : t->addr);
+		out[i].port = out[i].dns ? 0 : t->port;
+		snprintf(out[i].proto, sizeof(out[i].proto), "%s", t->proto);
+		snprintf(out[i].reason, sizeof(out[i].reason), "network-none");
 	}
 	return i;
 }

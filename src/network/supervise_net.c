@@ -66,11 +66,7 @@ struct moat_net_run {
 	bool helper_reported; /* its one "helper" event is in the log */
 	char line[MOAT_PROXY_EVENT_MAX + 1]; /* a partial event line */
 	/* denied destinations, for the summary's top list */
-	struct denied_dest {
-		char dest[160];
-		char rule[160];
-		uint64_t count;
-	} denied[32];
+	struct moat_denied denied[32]; /* destination is the key */
 	unsigned n_denied;
 	size_t line_len;
 };
@@ -638,21 +634,52 @@ static uint64_t jnum(json_t *o, const char *key)
 
 /* One line from the worker (which parses hostile bytes, so its output is
  * parsed as untrusted too) becomes an audit event; a refusal also an alert. */
-static void count_denied(struct moat_net_run *n, const char *dest, const char *rule)
+static void count_denied(struct moat_net_run *n, const struct moat_denied *t)
 {
-	if (!n || !dest)
+	if (!n)
 		return;
 	for (unsigned i = 0; i < n->n_denied; i++)
-		if (streq(n->denied[i].dest, dest)) {
+		if (streq(n->denied[i].destination, t->destination)) {
 			n->denied[i].count++;
 			return;
 		}
 	if (n->n_denied >= ELEMENTSOF(n->denied))
 		return; /* the summary shows the first ones; the log has them all */
-	struct denied_dest *d = &n->denied[n->n_denied++];
-	snprintf(d->dest, sizeof(d->dest), "%s", dest);
-	snprintf(d->rule, sizeof(d->rule), "%s", rule ? rule : "");
-	d->count = 1;
+	n->denied[n->n_denied] = *t;
+	n->denied[n->n_denied++].count = 1;
+}
+
+/* A refused destination as fields; its key ("destination") is what the
+ * status record's net_top_denied showed before: "dns NAME", "HOST:PORT". */
+static void denied_of(struct moat_denied *t, json_t *o, bool dns)
+{
+	const char *host = jstr(o, "name"), *raw = jstr(o, "raw"), *addr = jstr(o, "addr");
+	const char *reason = jstr(o, "reason"), *rule = jstr(o, "rule"), *proto = jstr(o, "proto");
+	uint64_t port = jnum(o, "port");
+
+	memset(t, 0, sizeof(*t));
+	t->dns = dns;
+	/* DNS: the name as asked (raw); a connection: the normalized name, or
+	 * none for an address (raw then holds "ADDR:PORT", never shown) */
+	snprintf(t->host, sizeof(t->host), "%s",
+		 dns		? (raw		  ? raw
+					   : host ? host
+						  : "?")
+			 : host ? host
+				: "");
+	snprintf(t->addr, sizeof(t->addr), "%s", addr ? addr : "");
+	t->port = dns || port > UINT16_MAX ? 0 : (uint16_t)port;
+	snprintf(t->proto, sizeof(t->proto), "%s", proto ? proto : "");
+	snprintf(t->reason, sizeof(t->reason), "%s", reason ? reason : "");
+	snprintf(t->rule, sizeof(t->rule), "%s", rule ? rule : "");
+	if (dns)
+		snprintf(t->destination, sizeof(t->destination), "dns %s", t->host);
+	else if (t->host[0] || !t->addr[0])
+		snprintf(t->destination, sizeof(t->destination), "%s:%u",
+			 t->host[0] ? t->host : "?", t->port);
+	else
+		snprintf(t->destination, sizeof(t->destination),
+			 strchr(t->addr, ':') ? "[%s]:%u" : "%s:%u", t->addr, t->port);
 }
 
 static void record(struct moat_run *r, const char *line, size_t len)
@@ -685,16 +712,20 @@ static void record(struct moat_run *r, const char *line, size_t len)
 	raw = jstr(o, "raw");
 	reason = jstr(o, "reason");
 	rule = jstr(o, "rule");
-	char dest[200];
+	struct moat_denied t;
 	if (proto && streq(proto, "dns")) {
-		if (!allow) {
-			snprintf(dest, sizeof(dest), "dns %s", raw ? raw : host ? host : "?");
-			count_denied(r->net, dest, NULL);
+		if (allow)
+			r->st->dns_allowed++;
+		else {
+			r->st->dns_denied++;
+			denied_of(&t, o, true);
+			count_denied(r->net, &t);
 		}
 		MOAT_AUDIT(a, MOAT_EV_DNS, MOAT_F_STR("name", host ? host : raw),
 			   MOAT_F_STR("qtype", jstr(o, "method")),
 			   MOAT_F_STR("action", allow ? "allow" : "deny"),
 			   MOAT_F_STR("answers", jstr(o, "addr")), MOAT_F_STR("reason", reason),
+			   MOAT_F_STR("suggest", allow ? NULL : rule),
 			   MOAT_F_BOOL("denied", !allow));
 		if (!allow)
 			MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "dns_denied"),
@@ -704,13 +735,8 @@ static void record(struct moat_run *r, const char *line, size_t len)
 			r->st->net_allowed++;
 		} else {
 			r->st->net_denied++;
-			snprintf(dest, sizeof(dest), "%s:%llu",
-				 host			   ? host
-					 : raw		   ? raw
-					 : jstr(o, "addr") ? jstr(o, "addr")
-							   : "?",
-				 (unsigned long long)jnum(o, "port"));
-			count_denied(r->net, dest, rule);
+			denied_of(&t, o, false);
+			count_denied(r->net, &t);
 		}
 		MOAT_AUDIT(a, MOAT_EV_NET, MOAT_F_STR("proto", proto), MOAT_F_STR("host", host),
 			   MOAT_F_STR("raw", raw), MOAT_F_STR("addr", jstr(o, "addr")),
@@ -758,7 +784,7 @@ void moat_net_dispatch(struct moat_run *r)
 
 static int by_count(const void *a, const void *b)
 {
-	const struct denied_dest *x = a, *y = b;
+	const struct moat_denied *x = a, *y = b;
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
 }
 
@@ -770,12 +796,8 @@ static void top_denied(struct moat_run *r)
 		return;
 	qsort(n->denied, n->n_denied, sizeof(n->denied[0]), by_count);
 	unsigned i;
-	for (i = 0; i < n->n_denied && i < ELEMENTSOF(r->st->top_denied); i++) {
-		struct moat_denied *d = &r->st->top_denied[i];
-		d->count = n->denied[i].count;
-		snprintf(d->destination, sizeof(d->destination), "%s", n->denied[i].dest);
-		snprintf(d->rule, sizeof(d->rule), "%s", n->denied[i].rule);
-	}
+	for (i = 0; i < n->n_denied && i < ELEMENTSOF(r->st->top_denied); i++)
+		r->st->top_denied[i] = n->denied[i];
 	r->st->n_top_denied = i;
 }
 

@@ -277,6 +277,8 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	json_object_set_new(o, "files_refused", json_integer((json_int_t)st->files_refused));
 	json_object_set_new(o, "net_none_attempts",
 			    json_integer((json_int_t)st->net_none_attempts));
+	json_object_set_new(o, "dns_allowed", json_integer((json_int_t)st->dns_allowed));
+	json_object_set_new(o, "dns_denied", json_integer((json_int_t)st->dns_denied));
 	json_object_set_new(o, "held_failed", json_boolean(st->held_failed));
 	json_object_set_new(o, "pids_limit_hits", json_integer((json_int_t)st->pids_limit_hits));
 	json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
@@ -302,9 +304,16 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 		_cleanup_free_ char *line = NULL;
 		if (asprintf(&line, "%llu %s\t%s", (unsigned long long)d->count, dest, rule) >= 0)
 			json_array_append_new(top, json_string(line));
-		json_array_append_new(topo,
-				      json_pack("{s:I,s:s,s:s}", "count", (json_int_t)d->count,
-						"destination", dest, "rule", rule));
+		json_t *t = json_pack("{s:I,s:s,s:s,s:b,s:i}", "count", (json_int_t)d->count,
+				      "destination", dest, "rule", rule, "dns", d->dns, "port",
+				      d->port);
+		if (t) {
+			json_object_set_new(t, "host", json_string(json_text(d->host, b1, bl)));
+			json_object_set_new(t, "addr", json_string(json_text(d->addr, b1, bl)));
+			json_object_set_new(t, "proto", json_string(json_text(d->proto, b1, bl)));
+			json_object_set_new(t, "reason", json_string(json_text(d->reason, b1, bl)));
+			json_array_append_new(topo, t);
+		}
 	}
 	for (unsigned i = 0; i < st->n_review && i < ELEMENTSOF(st->review); i++) {
 		const struct moat_review_entry *e = &st->review[i];

@@ -180,6 +180,9 @@ void moat_proxy_check_addrs(const struct moat_proxy_config *c, const char *host,
 					d->reason = reasons[j];
 			d->allow = false;
 			d->n_addrs = 0;
+			if (moat_addr_format((struct sockaddr *)&ss, false, d->refused_addr,
+					     sizeof(d->refused_addr)) < 0)
+				d->refused_addr[0] = 0;
 			if (flags & MOAT_ADDR_METADATA)
 				d->rule[0] = 0;
 			else

@@ -139,6 +139,9 @@ struct moat_proxy_decision {
 	 * n_addrs == 0 with allow: resolve the name, then moat_proxy_check_addrs(). */
 	struct sockaddr_storage addrs[MOAT_PROXY_MAX_ADDRS];
 	unsigned n_addrs;
+	/* deny by moat_proxy_check_addrs(): the answer that was refused
+	 * (numeric, no port), for the event and the summary; "" otherwise */
+	char refused_addr[MOAT_ADDR_STRLEN];
 };
 
 /* Step 1: decide on a destination as given (kind from moat_host_parse()). */

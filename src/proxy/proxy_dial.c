@@ -205,6 +205,8 @@ static void on_resolved(struct conn *c, const struct moat_resolver_reply *rep)
 	}
 	moat_proxy_check_addrs(c->p->cfg, c->name, c->port, rep->addrs, rep->n, &c->d);
 	if (!c->d.allow) {
+		/* the event's addr is the answer looked at (event.h) */
+		snprintf(c->dialed, sizeof(c->dialed), "%s", c->d.refused_addr);
 		moat_proxy_refuse(c, 403, c->d.reason, c->d.rule);
 		return;
 	}

@@ -124,6 +124,12 @@ static int dns_answer(struct proxy *p, const uint8_t *msg, size_t len, uint8_t *
 		return moat_dns_build_rcode_response(&q, MOAT_DNS_RCODE_NOERROR, out, outlen);
 	}
 	e.reason = why;
+	/* only a name no rule matched has a flag that would allow it */
+	char rule[MOAT_PROXY_RULE_MAX];
+	if (streq(why, "not-allowed")) {
+		snprintf(rule, sizeof(rule), "--allow-host %s", name);
+		e.rule = rule;
+	}
 	(void)moat_proxy_event_write(p->event_fd, &e);
 	return moat_dns_build_rcode_response(&q, MOAT_DNS_RCODE_NXDOMAIN, out, outlen);
 }

@@ -251,6 +251,21 @@ static void on_request(int sock, const struct moat_ctl_req *rq, int *fds, unsign
 	send_ev(sock, &ev);
 }
 
+/* The last command ended: so does every process of the sandbox. The init
+ * kills and reaps them itself, so that their CPU time is in its own
+ * children's usage, which the supervisor's wait of the init adds to its own
+ * (moat_status cpu_*). Were the init to exit first, the kernel would reap
+ * them with SIGCHLD ignored (zap_pid_ns_processes) and their time would be
+ * lost. A process that does not die (uninterruptible sleep) keeps the init
+ * here until the supervisor kills it (INIT_EXIT_WAIT_MS in supervisor/run.c). */
+_Noreturn static void end_all(void)
+{
+	kill(-1, SIGKILL); /* pid 1 of the namespace: every other process of it */
+	while (wait4(-1, NULL, __WALL, NULL) > 0 || errno == EINTR)
+		;
+	_exit(0);
+}
+
 static void reap(int sock)
 {
 	int st;
@@ -274,7 +289,7 @@ static void reap(int sock)
 			procs[i].pid = 0;
 			send_ev(sock, &ev);
 			if (procs[i].last)
-				_exit(0); /* the record stays readable in the socket */
+				end_all(); /* the record stays readable in the socket */
 		}
 	}
 }

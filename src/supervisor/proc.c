@@ -668,6 +668,14 @@ static void on_timer(struct moat_proc *pr)
 		rq.sig = SIGTERM;
 		moat_ctl_send(r, &rq, NULL, 0);
 		arm_timer(pr->timerfd, pr->grace_ms);
+	} else if (pr->main && !pr->kill_sent) {
+		/* SIGKILL by the init, which reaps each process with wait4 and
+		 * reports the command's CPU time (init_serve.c, end_all); the
+		 * init itself only if it has not ended MOAT_INIT_KILL_MS later */
+		rq.sig = SIGKILL;
+		moat_ctl_send(r, &rq, NULL, 0);
+		pr->kill_sent = true;
+		arm_timer(pr->timerfd, MOAT_INIT_KILL_MS);
 	} else {
 		rq.sig = SIGKILL;
 		moat_ctl_send(r, &rq, NULL, 0);

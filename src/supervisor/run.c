@@ -77,7 +77,7 @@ static void on_signal(int sigfd, struct moat_proc *pr)
  * Left: a ^D that arrives between the last poll and tcsetattr (microseconds
  * instead of the whole start-up).
  */
-static bool enter_raw(int in, int pty_fd, const struct termios *saved)
+bool moat_tty_enter_raw(int in, int pty_fd, const struct termios *saved)
 {
 	struct termios t = *saved;
 #ifdef MOAT_TESTING
@@ -188,7 +188,7 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		goto out;
 	}
 	if (pr->pty_fd >= 0 && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0)
-		raw = enter_raw(STDIN_FILENO, pr->pty_fd, &saved);
+		raw = moat_tty_enter_raw(STDIN_FILENO, pr->pty_fd, &saved);
 
 	/* until the command exits */
 	while (!pr->exited) {
@@ -201,8 +201,16 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 		if (pf[0].revents)
 			(void)moat_sandbox_poll(r, 0);
 	}
-	/* every process of the sandbox ends with the command; then its last
-	 * output is relayed */
+	/* every process of the sandbox ends with the command: the init kills
+	 * and reaps them (init_serve.c, end_all), so that their CPU time is
+	 * counted below; then its last output is relayed */
+	if (r->pidfd >= 0 && !r->gv && !r->vm) { /* the namespace init (gVisor, vm: their own) */
+		struct pollfd pf = {.fd = r->pidfd, .events = POLLIN};
+		uint64_t until = moat_now_us() + MOAT_INIT_KILL_MS * 1000u;
+		for (uint64_t now = moat_now_us(); now < until; now = moat_now_us())
+			if (poll(&pf, 1, (int)((until - now) / 1000u) + 1) != -1 || errno != EINTR)
+				break;
+	}
 	moat_sandbox_kill(sbx, sigfd);
 	if (raw)
 		tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
@@ -215,12 +223,22 @@ int moat_run(const struct moat_policy *p, char *const argv[], struct moat_status
 	r->st->status = ps.status;
 	r->st->signal = ps.signal;
 	memcpy(r->st->stdio_error, ps.stdio_error, sizeof(r->st->stdio_error));
+	/* CPU time: what the init's wait4 of the command counted (the command
+	 * and what it waited for), or this process's children's usage when
+	 * larger: the init and every process it reaped, orphans and those
+	 * killed at the end (the sandbox's processes, plus moat's helpers) */
+	r->st->cpu_user_us = ps.cpu_user_us;
+	r->st->cpu_sys_us = ps.cpu_sys_us;
 	struct rusage ru;
 	if (getrusage(RUSAGE_CHILDREN, &ru) == 0) {
-		r->st->cpu_user_us =
+		uint64_t u =
 			(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec;
-		r->st->cpu_sys_us =
+		uint64_t sy =
 			(uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+		if (u + sy > ps.cpu_user_us + ps.cpu_sys_us) {
+			r->st->cpu_user_us = u;
+			r->st->cpu_sys_us = sy;
+		}
 		r->st->mem_peak = (uint64_t)ru.ru_maxrss * 1024u;
 	}
 	r->err = ret_err ? ret_err : &r->errbuf;

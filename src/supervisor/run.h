@@ -47,6 +47,7 @@ struct moat_proc {
 	bool main; /* moat_run()'s command: its limits act on the whole sandbox */
 	int timerfd;
 	bool timed_out, grace_armed;
+	bool kill_sent; /* the grace ended: the init was asked to SIGKILL all */
 	uint64_t timeout_ms, grace_ms;
 	int wait_status; /* from the init's EXITED record */
 	int exec_errno; /* it could not be executed: why (0 if it was) */
@@ -142,6 +143,17 @@ enum {
 	MOAT_PT_STDIO,
 	MOAT_PT_N = 8
 };
+/* The caller's terminal `in` into raw mode; what is complete in its canonical
+ * buffer (typed-ahead lines, a pending end-of-file marker as ^D) is first
+ * written to pty_fd, so that no marker turns into a NUL (run.c). Used by
+ * moat_run() and by the session supervisor for `moat exec --tty`, which holds
+ * the client's terminal. True when the terminal is raw. */
+struct termios;
+bool moat_tty_enter_raw(int in, int pty_fd, const struct termios *saved);
+
+/* after the grace the init kills and reaps every process; past this the
+ * supervisor kills the init (a process in uninterruptible sleep) */
+#define MOAT_INIT_KILL_MS 500
 #define MOAT_TAG_PROC(slot) (MOAT_TAG_PROC_BASE + (uint32_t)(slot)*MOAT_PT_N)
 
 /* proc.c */

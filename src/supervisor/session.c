@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +45,11 @@ struct conn {
 	struct moat_proc *pr; /* an exec connection's process */
 	char *data; /* copy-out: what was read, waiting for the host fd */
 	size_t len;
+	/* exec --tty: the client's terminal, raw while its process runs
+	 * (tty_fd valid when raw), restored before its exit status is sent */
+	bool raw;
+	int tty_fd;
+	struct termios tty_saved;
 };
 
 struct sess {
@@ -96,8 +102,37 @@ static unsigned running(const struct sess *s)
 	return n;
 }
 
+static void conn_tty_restore(struct conn *c)
+{
+	if (!c->raw)
+		return;
+	(void)tcsetattr(c->tty_fd, TCSADRAIN, &c->tty_saved);
+	c->tty_fd = safe_close(c->tty_fd);
+	c->raw = false;
+}
+
+/* exec --tty on the client's terminal: raw here, not in the client, because
+ * this process relays the terminal to the command's pty. What the canonical
+ * buffer holds complete (a pending ^D that script(1) typed, lines typed
+ * ahead) goes to the pty first, as typed; switched over it, the marker would
+ * be read as a NUL (the fix moat_run() has, run.c). Termios belongs to the
+ * terminal, so the client's own restore at the end is the same state. */
+static void conn_tty_raw(struct conn *c, const struct moat_exec *x, struct moat_proc *pr)
+{
+	if (!(x->tty_mask & 1) || x->fd[0] < 0 || pr->pty_fd < 0 || !isatty(x->fd[0]) ||
+	    tcgetattr(x->fd[0], &c->tty_saved) < 0)
+		return;
+	c->tty_fd = fcntl(x->fd[0], F_DUPFD_CLOEXEC, 3);
+	if (c->tty_fd < 0)
+		return;
+	c->raw = moat_tty_enter_raw(c->tty_fd, pr->pty_fd, &c->tty_saved);
+	if (!c->raw)
+		c->tty_fd = safe_close(c->tty_fd);
+}
+
 static void conn_close(struct sess *s, struct conn *c)
 {
+	conn_tty_restore(c);
 	if (c->pr)
 		moat_proc_release(c->pr); /* kills it if it still runs */
 	c->pr = NULL;
@@ -250,6 +285,8 @@ static void on_exec(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 	int stage = 0, eno = 0;
 	struct moat_proc *pr = NULL;
 	int k = moat_sandbox_exec_for(s->sb, &x, false, &pr, &err, &stage, &eno);
+	if (k >= 0)
+		conn_tty_raw(c, &x, pr);
 	/* the library holds its own copies of the fds now */
 	moat_sess_msg_done(m);
 	if (k < 0) {
@@ -736,6 +773,7 @@ static void end_session(struct sess *s, int reply_fd)
 		struct conn *c = &s->c[i];
 		struct moat_proc_status ps;
 		if (c->fd >= 0 && c->pr && moat_proc_status(c->pr, &ps) >= 0) {
+			conn_tty_restore(c);
 			json_t *b = moat_sess_proc_status_json(&ps);
 			moat_sess_send(c->fd, MOAT_SESS_EXITED, b, NULL, 0);
 			json_decref(b);
@@ -967,6 +1005,7 @@ static void serve_loop(struct sess *s)
 			if (c->fd < 0 || !c->pr || !moat_proc_done(c->pr) ||
 			    moat_proc_status(c->pr, &ps) < 0)
 				continue;
+			conn_tty_restore(c);
 			json_t *b = moat_sess_proc_status_json(&ps);
 			moat_sess_send(c->fd, MOAT_SESS_EXITED, b, NULL, 0);
 			json_decref(b);

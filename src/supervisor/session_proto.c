@@ -221,6 +221,10 @@ json_t *moat_sess_status_json(const struct moat_status *st)
 	json_object_set_new(o, "output_skipped", json_integer((json_int_t)st->output_skipped));
 	json_object_set_new(o, "net_allowed", json_integer((json_int_t)st->net_allowed));
 	json_object_set_new(o, "net_denied", json_integer((json_int_t)st->net_denied));
+	json_object_set_new(o, "dns_allowed", json_integer((json_int_t)st->dns_allowed));
+	json_object_set_new(o, "dns_denied", json_integer((json_int_t)st->dns_denied));
+	json_object_set_new(o, "net_none_attempts",
+			    json_integer((json_int_t)st->net_none_attempts));
 	json_object_set_new(o, "output_error", json_string(st->output_error));
 	json_object_set_new(o, "stdio_error", json_string(st->stdio_error));
 	json_t *rev = json_array(), *top = json_array();
@@ -230,11 +234,15 @@ json_t *moat_sess_status_json(const struct moat_status *st)
 						"path", st->review[i].path, "reason",
 						st->review[i].reason));
 	for (unsigned i = 0; top && i < st->n_top_denied && i < MOAT_TOP_DENIED_MAX; i++)
-		json_array_append_new(top,
-				      json_pack("{s:I,s:s,s:s}", "count",
-						(json_int_t)st->top_denied[i].count, "destination",
-						st->top_denied[i].destination, "rule",
-						st->top_denied[i].rule));
+		json_array_append_new(
+			top,
+			json_pack("{s:I,s:s,s:s,s:b,s:s,s:s,s:i,s:s,s:s}", "count",
+				  (json_int_t)st->top_denied[i].count, "destination",
+				  st->top_denied[i].destination, "rule", st->top_denied[i].rule,
+				  "dns", st->top_denied[i].dns, "host", st->top_denied[i].host,
+				  "addr", st->top_denied[i].addr, "port", st->top_denied[i].port,
+				  "proto", st->top_denied[i].proto, "reason",
+				  st->top_denied[i].reason));
 	json_object_set_new(o, "review", rev ? rev : json_null());
 	json_object_set_new(o, "top_denied", top ? top : json_null());
 	json_object_set_new(o, "review_more", json_integer((json_int_t)st->review_more));
@@ -271,6 +279,9 @@ void moat_sess_status_from(json_t *o, struct moat_status *st)
 	st->output_skipped = get_u64(o, "output_skipped");
 	st->net_allowed = get_u64(o, "net_allowed");
 	st->net_denied = get_u64(o, "net_denied");
+	st->dns_allowed = get_u64(o, "dns_allowed");
+	st->dns_denied = get_u64(o, "dns_denied");
+	st->net_none_attempts = get_u64(o, "net_none_attempts");
 	get_str(o, "output_error", st->output_error, sizeof(st->output_error));
 	get_str(o, "stdio_error", st->stdio_error, sizeof(st->stdio_error));
 	json_t *rev = json_object_get(o, "review"), *top = json_object_get(o, "top_denied"), *e;
@@ -292,6 +303,13 @@ void moat_sess_status_from(json_t *o, struct moat_status *st)
 		d->count = get_u64(e, "count");
 		get_str(e, "destination", d->destination, sizeof(d->destination));
 		get_str(e, "rule", d->rule, sizeof(d->rule));
+		d->dns = json_is_true(json_object_get(e, "dns"));
+		get_str(e, "host", d->host, sizeof(d->host));
+		get_str(e, "addr", d->addr, sizeof(d->addr));
+		uint64_t port = get_u64(e, "port");
+		d->port = port > UINT16_MAX ? 0 : (uint16_t)port;
+		get_str(e, "proto", d->proto, sizeof(d->proto));
+		get_str(e, "reason", d->reason, sizeof(d->reason));
 	}
 	st->review_more = get_u64(o, "review_more");
 	st->review_errno = get_int(o, "review_errno");

@@ -385,7 +385,33 @@ run_test "--secret NAME@HOST implies --allow-host HOST:443 and nothing wider" t_
 run_test "the pty relay writes no stray NUL under script(1); typed-ahead input and its end arrive as typed" t_pty_no_stray_nul
 run_test "headless Chromium: the documented recipe, file:// and a loopback page, a denied request logged" t_chromium_headless
 run_test "--net none: servers on the sandbox's own 127.0.0.1 and ::1 work; outside no route, recorded" t_net_none_loopback_is_the_sandbox_own
+# CPU time is reported for a command SIGKILLed at --timeout, with no cgroup
+# (no limit asked for): the init kills and reaps the sandbox's processes
+# itself, so their time is in its children's usage. Before, the killed init's
+# namespace was reaped by the kernel and the summary said "cpu 2.0 ms".
+t_cpu_time_at_timeout() {
+	local rc=0
+	"$MOAT" run --quiet --timeout 1s --kill-grace 100ms --json-status "$T_OUT/cpu.json" -- \
+		sh -c 'trap "" TERM; while :; do :; done' 2>/dev/null || rc=$?
+	assert_eq 124 "$rc" "timed out"
+	python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+cpu = s["cpu_user_s"] + s["cpu_sys_s"]
+# a busy loop for 1.1 s on a shared machine: far more than the few ms of moat
+assert s["reason"] == "timeout" and cpu >= 0.05, s
+' "$T_OUT/cpu.json" || fail "cpu time of a SIGKILLed command: $(cat "$T_OUT/cpu.json")"
+	# control: a command that exits at once has a few ms, not a second
+	"$MOAT" run --quiet --json-status "$T_OUT/cpu0.json" -- true
+	python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["cpu_user_s"] + s["cpu_sys_s"] < 0.05, s
+' "$T_OUT/cpu0.json" || fail "control: $(cat "$T_OUT/cpu0.json")"
+}
+
 run_test "a pids or memory limit that was hit: summary line, limit event, alert" t_limit_hit_said
+run_test "CPU time of a command SIGKILLed at --timeout, without a cgroup" t_cpu_time_at_timeout
 run_test "a failed or timed-out command applies nothing unless --apply-on-failure; moat apply applies it" t_apply_on_failure
 run_test "a host edit during the run, or a concurrent run, is a conflict, never overwritten" t_host_edit_conflict
 t_done

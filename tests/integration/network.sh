@@ -290,6 +290,74 @@ assert s["net_top_denied"][0].startswith("3 evil.test:80\t--allow-host evil.test
 }
 
 run_test summary_top_denied t_summary_top_denied
+# in_hosts_ns HOSTS CMD...: CMD in a mount namespace of the test's own whose
+# /etc/hosts is HOSTS (the proxy's resolver reads it); root: a private mount
+# namespace, unprivileged: a user+mount namespace (nothing outside changes)
+in_hosts_ns() {
+	local hosts=$1
+	shift
+	if is_root; then
+		unshare -m --propagation private sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" "$@"
+	else
+		unshare -Urm sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$hosts" "$@"
+	fi
+}
+
+# A denial line says why and where (issue 18): the reason, the address the
+# name resolved to when that was the reason, one port once, a suggestion for
+# a refused DNS query, counts that add up (DNS included); --net none says the
+# command tried the network and which flag would allow it.
+t_denial_line() {
+	command -v unshare >/dev/null || skip "unshare not installed"
+	local err hosts="$T_OUT/hosts"
+	printf '127.0.0.1 localhost\n198.51.100.7 res.test\n10.1.2.3 priv.test\n' >"$hosts"
+	chmod 644 "$hosts"
+	in_hosts_ns "$hosts" true 2>/dev/null || skip "no mount namespace here (unshare -m)"
+	err=$(in_hosts_ns "$hosts" "$MOAT" run --allow-host res.test --allow-host priv.test \
+		--json-status "$T_OUT/st.json" -- sh -c '
+		for i in 1 2 3; do curl -s -m 3 -o /dev/null http://res.test/; done
+		curl -s -m 3 -o /dev/null https://priv.test/
+		curl -s -m 3 -o /dev/null http://1.1.1.1:443/
+		getent hosts nope.test; true' 2>&1 >/dev/null)
+	assert_contains "$err" "  denied 3x res.test:80 (resolved-reserved 198.51.100.7) — to allow: --resolve res.test=ADDR
+"
+	assert_contains "$err" "  denied 1x priv.test:443 (resolved-private 10.1.2.3) — to allow: --resolve priv.test=ADDR
+"
+	assert_contains "$err" "  denied 1x 1.1.1.1:443 (ip-literal) — to allow: --allow-cidr 1.1.1.1/32:443
+"
+	assert_not_contains "$err" ":443:443"
+	assert_contains "$err" "(not-allowed) — to allow: --allow-host nope.test
+"
+	# 5 connections and the resolver's queries for nope.test: the totals add up
+	local dns
+	dns=$(printf '%s\n' "$err" | sed -n 's/.*denied \([0-9]*\)x dns nope.test .*/\1/p')
+	[ -n "$dns" ] || fail "no DNS denial line: $err"
+	assert_contains "$err" "moat: network: 0 allowed, $((5 + dns)) denied (connections: 0 allowed, 5 denied; dns queries: 0 answered, $dns refused)"
+	python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = {d["destination"]: d for d in s["top_denied"]}
+r = t["res.test:80"]
+assert (r["reason"], r["addr"], r["host"], r["port"], r["count"]) == ("resolved-reserved", "198.51.100.7", "res.test", 80, 3), r
+assert t["1.1.1.1:443"]["host"] == "" and t["1.1.1.1:443"]["addr"] == "1.1.1.1", t
+assert t["dns nope.test"]["dns"] and t["dns nope.test"]["rule"] == "--allow-host nope.test", t
+assert s["dns_denied"] >= 1 and s["net_denied"] == 5, s
+' "$T_OUT/st.json" || fail "status record: $(cat "$T_OUT/st.json")"
+	# control: without the test's hosts file the name does not resolve: the
+	# policy allowed it, nothing was refused for its address (the reason
+	# comes from the answer, not from the name)
+	err=$("$MOAT" run --allow-host res.test -- curl -s -m 3 -o /dev/null http://res.test/ 2>&1 >/dev/null || true)
+	assert_contains "$err" "moat: network: 1 allowed, 0 denied"
+	assert_not_contains "$err" "resolved-reserved"
+	# --net none: the attempt, its protocol, the flag (no packet leaves: the
+	# namespace has only loopback)
+	err=$("$MOAT" run --net none -- sh -c 'curl -s -m 3 http://192.0.2.1/; true' 2>&1 >/dev/null)
+	assert_contains "$err" "moat: network: the command tried the network 1 time(s); --net none refused it"
+	assert_contains "$err" "run without --net none and with the flag shown:"
+	assert_contains "$err" "  denied 1x 192.0.2.1:80/tcp (network-none) — to allow: --allow-cidr 192.0.2.1/32
+"
+}
+run_test "a denial line says why and where" t_denial_line
 run_test dns_refusal_recorded t_dns_refusal_recorded
 run_test udp_dropped_and_logged t_udp_dropped_and_logged
 run_test direct_ip_refused_fast t_direct_ip_refused_fast

@@ -611,6 +611,32 @@ t_tty_signals() {
 	assert_eq "got-int" "$(cat out)" "SIGINT was forwarded"
 }
 
+# moat exec --tty over a terminal with a pending end-of-file marker (^D
+# typed before moat starts: tests/lib/ptyeof.py, as script(1) leaves it when
+# its stdin ends): the session supervisor, which relays the terminal, hands
+# the marker on as ^D before it switches the terminal to raw, so the command
+# shows no NUL. Control: the test build with the old order shows "^@".
+t_exec_tty_no_stray_nul() {
+	trap cleanup_sessions EXIT
+	local id out pe="$MOAT_TEST_DIR/lib/ptyeof.py"
+	id=$(create)
+	out=$(timeout 60 python3 "$pe" "$MOAT" exec --tty "$id" -- sh -c 'sleep 0.5; echo hi')
+	assert_eq "b'hi\\r\\n'" "$out" "a pending ^D at the switch to raw: no NUL"
+	# the terminal is back to canonical mode after the exec
+	out=$(timeout 60 python3 "$pe" sh -c "$MOAT exec --tty $id -- true; stty -a | grep -o -- '-\\?icanon'")
+	assert_contains "$out" "icanon" "stty after exec"
+	assert_not_contains "$out" "-icanon" "restored to canonical"
+	[ -x "$MOAT_TESTING_BIN" ] || skip "no test build at $MOAT_TESTING_BIN"
+	"$MOAT" rm "$id" >/dev/null 2>&1 || true
+	# positive control: the session supervisor of the test build with the
+	# old order (the knob is read where the terminal is switched)
+	id=$(MOAT_TEST_LAYERS=1 MOAT_TEST_PTY_OLD_ORDER=1 "$MOAT_TESTING_BIN" create 2>/dev/null) ||
+		fail "create (test build)"
+	out=$(timeout 60 python3 "$pe" "$MOAT_TESTING_BIN" exec --tty "$id" -- sh -c 'sleep 0.5; echo hi')
+	assert_eq "b'^@hi\\r\\n'" "$out" "control: the old order"
+	"$MOAT_TESTING_BIN" rm "$id" >/dev/null 2>&1 || true
+}
+
 t_bad_input() {
 	trap cleanup_sessions EXIT
 	local rc=0 id
@@ -749,6 +775,7 @@ run_test "ls lists a supervisor that does not answer as busy, and the others" t_
 run_test "a crashed supervisor leaves nothing moat gc cannot clean" t_crash_gc
 run_test "10 create/exec/rm cycles leave nothing behind" t_cli_cycles
 run_test "exec on a terminal; signals forwarded" t_tty_signals
+run_test "exec --tty over a pending ^D: no stray NUL (deterministic, with a control)" t_exec_tty_no_stray_nul
 run_test "bad input: unknown ids, names, options" t_bad_input
 run_test "rm --all" t_rm_all
 run_test "another user cannot see or drive a sandbox" t_other_user
