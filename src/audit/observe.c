@@ -286,9 +286,15 @@ int moat_observe_prepare(struct moat_run *r)
 	}
 	if (!o->log_path)
 		return -ENOMEM;
-	/* --log: a regular file, never through a planted symlink (paths.h) */
-	k = moat_path_write_file(o->log_path, O_APPEND, 0600,
-				 MOAT_PATH_MKDIR | (a->log_path ? MOAT_PATH_AS_INVOKER : 0), why);
+	/* --log: a regular file, never through a planted symlink (paths.h); the
+	 * default log is opened below the run directory just made and held, not
+	 * through a second walk of its path */
+	if (a->log_path)
+		k = moat_path_write_file(o->log_path, O_APPEND, 0600,
+					 MOAT_PATH_MKDIR | MOAT_PATH_AS_INVOKER, why);
+	else
+		k = moat_path_write_file_at(o->run_dirfd, o->run_dir, "events.jsonl", O_APPEND,
+					    0600, why);
 	if (k >= 0)
 		k = moat_audit_open_fd(k, r->run_id, 0, &o->audit);
 	if (k < 0) {

@@ -313,19 +313,12 @@ static int open_target(const char *path, unsigned flags, const char **ret_name, 
 	return pfd;
 }
 
-int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned flags,
-			 struct moat_path_info *why)
+/* moat_path_write_file's work below its held parent pfd (dir: its path, for
+ * the checks' messages). */
+static int write_file_in(int pfd, const char *dir, const char *name, int oflags, mode_t mode,
+			 bool as, uid_t uid, gid_t gid, struct moat_path_info *why)
 {
-	const char *name;
-	char dir[MOAT_MAX_PATH];
 	struct stat st;
-	uid_t uid = 0;
-	gid_t gid = 0;
-	const bool as = flags & MOAT_PATH_AS_INVOKER;
-	_cleanup_close_ int pfd =
-		open_target(path, flags, &name, dir, sizeof(dir), &uid, &gid, why);
-	if (pfd < 0)
-		return pfd;
 	/* O_NONBLOCK: a fifo planted at the path must not block us */
 	const int fl =
 		O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (oflags & O_APPEND);
@@ -367,6 +360,30 @@ int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned fla
 	if (fcntl(fd, F_SETFL, oflags & O_APPEND) < 0)
 		return negerrno();
 	return TAKE_FD(fd);
+}
+
+int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned flags,
+			 struct moat_path_info *why)
+{
+	const char *name;
+	char dir[MOAT_MAX_PATH];
+	uid_t uid = 0;
+	gid_t gid = 0;
+	_cleanup_close_ int pfd =
+		open_target(path, flags, &name, dir, sizeof(dir), &uid, &gid, why);
+	if (pfd < 0)
+		return pfd;
+	return write_file_in(pfd, dir, name, oflags, mode, flags & MOAT_PATH_AS_INVOKER, uid, gid,
+			     why);
+}
+
+int moat_path_write_file_at(int dirfd, const char *dir, const char *name, int oflags, mode_t mode,
+			    struct moat_path_info *why)
+{
+	if (dirfd < 0 || !dir || !name || !name[0] || strchr(name, '/') || streq(name, ".") ||
+	    streq(name, ".."))
+		return -EINVAL;
+	return write_file_in(dirfd, dir, name, oflags, mode, false, 0, 0, why);
 }
 
 int moat_path_read_file(const char *path, struct moat_path_info *why)

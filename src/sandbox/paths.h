@@ -69,6 +69,11 @@ int moat_path_open_parent(const char *path, unsigned flags, mode_t mode, const c
 int moat_path_write_file(const char *path, int oflags, mode_t mode, unsigned flags,
 			 struct moat_path_info *why);
 
+/* The same below a directory moat already holds (dirfd, whose path is dir, for
+ * messages): name is one component; the same refusals; moat's own user. */
+int moat_path_write_file_at(int dirfd, const char *dir, const char *name, int oflags, mode_t mode,
+			    struct moat_path_info *why);
+
 /* A file moat reads for the user (--policy, moat log FILE): a regular file,
  * never through an untrusted symlink. */
 int moat_path_read_file(const char *path, struct moat_path_info *why);

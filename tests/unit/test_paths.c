@@ -103,6 +103,25 @@ TEST(paths_planted_links_refused)
 	ASSERT_TRUE(fd >= 0);
 	ASSERT_EQ(write(fd, "x", 1), 1);
 	close(fd);
+	/* the same refusals below a held directory (the default event log) */
+	int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_TRUE(dfd >= 0);
+	ASSERT_EQ(moat_path_write_file_at(dfd, d, "link", O_APPEND, 0600, &why), -ELOOP);
+	ASSERT_EQ(moat_path_write_file_at(dfd, d, "dangling", O_APPEND, 0600, &why), -ELOOP);
+	ASSERT_EQ(moat_path_write_file_at(dfd, d, "fifo", O_APPEND, 0600, NULL), -EINVAL);
+	ASSERT_EQ(moat_path_write_file_at(dfd, d, "real", O_APPEND, 0600, NULL), -EISDIR);
+	ASSERT_EQ(moat_path_write_file_at(dfd, d, "two", O_APPEND, 0600, NULL), -EMLINK);
+	ASSERT_EQ(moat_path_write_file_at(dfd, d, "link/x", O_APPEND, 0600, NULL), -EINVAL);
+	ASSERT_EQ(moat_path_write_file_at(dfd, d, "..", O_APPEND, 0600, NULL), -EINVAL);
+	ASSERT_ERRNO(stat(join(d, "secret/x"), &st), ENOENT);
+	/* control: a new file is created there, with the mode asked for */
+	fd = moat_path_write_file_at(dfd, d, "events.jsonl", O_APPEND, 0600, NULL);
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_EQ(fstat(fd, &st), 0);
+	ASSERT_TRUE(S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600);
+	ASSERT_TRUE(fcntl(fd, F_GETFL) & O_APPEND);
+	close(fd);
+	close(dfd);
 	ASSERT_EQ(moat_path_read_file(join(d, "link"), NULL), -ELOOP);
 	fd = moat_path_read_file(sub, NULL);
 	ASSERT_TRUE(fd >= 0);
