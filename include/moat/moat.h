@@ -301,6 +301,25 @@ struct moat_exec {
 int moat_sandbox_exec(struct moat_sandbox *sb, const struct moat_exec *x, struct moat_proc **ret,
 		      struct moat_error *ret_err);
 
+/* The same start without its wait, for an event loop that serves other
+ * sandboxes meanwhile: returns with *ret starting (the request is with the
+ * sandbox), or < 0 as moat_sandbox_exec(). Then, after each
+ * moat_sandbox_dispatch() of the sandbox, when moat_proc_start_fd() is
+ * readable, and at the latest moat_proc_start_due_ms() later,
+ * moat_proc_start_poll(): 1 once it executed its command (the process is
+ * then as moat_sandbox_exec() returns it), 0 while still starting, < 0 when
+ * it could not start (ret_err says why; *pr is gone then). A start that
+ * takes longer than the bound (15 s: a process of the sandbox stopped the
+ * new one) fails: the process is killed, or the sandbox ended if its init
+ * is held. moat_proc_release() abandons a starting process. */
+int moat_sandbox_exec_start_async(struct moat_sandbox *sb, const struct moat_exec *x,
+				  struct moat_proc **ret, struct moat_error *ret_err);
+int moat_proc_start_poll(struct moat_proc *pr, struct moat_error *ret_err);
+/* The fd to watch (POLLIN) while starting, -1 when there is none */
+int moat_proc_start_fd(const struct moat_proc *pr);
+/* ms until moat_proc_start_poll() must be called again; -1: no bound */
+int moat_proc_start_due_ms(const struct moat_proc *pr);
+
 struct moat_proc_status {
 	enum moat_reason reason; /* EXITED, SIGNALED or TIMEOUT */
 	int exit_code; /* as `moat run` would exit */

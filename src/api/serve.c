@@ -98,6 +98,9 @@ struct job {
 	bool paused;
 	uint64_t paused_us; /* mono: since when */
 	uint64_t done_us; /* mono: its process was seen done (exec), 0: not yet */
+	/* exec: its process is starting (moat_sandbox_exec_start_async()):
+	 * the request is not answered yet */
+	bool starting;
 };
 
 struct pool {
@@ -634,6 +637,20 @@ static void job_finish(struct server *s, struct job *j, bool destroyed)
 {
 	if (!j->req)
 		return;
+	if (j->kind == JOB_EXEC && j->starting) {
+		/* not answered yet: no stream to end */
+		answer_error(s, j->req, 422, "cannot_exec",
+			     "exec: the sandbox ended before the process started");
+		if (j->pr && !destroyed)
+			moat_proc_release(j->pr);
+		j->pr = NULL;
+		j->starting = false;
+		if (j->s->running)
+			j->s->running--;
+		job_close_fds(j);
+		j->req = 0;
+		return;
+	}
 	if (j->kind == JOB_EXEC) {
 		if (destroyed) {
 			stream_event(s, j->req,
@@ -733,7 +750,20 @@ static int op_exec(struct server *s, struct request *r)
 		.fd = {stdin_s ? in[0] : -1, o[1], er[1]},
 		.timeout_ms = t,
 	};
-	k = moat_sandbox_exec(x->sb, &ex, &j->pr, &err);
+	/* the answer (the stream, or a 422) comes when it started: the loop
+	 * serves every other request meanwhile (exec_start_progress()) */
+	bool blocking = false;
+#ifdef MOAT_TESTING
+	/* test build only: the blocking start the back had before, as the
+	 * control of serve.sh's stalled-exec test */
+	const char *gate = getenv("MOAT_TEST_LAYERS"),
+		   *blk = getenv("MOAT_TEST_SERVE_BLOCKING_EXEC");
+	blocking = gate && streq(gate, "1") && blk && streq(blk, "1");
+	if (blocking)
+		k = moat_sandbox_exec(x->sb, &ex, &j->pr, &err);
+	else
+#endif
+		k = moat_sandbox_exec_start_async(x->sb, &ex, &j->pr, &err);
 	in[0] = safe_close(in[0]);
 	if (k < 0) {
 		const char *code = k == -ENOENT ? "command_not_found" : "cannot_exec";
@@ -742,6 +772,7 @@ static int op_exec(struct server *s, struct request *r)
 		goto fail_answered;
 	}
 	j->kind = JOB_EXEC;
+	j->starting = true;
 	j->req = r->id;
 	j->s = x;
 	j->out = TAKE_FD(o[0]);
@@ -768,10 +799,15 @@ static int op_exec(struct server *s, struct request *r)
 		free(envp[i]);
 	free(envp);
 	free(argv);
-	stream_open(s, r->id);
-	return stream_event(s, r->id,
-			    json_pack("{s:s,s:I}", "type", "start", "num", (json_int_t)j->num),
-			    NULL, 0);
+	if (blocking) {
+		j->starting = false;
+		stream_open(s, r->id);
+		return stream_event(
+			s, r->id,
+			json_pack("{s:s,s:I}", "type", "start", "num", (json_int_t)j->num), NULL,
+			0);
+	}
+	return 0;
 fail:
 	answer_error(s, r->id, k == -ENOMEM ? 500 : 400, k == -ENOMEM ? "internal" : "bad_request",
 		     "exec: %s", strerror(-k));
@@ -790,6 +826,32 @@ fail_answered:
 	safe_close(in[0]);
 	safe_close(in[1]);
 	return k;
+}
+
+/* A starting exec: answered once its process executed its command (the
+ * stream opens) or could not (422, as a blocking exec answered). */
+static void exec_start_progress(struct server *s, struct job *j)
+{
+	struct moat_error err = {0};
+	if (!j->req || j->kind != JOB_EXEC || !j->starting)
+		return;
+	int k = moat_proc_start_poll(j->pr, &err);
+	if (k == 0)
+		return;
+	j->starting = false;
+	if (k < 0) {
+		j->pr = NULL; /* gone */
+		answer_error(s, j->req, 422, k == -ENOENT ? "command_not_found" : "cannot_exec",
+			     "%s: %s", err.stage, err.message);
+		if (j->s->running)
+			j->s->running--;
+		job_close_fds(j);
+		j->req = 0;
+		return;
+	}
+	stream_open(s, j->req);
+	stream_event(s, j->req, json_pack("{s:s,s:I}", "type", "start", "num", (json_int_t)j->num),
+		     NULL, 0);
 }
 
 /* Output that is there, as events (at most a chunk a read). 1 at EOF. */
@@ -818,7 +880,7 @@ static int drain(struct server *s, struct job *j, int *fd, const char *type)
 
 static void exec_progress(struct server *s, struct job *j)
 {
-	if (!j->req || j->kind != JOB_EXEC)
+	if (!j->req || j->kind != JOB_EXEC || j->starting)
 		return;
 	/* paused: the pipes fill and the command blocks on them */
 	if (!j->paused) {
@@ -867,7 +929,8 @@ static int op_exec_list(struct server *s, struct request *r)
 		return 0;
 	json_t *a = json_array();
 	for (struct job *j = s->jobs; a && j; j = j->next)
-		if (j->kind == JOB_EXEC && j->req && j->s == x && j->pr && !moat_proc_done(j->pr))
+		if (j->kind == JOB_EXEC && j->req && j->s == x && j->pr && !j->starting &&
+		    !moat_proc_done(j->pr))
 			json_array_append_new(
 				a,
 				json_pack("{s:I,s:O}", "num", (json_int_t)j->num, "argv", j->argv));
@@ -888,7 +951,7 @@ static int op_exec_signal(struct server *s, struct request *r)
 	if (!sig || !(streq(sig, "KILL") || streq(sig, "TERM")))
 		return answer_field(s, r->id, 400, "bad_request", "signal", "signal: KILL or TERM");
 	for (struct job *j = s->jobs; j; j = j->next)
-		if (j->kind == JOB_EXEC && j->req && j->s == x && j->pr &&
+		if (j->kind == JOB_EXEC && j->req && j->s == x && j->pr && !j->starting &&
 		    j->num == (uint64_t)json_integer_value(nv) && !moat_proc_done(j->pr)) {
 			int k = moat_proc_signal(j->pr, streq(sig, "KILL") ? SIGKILL : SIGTERM);
 			if (k < 0)
@@ -1757,9 +1820,23 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 							  .events = POLLIN};
 			}
 		bool draining = false, more = false;
+		int start_due = -1; /* the nearest bound of a starting exec */
 		for (struct job *j = s.jobs; j; j = j->next) {
 			if (!j->req)
 				continue;
+			if (j->kind == JOB_EXEC && j->starting) {
+				/* its STARTED comes through its sandbox's fd */
+				int d = moat_proc_start_due_ms(j->pr),
+				    fd = moat_proc_start_fd(j->pr);
+				if (d >= 0 && (start_due < 0 || d < start_due))
+					start_due = d;
+				if (fd >= 0) {
+					of[n] = j;
+					kind[n] = 'j';
+					pf[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
+				}
+				continue;
+			}
 			follow = follow || (j->kind == JOB_EVENTS && !j->paused);
 			/* a log read in part: the rest next turn, without waiting */
 			more = more || (j->kind == JOB_EVENTS && !j->paused && j->more);
@@ -1779,6 +1856,8 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 		int64_t due = pool_due(&s);
 		if (due >= 0 && due / 1000 + 1 < timeout)
 			timeout = due ? (int)(due / 1000 + 1) : 0;
+		if (start_due >= 0 && start_due < timeout)
+			timeout = start_due;
 		k = poll(pf, n, timeout);
 		if (k < 0 && errno != EINTR) {
 			free(pf);
@@ -1816,6 +1895,8 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 		/* every job looks at its fds and its process (dispatch may have
 		 * ended it), the followers at their logs */
 		for (struct job *j = s.jobs; j; j = j->next) {
+			if (j->kind == JOB_EXEC && j->starting)
+				exec_start_progress(&s, j);
 			if (j->kind == JOB_EXEC)
 				exec_progress(&s, j);
 			else if (j->req && (j->follow || j->more))

@@ -210,6 +210,11 @@ void moat_proc_free(struct moat_proc *pr)
 	safe_close(pr->pty_fd);
 	safe_close(pr->tty_in);
 	safe_close(pr->tty_out);
+	safe_close(pr->rep_fd); /* freed while starting */
+	for (unsigned i = 0; pr->argv_copy && pr->argv_copy[i]; i++)
+		free(pr->argv_copy[i]);
+	free(pr->argv_copy);
+	free(pr->cwd_copy);
 	if (r->procs[pr->slot] == pr)
 		r->procs[pr->slot] = NULL;
 	free(pr);
@@ -222,116 +227,21 @@ void moat_proc_free(struct moat_proc *pr)
  * a sanitizer build is far below it. */
 #define EXEC_START_MS 15000
 
+static unsigned exec_start_ms(void)
+{
+#ifdef MOAT_TESTING
+	/* test build only: a shorter bound for serve.sh's control */
+	const char *gate = getenv("MOAT_TEST_LAYERS"), *v = getenv("MOAT_TEST_EXEC_START_MS");
+	if (gate && streq(gate, "1") && v && atoi(v) >= 1000 && atoi(v) <= EXEC_START_MS)
+		return (unsigned)atoi(v);
+#endif
+	return EXEC_START_MS;
+}
+
 static int remaining_ms(uint64_t deadline_us)
 {
 	uint64_t now = moat_now_us();
 	return now >= deadline_us ? 0 : (int)((deadline_us - now + 999) / 1000);
-}
-
-/* The exec's outcome: EOF when the new process executed its command (the
- * report fd is close-on-exec), a record when it could not. With exec
- * recording its execve waits for the seccomp listener: served meanwhile.
- * Past EXEC_START_MS the process is killed and the exec fails. */
-static int wait_exec(struct moat_proc *pr, int report, struct moat_error *err, int *ret_stage)
-{
-	struct moat_run *r = pr->r;
-	uint64_t deadline = moat_now_us() + EXEC_START_MS * 1000ull;
-	bool killed = false;
-	for (;;) {
-		struct pollfd pf[2] = {{.fd = report, .events = POLLIN},
-				       {.fd = r->notify_fd, .events = POLLIN}};
-		int n = poll(pf, r->notify_fd >= 0 ? 2 : 1, killed ? -1 : remaining_ms(deadline));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return moat_error_set(err, "exec", errno, "poll: %s", strerror(errno));
-		if (n == 0 && !killed) {
-			/* it dies by the init's hand (which answers: it is not
-			 * the one waiting); its end closes the report pipe */
-			killed = true;
-			if (moat_proc_signal(pr, SIGKILL) < 0) {
-				r->backend->kill(r);
-				return moat_error_set(err, "exec", ETIMEDOUT,
-						      "the new process did not reach its command "
-						      "within %d s: the sandbox was ended",
-						      EXEC_START_MS / 1000);
-			}
-			continue;
-		}
-		if (pf[0].revents)
-			break;
-		if (pf[1].revents & POLLIN)
-			moat_supervise_pending(r);
-	}
-	if (killed)
-		return moat_error_set(err, "exec", ETIMEDOUT,
-				      "the new process did not reach its command within %d s "
-				      "(stopped by a process of the sandbox?): it was killed",
-				      EXEC_START_MS / 1000);
-	struct moat_setup_error e;
-	ssize_t n;
-	while ((n = read(report, &e, sizeof(e))) < 0 && errno == EINTR)
-		;
-	if (n == 0)
-		return 0;
-	if (n != (ssize_t)sizeof(e))
-		return moat_error_set(err, "exec", EPROTO, "the new process vanished before exec");
-	e.detail[sizeof(e.detail) - 1] = '\0';
-	pr->exec_errno = e.err ? e.err : ENOEXEC;
-	*ret_stage = e.stage;
-	snprintf(pr->exec_detail, sizeof(pr->exec_detail), "%s", e.detail);
-	if (e.stage == MOAT_STAGE_EXEC)
-		return moat_error_set(err, "exec", pr->exec_errno, "cannot execute %s: %s",
-				      e.detail, strerror(pr->exec_errno));
-	return moat_error_set(err, moat_setup_stage_name(e.stage), pr->exec_errno,
-			      "%s step failed: %s: %s", moat_setup_stage_name(e.stage), e.detail,
-			      strerror(pr->exec_errno));
-}
-
-/* Waits for the init's answer to a start request (other records meanwhile
- * are handled as they come). A vforked process's execve, and with it the
- * init's answer, may wait for the exec recorder: served meanwhile. */
-static int wait_started(struct moat_proc *pr, struct moat_error *err)
-{
-	struct moat_run *r = pr->r;
-	uint64_t deadline = moat_now_us() + EXEC_START_MS * 1000ull;
-	bool killed = false;
-	while (!pr->started && !pr->exited && !r->init_exited) {
-		struct pollfd pf[3] = {{.fd = r->sb.sock_sup, .events = POLLIN},
-				       {.fd = r->pidfd, .events = POLLIN},
-				       {.fd = r->notify_fd, .events = POLLIN}};
-		int n = poll(pf, r->notify_fd >= 0 ? 3 : 2, killed ? -1 : remaining_ms(deadline));
-		if (n < 0 && errno != EINTR)
-			return moat_error_set(err, "exec", errno, "poll: %s", strerror(errno));
-		if (n == 0 && !killed) {
-			/* the init does not answer: a vforked process it waits
-			 * for was stopped, or the init is wedged. It can serve
-			 * nothing else either: the sandbox is ended (its death
-			 * ends this loop). */
-			killed = true;
-			r->backend->kill(r);
-			continue;
-		}
-		if (pf[2].revents & POLLIN)
-			moat_supervise_pending(r);
-		if (pf[0].revents)
-			moat_proc_on_ctl(r);
-		else if (pf[1].revents)
-			moat_proc_init_died(r);
-	}
-	if (pr->started)
-		return 0;
-	if (killed)
-		return moat_error_set(
-			err, "exec", ETIMEDOUT,
-			"the sandbox did not start the process within %d s "
-			"(stopped by a process of the sandbox?): the sandbox was ended",
-			EXEC_START_MS / 1000);
-	if (pr->exec_errno)
-		return moat_error_set(err, "exec", pr->exec_errno,
-				      "the sandbox refused to start it: %s",
-				      strerror(pr->exec_errno));
-	return moat_error_set(err, "exec", ESRCH, "the sandbox is gone");
 }
 
 static bool outputs_idle(struct moat_proc *pr);
@@ -348,23 +258,73 @@ static bool may_read_undumpable(void)
 	return d[CAP_SYS_PTRACE / 32].effective & (1u << (CAP_SYS_PTRACE % 32));
 }
 
+static void strv_free(char **v)
+{
+	for (unsigned i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **strv_copy(char *const *v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **c = calloc(n + 1, sizeof(*c));
+	for (size_t i = 0; c && i < n; i++)
+		if (!(c[i] = strdup(v[i]))) {
+			strv_free(c);
+			return NULL;
+		}
+	return c;
+}
+
+static void start_clear(struct moat_proc *pr)
+{
+	pr->starting = false;
+	pr->rep_fd = safe_close(pr->rep_fd);
+	strv_free(pr->argv_copy);
+	pr->argv_copy = NULL;
+	free(pr->cwd_copy);
+	pr->cwd_copy = NULL;
+}
+
+/* A start that failed: nothing of it is the caller's any more. One that
+ * runs (started, not at its command) is killed first; one that exits on
+ * its own is forgotten when its EXITED record comes. */
+static int start_failed(struct moat_proc *pr, int k, bool kill_it)
+{
+	start_clear(pr);
+	if (pr->exited) {
+		moat_proc_free(pr);
+		return k;
+	}
+	if (kill_it && pr->started)
+		moat_proc_signal(pr, SIGKILL);
+	moat_stdio_free(pr);
+	pr->released = true;
+	return k;
+}
+
 int moat_sandbox_exec(struct moat_sandbox *sbx, const struct moat_exec *x, struct moat_proc **ret,
 		      struct moat_error *err)
 {
 	return moat_sandbox_exec_for(sbx, x, false, ret, err, NULL, NULL);
 }
 
-/* moat_sandbox_exec(); when the new process could not exec its command,
- * *ret_stage and *ret_errno say at which step and why (else 0). */
-int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, bool main_proc,
-			  struct moat_proc **ret, struct moat_error *err, int *ret_stage,
-			  int *ret_errno)
+int moat_sandbox_exec_start_async(struct moat_sandbox *sbx, const struct moat_exec *x,
+				  struct moat_proc **ret, struct moat_error *err)
+{
+	return moat_sandbox_exec_start(sbx, x, false, ret, err);
+}
+
+int moat_sandbox_exec_start(struct moat_sandbox *sbx, const struct moat_exec *x, bool main_proc,
+			    struct moat_proc **ret, struct moat_error *err)
 {
 	struct moat_run *r = &sbx->r;
 	struct moat_error *saved_err = r->err;
 	int k;
-	if (ret)
-		*ret = NULL;
+	*ret = NULL;
 	if (!x || !x->argv || !x->argv[0] || !x->argv[0][0])
 		return moat_error_set(err, "usage", EINVAL, "no command given");
 	if (!r->ready || r->init_exited || r->killed)
@@ -384,7 +344,7 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 	pr->r = r;
 	pr->slot = slot;
 	pr->id = ++r->next_id;
-	pr->timerfd = pr->pty_fd = pr->tty_in = pr->tty_out = -1;
+	pr->timerfd = pr->pty_fd = pr->tty_in = pr->tty_out = pr->rep_fd = -1;
 	pr->tty_mask = x->tty_mask;
 	pr->main = main_proc;
 	pr->timeout_ms = x->timeout_ms ? x->timeout_ms : r->p->timeout_ms;
@@ -395,9 +355,14 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 	r->procs[slot] = pr;
 	pr->start_us = moat_now_us();
 
-	_cleanup_close_ int blob = -1, rep_r = -1, rep_w = -1, slave = -1;
+	_cleanup_close_ int blob = -1, rep_w = -1, slave = -1;
 	int p[2];
 	r->err = err;
+	if (!(pr->argv_copy = strv_copy(x->argv)) ||
+	    !(pr->cwd_copy = strdup(x->cwd ? x->cwd : r->plan->cwd))) {
+		k = moat_error_set(err, "exec", ENOMEM, "out of memory");
+		goto fail;
+	}
 	if ((k = make_blob(r, x, &blob)) < 0) {
 		k = moat_error_set(err, "exec", -k, "cannot pass the command to the sandbox: %s",
 				   strerror(-k));
@@ -407,7 +372,7 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 		k = moat_error_set(err, "exec", errno, "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	rep_r = p[0];
+	pr->rep_fd = p[0];
 	rep_w = p[1];
 	if ((k = moat_stdio_prepare(pr)) < 0)
 		goto fail;
@@ -453,35 +418,57 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 		k = moat_error_set(err, "exec", -k, "cannot reach the sandbox: %s", strerror(-k));
 		goto fail;
 	}
-	rep_w = safe_close(rep_w);
-	slave = safe_close(slave);
-	blob = safe_close(blob);
 	moat_stdio_sent(pr);
-	if ((k = wait_started(pr, err)) < 0)
-		goto fail;
-	int stage = 0;
-	if ((k = wait_exec(pr, rep_r, err, &stage)) < 0) {
-		if (ret_stage)
-			*ret_stage = stage;
-		if (ret_errno)
-			*ret_errno = pr->exec_errno;
-		/* it exits on its own: forget it when its EXITED record comes */
-		moat_stdio_free(pr);
-		pr->released = true;
-		if (pr->exited)
-			moat_proc_free(pr);
-		r->err = saved_err;
-		return k;
-	}
-	/* relaying */
+	pr->starting = true;
+	pr->start_deadline_us = moat_now_us() + exec_start_ms() * 1000ull;
+	r->err = saved_err;
+	*ret = pr;
+	return 0;
+fail:
+	start_clear(pr);
+	moat_proc_free(pr);
+	r->err = saved_err;
+	return k;
+}
+
+/* The exec's outcome, read: EOF when the new process executed its command
+ * (the report fd is close-on-exec), a record when it could not. */
+static int start_outcome(struct moat_proc *pr, struct moat_error *err, int *ret_stage)
+{
+	struct moat_setup_error e;
+	ssize_t n;
+	while ((n = read(pr->rep_fd, &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	if (n == 0)
+		return 0;
+	if (n != (ssize_t)sizeof(e))
+		return moat_error_set(err, "exec", EPROTO, "the new process vanished before exec");
+	e.detail[sizeof(e.detail) - 1] = '\0';
+	pr->exec_errno = e.err ? e.err : ENOEXEC;
+	*ret_stage = e.stage;
+	snprintf(pr->exec_detail, sizeof(pr->exec_detail), "%s", e.detail);
+	if (e.stage == MOAT_STAGE_EXEC)
+		return moat_error_set(err, "exec", pr->exec_errno, "cannot execute %s: %s",
+				      e.detail, strerror(pr->exec_errno));
+	return moat_error_set(err, moat_setup_stage_name(e.stage), pr->exec_errno,
+			      "%s step failed: %s: %s", moat_setup_stage_name(e.stage), e.detail,
+			      strerror(pr->exec_errno));
+}
+
+/* It executed its command: its relays and limits are set up, its start
+ * recorded. */
+static int start_done(struct moat_proc *pr, struct moat_error *err)
+{
+	struct moat_run *r = pr->r;
+	int k;
 	if (pr->timeout_ms)
 		arm_timer(pr->timerfd, pr->timeout_ms);
-	uint32_t base = MOAT_TAG_PROC(slot);
+	uint32_t base = MOAT_TAG_PROC(pr->slot);
 	if ((k = ep_add(r->epfd, pr->timerfd, EPOLLIN, base + MOAT_PT_TIMER)) < 0)
-		goto fail_started;
+		goto fail;
 	if (pr->pty_fd >= 0) {
 		if ((k = ep_add(r->epfd, pr->pty_fd, EPOLLIN, base + MOAT_PT_PTY)) < 0)
-			goto fail_started;
+			goto fail;
 		if (pr->tty_in >= 0 &&
 		    ep_add(r->epfd, pr->tty_in, EPOLLIN, base + MOAT_PT_TTY_IN) < 0)
 			pr->tty_in = safe_close(pr->tty_in); /* e.g. /dev/null: nothing to relay */
@@ -496,34 +483,174 @@ int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, b
 		arm_timer(pr->timerfd, 0);
 	MOAT_AUDIT(moat_run_audit(r), MOAT_EV_PROCESS, MOAT_F_STR("event", "start"),
 		   MOAT_F_UINT("id", pr->id), MOAT_F_INT("pid", pr->pid),
-		   MOAT_F_STRV("argv", (const char *const *)x->argv),
-		   MOAT_F_STR("cwd", x->cwd ? x->cwd : r->plan->cwd),
-		   MOAT_F_UINT("tty", pr->tty_mask), MOAT_F_UINT("timeout_ms", pr->timeout_ms));
-	r->err = saved_err;
-	if (ret)
-		*ret = pr;
-	return 0;
-
-fail_started:
+		   MOAT_F_STRV("argv", (const char *const *)pr->argv_copy),
+		   MOAT_F_STR("cwd", pr->cwd_copy), MOAT_F_UINT("tty", pr->tty_mask),
+		   MOAT_F_UINT("timeout_ms", pr->timeout_ms));
+	start_clear(pr);
+	return 1;
+fail:
 	k = moat_error_set(err, "exec", -k, "cannot watch the process: %s", strerror(-k));
 	moat_proc_signal(pr, SIGKILL);
-	pr->released = true;
-	moat_stdio_free(pr);
-	if (pr->exited)
-		moat_proc_free(pr);
-	r->err = saved_err;
-	return k;
-fail:
-	if (pr->started && !pr->exited) {
-		moat_proc_signal(pr, SIGKILL);
-		pr->released = true;
-		moat_stdio_free(pr);
-	} else
-		moat_proc_free(pr);
+	return start_failed(pr, k, false);
+}
+
+/* One step of a start, without blocking. Two phases, each bounded at
+ * EXEC_START_MS: the init's STARTED (through the sandbox's dispatch), then
+ * the outcome on the report pipe. A process of the sandbox can stop a new
+ * one (SIGSTOP, same uid) before its execve: past the bound, a forked one
+ * is killed by the init (which still answers: it is not the one waiting)
+ * and the exec fails; a vforked one holds the init itself, which can serve
+ * nothing else: the sandbox is ended (its death ends the start). */
+static int start_poll(struct moat_proc *pr, struct moat_error *err, int *ret_stage, int *ret_errno)
+{
+	struct moat_run *r = pr->r;
+	if (!pr->starting)
+		return 1;
+	if (!pr->started) {
+		if (pr->exited || r->init_exited) {
+			if (pr->start_killed)
+				return start_failed(
+					pr,
+					moat_error_set(err, "exec", ETIMEDOUT,
+						       "the sandbox did not start the process "
+						       "within %d s (stopped by a process of the "
+						       "sandbox?): the sandbox was ended",
+						       exec_start_ms() / 1000),
+					true);
+			if (pr->exec_errno)
+				return start_failed(
+					pr,
+					moat_error_set(err, "exec", pr->exec_errno,
+						       "the sandbox refused to start it: %s",
+						       strerror(pr->exec_errno)),
+					true);
+			return start_failed(
+				pr, moat_error_set(err, "exec", ESRCH, "the sandbox is gone"),
+				true);
+		}
+		if (!pr->start_killed && moat_now_us() >= pr->start_deadline_us) {
+			pr->start_killed = true;
+			r->backend->kill(r);
+		}
+		return 0;
+	}
+	if (!pr->start_phase2) {
+		pr->start_phase2 = true;
+		pr->start_killed = false;
+		pr->start_deadline_us = moat_now_us() + exec_start_ms() * 1000ull;
+	}
+	struct pollfd pf = {.fd = pr->rep_fd, .events = POLLIN};
+	if (poll(&pf, 1, 0) == 0) {
+		if (!pr->start_killed && moat_now_us() >= pr->start_deadline_us) {
+			/* it dies by the init's hand; its end closes the pipe */
+			pr->start_killed = true;
+			if (moat_proc_signal(pr, SIGKILL) < 0) {
+				r->backend->kill(r);
+				return start_failed(
+					pr,
+					moat_error_set(err, "exec", ETIMEDOUT,
+						       "the new process did not reach its command "
+						       "within %d s: the sandbox was ended",
+						       exec_start_ms() / 1000),
+					false);
+			}
+		}
+		return 0;
+	}
+	if (pr->start_killed)
+		return start_failed(pr,
+				    moat_error_set(err, "exec", ETIMEDOUT,
+						   "the new process did not reach its command "
+						   "within %d s (stopped by a process of the "
+						   "sandbox?): it was killed",
+						   exec_start_ms() / 1000),
+				    false);
+	int stage = 0, k = start_outcome(pr, err, &stage);
+	if (k < 0) {
+		if (ret_stage)
+			*ret_stage = stage;
+		if (ret_errno)
+			*ret_errno = pr->exec_errno;
+		/* it exits on its own: forget it when its EXITED record comes */
+		return start_failed(pr, k, false);
+	}
+	return start_done(pr, err);
+}
+
+int moat_proc_start_poll(struct moat_proc *pr, struct moat_error *err)
+{
+	struct moat_run *r = pr->r; /* pr may be gone after: r is not */
+	struct moat_error *saved_err = r->err;
+	r->err = err;
+	int k = start_poll(pr, err, NULL, NULL);
 	r->err = saved_err;
 	return k;
 }
 
+int moat_proc_start_fd(const struct moat_proc *pr)
+{
+	return pr->starting && pr->started ? pr->rep_fd : -1;
+}
+
+int moat_proc_start_due_ms(const struct moat_proc *pr)
+{
+	if (!pr->starting || pr->start_killed)
+		return -1;
+	return remaining_ms(pr->start_deadline_us);
+}
+
+/* moat_sandbox_exec(); when the new process could not exec its command,
+ * *ret_stage and *ret_errno say at which step and why (else 0). The start,
+ * then its completion awaited here: the init's records and the exec
+ * recorder are served meanwhile (nothing else of the caller's). */
+int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, bool main_proc,
+			  struct moat_proc **ret, struct moat_error *err, int *ret_stage,
+			  int *ret_errno)
+{
+	struct moat_run *r = &sbx->r;
+	struct moat_error *saved_err = r->err;
+	struct moat_proc *pr = NULL;
+	int k;
+	if (ret)
+		*ret = NULL;
+	if ((k = moat_sandbox_exec_start(sbx, x, main_proc, &pr, err)) < 0)
+		return k;
+	r->err = err;
+	while ((k = start_poll(pr, err, ret_stage, ret_errno)) == 0) {
+		struct pollfd pf[3];
+		unsigned n = 0;
+		if (!pr->started) {
+			pf[n++] = (struct pollfd){.fd = r->sb.sock_sup, .events = POLLIN};
+			pf[n++] = (struct pollfd){.fd = r->pidfd, .events = POLLIN};
+		} else {
+			pf[n++] = (struct pollfd){.fd = pr->rep_fd, .events = POLLIN};
+		}
+		unsigned nf = n;
+		if (r->notify_fd >= 0)
+			pf[n++] = (struct pollfd){.fd = r->notify_fd, .events = POLLIN};
+		int c = poll(pf, n, moat_proc_start_due_ms(pr));
+		if (c < 0 && errno == EINTR)
+			continue;
+		if (c < 0) {
+			k = start_failed(
+				pr, moat_error_set(err, "exec", errno, "poll: %s", strerror(errno)),
+				true);
+			break;
+		}
+		if (nf < n && (pf[nf].revents & POLLIN))
+			moat_supervise_pending(r);
+		if (nf == 2 && pf[0].revents)
+			moat_proc_on_ctl(r);
+		else if (nf == 2 && pf[1].revents)
+			moat_proc_init_died(r);
+	}
+	r->err = saved_err;
+	if (k < 0)
+		return k;
+	if (ret)
+		*ret = pr;
+	return 0;
+}
 /* ---- events --------------------------------------------------------------- */
 
 static struct moat_proc *by_id(struct moat_run *r, uint32_t id)
@@ -619,6 +746,9 @@ void moat_proc_on_ctl(struct moat_run *r)
 		case MOAT_CTL_STARTED:
 			pr->started = true;
 			pr->pid = ev.pid;
+			/* abandoned while it started (moat_proc_release()) */
+			if (pr->released && !pr->exited)
+				moat_proc_signal(pr, SIGKILL);
 			break;
 		case MOAT_CTL_REFUSED:
 			pr->exec_errno = ev.err ? ev.err : EIO;
@@ -958,6 +1088,8 @@ void moat_proc_release(struct moat_proc *pr)
 		moat_proc_free(pr);
 		return;
 	}
+	if (pr->starting) /* not started yet: killed when STARTED comes */
+		start_clear(pr);
 	moat_proc_signal(pr, SIGKILL);
 	moat_stdio_free(pr);
 	pr->released = true;

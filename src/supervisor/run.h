@@ -63,6 +63,15 @@ struct moat_proc {
 	int std_fd[3];
 	struct moat_stdio io;
 	char stdio_error[256];
+	/* the start (moat_sandbox_exec_start()): until moat_proc_start_poll()
+	 * says it executed its command or failed; the exec's report pipe, the
+	 * bound of the present phase (the init's STARTED, then the outcome),
+	 * and what the start record names */
+	bool starting, start_phase2, start_killed;
+	int rep_fd;
+	uint64_t start_deadline_us;
+	char **argv_copy;
+	char *cwd_copy;
 };
 
 struct moat_run {
@@ -175,6 +184,10 @@ void moat_proc_terminate(struct moat_proc *pr);
 int moat_sandbox_exec_for(struct moat_sandbox *sbx, const struct moat_exec *x, bool main_proc,
 			  struct moat_proc **ret, struct moat_error *err, int *ret_stage,
 			  int *ret_errno);
+/* The start of moat_sandbox_exec_for() without its wait: returns with *ret
+ * starting; moat_proc_start_poll() completes it. */
+int moat_sandbox_exec_start(struct moat_sandbox *sbx, const struct moat_exec *x, bool main_proc,
+			    struct moat_proc **ret, struct moat_error *err);
 /* spawn.c: create with the start record's command (moat_run()) */
 int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 			    struct moat_sandbox **ret, struct moat_status *ret_status,

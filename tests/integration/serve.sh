@@ -133,6 +133,30 @@ t_flow() {
 	stop_server
 }
 
+# a sandbox whose new exec is held stopped before its command (a process of
+# the same sandbox stops every other one: sessions.sh t_exec_stopped) does
+# not stall the server: another sandbox's exec and a health request are
+# answered while it is pending, and it ends with the bound's message (as
+# root the vforked process holds the init: the sandbox is ended; else the
+# process is killed). Control: the test build's blocking start (the back
+# before the change), with a 2 s bound, answers nothing else meanwhile: the
+# order check detects the stall. About 20 s (the 15 s bound once).
+t_exec_stalled() {
+	need_python
+	start_server
+	client stall --socket "$SOCK"
+	stop_server
+	[ -x "$MOAT_TESTING_BIN" ] || skip "no test build ($MOAT_TESTING_BIN)"
+	local moat=$MOAT
+	MOAT=$MOAT_TESTING_BIN
+	export MOAT_TEST_LAYERS=1 MOAT_TEST_SERVE_BLOCKING_EXEC=1 MOAT_TEST_EXEC_START_MS=2000
+	start_server
+	client stall --socket "$SOCK" --expect-stall
+	stop_server
+	unset MOAT_TEST_LAYERS MOAT_TEST_SERVE_BLOCKING_EXEC MOAT_TEST_EXEC_START_MS
+	MOAT=$moat
+}
+
 # the audit stream without follow, longer than one turn of the back (256
 # events): complete, ended at the log's end (the unfixed back cut it at 256;
 # the count check fails there). About 3 s (300 execs).
@@ -511,6 +535,7 @@ mkdir -p "$T_OUT/api"
 run_test "lifecycle over the API; delete leaves nothing" t_lifecycle
 run_test "concurrent execs, streaming, a client that hangs up" t_concurrent_streaming
 run_test "flow control: a slow client gets all, a stalled one blocks the command" t_flow
+run_test "an exec held before its command does not stall other sandboxes (control: blocking)" t_exec_stalled
 run_test "the audit stream without follow: more than 256 events, all" t_events_long
 run_test "files: write, read, stat, list, remove" t_files
 run_test "snapshots: take, restore (busy unless force), reset, delete" t_snapshots

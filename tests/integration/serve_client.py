@@ -291,6 +291,87 @@ def c_concurrent(a):
     print("all ok")
 
 
+def c_stall(a):
+    """A sandbox whose new exec is held stopped before its command (a
+    process of the same sandbox stops every other one) must not stall the
+    server: another sandbox's exec and a health request are answered while
+    it is pending; the stalled one ends with the bound's message. The
+    order of completion is asserted, not a time. With --expect-stall (the
+    control: the test build's blocking start) the other requests complete
+    only after the stalled one: the check fails there."""
+    cl = Client(a)
+    a_id = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
+    b_id = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
+    st, evs = cl.exec_stream(a_id, {"argv": ["/bin/true"]})
+    check(st == 200 and exit_of(evs)["exit_code"] == 0, "control: an exec before the stopper")
+    # one stopper: kill -1 spares only the caller (sessions.sh t_exec_stopped)
+    st, evs = cl.exec_stream(a_id, {"argv": ["sh", "-c", 'nohup sh -c "while :; do kill -STOP -1 '
+                                    '2>/dev/null; done" >/dev/null 2>&1 </dev/null & echo started']})
+    check(st == 200 and output(evs) == "started\n", "the stopper runs")
+    order = []
+    lock = threading.Lock()
+
+    def done(what):
+        with lock:
+            order.append(what)
+
+    res = {}
+    for attempt in range(40):
+        def stalled():
+            # answered when it started (200) or could not (422)
+            c = cl.conn()
+            h = {"Content-Type": "application/json"}
+            if cl.token:
+                h["Authorization"] = "Bearer " + cl.token
+            c.request("POST", f"/v1/sandboxes/{a_id}/exec",
+                      body=json.dumps({"argv": ["/bin/true"], "timeout_ms": 3000}).encode(), headers=h)
+            c.sock.settimeout(120)
+            r = c.getresponse()
+            done("stalled")
+            res["st"] = r.status
+            res["body"] = r.read()
+            c.close()
+
+        order.clear()
+        t = threading.Thread(target=stalled)
+        t.start()
+        t.join(1.0)
+        if not t.is_alive():
+            t.join()
+            continue  # started (stopped after its execve, or not at all): again
+        # pending for a second: held before its command. The other tenant:
+        st, evs = cl.exec_stream(b_id, {"argv": ["sh", "-c", "echo other"]})
+        done("other exec")
+        ok_other = st == 200 and output(evs) == "other\n"
+        hst, _ = cl.json("GET", "/v1/health")
+        done("health")
+        t.join(120)
+        check(not t.is_alive(), "the stalled exec is answered in the end")
+        if res["st"] == 200 and order[0] == "stalled":
+            # it was only slow (a loaded machine) and started: again
+            continue
+        break
+    else:
+        fail("no exec of 40 was held before its command")
+    print(f"# attempt {attempt + 1}: completion order {order}; stalled exec {res['st']} {res['body'][:200]!r}")
+    if a.expect_stall:
+        check(order[0] == "stalled", "control: the blocking start answers nothing else meanwhile")
+        print("all ok")
+        return
+    check(ok_other and hst == 200, "the other sandbox's exec and health are answered")
+    check(order == ["other exec", "health", "stalled"],
+          "another sandbox's exec and health complete while the stalled exec is pending")
+    body = json.loads(res["body"])
+    check(res["st"] == 422 and "within 15 s" in body["error"]["message"],
+          "the stalled exec ends with the bound's message (422)")
+    # the server still serves the other sandbox
+    st, evs = cl.exec_stream(b_id, {"argv": ["/bin/true"]})
+    check(st == 200, "the other sandbox still runs commands")
+    for sid in (a_id, b_id):
+        cl.json("DELETE", f"/v1/sandboxes/{sid}")
+    print("all ok")
+
+
 def c_files(a):
     cl = Client(a)
     sid = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
@@ -649,6 +730,7 @@ def main():
     p.add_argument("--wait", type=float, default=60)
     p.add_argument("--front", type=int)
     p.add_argument("--mem-bound-mib", type=int, default=20)
+    p.add_argument("--expect-stall", action="store_true")
     a = p.parse_args()
     globals()["c_" + a.check](a)
 
