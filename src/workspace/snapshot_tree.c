@@ -615,7 +615,8 @@ static int normalize_dir(int u, int low, unsigned depth)
 	names_unique(&un);
 	bool superset = low >= 0;
 	for (size_t i = 0; superset && i < ln.n; i++)
-		superset = bsearch(&ln.v[i], un.v, un.n, sizeof(*un.v), cmp_str) != NULL;
+		superset = un.n > 0 && /* bsearch of no array: undefined */
+			bsearch(&ln.v[i], un.v, un.n, sizeof(*un.v), cmp_str) != NULL;
 	bool was_opaque = opaque(u);
 	for (size_t i = 0; k >= 0 && i < un.n; i++) {
 		struct stat st, ls;

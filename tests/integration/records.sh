@@ -100,7 +100,7 @@ except OSError as e:
 	assert_contains "$ev" '"reason":"network-none"'
 	assert_contains "$ev" "\"suggest\":\"--allow-host $name\""
 	assert_eq 1 "$(count alert dns.jsonl '"cause":"net_denied"')" "alerts"
-	assert_contains "$(cat dns.err)" "$name (dns)"
+	assert_contains "$(cat dns.err)" "dns $name (network-none)"
 	assert_contains "$(cat dns.err)" "to allow: --allow-host $name"
 }
 
