@@ -12,32 +12,8 @@
 TUSER=moat-test
 NPM_TREE=/var/cache/moat-test/npm/node_modules
 
-# Host-side commands (git, node, ./build/app, the controls) run as the
-# unprivileged test user, never as root.
-as_user() {
-	if is_root; then
-		setpriv --reuid "$TUSER" --regid "$TUSER" --clear-groups env HOME="$UHOME" "$@"
-	else
-		env HOME="$UHOME" "$@"
-	fi
-}
-
-setup_base() {
-	command -v git >/dev/null || skip "git is not installed"
-	BASE="$T_OUT/base"
-	UHOME="$BASE/home"
-	mkdir -p "$BASE" "$UHOME"
-	if is_root; then
-		id "$TUSER" >/dev/null 2>&1 || skip "no $TUSER user"
-		chmod 711 "$T_OUT"
-		chown -R "$TUSER:" "$BASE"
-	fi
-	printf '[user]\n\tname = t\n\temail = t@example.invalid\n' >"$UHOME/.gitconfig"
-	is_root && chown "$TUSER:" "$UHOME/.gitconfig"
-	return 0
-}
-
-run_id_of() { sed -n 's/^moat: run \([A-Za-z0-9_.-]*\) .*/\1/p' "$1" | head -n 1; }
+# shellcheck source=tests/lib/hostuser.sh
+. "$(dirname "$0")/../lib/hostuser.sh"
 
 # A project: its own package.json (no scripts), a Makefile that builds
 # build/app, a git repository with one commit.
