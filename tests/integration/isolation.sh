@@ -9,6 +9,8 @@
 # sandbox's own namespaces.
 # shellcheck source=tests/lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
+# shellcheck source=tests/lib/tlsapi.sh
+. "$(dirname "$0")/../lib/tlsapi.sh"
 
 PY=/usr/bin/python3
 RUNSC=$(command -v runsc || true)
@@ -174,32 +176,8 @@ t_credential() {
 	command -v openssl >/dev/null || skip "openssl not installed"
 	local pki="$T_OUT/pki" real="real-token-$$-$RANDOM-s3cr3t" out port up
 	mkdir -p "$pki"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj "/CN=moat test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" 2>/dev/null
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
-		-keyout "$pki/srv.key" -out "$pki/srv.csr" 2>/dev/null
-	printf 'subjectAltName=DNS:api.test\nextendedKeyUsage=serverAuth\n' >"$pki/ext"
-	openssl x509 -req -in "$pki/srv.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" \
-		-CAcreateserial -days 2 -extfile "$pki/ext" -out "$pki/srv.pem" 2>/dev/null
-	"$PY" - "$pki" >"$pki/server.out" 2>&1 <<'PYEOF' &
-import http.server, ssl, sys, os
-d = sys.argv[1]
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def do_GET(self):
-        with open(os.path.join(d, "seen"), "a") as f:
-            f.write(self.path + "\t" + self.headers.get("Authorization", "") + "\n")
-        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
-        self.wfile.write(b"ok\n")
-srv = http.server.HTTPServer(("127.0.0.2", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-open(os.path.join(d, "port.tmp"), "w").write(str(srv.server_address[1]))
-os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
-srv.serve_forever()
-PYEOF
-	up=$!
+	tls_api_start "$pki" "$pki/server.out"
+	up=$TLS_API_PID
 	for _ in $(seq 100); do
 		[ -s "$pki/port" ] && break
 		sleep 0.05

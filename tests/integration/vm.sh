@@ -12,6 +12,8 @@
 # (127.0.0.2, 127.0.0.3) and the test's own namespaces.
 # shellcheck source=tests/lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
+# shellcheck source=tests/lib/tlsapi.sh
+. "$(dirname "$0")/../lib/tlsapi.sh"
 
 QEMU=/usr/bin/qemu-system-x86_64
 need_vm() {
@@ -45,32 +47,8 @@ start_servers() {
 	echo "vm-bytes-$$" >"$d/pkg.txt"
 	"$PY" -u -m http.server 0 --bind 127.0.0.3 --directory "$d" >"$d/mirror.log" 2>&1 &
 	SRV_PIDS+=($!)
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-		-subj "/CN=moat test CA" -keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=api.test" \
-		-keyout "$d/srv.key" -out "$d/srv.csr" 2>/dev/null
-	printf 'subjectAltName=DNS:api.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
-	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" \
-		-CAcreateserial -days 2 -extfile "$d/ext" -out "$d/srv.pem" 2>/dev/null
-	"$PY" - "$d" >"$d/api.log" 2>&1 <<'PYEOF' &
-import http.server, ssl, sys, os
-d = sys.argv[1]
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def do_GET(self):
-        with open(os.path.join(d, "seen"), "a") as f:
-            f.write(self.path + "\t" + self.headers.get("Authorization", "") + "\n")
-        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
-        self.wfile.write(b"ok\n")
-srv = http.server.HTTPServer(("127.0.0.2", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-open(os.path.join(d, "port.tmp"), "w").write(str(srv.server_address[1]))
-os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
-srv.serve_forever()
-PYEOF
-	SRV_PIDS+=($!)
+	tls_api_start "$d" "$d/api.log"
+	SRV_PIDS+=("$TLS_API_PID")
 	MIRROR_PORT='' API_PORT=''
 	for _ in $(seq 100); do
 		MIRROR_PORT=$(sed -n 's/.* port \([0-9]*\).*/\1/p' "$d/mirror.log" | head -1)
