@@ -44,6 +44,9 @@ start_servers() {
 	command -v openssl >/dev/null || skip "openssl not installed"
 	command -v curl >/dev/null || skip "curl not installed"
 	local d=$SRV_DIR
+	# Each test runs in a subshell, which does not run the script's EXIT
+	# trap: the servers this test starts end with the test.
+	trap 'for p in "${SRV_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 	echo "vm-bytes-$$" >"$d/pkg.txt"
 	"$PY" -u -m http.server 0 --bind 127.0.0.3 --directory "$d" >"$d/mirror.log" 2>&1 &
 	SRV_PIDS+=($!)
