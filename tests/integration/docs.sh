@@ -66,6 +66,7 @@ declare -A SKIP=(
 	['moat = ["/usr/local/bin/moat-oci"]']="containerd configuration (oci.sh and cri.sh use it)"
 	# a real host on the network
 	["moat run --workspace . --allow-host pypi.org --allow-host '*.pythonhosted.org' -- pip install -r requirements.txt"]="needs pypi.org"
+	['moat run --workspace "$PWD" --allow-host registry.npmjs.org -- npm install express']="needs registry.npmjs.org (risk.sh runs this line against a loopback mirror of the registry)"
 	["moat run --workspace . --secret GH_TOKEN@api.github.com -- gh pr list"]="needs api.github.com and gh"
 	["moat run --workspace . --allow-host api.anthropic.com --secret ANTHROPIC_API_KEY@api.anthropic.com -- claude"]="needs api.anthropic.com and Claude Code"
 	["moat run --workspace . --allow-host api.openai.com --secret OPENAI_API_KEY@api.openai.com -- codex"]="needs api.openai.com and Codex CLI"
