@@ -55,8 +55,10 @@ t_npm_install_and_build_applied() {
 	mark_requests
 	npm_install_run "$ws" -- npm install express --registry "$NPM_REG" ||
 		fail "moat run npm install failed: $(cat "$T_OUT/err") $(tail -20 "$T_OUT/out")"
-	new_requests | grep -qx 'GET /express 200' || fail "npm did not ask the mirror for express: $(new_requests | head)"
-	new_requests | grep -qx 'GET /express/-/express-4.21.2.tgz 200' ||
+	local reqs
+	reqs=$(new_requests)
+	grep -qx 'GET /express 200' <<<"$reqs" || fail "npm did not ask the mirror for express: $(head <<<"$reqs")"
+	grep -qx 'GET /express/-/express-4.21.2.tgz 200' <<<"$reqs" ||
 		fail "npm did not fetch express's tarball from the mirror"
 	# what the user does next, on the host
 	(cd "$ws" && as_user node -e "require('express'); console.log('express-ok')") >"$T_OUT/node" 2>&1 ||
@@ -114,15 +116,16 @@ t_npm_postinstall_held() {
 	assert_contains "$(cat "$T_OUT/err")" "1 held back" "only package.json held"
 	(cd "$ws" && as_user node -e "require('express'); console.log('express-ok')") >"$T_OUT/node" 2>&1 ||
 		fail "require('express') on the host: $(cat "$T_OUT/node")"
-	(cd "$ws" && host_npm run --if-present postinstall) >"$T_OUT/npm" 2>&1 || fail "npm run: $(cat "$T_OUT/npm")"
+	(cd "$ws" && MARKS="$marks" host_npm run --if-present postinstall) >"$T_OUT/npm" 2>&1 ||
+		fail "npm run: $(cat "$T_OUT/npm")"
 	assert_eq "" "$(cat "$marks")" "the held postinstall ran on the host"
 	# positive control: applied by the user's choice, npm runs it
 	id=$(run_id_of "$T_OUT/err")
 	"$MOAT" apply "$id" package.json >/dev/null 2>"$T_OUT/err2" || fail "moat apply package.json: $(cat "$T_OUT/err2")"
 	is_root && chown "$TUSER:" "$ws/package.json"
 	assert_contains "$(cat "$ws/package.json")" '"postinstall"' "package.json after moat apply"
-	(cd "$ws" && as_user env MARKS="$marks" npm_config_offline=true npm_config_update_notifier=false \
-		npm run --if-present postinstall) >"$T_OUT/npm" 2>&1 || fail "npm run: $(cat "$T_OUT/npm")"
+	(cd "$ws" && MARKS="$marks" host_npm run --if-present postinstall) >"$T_OUT/npm" 2>&1 ||
+		fail "npm run: $(cat "$T_OUT/npm")"
 	assert_eq POSTINSTALL "$(cat "$marks")" "control: npm ran the applied postinstall"
 }
 
