@@ -165,6 +165,21 @@ int moat_image_unpack(int blob_fd, int root_fd, const char *expect_digest, uint6
  * no allocation. */
 int moat_image_confine_child(int root_fd, const char **ret_step);
 
+/* The most descriptors moat_image_spawn_child hands a child, its pipe aside. */
+#define MOAT_IMAGE_CHILD_FDS_MAX 4
+
+/* Forks a confined child of the image code holding exactly: /dev/null on 0,
+ * 1 and 2, fds[0..n_fds-1] at 3, 4, … in that order, the write end of a new
+ * pipe after them (at 3 + n_fds), and no other descriptor; then calls
+ * run(userdata) in it, which must end with _exit (the child exits 2 if it
+ * returns, or if the descriptors cannot be so placed); run starts with
+ * moat_image_confine_child, its seccomp filter next. The parent gets the
+ * child's pid (the caller's to reap) and the pipe's read end (O_CLOEXEC,
+ * the caller's to close). 0 or -errno (-EINVAL: n_fds above the maximum).
+ * Between fork and run: no allocation. */
+int moat_image_spawn_child(const int *fds, unsigned n_fds, void (*run)(void *userdata),
+			   void *userdata, pid_t *ret_pid, int *ret_pipe);
+
 /* ---- the confined reader (image_read.c) ---- */
 /* Everything moat learns from an image's JSON (index.json, the manifest,
  * the config; a docker-archive's manifest.json), read and parsed by a

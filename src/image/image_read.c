@@ -37,6 +37,7 @@
 #include "kernel/confine.h"
 #include "shared/macro.h"
 
+/* the child's descriptors, in moat_image_spawn_child's order */
 #define ROOT_FD 3
 #define OUT_FD 4
 
@@ -554,9 +555,10 @@ static void write_all(const char *p, size_t n)
 	}
 }
 
-_Noreturn static void child(void)
+_Noreturn static void child(void *userdata)
 {
 	static struct reader r;
+	(void)userdata;
 	const char *step = "confine";
 	int k = moat_image_confine_child(ROOT_FD, &step);
 	if (k >= 0) {
@@ -604,30 +606,12 @@ _Noreturn static void child(void)
 
 int moat_image_read(int layout_fd, struct moat_image_plan *ret, char *why, size_t whylen)
 {
-	int pp[2];
 	memset(ret, 0, sizeof(*ret));
-	if (pipe2(pp, O_CLOEXEC) < 0)
-		return negerrno();
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(pp[0]);
-		close(pp[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		/* the layout to 3, the pipe to 4 (above 4 first: they may
-		 * overlap), /dev/null on 0..2, nothing else */
-		int l = fcntl(layout_fd, F_DUPFD_CLOEXEC, 10),
-		    w = fcntl(pp[1], F_DUPFD_CLOEXEC, 10);
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (l < 0 || w < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    dup2(null, 2) < 0 || dup2(l, ROOT_FD) < 0 || dup2(w, OUT_FD) < 0)
-			_exit(2);
-		close_range(OUT_FD + 1, ~0U, 0);
-		child();
-	}
-	close(pp[1]);
+	pid_t pid;
+	int out;
+	int k = moat_image_spawn_child(&layout_fd, 1, child, NULL, &pid, &out);
+	if (k < 0)
+		return k;
 	/* read it all (the child blocks on a full pipe), at most the cap */
 	size_t cap = 64 * 1024, n = 0;
 	char *buf = malloc(cap);
@@ -647,20 +631,19 @@ int moat_image_read(int layout_fd, struct moat_image_plan *ret, char *why, size_
 			buf = b;
 			cap *= 2;
 		}
-		ssize_t m = read(pp[0], buf + n, cap - n);
+		ssize_t m = read(out, buf + n, cap - n);
 		if (m < 0 && errno == EINTR)
 			continue;
 		if (m <= 0)
 			break;
 		n += (size_t)m;
 	}
-	close(pp[0]);
+	close(out);
 	if (over || !buf)
 		(void)kill(pid, SIGKILL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	int k;
 	if (!buf)
 		k = -ENOMEM;
 	else if (over)

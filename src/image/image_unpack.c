@@ -128,6 +128,7 @@ static int la_load(char *why, size_t len)
 	return 0;
 }
 
+/* the child's descriptors, in moat_image_spawn_child's order */
 #define BLOB_FD 3
 #define ROOT_FD 4
 #define OUT_FD 5
@@ -550,11 +551,56 @@ int moat_image_confine_child(int root_fd, const char **ret_step)
 	return k;
 }
 
+int moat_image_spawn_child(const int *fds, unsigned n_fds, void (*run)(void *userdata),
+			   void *userdata, pid_t *ret_pid, int *ret_pipe)
+{
+	int pp[2];
+	if (n_fds > MOAT_IMAGE_CHILD_FDS_MAX)
+		return -EINVAL;
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return negerrno();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(pp[0]);
+		close(pp[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		/* every descriptor above its place first (they may overlap),
+		 * /dev/null on 0..2, each to its place, nothing else */
+		int hi[MOAT_IMAGE_CHILD_FDS_MAX + 1];
+		for (unsigned i = 0; i <= n_fds; i++)
+			if ((hi[i] = fcntl(i < n_fds ? fds[i] : pp[1], F_DUPFD_CLOEXEC, 10)) < 0)
+				_exit(2);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+			_exit(2);
+		for (unsigned i = 0; i <= n_fds; i++)
+			if (dup2(hi[i], 3 + (int)i) < 0)
+				_exit(2);
+		if (close_range(3 + n_fds + 1, ~0U, 0) < 0)
+			_exit(2);
+		run(userdata);
+		_exit(2);
+	}
+	close(pp[1]);
+	*ret_pid = pid;
+	*ret_pipe = pp[0];
+	return 0;
+}
+
+struct child_args {
+	unsigned flags;
+	const char *expect;
+	uint64_t expect_size, bytes_max, entries_max;
+};
+
 /* Everything up to the seccomp filter; then the passes. */
-_Noreturn static void child(unsigned flags, const char *expect, uint64_t expect_size,
-			    uint64_t bytes_max, uint64_t entries_max)
+_Noreturn static void child(void *userdata)
 {
 	static struct unpacker u;
+	const struct child_args *ca = userdata;
 	char msg[600];
 	const char *step = "confine";
 	int k = moat_image_confine_child(ROOT_FD, &step);
@@ -578,17 +624,17 @@ _Noreturn static void child(unsigned flags, const char *expect, uint64_t expect_
 		(void)!write(OUT_FD, msg, (size_t)n);
 		_exit(3);
 	}
-	u.flags = flags;
-	u.bytes_max = bytes_max;
-	u.entries_max = entries_max;
+	u.flags = ca->flags;
+	u.bytes_max = ca->bytes_max;
+	u.entries_max = ca->entries_max;
 	u.root = (int)moat_openat2(AT_FDCWD, "/", O_PATH | O_DIRECTORY | O_CLOEXEC, 0, 0);
 	if (u.root < 0)
 		k = fail(&u, "cannot open the tree: %s", strerror(errno));
-	if (k >= 0 && !(flags & MOAT_IMAGE_F_PLAIN))
-		k = pass(&u, true, expect, expect_size);
+	if (k >= 0 && !(ca->flags & MOAT_IMAGE_F_PLAIN))
+		k = pass(&u, true, ca->expect, ca->expect_size);
 	if (k >= 0) {
 		u.entries = 0;
-		k = pass(&u, false, expect, expect_size);
+		k = pass(&u, false, ca->expect, ca->expect_size);
 	}
 	int n = k < 0 ? snprintf(msg, sizeof(msg), "E %s", u.why)
 		      : snprintf(msg, sizeof(msg), "O %llu %llu", (unsigned long long)u.bytes,
@@ -601,46 +647,34 @@ int moat_image_unpack(int blob_fd, int root_fd, const char *expect_digest, uint6
 		      unsigned flags, uint64_t *bytes, uint64_t bytes_max, uint64_t *entries,
 		      uint64_t entries_max, char *why, size_t whylen)
 {
-	int pp[2];
 	int k = la_load(why, whylen);
 	if (k < 0)
 		return k;
-	if (pipe2(pp, O_CLOEXEC) < 0)
-		return negerrno();
-	uint64_t bmax = bytes_max > *bytes ? bytes_max - *bytes : 0;
-	uint64_t emax = entries_max > *entries ? entries_max - *entries : 0;
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(pp[0]);
-		close(pp[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		/* the three descriptors to 3, 4, 5 (above 5 first: they may
-		 * overlap), /dev/null on 0..2, nothing else */
-		int b = fcntl(blob_fd, F_DUPFD_CLOEXEC, 10),
-		    r = fcntl(root_fd, F_DUPFD_CLOEXEC, 10), w = fcntl(pp[1], F_DUPFD_CLOEXEC, 10);
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (b < 0 || r < 0 || w < 0 || null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    dup2(null, 2) < 0 || dup2(b, BLOB_FD) < 0 || dup2(r, ROOT_FD) < 0 ||
-		    dup2(w, OUT_FD) < 0)
-			_exit(2);
-		close_range(OUT_FD + 1, ~0U, 0);
-		child(flags, expect_digest, expect_size, bmax, emax);
-	}
-	close(pp[1]);
+	struct child_args ca = {
+		.flags = flags,
+		.expect = expect_digest,
+		.expect_size = expect_size,
+		.bytes_max = bytes_max > *bytes ? bytes_max - *bytes : 0,
+		.entries_max = entries_max > *entries ? entries_max - *entries : 0,
+	};
+	/* the blob at 3 (BLOB_FD), the tree at 4 (ROOT_FD), the pipe at 5 */
+	const int fds[] = {blob_fd, root_fd};
+	pid_t pid;
+	int out;
+	k = moat_image_spawn_child(fds, ELEMENTSOF(fds), child, &ca, &pid, &out);
+	if (k < 0)
+		return k;
 	char msg[601];
 	size_t n = 0;
 	while (n < sizeof(msg) - 1) {
-		ssize_t m = read(pp[0], msg + n, sizeof(msg) - 1 - n);
+		ssize_t m = read(out, msg + n, sizeof(msg) - 1 - n);
 		if (m < 0 && errno == EINTR)
 			continue;
 		if (m <= 0)
 			break;
 		n += (size_t)m;
 	}
-	close(pp[0]);
+	close(out);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Network namespace setup inside the sandbox (see netns.h). rtnetlink by hand:
- * four small requests do not justify another library.
+ * Network namespace setup inside the sandbox (see netns.h). rtnetlink by hand
+ * (netlink.c, shared with the vm level's link): four small requests do not
+ * justify another library.
  */
 #include "network/netns.h"
 
@@ -21,156 +22,25 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "network/netlink.h"
 #include "policy/plan.h"
 #include "shared/macro.h"
 
-#define NL_BUF 512
-
-struct nl_req {
-	struct nlmsghdr *h;
-	char buf[NL_BUF];
-};
-
-static struct nlmsghdr *nl_begin(struct nl_req *r, uint16_t type, uint16_t flags, size_t hdr_len)
-{
-	memset(r->buf, 0, sizeof(r->buf));
-	r->h = (struct nlmsghdr *)r->buf;
-	r->h->nlmsg_len = NLMSG_LENGTH(hdr_len);
-	r->h->nlmsg_type = type;
-	r->h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
-	r->h->nlmsg_seq = 1;
-	return r->h;
-}
-
-static int nl_attr(struct nl_req *r, uint16_t type, const void *data, size_t len)
-{
-	size_t off = NLMSG_ALIGN(r->h->nlmsg_len);
-	struct rtattr *a;
-
-	if (off + RTA_SPACE(len) > sizeof(r->buf))
-		return -ENOBUFS;
-	a = (struct rtattr *)(r->buf + off);
-	a->rta_type = type;
-	a->rta_len = (unsigned short)RTA_LENGTH(len);
-	memcpy(RTA_DATA(a), data, len);
-	r->h->nlmsg_len = (uint32_t)(off + RTA_SPACE(len));
-	return 0;
-}
-
-/* Send one request, wait for its ACK. -EEXIST is success for idempotent adds. */
-static int nl_talk(int fd, struct nl_req *r)
-{
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-	char buf[1024];
-	ssize_t n;
-
-	if (sendto(fd, r->buf, r->h->nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return negerrno();
-	for (;;) {
-		n = recv(fd, buf, sizeof(buf), 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negerrno();
-		}
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
-		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-				if (e->error == 0 || e->error == -EEXIST)
-					return 0;
-				return e->error;
-			}
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-		}
-	}
-}
-
-static int nl_open(void)
-{
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	if (fd < 0)
-		return negerrno();
-	return fd;
-}
-
-static int link_up(int nl, int ifindex)
-{
-	struct nl_req r;
-	struct ifinfomsg *ifi;
-
-	nl_begin(&r, RTM_NEWLINK, 0, sizeof(*ifi));
-	ifi = NLMSG_DATA(r.h);
-	ifi->ifi_family = AF_UNSPEC;
-	ifi->ifi_index = ifindex;
-	ifi->ifi_flags = IFF_UP;
-	ifi->ifi_change = IFF_UP;
-	return nl_talk(nl, &r);
-}
-
-static int addr_add(int nl, int ifindex, int family, const void *addr, unsigned char prefix)
-{
-	struct nl_req r;
-	struct ifaddrmsg *ifa;
-	size_t len = family == AF_INET ? 4 : 16;
-	int k;
-
-	nl_begin(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, sizeof(*ifa));
-	ifa = NLMSG_DATA(r.h);
-	ifa->ifa_family = (unsigned char)family;
-	ifa->ifa_prefixlen = prefix;
-	ifa->ifa_scope = RT_SCOPE_UNIVERSE;
-	ifa->ifa_index = (unsigned)ifindex;
-	if (family == AF_INET6)
-		ifa->ifa_flags = IFA_F_NODAD;
-	k = nl_attr(&r, IFA_LOCAL, addr, len);
-	if (k >= 0)
-		k = nl_attr(&r, IFA_ADDRESS, addr, len);
-	if (k < 0)
-		return k;
-	return nl_talk(nl, &r);
-}
-
-static int default_route(int nl, int ifindex, int family, const void *src)
-{
-	struct nl_req r;
-	struct rtmsg *rt;
-	size_t len = family == AF_INET ? 4 : 16;
-	uint32_t oif = (uint32_t)ifindex;
-	int k;
-
-	nl_begin(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, sizeof(*rt));
-	rt = NLMSG_DATA(r.h);
-	rt->rtm_family = (unsigned char)family;
-	rt->rtm_dst_len = 0;
-	rt->rtm_table = RT_TABLE_MAIN;
-	rt->rtm_protocol = RTPROT_BOOT;
-	rt->rtm_scope = RT_SCOPE_UNIVERSE;
-	rt->rtm_type = RTN_UNICAST;
-	k = nl_attr(&r, RTA_OIF, &oif, sizeof(oif));
-	if (k >= 0 && src)
-		k = nl_attr(&r, RTA_PREFSRC, src, len);
-	if (k < 0)
-		return k;
-	return nl_talk(nl, &r);
-}
-
 int moat_netns_setup_loopback(void)
 {
-	_cleanup_close_ int nl = nl_open();
+	_cleanup_close_ int nl = moat_rtnl_open();
 	unsigned lo = if_nametoindex("lo");
 
 	if (nl < 0)
 		return nl;
 	if (lo == 0)
 		return -ENODEV;
-	return link_up(nl, (int)lo);
+	return moat_rtnl_link_up(nl, lo);
 }
 
 static int routes_setup(void)
 {
-	_cleanup_close_ int nl = nl_open();
+	_cleanup_close_ int nl = moat_rtnl_open();
 	unsigned lo = if_nametoindex("lo");
 	struct in_addr a4;
 	struct in6_addr a6;
@@ -180,7 +50,7 @@ static int routes_setup(void)
 		return nl;
 	if (lo == 0)
 		return -ENODEV;
-	r = link_up(nl, (int)lo);
+	r = moat_rtnl_link_up(nl, lo);
 	if (r < 0)
 		return r;
 	/* Without a non-loopback source address the kernel picks 0.0.0.0 for a
@@ -188,16 +58,16 @@ static int routes_setup(void)
 	if (inet_pton(AF_INET, MOAT_NETNS_SRC4, &a4) != 1 ||
 	    inet_pton(AF_INET6, MOAT_NETNS_SRC6, &a6) != 1)
 		return -EINVAL;
-	r = addr_add(nl, (int)lo, AF_INET, &a4, 32);
+	r = moat_rtnl_addr_add(nl, lo, AF_INET, &a4, 32);
 	if (r < 0)
 		return r;
-	r = default_route(nl, (int)lo, AF_INET, &a4);
+	r = moat_rtnl_default_route(nl, lo, AF_INET, NULL, &a4);
 	if (r < 0)
 		return r;
-	r = addr_add(nl, (int)lo, AF_INET6, &a6, 128);
+	r = moat_rtnl_addr_add(nl, lo, AF_INET6, &a6, 128);
 	if (r < 0)
 		return r;
-	return default_route(nl, (int)lo, AF_INET6, &a6);
+	return moat_rtnl_default_route(nl, lo, AF_INET6, NULL, &a6);
 }
 
 static int nft_load(const char *ruleset)
@@ -234,29 +104,28 @@ static int ruleset_setup(const struct moat_netns_opts *o, uint16_t tport)
 /* nfnetlink_log: bind the group, copy the first 128 bytes of each packet. */
 static int nflog_cfg(int fd, uint16_t group, uint16_t family, uint8_t cmd, int what)
 {
-	struct nl_req r;
+	struct moat_nl_req r;
 	struct nfgenmsg *g;
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	char buf[512];
 	ssize_t n;
 	int k;
 
-	nl_begin(&r, (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG, 0, sizeof(*g));
-	g = NLMSG_DATA(r.h);
+	g = moat_nl_begin(&r, (NFNL_SUBSYS_ULOG << 8) | NFULNL_MSG_CONFIG, 0, sizeof(*g));
 	g->nfgen_family = (uint8_t)family;
 	g->version = NFNETLINK_V0;
 	g->res_id = htons(group);
 	if (what == 2) {
 		/* Deliver each packet at once (default: batches of 100 or 1 s). */
 		uint32_t one = htonl(1);
-		k = nl_attr(&r, NFULA_CFG_QTHRESH, &one, sizeof(one));
+		k = moat_nl_attr(&r, NFULA_CFG_QTHRESH, &one, sizeof(one));
 	} else if (what == 1) {
 		struct nfulnl_msg_config_mode m = {.copy_range = htonl(128),
 						   .copy_mode = NFULNL_COPY_PACKET};
-		k = nl_attr(&r, NFULA_CFG_MODE, &m, sizeof(m));
+		k = moat_nl_attr(&r, NFULA_CFG_MODE, &m, sizeof(m));
 	} else {
 		struct nfulnl_msg_config_cmd c = {.command = cmd};
-		k = nl_attr(&r, NFULA_CFG_CMD, &c, sizeof(c));
+		k = moat_nl_attr(&r, NFULA_CFG_CMD, &c, sizeof(c));
 	}
 	if (k < 0)
 		return k;

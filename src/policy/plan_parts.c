@@ -6,6 +6,7 @@
  * privileges (tests/unit/test_plan.c).
  */
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "network/netns.h"
@@ -66,30 +67,77 @@ static const struct moat_plan_listener listeners[] = {
 	{"dns", MOAT_NETNS_DNS4, 53, "udp+tcp"},
 };
 
+/* A ruleset's text, written fragment by fragment: once one does not fit,
+ * the rest are dropped, and buf holds the text cut at len - 1 bytes as a
+ * single snprintf would have left it. */
+struct nft_text {
+	char *buf;
+	size_t len, used;
+	bool full;
+};
+
+static _printf_(2, 3) void nft_add(struct nft_text *t, const char *fmt, ...)
+{
+	if (t->full)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(t->buf + t->used, t->len - t->used, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= t->len - t->used)
+		t->full = true;
+	else
+		t->used += (size_t)n;
+}
+
+static int nft_done(const struct nft_text *t)
+{
+	return t->full ? -ENOBUFS : 0;
+}
+
+/* What no rule before accepted: UDP, ICMP and the rest, each counted,
+ * logged to the nflog group the recorder reads, and dropped; match narrows
+ * the three rules (the vm level's tap), "" for every packet. */
+static void nft_log_drop(struct nft_text *t, const char *match)
+{
+	nft_add(t,
+		"  %smeta l4proto udp counter log group %u drop\n"
+		"  %smeta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
+		"  %scounter log group %u drop\n",
+		match, MOAT_NETNS_NFLOG_GROUP, match, MOAT_NETNS_NFLOG_GROUP, match,
+		MOAT_NETNS_NFLOG_GROUP);
+}
+
+/* The table and its output chains, as both levels have them: nat/output at
+ * -100 runs before filter/output at 0, so the filter sees redirected TCP
+ * already aimed at 127.0.0.1 / ::1. Replies to redirected connections go to
+ * the source addresses on lo, which stay local. extra: rules of
+ * filter/output before its logged drops. The table is left open. */
+static void nft_output_chains(struct nft_text *t, uint16_t tport, const char *extra)
+{
+	nft_add(t,
+		"table inet moat {\n"
+		" chain nat_output {\n"
+		"  type nat hook output priority -100; policy accept;\n"
+		"  meta l4proto tcp ip daddr != 127.0.0.0/8 counter redirect to :%u\n"
+		"  meta l4proto tcp ip6 daddr != ::1 counter redirect to :%u\n"
+		" }\n"
+		" chain filter_output {\n"
+		"  type filter hook output priority 0; policy drop;\n"
+		"  ip daddr { 127.0.0.0/8, %s } accept\n"
+		"  ip6 daddr { ::1, %s } accept\n"
+		"%s",
+		tport, tport, MOAT_NETNS_SRC4, MOAT_NETNS_SRC6, extra);
+	nft_log_drop(t, "");
+	nft_add(t, " }\n");
+}
+
 int moat_plan_nft_ruleset(uint16_t tport, char *buf, size_t len)
 {
-	/* nat/output at -100 runs before filter/output at 0, so the filter sees
-	 * redirected TCP already aimed at 127.0.0.1 / ::1. Replies to redirected
-	 * connections go to the source addresses on lo, which stay local. */
-	int n = snprintf(buf, len,
-			 "table inet moat {\n"
-			 " chain nat_output {\n"
-			 "  type nat hook output priority -100; policy accept;\n"
-			 "  meta l4proto tcp ip daddr != 127.0.0.0/8 counter redirect to :%u\n"
-			 "  meta l4proto tcp ip6 daddr != ::1 counter redirect to :%u\n"
-			 " }\n"
-			 " chain filter_output {\n"
-			 "  type filter hook output priority 0; policy drop;\n"
-			 "  ip daddr { 127.0.0.0/8, %s } accept\n"
-			 "  ip6 daddr { ::1, %s } accept\n"
-			 "  meta l4proto udp counter log group %u drop\n"
-			 "  meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
-			 "  counter log group %u drop\n"
-			 " }\n"
-			 "}\n",
-			 tport, tport, MOAT_NETNS_SRC4, MOAT_NETNS_SRC6, MOAT_NETNS_NFLOG_GROUP,
-			 MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP);
-	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
+	struct nft_text t = {.buf = buf, .len = len};
+	nft_output_chains(&t, tport, "");
+	nft_add(&t, "}\n");
+	return nft_done(&t);
 }
 
 int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint16_t dns, char *buf,
@@ -107,25 +155,12 @@ int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint
 	 * EPERM). Locally generated packets on the tap are only the replies of
 	 * those connections. */
 #define T "iifname \"" MOAT_NETNS_VM_TAP "\" "
-	int n = snprintf(
-		buf, len,
-		"table inet moat {\n"
-		" chain nat_output {\n"
-		"  type nat hook output priority -100; policy accept;\n"
-		"  meta l4proto tcp ip daddr != 127.0.0.0/8 counter redirect to :%u\n"
-		"  meta l4proto tcp ip6 daddr != ::1 counter redirect to :%u\n"
-		" }\n"
-		" chain filter_output {\n"
-		"  type filter hook output priority 0; policy drop;\n"
-		"  ip daddr { 127.0.0.0/8, %s } accept\n"
-		"  ip6 daddr { ::1, %s } accept\n"
-		"  oifname \"" MOAT_NETNS_VM_TAP "\" ip daddr " MOAT_NETNS_VM_GUEST4
-		" ct state established accept\n"
-		"  oifname \"" MOAT_NETNS_VM_TAP "\" drop\n"
-		"  meta l4proto udp counter log group %u drop\n"
-		"  meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
-		"  counter log group %u drop\n"
-		" }\n"
+	struct nft_text t = {.buf = buf, .len = len};
+	nft_output_chains(&t, tport,
+			  "  oifname \"" MOAT_NETNS_VM_TAP "\" ip daddr " MOAT_NETNS_VM_GUEST4
+			  " ct state established accept\n"
+			  "  oifname \"" MOAT_NETNS_VM_TAP "\" drop\n");
+	nft_add(&t,
 		" chain nat_prerouting {\n"
 		"  type nat hook prerouting priority -100; policy accept;\n"
 		"  " T "ip daddr " MOAT_NETNS_VM_HOST4 " tcp dport %u dnat ip to 127.0.0.1:%u\n"
@@ -136,18 +171,13 @@ int moat_plan_nft_ruleset_vm(uint16_t http, uint16_t socks, uint16_t tport, uint
 		" }\n"
 		" chain filter_prerouting {\n"
 		"  type filter hook prerouting priority 0; policy accept;\n"
-		"  " T "ct status dnat accept\n"
-		"  " T "meta l4proto udp counter log group %u drop\n"
-		"  " T "meta l4proto { icmp, ipv6-icmp } counter log group %u drop\n"
-		"  " T "counter log group %u drop\n"
-		" }\n"
-		"}\n",
-		tport, tport, MOAT_NETNS_SRC4, MOAT_NETNS_SRC6, MOAT_NETNS_NFLOG_GROUP,
-		MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP, http, http, socks, socks, dns,
-		MOAT_NETNS_DNS4, dns, dns, MOAT_NETNS_DNS4, dns, tport, MOAT_NETNS_NFLOG_GROUP,
-		MOAT_NETNS_NFLOG_GROUP, MOAT_NETNS_NFLOG_GROUP);
+		"  " T "ct status dnat accept\n",
+		http, http, socks, socks, dns, MOAT_NETNS_DNS4, dns, dns, MOAT_NETNS_DNS4, dns,
+		tport);
+	nft_log_drop(&t, T);
+	nft_add(&t, " }\n}\n");
 #undef T
-	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
+	return nft_done(&t);
 }
 
 /* Variables programs read for their CA bundle (OpenSSL, Python requests, curl,

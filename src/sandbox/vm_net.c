@@ -4,15 +4,13 @@
  * both ends of the guest's one link. On the host side, the holder (root of
  * its own user namespace, in its own network namespace) makes a tap whose
  * fd QEMU is given; on the guest side, moat's init configures the virtio-net
- * device. rtnetlink by hand, as netns.c does in the network plugin (which
- * the guest's libc-only initramfs does not carry).
+ * device. rtnetlink by hand (network/netlink.c, which netns.c shares in
+ * the nft plugin: the guest's libc-only initramfs carries the core alone).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,63 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "network/netlink.h"
 #include "sandbox/backend_vm.h"
 #include "shared/macro.h"
-
-struct rq {
-	struct nlmsghdr h;
-	char body[256];
-};
-
-static int attr(struct rq *r, uint16_t type, const void *data, size_t len)
-{
-	size_t off = NLMSG_ALIGN(r->h.nlmsg_len);
-	if (off + RTA_SPACE(len) > sizeof(*r))
-		return -ENOBUFS;
-	struct rtattr *a = (struct rtattr *)((char *)r + off);
-	a->rta_type = type;
-	a->rta_len = (unsigned short)RTA_LENGTH(len);
-	memcpy(RTA_DATA(a), data, len);
-	r->h.nlmsg_len = (uint32_t)(off + RTA_SPACE(len));
-	return 0;
-}
-
-/* One request and its acknowledgement. */
-static int talk(int nl, struct rq *r)
-{
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-	char buf[1024];
-	r->h.nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
-	r->h.nlmsg_seq = 1;
-	if (sendto(nl, r, r->h.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return negerrno();
-	for (;;) {
-		ssize_t n = recv(nl, buf, sizeof(buf), 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return negerrno();
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
-		     h = NLMSG_NEXT(h, n))
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-				return e->error == -EEXIST ? 0 : e->error;
-			}
-		if (n == 0)
-			return -EPROTO;
-	}
-}
-
-static int link_up(int nl, unsigned idx)
-{
-	struct rq r = {.h = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg)),
-			     .nlmsg_type = RTM_NEWLINK}};
-	struct ifinfomsg *i = NLMSG_DATA(&r.h);
-	i->ifi_family = AF_UNSPEC;
-	i->ifi_index = (int)idx;
-	i->ifi_flags = i->ifi_change = IFF_UP;
-	return talk(nl, &r);
-}
 
 int moat_vm_net_up(const char *ifname, const char *addr, unsigned prefix, const char *gw)
 {
@@ -86,42 +30,20 @@ int moat_vm_net_up(const char *ifname, const char *addr, unsigned prefix, const 
 		return -ENODEV;
 	if (inet_pton(AF_INET, addr, &a) != 1 || (gw && inet_pton(AF_INET, gw, &g) != 1))
 		return -EINVAL;
-	_cleanup_close_ int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	_cleanup_close_ int nl = moat_rtnl_open();
 	if (nl < 0)
-		return negerrno();
-	int k = link_up(nl, lo);
-	if (k < 0)
-		return k;
-	struct rq r = {.h = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct ifaddrmsg)),
-			     .nlmsg_type = RTM_NEWADDR,
-			     .nlmsg_flags = NLM_F_CREATE | NLM_F_REPLACE}};
-	struct ifaddrmsg *ia = NLMSG_DATA(&r.h);
-	ia->ifa_family = AF_INET;
-	ia->ifa_prefixlen = (unsigned char)prefix;
-	ia->ifa_scope = RT_SCOPE_UNIVERSE;
-	ia->ifa_index = idx;
-	if ((k = attr(&r, IFA_LOCAL, &a, 4)) < 0 || (k = attr(&r, IFA_ADDRESS, &a, 4)) < 0 ||
-	    (k = talk(nl, &r)) < 0 || (k = link_up(nl, idx)) < 0)
+		return nl;
+	int k;
+	if ((k = moat_rtnl_link_up(nl, lo)) < 0 ||
+	    (k = moat_rtnl_addr_add(nl, idx, AF_INET, &a, (unsigned char)prefix)) < 0 ||
+	    (k = moat_rtnl_link_up(nl, idx)) < 0)
 		return k;
 	if (!gw)
 		return 0;
 	/* the default route through the gateway, on-link: with a /32 every
 	 * destination, the other 10.0.2.x included, goes to the gateway's
 	 * MAC, so each attempt meets the capture rules (none waits on ARP) */
-	r = (struct rq){.h = {.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg)),
-			      .nlmsg_type = RTM_NEWROUTE,
-			      .nlmsg_flags = NLM_F_CREATE | NLM_F_REPLACE}};
-	struct rtmsg *rt = NLMSG_DATA(&r.h);
-	*rt = (struct rtmsg){.rtm_family = AF_INET,
-			     .rtm_table = RT_TABLE_MAIN,
-			     .rtm_protocol = RTPROT_BOOT,
-			     .rtm_scope = RT_SCOPE_UNIVERSE,
-			     .rtm_type = RTN_UNICAST,
-			     .rtm_flags = RTNH_F_ONLINK};
-	uint32_t oif = idx;
-	if ((k = attr(&r, RTA_OIF, &oif, 4)) < 0 || (k = attr(&r, RTA_GATEWAY, &g, 4)) < 0)
-		return k;
-	return talk(nl, &r);
+	return moat_rtnl_default_route(nl, idx, AF_INET, &g, NULL);
 }
 
 int moat_vm_net_first_link(char *ret_name, size_t len)

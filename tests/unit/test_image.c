@@ -3,12 +3,14 @@
  * confined unpacker against real layers written here with libarchive. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness/tap.h"
@@ -305,6 +307,202 @@ TEST(image_unpack_layers)
 	close(b4);
 	close(b5);
 	close(root);
+	close(dfd);
+	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_EQ(moat_rmtree_at(tmp, dir + 5, 64), 0);
+	close(tmp);
+}
+
+/* ---- the confined children's descriptors (moat_image_spawn_child) ---- */
+
+/* "FD DEV INO RDEV TYPE" a line for every descriptor this process holds
+ * (the listing's own aside), to out; then the process ends. */
+_Noreturn static void list_fds(int out)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	if (!d)
+		_exit(3);
+	while ((e = readdir(d))) {
+		struct stat st = {0};
+		int fd = atoi(e->d_name);
+		if (e->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		(void)fstat(fd, &st);
+		dprintf(out, "%d %llu %llu %llu %o\n", fd, (unsigned long long)st.st_dev,
+			(unsigned long long)st.st_ino, (unsigned long long)st.st_rdev,
+			(unsigned)(st.st_mode & S_IFMT));
+	}
+	_exit(0);
+}
+
+static void list_child(void *userdata)
+{
+	list_fds(*(const int *)userdata);
+}
+
+static size_t read_to_end(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	ssize_t m;
+	while (n < cap - 1 &&
+	       ((m = read(fd, buf + n, cap - 1 - n)) > 0 || (m < 0 && errno == EINTR)))
+		n += m > 0 ? (size_t)m : 0;
+	buf[n] = 0;
+	return n;
+}
+
+/* In a process of its own with a known descriptor table: the directory
+ * (dfd) at 4 and the file (ffd) at 3, so that the first one handed on sits
+ * where the second goes; /dev/zero at 9 without O_CLOEXEC and the result
+ * pipe at 20. Hands on {4, 3} (how = 2) or {4} (1) with
+ * moat_image_spawn_child, or forks plainly (0, the control), and writes
+ * "RC STATUS" and the child's listing to the result pipe. */
+_Noreturn static void fds_probe(int how, int dfd, int ffd, int res)
+{
+	int hd = fcntl(dfd, F_DUPFD_CLOEXEC, 30), hf = fcntl(ffd, F_DUPFD_CLOEXEC, 30);
+	int hr = fcntl(res, F_DUPFD_CLOEXEC, 30), z = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	int hz = z < 0 ? -1 : fcntl(z, F_DUPFD_CLOEXEC, 30);
+	if (hd < 0 || hf < 0 || hr < 0 || hz < 0 || close_range(3, 29, 0) < 0 ||
+	    dup3(hf, 3, O_CLOEXEC) < 0 || dup3(hd, 4, O_CLOEXEC) < 0 || dup2(hz, 9) < 0 ||
+	    dup3(hr, 20, O_CLOEXEC) < 0)
+		_exit(10);
+	static const int two[] = {4, 3};
+	int out_no = 3 + how, k = 0, rfd = -1, st = 0;
+	pid_t pid = -1;
+	if (how > 0) {
+		k = moat_image_spawn_child(two, (unsigned)how, list_child, &out_no, &pid, &rfd);
+	} else {
+		int pp[2];
+		if (pipe2(pp, O_CLOEXEC) < 0)
+			_exit(11);
+		pid = fork();
+		if (pid == 0)
+			list_fds(pp[1]);
+		close(pp[1]);
+		rfd = pp[0];
+	}
+	static char buf[8192];
+	size_t n = k < 0 || pid < 0 ? 0 : read_to_end(rfd, buf, sizeof(buf));
+	if (pid > 0)
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+	dprintf(20, "%d %d\n%.*s", k, st, (int)n, buf);
+	_exit(0);
+}
+
+struct fd_seen {
+	int fd;
+	unsigned long long dev, ino, rdev;
+	unsigned type;
+};
+
+/* The listing of fds_probe(how): its RC and STATUS, the descriptors in
+ * *seen (at most max), their count returned. */
+static size_t probe_fds(int how, int dfd, int ffd, int *ret_rc, int *ret_st, struct fd_seen *seen,
+			size_t max)
+{
+	int res[2];
+	static char buf[8192];
+	*ret_rc = *ret_st = -1;
+	if (pipe2(res, O_CLOEXEC) < 0)
+		return 0;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(res[0]);
+		fds_probe(how, dfd, ffd, res[1]);
+	}
+	close(res[1]);
+	read_to_end(res[0], buf, sizeof(buf));
+	close(res[0]);
+	int st = 0;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	size_t n = 0;
+	char *line = strchr(buf, '\n');
+	if (sscanf(buf, "%d %d", ret_rc, ret_st) != 2 || !line)
+		return 0;
+	while (n < max &&
+	       sscanf(line + 1, "%d %llu %llu %llu %o", &seen[n].fd, &seen[n].dev, &seen[n].ino,
+		      &seen[n].rdev, &seen[n].type) == 5) {
+		n++;
+		line = strchr(line + 1, '\n');
+		if (!line)
+			break;
+	}
+	return n;
+}
+
+static const struct fd_seen *seen_fd(const struct fd_seen *seen, size_t n, int fd)
+{
+	for (size_t i = 0; i < n; i++)
+		if (seen[i].fd == fd)
+			return &seen[i];
+	return NULL;
+}
+
+/* The child that parses an image's bytes holds /dev/null on 0..2, the
+ * descriptors handed to it at 3, 4, … in their order (even where one
+ * already sat at another's place), its result pipe after them, and no
+ * other: not the parent's descriptors with or without O_CLOEXEC. The
+ * control: a child forked plainly holds them, and the listing shows it. */
+TEST(image_child_fds)
+{
+	char dir[] = "/tmp/moat-fds-XXXXXX";
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ffd = openat(dfd, "blob", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ASSERT_TRUE(dfd >= 0 && ffd >= 0);
+	struct stat sd, sf, sn, sz;
+	ASSERT_EQ(fstat(dfd, &sd), 0);
+	ASSERT_EQ(fstat(ffd, &sf), 0);
+	ASSERT_EQ(stat("/dev/null", &sn), 0);
+	ASSERT_EQ(stat("/dev/zero", &sz), 0);
+	static struct fd_seen seen[64];
+	int rc, st;
+
+	/* control: a plain fork keeps all the parent holds */
+	size_t n = probe_fds(0, dfd, ffd, &rc, &st, seen, ELEMENTSOF(seen));
+	ASSERT_EQ(rc, 0);
+	ASSERT_EQ(st, 0);
+	const struct fd_seen *z = seen_fd(seen, n, 9);
+	ASSERT_TRUE(z && z->rdev == (unsigned long long)sz.st_rdev);
+	ASSERT_TRUE(seen_fd(seen, n, 20) != NULL);
+	ASSERT_GE(n, 8);
+
+	for (int how = 1; how <= 2; how++) {
+		n = probe_fds(how, dfd, ffd, &rc, &st, seen, ELEMENTSOF(seen));
+		ASSERT_EQ(rc, 0);
+		ASSERT_EQ(st, 0);
+		/* 0..2, the ones handed on, the pipe: nothing else */
+		ASSERT_EQ(n, 3 + (size_t)how + 1);
+		for (int fd = 0; fd < 3; fd++) {
+			const struct fd_seen *s = seen_fd(seen, n, fd);
+			ASSERT_TRUE(s && s->type == S_IFCHR &&
+				    s->rdev == (unsigned long long)sn.st_rdev);
+		}
+		/* the directory (at 4 in the parent) first, the file (at 3) second */
+		const struct fd_seen *a = seen_fd(seen, n, 3);
+		ASSERT_TRUE(a && a->type == S_IFDIR && a->ino == (unsigned long long)sd.st_ino &&
+			    a->dev == (unsigned long long)sd.st_dev);
+		if (how == 2) {
+			const struct fd_seen *b = seen_fd(seen, n, 4);
+			ASSERT_TRUE(b && b->type == S_IFREG &&
+				    b->ino == (unsigned long long)sf.st_ino);
+		}
+		const struct fd_seen *p = seen_fd(seen, n, 3 + how);
+		ASSERT_TRUE(p && p->type == S_IFIFO);
+	}
+
+	/* more than it hands on: refused before any fork */
+	static const int five[] = {0, 1, 2, 0, 1};
+	pid_t pid = -1;
+	int rfd = -1, arg = 0;
+	ASSERT_EQ(moat_image_spawn_child(five, ELEMENTSOF(five), list_child, &arg, &pid, &rfd),
+		  -EINVAL);
+	ASSERT_EQ(pid, -1);
+
+	close(ffd);
 	close(dfd);
 	int tmp = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ASSERT_EQ(moat_rmtree_at(tmp, dir + 5, 64), 0);

@@ -7,6 +7,8 @@
  * logged, and that the listeners survive a trip over SCM_RIGHTS. The namespace
  * has no interface but lo, so nothing can leave it.
  */
+#include <net/if.h> /* before the kernel's headers: they defer to it for struct ifreq */
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -17,12 +19,14 @@
 #include <linux/netlink.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "harness/tap.h"
 #include "network/netns.h"
+#include "sandbox/backend_vm.h"
 #include "shared/fdpass.h"
 #include "shared/macro.h"
 
@@ -219,4 +223,100 @@ TEST(netns_fds_survive_scm_rights)
 	close(sp[0]);
 	ASSERT_EQ(moat_fds_recv(sp[1], got, 2), -EPIPE);
 	close(sp[1]);
+}
+
+/* A link's flags, IPv4 address and netmask ("" when it has none). */
+static int link_state(const char *name, char addr[INET_ADDRSTRLEN], char mask[INET_ADDRSTRLEN])
+{
+	struct ifreq ifr = {0};
+	_cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return -1;
+	int flags = ifr.ifr_flags;
+	addr[0] = mask[0] = 0;
+	if (ioctl(s, SIOCGIFADDR, &ifr) == 0)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ifr.ifr_addr)->sin_addr, addr,
+			  INET_ADDRSTRLEN);
+	if (ioctl(s, SIOCGIFNETMASK, &ifr) == 0)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ifr.ifr_netmask)->sin_addr, mask,
+			  INET_ADDRSTRLEN);
+	return flags;
+}
+
+/* The default route's link and gateway (hex, as /proc/net/route has it);
+ * 0 if there is one. */
+static int default_route(char ifname[IF_NAMESIZE], char gw[16])
+{
+	FILE *f = fopen("/proc/net/route", "re");
+	char line[256], i[IF_NAMESIZE], d[16], g[16];
+	int k = -1;
+	while (f && k < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%15s %15s %15s", i, d, g) == 3 && streq(d, "00000000")) {
+			snprintf(ifname, IF_NAMESIZE, "%s", i);
+			snprintf(gw, 16, "%s", g);
+			k = 0;
+		}
+	if (f)
+		fclose(f);
+	return k;
+}
+
+static void read_sysctl(const char *path, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+/* The vm level's link (sandbox/vm_net.c), for real in a namespace of its
+ * own: the holder's tap (IPv6 off, route_localnet on) with its address and
+ * no route of its own making; the guest's side (a second tap stands in for
+ * its virtio-net device) with its /32 and the default route through the
+ * gateway on-link. The control: before, neither link is up or has an
+ * address, and there is no default route. */
+TEST(netns_vm_link)
+{
+	char why[200] = "", name[IF_NAMESIZE] = "", a[INET_ADDRSTRLEN], m[INET_ADDRSTRLEN];
+	char gw[16] = "", v[16];
+	enter_netns(false);
+	int host = moat_vm_net_tap(MOAT_NETNS_VM_TAP, why, sizeof(why));
+	if (host < 0)
+		moat_tap_fail(__FILE__, __LINE__, "moat_vm_net_tap: %s: %s", why, strerror(-host));
+	int guest = moat_vm_net_tap("moatg", why, sizeof(why));
+	ASSERT_TRUE(guest >= 0);
+	ASSERT_EQ(moat_vm_net_first_link(name, sizeof(name)), 0);
+	ASSERT_STREQ(name, MOAT_NETNS_VM_TAP);
+	read_sysctl("/proc/sys/net/ipv4/conf/" MOAT_NETNS_VM_TAP "/route_localnet", v, sizeof(v));
+	ASSERT_STREQ(v, "1\n");
+	read_sysctl("/proc/sys/net/ipv6/conf/" MOAT_NETNS_VM_TAP "/disable_ipv6", v, sizeof(v));
+	ASSERT_STREQ(v, "1\n");
+	/* control */
+	ASSERT_TRUE(!(link_state("lo", a, m) & IFF_UP));
+	ASSERT_TRUE(!(link_state(MOAT_NETNS_VM_TAP, a, m) & IFF_UP));
+	ASSERT_STREQ(a, "");
+	ASSERT_TRUE(default_route(name, gw) < 0);
+
+	/* the holder's side: an address, no gateway */
+	ASSERT_EQ(moat_vm_net_up(MOAT_NETNS_VM_TAP, MOAT_NETNS_VM_HOST4, 24, NULL), 0);
+	ASSERT_TRUE(link_state("lo", a, m) & IFF_UP);
+	ASSERT_TRUE(link_state(MOAT_NETNS_VM_TAP, a, m) & IFF_UP);
+	ASSERT_STREQ(a, MOAT_NETNS_VM_HOST4);
+	ASSERT_STREQ(m, "255.255.255.0");
+	ASSERT_TRUE(default_route(name, gw) < 0);
+	/* the guest's (another subnet: the gateway must not be an address of
+	 * this namespace), twice: a repeated add is no error */
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(moat_vm_net_up("moatg", "10.0.3.15", 32, "10.0.3.2"), 0);
+	ASSERT_TRUE(link_state("moatg", a, m) & IFF_UP);
+	ASSERT_STREQ(a, "10.0.3.15");
+	ASSERT_STREQ(m, "255.255.255.255");
+	ASSERT_EQ(default_route(name, gw), 0);
+	ASSERT_STREQ(name, "moatg");
+	ASSERT_STREQ(gw, "0203000A"); /* 10.0.3.2, little-endian */
+	/* a link that does not exist, an address that is not one */
+	ASSERT_EQ(moat_vm_net_up("nosuch0", "10.0.4.1", 24, NULL), -ENODEV);
+	ASSERT_EQ(moat_vm_net_up("moatg", "10.0.3.x", 32, NULL), -EINVAL);
+	close(guest);
+	close(host);
 }

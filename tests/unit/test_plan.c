@@ -200,6 +200,11 @@ static const struct opt o_gvisor[] = {{"--isolation", "gvisor"},
 				      {"--net", "allow"},
 				      {"--deny-syscall", "personality"},
 				      {NULL, NULL}};
+/* the vm level's capture rules (moat_plan_nft_ruleset_vm) in full */
+static const struct opt o_vm[] = {{"--isolation", "vm"},
+				  {"--net", "allow"},
+				  {"--allow-host", "api.example.com"},
+				  {NULL, NULL}};
 
 TEST(plan_golden)
 {
@@ -212,6 +217,7 @@ TEST(plan_golden)
 	check_golden("limits", o_limits);
 	check_golden("rootfs", o_rootfs);
 	check_golden("gvisor", o_gvisor);
+	check_golden("vm", o_vm);
 }
 
 /* The isolation table (isolation.c): a key the level cannot honour fails
