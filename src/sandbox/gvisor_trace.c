@@ -365,6 +365,7 @@ ssize_t moat_gvt_frame_parse(const uint8_t *buf, size_t len, struct moat_gvt_fra
 	ev->pid = h->pid;
 	ev->ppid = h->ppid;
 	snprintf(ev->syscall, sizeof(ev->syscall), "%s", exec_name(h->sysno));
+	ev->nr = h->sysno == SYS_execveat ? SYS_execveat : SYS_execve;
 	memcpy(ev->path, p, h->path_len);
 	ev->path[h->path_len] = '\0';
 	memcpy(ev->cwd, p + h->path_len, h->cwd_len);
