@@ -35,9 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fl > 0 && h.kind == MOAT_GVT_FRAME_EXEC) {
 		size_t len = moat_gvt_frame_event(&ev, frame);
 		struct moat_gvt_frame h2;
-		if (len > sizeof(frame) || moat_gvt_frame_parse(frame, len, &h2, &ev2) != (ssize_t)len ||
-		    strcmp(ev2.path, ev.path) || strcmp(ev2.syscall, ev.syscall) || strcmp(ev2.cwd, ev.cwd) || ev2.argc != ev.argc ||
-		    ev2.pid != ev.pid || ev2.ppid != ev.ppid || ev2.truncated != ev.truncated)
+		if (len > sizeof(frame) ||
+		    moat_gvt_frame_parse(frame, len, &h2, &ev2) != (ssize_t)len ||
+		    strcmp(ev2.path, ev.path) || strcmp(ev2.syscall, ev.syscall) ||
+		    strcmp(ev2.cwd, ev.cwd) || ev2.argc != ev.argc || ev2.pid != ev.pid ||
+		    ev2.ppid != ev.ppid || ev2.truncated != ev.truncated)
 			abort();
 	}
 	if (moat_gvt_decode(data, size, &pt) < 0)

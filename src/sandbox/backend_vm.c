@@ -26,6 +26,9 @@
  * speaks ctl.h with the supervisor (exec requests with their blob, report
  * and stdio descriptors) and vm_proto.h frames with the guest's init over
  * a virtio-serial port, relaying each command's stdin, stdout and stderr.
+ * The guest's exec records (EXECREC frames) it passes on whole, size-checked,
+ * into a pipe that the supervisor reads and checks as the gVisor level's
+ * receiver's (backend_gvisor_trace.c: moat_gvt_attach).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -592,8 +595,9 @@ static uint32_t brec_malformed; /* exec frames of the guest refused here */
 static _Noreturn void bridge_exit(void)
 {
 	if (brec >= 0) {
-		struct moat_gvt_frame c = {
-			.len = sizeof(c), .kind = MOAT_GVT_FRAME_COUNTS, .malformed = brec_malformed};
+		struct moat_gvt_frame c = {.len = sizeof(c),
+					   .kind = MOAT_GVT_FRAME_COUNTS,
+					   .malformed = brec_malformed};
 		(void)wr_all(brec, &c, sizeof(c));
 	}
 	_exit(0);

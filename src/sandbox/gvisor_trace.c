@@ -320,7 +320,8 @@ size_t moat_gvt_frame_event(const struct moat_seccomp_event *ev, uint8_t *buf)
 			pt.truncated = true;
 			break;
 		}
-		pt.argv[pt.argc++] = (struct moat_gvt_str){(const uint8_t *)ev->argv_buf + off, len};
+		pt.argv[pt.argc++] =
+			(struct moat_gvt_str){(const uint8_t *)ev->argv_buf + off, len};
 		pt.argv_bytes += len + 1;
 	}
 	if (ev->argc > pt.argc)

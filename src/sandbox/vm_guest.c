@@ -9,8 +9,12 @@
  * run's configuration from the control port and then serves it: each
  * command is forked as the sandbox user with the plan's rlimits, Landlock
  * (write only below the writable paths) and the plan's seccomp filter, its
- * stdio relayed as frames. Defence in depth: the VM is the boundary. A
- * failed step is reported as a FAIL frame and the guest powers off.
+ * stdio relayed as frames. Defence in depth: the VM is the boundary. With
+ * exec records the filter sends execve/execveat to a listener, which each
+ * command hands to the init before its exec; the init answers it (as the
+ * process level's supervisor does) and sends every exec as an EXECREC frame
+ * (a gvisor_trace.h frame, which the host checks again). A failed step is
+ * reported as a FAIL frame and the guest powers off.
  */
 #include <dirent.h>
 #include <grp.h>
@@ -401,7 +405,8 @@ static _Noreturn void child(const uint8_t *blob, size_t len, uint32_t flags, int
 		/* the listener to the init, which answers this very exec */
 		int sk = moat_msg_send(lsock, "l", 1, &lfd, 1);
 		if (sk < 0)
-			refuse(report, MOAT_STAGE_SECCOMP, -sk, "cannot hand over the seccomp listener");
+			refuse(report, MOAT_STAGE_SECCOMP, -sk,
+			       "cannot hand over the seccomp listener");
 		close(lfd);
 	}
 	if (chdir(cwd) < 0)
@@ -520,8 +525,9 @@ static void on_exec(uint32_t id, const uint8_t *p, size_t n)
 	/* the exec's report: EOF at the exec, or why it failed; meanwhile its
 	 * exec (and a PATH search's attempts) wait for the listener's answer */
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = rep[0], .events = POLLIN},
-				       {.fd = ls < MOAT_MAX_PROCS ? lsn[ls] : -1, .events = POLLIN}};
+		struct pollfd pf[2] = {
+			{.fd = rep[0], .events = POLLIN},
+			{.fd = ls < MOAT_MAX_PROCS ? lsn[ls] : -1, .events = POLLIN}};
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
 		if (pf[1].revents)
