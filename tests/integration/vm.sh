@@ -7,7 +7,7 @@
 # process level, a credential injected outside the guest); keys the level
 # cannot honour fail closed naming them; nothing of QEMU survives a SIGKILL
 # of moat. This machine has no usable KVM, so the guest runs under TCG
-# (vm_accel any): four boots per user, 10-30 s each on a quiet machine (up
+# (vm_accel any): six boots per user, 10-30 s each on a quiet machine (up
 # to a minute at load 12). Network traffic goes only to servers on loopback
 # (127.0.0.2, 127.0.0.3) and the test's own namespaces.
 # shellcheck source=tests/lib/tap.sh
@@ -353,9 +353,37 @@ t_session() {
 	[ -z "$(pgrep -f "qemu-system.*moat-vm-$id" || true)" ] || fail "QEMU survived moat rm"
 }
 
+# moat selftest --isolation vm: a level that cannot run here fails closed
+# naming why (vm_accel kvm without a usable KVM: no boot); with vm_accel any
+# a probe of the level's battery is judged against its positive control
+# (run outside moat, never as host root: "held" means the control found the
+# attempts open and the guest blocked them), and a kernel-surface probe is
+# listed as not applicable with the reason, never counted as held. Two boots:
+# the level's preflight and the probe's inside run.
+t_selftest() {
+	need_vm
+	local out rc=0
+	if [ ! -e /sys/module/kvm_intel ] && [ ! -e /sys/module/kvm_amd ]; then
+		out=$("$MOAT" selftest --isolation vm --only rt033_robind 2>&1) || rc=$?
+		assert_eq 125 "$rc" "moat selftest --isolation vm without a usable KVM fails closed"
+		assert_contains "$out" "isolation vm does not work here" "saying so"
+		assert_contains "$out" "accelerator step failed" "and naming why"
+	fi
+	rc=0
+	out=$("$MOAT" selftest --isolation vm --vm-accel any --only rt033_robind,rt005_userns 2>&1) || rc=$?
+	assert_eq 0 "$rc" "moat selftest --isolation vm: nothing escaped, nothing inconclusive"
+	assert_contains "$out" "[rt033_robind]: held" "the read-only bind probe held (its control showed it open)"
+	assert_contains "$out" "RT-033/create                                FAIL         BLOCKED      held" \
+		"an attempt open in the control, blocked in the guest"
+	assert_contains "$out" "[rt005_userns]: skipped" "a kernel-surface probe is not applicable"
+	assert_contains "$out" "not in the vm level's battery" "with the reason"
+	assert_contains "$out" "2 probe(s): 1 held, 1 skipped, 0 inconclusive, 0 ESCAPED" "and not counted as held"
+}
+
 run_test "vm: --net allow: proxy, capture, refusals recorded as at the process level, a credential kept outside" t_net_allow
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
 run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
+run_test "vm: moat selftest --isolation vm: the battery's probes against their controls; fails closed without KVM" t_selftest
 run_test "vm: moat gc prunes the initramfs cache (unused for a week)" t_gc
 t_done
