@@ -1131,6 +1131,43 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 	return 0;
 }
 
+/* The tree's own files (the generated /etc entries and the plan's files)
+ * without write bits. Unprivileged they belong to the caller, whom the
+ * holder's namespace shows as the sandbox user: the guest's kernel would
+ * then grant access(W_OK) by their mode, though the read-only tree and
+ * Landlock refuse the write itself (RT-033). Nothing is mounted in the tree
+ * yet; symlinks are not followed. */
+static int tree_readonly(int dfd, unsigned depth)
+{
+	_cleanup_close_ int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int k = 0;
+	if (!d)
+		return negerrno();
+	fd = -1; /* the DIR's */
+	while (k >= 0 && (e = readdir(d))) {
+		struct stat st;
+		if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			k = negerrno();
+		else if (S_ISREG(st.st_mode) && (st.st_mode & 0222) &&
+			 fchmodat(dirfd(d), e->d_name, st.st_mode & 07555, 0) < 0)
+			k = negerrno();
+		else if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int sub =
+				openat(dirfd(d), e->d_name,
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			k = sub < 0	      ? negerrno()
+				: depth >= 32 ? -ELOOP
+					      : tree_readonly(sub, depth + 1);
+		}
+	}
+	closedir(d);
+	return k;
+}
+
 static int vm_start(struct moat_run *r)
 {
 	struct moat_vm_run *v = r->vm;
@@ -1182,6 +1219,9 @@ static int vm_start(struct moat_run *r)
 		openat(v->dirfd, MOAT_GV_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0 || (mkdirat(rootfd, "dev", 0755) < 0 && errno != EEXIST))
 		return moat_error_set(r->err, "isolation", errno, "cannot prepare the tree's /dev");
+	if ((k = tree_readonly(rootfd, 0)) < 0)
+		return moat_error_set(r->err, "isolation", -k,
+				      "cannot make the tree's files read-only: %s", strerror(-k));
 	if ((k = guest_config(r, why, sizeof(why))) < 0)
 		return moat_error_set(r->err, "isolation", -k, "guest configuration: %s", why);
 
