@@ -81,7 +81,9 @@ static const struct help helps[] = {
 	{"selftest", "",
 	 "usage: moat selftest [--json] [--only NAME[,NAME...]] [--policy FILE] [RUN-OPTIONS...]\n"
 	 "The red-team battery built into moat, against this machine and policy.\n"
-	 "Exit 0: everything held or was skipped; 1: something escaped; 3: inconclusive.\n",
+	 "Exit 0: everything held or was skipped; 1: something escaped; 3: inconclusive.\n"
+	 "--isolation gvisor|vm: the level's filesystem and network probes; a level\n"
+	 "that cannot start here exits 125 naming why.\n",
 	 false},
 	{"mcp", "",
 	 "usage: moat mcp [--policy FILE] [OPTIONS]\n"

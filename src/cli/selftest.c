@@ -69,6 +69,8 @@ static void usage(FILE *f)
 		"positive control without moat (never as root), then inside `moat run` with\n"
 		"the given policy. Exit 0: everything held or was skipped (with a reason);\n"
 		"1: something escaped; 3: something was inconclusive.\n"
+		"With --isolation gvisor|vm: the level's filesystem and network probes (the\n"
+		"others skipped, with the reason); a level that cannot start exits 125.\n"
 		"NAME: a probe (rt005_userns) or an attempt family (RT-005).\n");
 }
 

@@ -164,15 +164,16 @@ static const struct st_spec specs[] = {
 };
 
 /*
- * At the gvisor level (`--isolation gvisor` among the run options) the
- * battery is its filesystem and network probes: each is judged by what the
+ * At the gvisor and vm levels (`--isolation gvisor|vm` among the run
+ * options) the battery is their filesystem and network probes: each is judged by what the
  * host sees (fixtures, listeners, canaries) or by the sandbox's own view,
  * the same at every level. The kernel-surface probes (namespaces, keyring,
  * bpf, io_uring, ptrace, personality…) are skipped there, with the reason:
- * their syscalls are answered by gVisor's kernel (the Sentry), never the
- * host's, so "the call succeeded" says nothing about the host.
+ * their syscalls are answered by gVisor's kernel (the Sentry) or the guest's
+ * own kernel, never the host's, so "the call succeeded" says nothing about
+ * the host.
  */
-static const char *const gvisor_battery[] = {
+static const char *const level_battery[] = {
 	"rt008_mount", "rt009_chroot",	"rt023_procleak", "rt024_procwrite",
 	"rt030_fds",   "rt031_exe",	"rt033_robind",	  "rt037_propagation",
 	"rt074_creds", "rt011_netlink", "rt027_sockets",
@@ -224,7 +225,8 @@ struct moat_selftest {
 	int n_run_opts;
 	unsigned seq;
 	char extra_env[3][4200]; /* NAME=VALUE for the next command, or "" */
-	bool gvisor; /* --isolation gvisor: the gvisor battery (gvisor_battery[]) */
+	bool gvisor; /* --isolation gvisor: the level's battery (level_battery[]) */
+	bool vm; /* --isolation vm: the same battery */
 };
 
 /* --------------------------------------------------------------- helpers */
@@ -1431,6 +1433,51 @@ setup_failed:
 
 /* ------------------------------------------------------------- the API */
 
+/* The level with the user's options runs a command at all: else no probe
+ * could say anything, and the battery fails closed naming why (a probe
+ * whose inside run cannot start would only be inconclusive). */
+static int preflight(struct moat_selftest *s, struct moat_error *err)
+{
+	_cleanup_free_ struct st_argv *a = calloc(1, sizeof *a);
+	char out[PATH_MAX], t[600] = "";
+	bool timeout = false;
+	const char *level = s->vm ? "vm" : "gvisor";
+
+	if (!a)
+		return moat_error_set(err, "selftest", ENOMEM, "out of memory");
+	snprintf(out, sizeof out, "%s/preflight.out", s->tmp);
+	av_add(a, "moat");
+	av_add(a, "run");
+	av_add(a, "--quiet");
+	for (int i = 0; i < s->n_run_opts; i++)
+		av_add(a, "%s", s->run_opts[i]);
+	av_add(a, "--json-status");
+	av_add(a, "%s/preflight.status", s->tmp);
+	av_add(a, "--");
+	av_add(a, "true");
+	int st = st_exec(s, AS_CALLER, a->v, false, out, ST_TIMEOUT_S, &timeout);
+	char status[PATH_MAX];
+	snprintf(status, sizeof status, "%s/preflight.status", s->tmp);
+	forget_run(s, status);
+	unlink(status);
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	tail_of(out, t, sizeof t);
+	size_t tl = strlen(t);
+	while (tl && (t[tl - 1] == '?' || t[tl - 1] == ' '))
+		t[--tl] = '\0'; /* the message's newline, sanitized */
+	if (timeout)
+		return moat_error_set(err, "selftest", ETIMEDOUT,
+				      "isolation %s does not work here: `moat run` of true with "
+				      "these options did not end within %d s",
+				      level, ST_TIMEOUT_S);
+	return moat_error_set(err, "selftest", EOPNOTSUPP,
+			      "isolation %s does not work here: `moat run` of true with these "
+			      "options exits %d: %s",
+			      level, st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+			      t[0] ? t : "no message");
+}
+
 const char *moat_selftest_verdict_name(enum moat_selftest_verdict v)
 {
 	static const char *const names[] = {"held", "skipped", "inconclusive", "escaped"};
@@ -1503,6 +1550,10 @@ int moat_selftest_new(char *const *run_opts, int n_run_opts, struct moat_selftes
 		    (!strcmp(run_opts[i], "--isolation") && i + 1 < n_run_opts &&
 		     !strcmp(run_opts[i + 1], "gvisor")))
 			s->gvisor = true;
+		else if (!strcmp(run_opts[i], "--isolation=vm") ||
+			 (!strcmp(run_opts[i], "--isolation") && i + 1 < n_run_opts &&
+			  !strcmp(run_opts[i + 1], "vm")))
+			s->vm = true;
 	s->root = geteuid() == 0;
 	s->ctl_uid = s->root ? (uid_t)(0x7ffe0000u | ((unsigned)getpid() & 0xffffu)) : getuid();
 	s->ctl_gid = s->root ? (gid_t)s->ctl_uid : getgid();
@@ -1529,6 +1580,8 @@ int moat_selftest_new(char *const *run_opts, int n_run_opts, struct moat_selftes
 				      "cannot create a temporary directory: %s", strerror(e));
 	}
 	chmod(s->tmp, 0711); /* the control's uid reaches its fixtures below */
+	if ((s->gvisor || s->vm) && preflight(s, ret_err) < 0)
+		return -1;
 	*ret = TAKE_PTR(s);
 	return 0;
 }
@@ -1552,18 +1605,27 @@ int moat_selftest_run(struct moat_selftest *s, unsigned i, struct moat_selftest_
 {
 	if (i >= ELEMENTSOF(specs))
 		return -EINVAL;
-	bool in_battery = !s->gvisor;
-	for (unsigned g = 0; g < ELEMENTSOF(gvisor_battery) && !in_battery; g++)
-		in_battery = !strcmp(gvisor_battery[g], specs[i].name);
+	bool in_battery = !s->gvisor && !s->vm;
+	for (unsigned g = 0; g < ELEMENTSOF(level_battery) && !in_battery; g++)
+		in_battery = !strcmp(level_battery[g], specs[i].name);
 	if (!in_battery) {
 		memset(ret, 0, sizeof(*ret));
 		ret->probe = specs[i].name;
 		ret->title = specs[i].title;
 		ret->verdict = MOAT_PROBE_SKIPPED;
-		snprintf(ret->reason, sizeof ret->reason,
-			 "not in the gvisor level's battery (its filesystem and network probes, "
-			 "docs/ISOLATION.md): this probe tests the host kernel's surface or the "
-			 "process level's own limits, and gVisor's kernel answers its syscalls");
+		if (s->vm)
+			snprintf(
+				ret->reason, sizeof ret->reason,
+				"not in the vm level's battery (its filesystem and network probes, "
+				"docs/ISOLATION.md): this probe tests the host kernel's surface or "
+				"the process level's own limits, and the guest's own kernel answers "
+				"its syscalls");
+		else
+			snprintf(ret->reason, sizeof ret->reason,
+				 "not in the gvisor level's battery (its filesystem and network "
+				 "probes, docs/ISOLATION.md): this probe tests the host kernel's "
+				 "surface or the process level's own limits, and gVisor's kernel "
+				 "answers its syscalls");
 		return 0;
 	}
 	run_job(s, &specs[i], ret);

@@ -66,6 +66,10 @@ struct moat_gvt_sup;
  * bundle's trace socket; starts the confined receiver. -errno with why. */
 int moat_gvt_start(int dirfd, const char *dir, struct moat_gvt_sup **ret, char *conf,
 		   size_t conflen, char *why, size_t whylen);
+/* The same from a pipe of frames someone else writes (the vm level's
+ * holder, of the guest's records: backend_vm.c); fd is the trace's, also
+ * on failure. */
+int moat_gvt_attach(int fd, struct moat_gvt_sup **ret);
 /* The receiver's pipe (to watch), -1 when there is none any more. */
 int moat_gvt_fd(const struct moat_gvt_sup *t);
 /* Its frames now: exec events in r's audit stream. */

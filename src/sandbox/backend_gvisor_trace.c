@@ -243,6 +243,26 @@ int moat_gvt_start(int dirfd, const char *dir, struct moat_gvt_sup **ret, char *
 	return 0;
 }
 
+int moat_gvt_attach(int fd, struct moat_gvt_sup **ret)
+{
+	struct moat_gvt_sup *t = calloc(1, sizeof(*t));
+	if (t)
+		t->fd = -1;
+	if (!t || !(t->buf = malloc(GVT_BUF)) || !(t->ev = malloc(sizeof(*t->ev)))) {
+		moat_gvt_free(t);
+		close(fd);
+		return -ENOMEM;
+	}
+	t->fd = fd;
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+		int k = negerrno();
+		moat_gvt_free(t);
+		return k;
+	}
+	*ret = t;
+	return 0;
+}
+
 int moat_gvt_fd(const struct moat_gvt_sup *t)
 {
 	return t ? t->fd : -1;

@@ -26,6 +26,9 @@
  * speaks ctl.h with the supervisor (exec requests with their blob, report
  * and stdio descriptors) and vm_proto.h frames with the guest's init over
  * a virtio-serial port, relaying each command's stdin, stdout and stderr.
+ * The guest's exec records (EXECREC frames) it passes on whole, size-checked,
+ * into a pipe that the supervisor reads and checks as the gVisor level's
+ * receiver's (backend_gvisor_trace.c: moat_gvt_attach).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -46,6 +49,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/epoll.h>
 
 #include "kernel/seccomp.h"
 #include "network/netns.h"
@@ -54,6 +58,7 @@
 #include "sandbox/backend_gvisor.h"
 #include "sandbox/backend_vm.h"
 #include "sandbox/ctl.h"
+#include "sandbox/gvisor_trace.h"
 #include "sandbox/hooks.h"
 #include "sandbox/vm_proto.h"
 #include "shared/fdpass.h"
@@ -95,6 +100,8 @@ struct moat_vm_run {
 	uint64_t ram_mib;
 	unsigned cpus;
 	bool initrd_built;
+	int rec[2]; /* exec records: the holder's frames to the supervisor */
+	struct moat_gvt_sup *trace; /* the supervisor's end (backend_gvisor_trace.c) */
 };
 
 static void vm_free(struct moat_vm_run *v)
@@ -107,6 +114,9 @@ static void vm_free(struct moat_vm_run *v)
 	safe_close(v->qemu_sock[1]);
 	safe_close(v->tap);
 	safe_close(v->kernel_fd);
+	safe_close(v->rec[0]);
+	safe_close(v->rec[1]);
+	moat_gvt_free(v->trace);
 	free(v->insns);
 	if (v->dirfd >= 0) {
 		close(v->dirfd);
@@ -298,6 +308,7 @@ static int vm_prepare(struct moat_run *r)
 	if (!v)
 		return -ENOMEM;
 	v->dirfd = v->qemu_sock[0] = v->qemu_sock[1] = v->tap = v->kernel_fd = -1;
+	v->rec[0] = v->rec[1] = -1;
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		v->srcfd[i] = -1;
 	r->vm = v;
@@ -577,6 +588,41 @@ static int frame(int fd, uint16_t type, uint16_t chan, uint32_t id, const void *
 
 static struct vm_proc bprocs[MOAT_MAX_PROCS];
 static uint8_t bbuf[MOAT_VM_PAYLOAD];
+static int brec = -1; /* exec records: the pipe to the supervisor, or -1 */
+static uint32_t brec_malformed; /* exec frames of the guest refused here */
+
+/* The bridge ends (with the VM): the exec records' counts last, then EOF. */
+static _Noreturn void bridge_exit(void)
+{
+	if (brec >= 0) {
+		struct moat_gvt_frame c = {.len = sizeof(c),
+					   .kind = MOAT_GVT_FRAME_COUNTS,
+					   .malformed = brec_malformed};
+		(void)wr_all(brec, &c, sizeof(c));
+	}
+	_exit(0);
+}
+
+/* An exec record of the guest: passed on whole if it is one frame of the
+ * right size (the supervisor checks it again: moat_gvt_frame_parse),
+ * otherwise counted and dropped, so the stream stays in step. */
+static void bridge_execrec(uint32_t len)
+{
+	struct moat_gvt_frame f;
+	if (brec < 0)
+		return;
+	if (len < sizeof(f) || len > MOAT_GVT_FRAME_MAX) {
+		brec_malformed++;
+		return;
+	}
+	memcpy(&f, bbuf, sizeof(f));
+	if (f.len != len || f.kind != MOAT_GVT_FRAME_EXEC) {
+		brec_malformed++;
+		return;
+	}
+	if (wr_all(brec, bbuf, len) < 0)
+		brec = safe_close(brec);
+}
 
 static struct vm_proc *bproc(uint32_t id)
 {
@@ -620,16 +666,16 @@ static void bridge_exec(int q, int sock, const struct moat_ctl_req *rq, int *fds
 		p->std[2] = safe_close(p->std[2]);
 	uint32_t flags = rq->flags;
 	if (frame(q, MOAT_VM_EXEC, 0, rq->id, &flags, 4, bbuf, (size_t)st.st_size) < 0)
-		_exit(0);
+		bridge_exit();
 	if (p->std[0] < 0 && frame(q, MOAT_VM_STDIN, 0, rq->id, NULL, 0, NULL, 0) < 0)
-		_exit(0);
+		bridge_exit();
 }
 
 static void bridge_guest(int q, int sock)
 {
 	struct moat_vm_hdr h;
 	if (rd_all(q, &h, sizeof(h)) < 0 || h.len > MOAT_VM_PAYLOAD || rd_all(q, bbuf, h.len) < 0)
-		_exit(0); /* the guest is gone */
+		bridge_exit(); /* the guest is gone */
 	struct vm_proc *p = bproc(h.id);
 	switch (h.type) {
 	case MOAT_VM_EVENT: {
@@ -652,6 +698,9 @@ static void bridge_guest(int q, int sock)
 		if (p)
 			p->report = safe_close(p->report);
 		break;
+	case MOAT_VM_EXECREC:
+		bridge_execrec(h.len);
+		break;
 	case MOAT_VM_OUT:
 		if (!p || (h.chan != 1 && h.chan != 2))
 			return;
@@ -668,6 +717,7 @@ static void bridge_guest(int q, int sock)
 static _Noreturn void bridge(struct moat_run *r, int q, pid_t qemu)
 {
 	int sock = r->sb.sock_child;
+	brec = r->vm->rec[1];
 	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
 		bprocs[i] = (struct vm_proc){.report = -1, .std = {-1, -1, -1}};
 	for (;;) {
@@ -699,7 +749,7 @@ static _Noreturn void bridge(struct moat_run *r, int q, pid_t qemu)
 				p->std[0] = safe_close(p->std[0]);
 			if (frame(q, MOAT_VM_STDIN, 0, p->id, bbuf, n > 0 ? (size_t)n : 0, NULL,
 				  0) < 0)
-				_exit(0);
+				bridge_exit();
 		}
 		if (!pf[0].revents)
 			continue;
@@ -717,16 +767,16 @@ static _Noreturn void bridge(struct moat_run *r, int q, pid_t qemu)
 				bridge_exec(q, sock, &rq, fds, nfds);
 			else if (rq.type == MOAT_CTL_SIGNAL &&
 				 frame(q, MOAT_VM_SIGNAL, 0, rq.id, sg, sizeof(sg), NULL, 0) < 0)
-				_exit(0);
+				bridge_exit();
 			else if (rq.type == MOAT_CTL_SIGNAL_ALL &&
 				 frame(q, MOAT_VM_SIGNAL_ALL, 0, 0, sg, 4, NULL, 0) < 0)
-				_exit(0);
+				bridge_exit();
 		}
 		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]);
 	}
 	kill(qemu, SIGKILL);
-	_exit(0);
+	bridge_exit();
 }
 
 static _Noreturn void holder(struct moat_run *r)
@@ -752,6 +802,7 @@ static _Noreturn void holder(struct moat_run *r)
 		hold_die(w, MOAT_STAGE_MOUNT, -1, "the tree %s changed", v->dir);
 	close(v->dirfd);
 	v->dirfd = dirfd;
+	v->rec[0] = safe_close(v->rec[0]);
 	/* --rootfs / --image: sources beneath it as this namespace sees them */
 	int rk = moat_sandbox_rootfs_here(sb);
 	if (rk < 0) {
@@ -959,7 +1010,8 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 				     .uid = pl->id.uid,
 				     .gid = pl->id.gid,
 				     .landlock = 1,
-				     .net = pl->net.mode == MOAT_NET_ALLOW};
+				     .net = pl->net.mode == MOAT_NET_ALLOW,
+				     .record_exec = pl->seccomp.record_exec};
 	snprintf(c->hostname, sizeof(c->hostname), "%s", pl->id.hostname ? pl->id.hostname : "");
 	bool dev = false;
 	for (unsigned i = 0; i < pl->n_steps; i++) {
@@ -1028,10 +1080,12 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 	c->fsize = rl->fsize;
 	c->nproc = pl->limits.cg.pids ? pl->limits.cg.pids : r->sb.rlimit_nproc;
 	c->as = r->sb.rlimit_as;
-	/* the plan's filter, without what needs a listener on the host */
+	/* the plan's filter, without what needs a listener on the host; the
+	 * execs go to the guest init's listener (exec records) */
 	struct moat_seccomp_opts o;
 	moat_plan_seccomp_opts(pl, false, &o);
-	o.notify = o.record_exec = o.record_net = false;
+	o.notify = o.record_net = false;
+	o.record_exec = c->record_exec;
 	const struct moat_seccomp_baked *bk = moat_seccomp_baked_find(&o);
 	if (bk) {
 		v->insns = calloc(bk->len, sizeof(struct sock_filter));
@@ -1044,7 +1098,7 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 		struct moat_seccomp_prog prog = {0};
 		int k = moat_seccomp_build(&o, &ctx);
 		if (k >= 0) {
-			k = moat_seccomp_export(ctx, false, &prog);
+			k = moat_seccomp_export(ctx, o.record_exec, &prog);
 			seccomp_release(ctx);
 		}
 		if (k >= 0 && prog.len > BPF_MAXINSNS)
@@ -1075,6 +1129,43 @@ static int guest_config(struct moat_run *r, char *why, size_t whylen)
 	if (v->cpus > 16)
 		v->cpus = 16;
 	return 0;
+}
+
+/* The tree's own files (the generated /etc entries and the plan's files)
+ * without write bits. Unprivileged they belong to the caller, whom the
+ * holder's namespace shows as the sandbox user: the guest's kernel would
+ * then grant access(W_OK) by their mode, though the read-only tree and
+ * Landlock refuse the write itself (RT-033). Nothing is mounted in the tree
+ * yet; symlinks are not followed. */
+static int tree_readonly(int dfd, unsigned depth)
+{
+	_cleanup_close_ int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int k = 0;
+	if (!d)
+		return negerrno();
+	fd = -1; /* the DIR's */
+	while (k >= 0 && (e = readdir(d))) {
+		struct stat st;
+		if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			k = negerrno();
+		else if (S_ISREG(st.st_mode) && (st.st_mode & 0222) &&
+			 fchmodat(dirfd(d), e->d_name, st.st_mode & 07555, 0) < 0)
+			k = negerrno();
+		else if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int sub =
+				openat(dirfd(d), e->d_name,
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			k = sub < 0	      ? negerrno()
+				: depth >= 32 ? -ELOOP
+					      : tree_readonly(sub, depth + 1);
+		}
+	}
+	closedir(d);
+	return k;
 }
 
 static int vm_start(struct moat_run *r)
@@ -1128,6 +1219,9 @@ static int vm_start(struct moat_run *r)
 		openat(v->dirfd, MOAT_GV_ROOT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (rootfd < 0 || (mkdirat(rootfd, "dev", 0755) < 0 && errno != EEXIST))
 		return moat_error_set(r->err, "isolation", errno, "cannot prepare the tree's /dev");
+	if ((k = tree_readonly(rootfd, 0)) < 0)
+		return moat_error_set(r->err, "isolation", -k,
+				      "cannot make the tree's files read-only: %s", strerror(-k));
 	if ((k = guest_config(r, why, sizeof(why))) < 0)
 		return moat_error_set(r->err, "isolation", -k, "guest configuration: %s", why);
 
@@ -1146,6 +1240,12 @@ static int vm_start(struct moat_run *r)
 	r->sb.sock_child = sp[1];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, v->qemu_sock) < 0)
 		return negerrno();
+	if (v->cfg.record_exec) {
+		if (pipe2(v->rec, O_CLOEXEC) < 0 || moat_gvt_attach(v->rec[0], &v->trace) < 0)
+			return moat_error_set(r->err, "isolation", errno ? errno : ENOMEM,
+					      "cannot prepare the exec records");
+		v->rec[0] = -1; /* the trace's now */
+	}
 
 	uint64_t flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_PIDFD | CLONE_NEWUSER;
 	struct clone_args ca = {
@@ -1171,6 +1271,7 @@ static int vm_start(struct moat_run *r)
 	r->sb.go_r = safe_close(r->sb.go_r);
 	r->sb.sock_child = safe_close(r->sb.sock_child);
 	v->qemu_sock[1] = safe_close(v->qemu_sock[1]);
+	v->rec[1] = safe_close(v->rec[1]);
 	/* the sandbox user is the caller (as root: the run's own host uid), so
 	 * the guest sees the user's files as the sandbox user's, and QEMU holds
 	 * no privilege on the host */
@@ -1187,6 +1288,12 @@ static int vm_start(struct moat_run *r)
 	if ((k = wait_ready(r)) < 0)
 		return k;
 	r->sb.setup_r = safe_close(r->sb.setup_r);
+	if (v->trace) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_BACKEND};
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, moat_gvt_fd(v->trace), &ev) < 0)
+			return moat_error_set(r->err, "isolation", errno,
+					      "cannot watch the exec records: %s", strerror(errno));
+	}
 	return 0;
 }
 
@@ -1211,7 +1318,15 @@ static void vm_kill(struct moat_run *r)
 	while (waitid(P_PIDFD, (id_t)r->pidfd, &si, WEXITED) < 0 && errno == EINTR)
 		;
 	r->killed = true;
+	/* the holder is gone: the rest of the guest's exec records */
+	if (r->vm && r->vm->trace)
+		moat_gvt_finish(r, r->vm->trace, 2000);
 	moat_proc_init_died(r);
+}
+
+static void vm_dispatch(struct moat_run *r)
+{
+	moat_gvt_dispatch(r, r->vm ? r->vm->trace : NULL);
 }
 
 static void vm_release(struct moat_run *r)
@@ -1227,6 +1342,7 @@ static const struct moat_backend_ops vm_ops = {
 	.start = vm_start,
 	.kill = vm_kill,
 	.release = vm_release,
+	.dispatch = vm_dispatch,
 };
 
 const struct moat_backend_ops *moat_backend_vm(void)

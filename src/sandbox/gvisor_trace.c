@@ -287,6 +287,48 @@ size_t moat_gvt_frame_exec(const struct moat_gvt_point *pt, int32_t ppid, uint8_
 	return o;
 }
 
+size_t moat_gvt_frame_event(const struct moat_seccomp_event *ev, uint8_t *buf)
+{
+	struct moat_gvt_point pt = {
+		.type = MOAT_GVT_MSG_SYSCALL_EXECVE,
+		.tgid = ev->pid,
+		.sysno = (uint64_t)(ev->nr == SYS_execveat ? SYS_execveat : SYS_execve),
+		.truncated = ev->truncated,
+	};
+	size_t n = strnlen(ev->path, sizeof(ev->path));
+	if (n > MOAT_GVT_PATH_MAX) {
+		n = MOAT_GVT_PATH_MAX;
+		pt.truncated = true;
+	}
+	pt.path = (struct moat_gvt_str){(const uint8_t *)ev->path, n};
+	n = strnlen(ev->cwd, sizeof(ev->cwd));
+	if (n > MOAT_GVT_PATH_MAX) {
+		n = MOAT_GVT_PATH_MAX;
+		pt.truncated = true;
+	}
+	pt.cwd = (struct moat_gvt_str){(const uint8_t *)ev->cwd, n};
+	/* argv as the listener left it: each entry inside argv_buf, NUL-ended */
+	for (unsigned i = 0; i < ev->argc && i < MOAT_GVT_ARGC; i++) {
+		uint32_t off = ev->argv_off[i];
+		if (off >= sizeof(ev->argv_buf)) {
+			pt.truncated = true;
+			break;
+		}
+		size_t len = strnlen(ev->argv_buf + off, sizeof(ev->argv_buf) - off);
+		if (off + len >= sizeof(ev->argv_buf) ||
+		    pt.argv_bytes + len + 1 > MOAT_GVT_ARGV_BYTES) {
+			pt.truncated = true;
+			break;
+		}
+		pt.argv[pt.argc++] =
+			(struct moat_gvt_str){(const uint8_t *)ev->argv_buf + off, len};
+		pt.argv_bytes += len + 1;
+	}
+	if (ev->argc > pt.argc)
+		pt.truncated = true;
+	return moat_gvt_frame_exec(&pt, ev->ppid, buf);
+}
+
 static const char *exec_name(uint32_t sysno)
 {
 	return sysno == SYS_execveat ? "execveat" : "execve";
@@ -324,6 +366,7 @@ ssize_t moat_gvt_frame_parse(const uint8_t *buf, size_t len, struct moat_gvt_fra
 	ev->pid = h->pid;
 	ev->ppid = h->ppid;
 	snprintf(ev->syscall, sizeof(ev->syscall), "%s", exec_name(h->sysno));
+	ev->nr = h->sysno == SYS_execveat ? SYS_execveat : SYS_execve;
 	memcpy(ev->path, p, h->path_len);
 	ev->path[h->path_len] = '\0';
 	memcpy(ev->cwd, p + h->path_len, h->cwd_len);

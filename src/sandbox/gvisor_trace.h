@@ -105,6 +105,11 @@ struct moat_gvt_frame {
  * buf (at least MOAT_GVT_FRAME_MAX bytes); returns its length. Pure. */
 size_t moat_gvt_frame_exec(const struct moat_gvt_point *pt, int32_t ppid, uint8_t *buf);
 
+/* The frame of an exec event of a seccomp listener (the vm level's guest
+ * init: vm_guest.c), with the same caps (a longer path or argv is cut and
+ * flagged truncated). Pure. */
+size_t moat_gvt_frame_event(const struct moat_seccomp_event *ev, uint8_t *buf);
+
 /* Checks one frame at the start of buf[0..len) again (the supervisor does
  * not trust the receiver either) and, for an exec frame, fills ev as the
  * seccomp listener would (type EXEC, pid, ppid, path, cwd, argv, syscall,

@@ -9,8 +9,12 @@
  * run's configuration from the control port and then serves it: each
  * command is forked as the sandbox user with the plan's rlimits, Landlock
  * (write only below the writable paths) and the plan's seccomp filter, its
- * stdio relayed as frames. Defence in depth: the VM is the boundary. A
- * failed step is reported as a FAIL frame and the guest powers off.
+ * stdio relayed as frames. Defence in depth: the VM is the boundary. With
+ * exec records the filter sends execve/execveat to a listener, which each
+ * command hands to the init before its exec; the init answers it (as the
+ * process level's supervisor does) and sends every exec as an EXECREC frame
+ * (a gvisor_trace.h frame, which the host checks again). A failed step is
+ * reported as a FAIL frame and the guest powers off.
  */
 #include <dirent.h>
 #include <grp.h>
@@ -31,6 +35,7 @@
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -43,8 +48,10 @@
 #include "kernel/seccomp.h"
 #include "sandbox/backend_vm.h"
 #include "sandbox/ctl.h"
+#include "sandbox/gvisor_trace.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/vm_proto.h"
+#include "shared/fdpass.h"
 #include "shared/macro.h"
 
 #define G_MODULES "/modules"
@@ -58,6 +65,13 @@ static struct moat_vm_config cfg;
 static struct sock_filter insns[BPF_MAXINSNS];
 static struct moat_seccomp_prog prog;
 static int ruleset = -1;
+/* exec records: the listeners of the commands' filters (one per command,
+ * shared by everything it starts), answered here as the process level's
+ * supervisor answers its own, each exec sent to the host as a frame */
+static int lsn[MOAT_MAX_PROCS];
+static int lsn_root = -1;
+static struct moat_seccomp_event sev;
+static uint8_t recframe[MOAT_GVT_FRAME_MAX];
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -230,7 +244,8 @@ static void read_config(void)
 		fail(MOAT_STAGE_SYNC, "a bad configuration from the host");
 	}
 	memcpy(insns, buf + sizeof(cfg), n * sizeof(struct sock_filter));
-	prog = (struct moat_seccomp_prog){.insns = insns, .len = (unsigned short)n};
+	prog = (struct moat_seccomp_prog){
+		.insns = insns, .len = (unsigned short)n, .notify = n && cfg.record_exec};
 	cfg.hostname[sizeof(cfg.hostname) - 1] = '\0';
 	for (unsigned i = 0; i < cfg.n_mounts; i++)
 		cfg.mounts[i].dest[MOAT_VM_DEST - 1] = '\0';
@@ -325,7 +340,8 @@ static _Noreturn void refuse(int report, int stage, int err, const char *what)
 }
 
 /* The new process: ids, limits, layers, stdio, then exec (blob as ctl.h). */
-static _Noreturn void child(const uint8_t *blob, size_t len, uint32_t flags, int std[3], int report)
+static _Noreturn void child(const uint8_t *blob, size_t len, uint32_t flags, int std[3], int report,
+			    int lsock)
 {
 	const struct moat_ctl_blob *h = (const void *)blob;
 	const char *s = (const char *)blob + sizeof(*h), *end = (const char *)blob + len;
@@ -382,8 +398,17 @@ static _Noreturn void child(const uint8_t *blob, size_t len, uint32_t flags, int
 		refuse(report, MOAT_STAGE_SECCOMP, errno, "no_new_privs");
 	if (ruleset >= 0 && moat_landlock_enforce(ruleset, true) < 0)
 		refuse(report, MOAT_STAGE_LANDLOCK, errno, "cannot enforce Landlock");
-	if (prog.len && moat_seccomp_install(&prog, NULL) < 0)
+	int lfd = -1;
+	if (prog.len && moat_seccomp_install(&prog, &lfd) < 0)
 		refuse(report, MOAT_STAGE_SECCOMP, errno, "cannot install the seccomp filter");
+	if (lfd >= 0) {
+		/* the listener to the init, which answers this very exec */
+		int sk = moat_msg_send(lsock, "l", 1, &lfd, 1);
+		if (sk < 0)
+			refuse(report, MOAT_STAGE_SECCOMP, -sk,
+			       "cannot hand over the seccomp listener");
+		close(lfd);
+	}
 	if (chdir(cwd) < 0)
 		refuse(report, MOAT_STAGE_CHDIR, errno, cwd);
 	sigset_t none;
@@ -395,6 +420,29 @@ static _Noreturn void child(const uint8_t *blob, size_t len, uint32_t flags, int
 	refuse(report, MOAT_STAGE_EXEC, errno, argv[0]);
 }
 
+/* The pending notifications of listener i: each exec recorded (a step of
+ * a PATH search that did not resolve is not, as at the process level) and
+ * continued. A listener no process uses any more is closed. */
+static void record_execs(unsigned i)
+{
+	while (lsn[i] >= 0) {
+		int k = moat_seccomp_notify_handle_root(lsn[i], &lsn_root, &sev);
+		if (k == -EAGAIN)
+			return;
+		if (k == -ENOENT)
+			continue; /* the caller is gone: nothing happened */
+		if (k < 0) {
+			/* ENOTCONN, or broken: a later exec under it fails (ENOSYS) */
+			lsn[i] = safe_close(lsn[i]);
+			return;
+		}
+		if (sev.type == MOAT_SECCOMP_EVENT_EXEC && !sev.missing) {
+			size_t len = moat_gvt_frame_event(&sev, recframe);
+			send_frame(MOAT_VM_EXECREC, 0, 0, recframe, len);
+		}
+	}
+}
+
 static void on_exec(uint32_t id, const uint8_t *p, size_t n)
 {
 	struct moat_ctl_ev ev = {.type = MOAT_CTL_REFUSED, .id = id};
@@ -402,18 +450,24 @@ static void on_exec(uint32_t id, const uint8_t *p, size_t n)
 	for (unsigned i = 0; i < MOAT_MAX_PROCS && slot == MOAT_MAX_PROCS; i++)
 		if (procs[i].pid == 0 && procs[i].out[1] < 0 && procs[i].out[2] < 0)
 			slot = i;
+	unsigned ls = MOAT_MAX_PROCS;
+	for (unsigned i = 0; prog.notify && i < MOAT_MAX_PROCS && ls == MOAT_MAX_PROCS; i++)
+		if (lsn[i] < 0)
+			ls = i;
 	int in[2] = {-1, -1}, o1[2] = {-1, -1}, o2[2] = {-1, -1}, rep[2] = {-1, -1};
+	int lp[2] = {-1, -1};
 	uint32_t flags = 0;
 	if (n < 4)
 		ev.err = EPROTO;
-	else if (slot == MOAT_MAX_PROCS)
+	else if (slot == MOAT_MAX_PROCS || (prog.notify && ls == MOAT_MAX_PROCS))
 		ev.err = EAGAIN;
 	else if (pipe2(in, O_CLOEXEC) < 0 || pipe2(o1, O_CLOEXEC) < 0 || pipe2(o2, O_CLOEXEC) < 0 ||
-		 pipe2(rep, O_CLOEXEC) < 0)
+		 pipe2(rep, O_CLOEXEC) < 0 ||
+		 (prog.notify && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lp) < 0))
 		ev.err = errno;
 	if (ev.err) {
-		int *all[] = {in, o1, o2, rep};
-		for (unsigned i = 0; i < 4; i++)
+		int *all[] = {in, o1, o2, rep, lp};
+		for (unsigned i = 0; i < ELEMENTSOF(all); i++)
 			for (unsigned j = 0; j < 2; j++)
 				if (all[i][j] >= 0)
 					close(all[i][j]);
@@ -424,20 +478,37 @@ static void on_exec(uint32_t id, const uint8_t *p, size_t n)
 	pid_t pid = fork();
 	if (pid == 0) {
 		int std[3] = {in[0], o1[1], o2[1]};
-		child(p + 4, n - 4, flags, std, rep[1]);
+		child(p + 4, n - 4, flags, std, rep[1], lp[1]);
 	}
+	int e = errno;
 	close(in[0]);
 	close(o1[1]);
 	close(o2[1]);
 	close(rep[1]);
+	safe_close(lp[1]);
 	if (pid < 0) {
-		ev.err = errno;
+		ev.err = e;
 		close(in[1]);
 		close(o1[0]);
 		close(o2[0]);
 		close(rep[0]);
+		safe_close(lp[0]);
 		send_frame(MOAT_VM_EVENT, 0, id, &ev, sizeof(ev));
 		return;
+	}
+	if (lp[0] >= 0) {
+		/* the command's listener, or EOF: it failed before its filter */
+		char c;
+		int fd = -1;
+		unsigned nf = 0;
+		ssize_t k;
+		while ((k = moat_msg_recv(lp[0], &c, 1, &fd, 1, &nf)) == -EINTR)
+			;
+		if (k == 1 && nf == 1)
+			lsn[ls] = fd;
+		else if (nf)
+			close(fd);
+		close(lp[0]);
 	}
 	procs[slot].pid = pid;
 	procs[slot].id = id;
@@ -451,13 +522,25 @@ static void on_exec(uint32_t id, const uint8_t *p, size_t n)
 	ev.type = MOAT_CTL_STARTED;
 	ev.pid = pid;
 	send_frame(MOAT_VM_EVENT, 0, id, &ev, sizeof(ev));
-	/* the exec's report: EOF at the exec, or why it failed */
-	struct moat_setup_error e;
+	/* the exec's report: EOF at the exec, or why it failed; meanwhile its
+	 * exec (and a PATH search's attempts) wait for the listener's answer */
+	for (;;) {
+		struct pollfd pf[2] = {
+			{.fd = rep[0], .events = POLLIN},
+			{.fd = ls < MOAT_MAX_PROCS ? lsn[ls] : -1, .events = POLLIN}};
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			record_execs(ls);
+		if (pf[0].revents)
+			break;
+	}
+	struct moat_setup_error se;
 	ssize_t r;
-	while ((r = read(rep[0], &e, sizeof(e))) < 0 && errno == EINTR)
+	while ((r = read(rep[0], &se, sizeof(se))) < 0 && errno == EINTR)
 		;
 	close(rep[0]);
-	send_frame(MOAT_VM_REPORT, 0, id, &e, r == (ssize_t)sizeof(e) ? sizeof(e) : 0);
+	send_frame(MOAT_VM_REPORT, 0, id, &se, r == (ssize_t)sizeof(se) ? sizeof(se) : 0);
 }
 
 static void on_stdin(uint32_t id, const uint8_t *p, size_t n)
@@ -565,8 +648,8 @@ static _Noreturn void serve(void)
 		fail(MOAT_STAGE_SYNC, "signalfd");
 	send_frame(MOAT_VM_READY, 0, 0, NULL, 0);
 	for (;;) {
-		struct pollfd pf[2 + 2 * MOAT_MAX_PROCS];
-		unsigned np = 0, who[2 * MOAT_MAX_PROCS];
+		struct pollfd pf[2 + 3 * MOAT_MAX_PROCS];
+		unsigned np = 0, who[2 * MOAT_MAX_PROCS], nl = 0, lw[MOAT_MAX_PROCS];
 		pf[np++] = (struct pollfd){.fd = ctl, .events = POLLIN};
 		pf[np++] = (struct pollfd){.fd = sfd, .events = POLLIN};
 		for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
@@ -576,14 +659,23 @@ static _Noreturn void serve(void)
 					pf[np++] = (struct pollfd){.fd = procs[i].out[c],
 								   .events = POLLIN};
 				}
+		unsigned l0 = np;
+		for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
+			if (lsn[i] >= 0) {
+				lw[nl++] = i;
+				pf[np++] = (struct pollfd){.fd = lsn[i], .events = POLLIN};
+			}
 		if (poll(pf, np, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			fail(MOAT_STAGE_SYNC, "poll");
 		}
-		for (unsigned k = 2; k < np; k++)
+		for (unsigned k = 2; k < l0; k++)
 			if (pf[k].revents)
 				drain(who[k - 2]);
+		for (unsigned k = 0; k < nl; k++)
+			if (pf[l0 + k].revents)
+				record_execs(lw[k]);
 		if (pf[1].revents) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof(si)) == sizeof(si))
@@ -621,8 +713,10 @@ static _Noreturn void serve(void)
 
 _Noreturn void moat_vm_init_main(void)
 {
-	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++)
+	for (unsigned i = 0; i < MOAT_MAX_PROCS; i++) {
 		procs[i].out[0] = procs[i].out[1] = procs[i].out[2] = -1;
+		lsn[i] = -1;
+	}
 	if (getpid() != 1) {
 		fputs("moat: __vm-init is internal to moat run --isolation vm\n", stderr);
 		_exit(MOAT_EXIT_USAGE);

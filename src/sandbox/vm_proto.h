@@ -27,6 +27,7 @@ enum moat_vm_type {
 	MOAT_VM_REPORT, /* id; a struct moat_setup_error, or empty: the exec happened */
 	MOAT_VM_OUT, /* id, chan 1|2; bytes (empty: that stream ended) */
 	MOAT_VM_FAIL, /* the guest's set-up failed: a struct moat_setup_error */
+	MOAT_VM_EXECREC, /* an exec record: one struct moat_gvt_frame (gvisor_trace.h) */
 };
 
 struct moat_vm_hdr {
@@ -63,6 +64,7 @@ struct moat_vm_config {
 	uint32_t seccomp_len; /* struct sock_filter instructions after the config */
 	uint32_t landlock; /* 1: a ruleset: write only below the rw paths */
 	uint32_t net; /* 1: --net allow: configure the virtio-net link (vm_net.c) */
+	uint32_t record_exec; /* 1: the filter notifies execs: the guest records them */
 	uint64_t nofile, fsize, nproc, as;
 	char hostname[64];
 	struct moat_vm_mount mounts[MOAT_VM_MAX_MOUNTS];

@@ -7,7 +7,7 @@
 # process level, a credential injected outside the guest); keys the level
 # cannot honour fail closed naming them; nothing of QEMU survives a SIGKILL
 # of moat. This machine has no usable KVM, so the guest runs under TCG
-# (vm_accel any): four boots per user, 10-30 s each on a quiet machine (up
+# (vm_accel any): six boots per user, 10-30 s each on a quiet machine (up
 # to a minute at load 12). Network traffic goes only to servers on loopback
 # (127.0.0.2, 127.0.0.3) and the test's own namespaces.
 # shellcheck source=tests/lib/tap.sh
@@ -114,7 +114,28 @@ t_guest() {
 	assert_contains "$out" "FLAGGED: git hook" "flagged"
 	out=$(cat "$log")
 	assert_contains "$out" '"isolation":"vm"' "the start event names the level"
-	assert_contains "$out" '"records":{"exec":"unavailable' "and says exec records are unavailable"
+	assert_contains "$out" '"records":{"exec":"recorded"' "and says exec records are recorded"
+	# the guest's execs as the process level's exec events: the shell, and
+	# uname found by its PATH search (the steps that did not resolve are not
+	# records)
+	assert_eq 1 "$(jq -c --arg ws "$ws" 'select(.type == "exec" and .path == "/bin/sh"
+		and .argv[0] == "/bin/sh" and .cwd == $ws and .syscall == "execve")' "$log" | wc -l)" \
+		"an exec event of the command"
+	assert_eq '["uname","-r"]' "$(jq -c 'select(.type == "exec" and (.path | endswith("/uname"))) | .argv' "$log")" \
+		"an exec event of a program it started, argv as given"
+	assert_eq 0 "$(jq -c 'select(.type == "exec" and .path == "/usr/local/sbin/uname")' "$log" | wc -l)" \
+		"no record of a PATH step that did not resolve"
+	assert_eq 0 "$(jq -c 'select(.type == "alert" and .cause == "exec_records")' "$log" | wc -l)" \
+		"no exec record was lost or refused"
+}
+
+# execs_of LOG: the exec events of the run of `sh -c 'true; /bin/true'` in
+# LOG: the shell's own and those of its children.
+execs_of() {
+	local p
+	p=$(jq -r 'select(.type == "exec" and .argv[2] == "true; /bin/true") | .pid' "$1")
+	[ -n "$p" ] || return 0
+	jq -c --argjson p "$p" 'select(.type == "exec" and (.pid == $p or .ppid == $p)) | [.path, .argv]' "$1"
 }
 
 # --net allow: the guest's one link ends in the holder's namespace, where
@@ -167,7 +188,7 @@ other-refused" "$(echo "$out" | head -5)" "proxy and capture reach the mirror; d
 	assert_contains "$l" '"raw":"203.0.113.7:'"$m"'","addr":"203.0.113.7"' "the direct connection is recorded"
 	assert_contains "$l" '"proto":"udp","host":null,"raw":null,"addr":"203.0.113.8","port":5353' "the UDP datagram is recorded"
 	assert_contains "$l" '"host":"other.test"' "the other name too"
-	assert_contains "$l" '"records":{"exec":"unavailable' "the start event: exec records unavailable"
+	assert_contains "$l" '"records":{"exec":"recorded"' "the start event: exec records recorded"
 	assert_contains "$l" '"net":"recorded"' "and net records recorded"
 	# the same script at the process level: the same net and dns events
 	GH_TOKEN=$real "$MOAT" run --quiet --log "$plog" "${args[@]}" -- /bin/bash -c "$script" >/dev/null 2>&1 || true
@@ -305,6 +326,21 @@ t_session() {
 	assert_eq e1 "$out" "and stdout"
 	out=$(echo piped | "$MOAT" exec "$name" -- cat)
 	assert_eq piped "$out" "moat exec: stdin"
+	# exec records of an exec into the session: exactly the shell and
+	# /bin/true (true is the shell's builtin), as at the process level
+	"$MOAT" exec "$name" -- /bin/sh -c 'true; /bin/true' || fail "moat exec of sh -c failed"
+	local want='["/bin/sh",["/bin/sh","-c","true; /bin/true"]]
+["/bin/true",["/bin/true"]]'
+	# (the records travel apart from the exit event: until both are there)
+	for _ in $(seq 100); do
+		timeout 30 "$MOAT" logs --json "$id" >"$T_OUT/session.json" || fail "moat logs failed"
+		[ "$(execs_of "$T_OUT/session.json" | wc -l)" -ge 2 ] && break
+		sleep 0.1
+	done
+	assert_eq "$want" "$(execs_of "$T_OUT/session.json")" "the session's log records the guest's two execs"
+	"$MOAT" run --quiet --log "$T_OUT/session-proc.json" -- /bin/sh -c 'true; /bin/true' ||
+		fail "control: the process level run failed"
+	assert_eq "$want" "$(execs_of "$T_OUT/session-proc.json")" "control: the same two at the process level"
 	rc=0
 	# shellcheck disable=SC2016 # expanded inside
 	"$MOAT" exec "$name" -- /bin/sh -c 'kill -9 $$' || rc=$?
@@ -317,9 +353,37 @@ t_session() {
 	[ -z "$(pgrep -f "qemu-system.*moat-vm-$id" || true)" ] || fail "QEMU survived moat rm"
 }
 
+# moat selftest --isolation vm: a level that cannot run here fails closed
+# naming why (vm_accel kvm without a usable KVM: no boot); with vm_accel any
+# a probe of the level's battery is judged against its positive control
+# (run outside moat, never as host root: "held" means the control found the
+# attempts open and the guest blocked them), and a kernel-surface probe is
+# listed as not applicable with the reason, never counted as held. Two boots:
+# the level's preflight and the probe's inside run.
+t_selftest() {
+	need_vm
+	local out rc=0
+	if [ ! -e /sys/module/kvm_intel ] && [ ! -e /sys/module/kvm_amd ]; then
+		out=$("$MOAT" selftest --isolation vm --only rt033_robind 2>&1) || rc=$?
+		assert_eq 125 "$rc" "moat selftest --isolation vm without a usable KVM fails closed"
+		assert_contains "$out" "isolation vm does not work here" "saying so"
+		assert_contains "$out" "accelerator step failed" "and naming why"
+	fi
+	rc=0
+	out=$("$MOAT" selftest --isolation vm --vm-accel any --only rt033_robind,rt005_userns 2>&1) || rc=$?
+	assert_eq 0 "$rc" "moat selftest --isolation vm: nothing escaped, nothing inconclusive"
+	assert_contains "$out" "[rt033_robind]: held" "the read-only bind probe held (its control showed it open)"
+	assert_contains "$out" "RT-033/create                                FAIL         BLOCKED      held" \
+		"an attempt open in the control, blocked in the guest"
+	assert_contains "$out" "[rt005_userns]: skipped" "a kernel-surface probe is not applicable"
+	assert_contains "$out" "not in the vm level's battery" "with the reason"
+	assert_contains "$out" "2 probe(s): 1 held, 1 skipped, 0 inconclusive, 0 ESCAPED" "and not counted as held"
+}
+
 run_test "vm: --net allow: proxy, capture, refusals recorded as at the process level, a credential kept outside" t_net_allow
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
 run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
+run_test "vm: moat selftest --isolation vm: the battery's probes against their controls; fails closed without KVM" t_selftest
 run_test "vm: moat gc prunes the initramfs cache (unused for a week)" t_gc
 t_done

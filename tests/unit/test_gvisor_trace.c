@@ -257,6 +257,85 @@ TEST(gvisor_trace_frames_checked)
 	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
 }
 
+/* The vm level's guest: a listener's exec event as a frame, and back. */
+static struct moat_seccomp_event ev2;
+
+static void put_args(struct moat_seccomp_event *e, unsigned n, size_t each)
+{
+	uint32_t off = 0;
+	e->argc = 0;
+	for (unsigned i = 0; i < n && off + each + 1 <= sizeof(e->argv_buf); i++) {
+		e->argv_off[e->argc++] = off;
+		memset(e->argv_buf + off, 'a' + (int)(i % 26), each);
+		off += (uint32_t)each;
+		e->argv_buf[off++] = '\0';
+	}
+}
+
+TEST(gvisor_trace_frame_of_listener_event)
+{
+	memset(&ev2, 0, sizeof(ev2));
+	ev2.type = MOAT_SECCOMP_EVENT_EXEC;
+	ev2.pid = 81;
+	ev2.ppid = 1;
+	ev2.nr = SYS_execve;
+	snprintf(ev2.path, sizeof(ev2.path), "/bin/sh");
+	snprintf(ev2.cwd, sizeof(ev2.cwd), "/workspace");
+	memcpy(ev2.argv_buf, "sh\0-c\0true; /bin/true\0", 22);
+	ev2.argv_off[0] = 0;
+	ev2.argv_off[1] = 3;
+	ev2.argv_off[2] = 6;
+	ev2.argc = 3;
+	size_t len = moat_gvt_frame_event(&ev2, frame);
+	struct moat_gvt_frame h;
+	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
+	ASSERT_EQ(ev.pid, 81);
+	ASSERT_EQ(ev.ppid, 1);
+	ASSERT_STREQ(ev.path, "/bin/sh");
+	ASSERT_STREQ(ev.cwd, "/workspace");
+	ASSERT_STREQ(ev.syscall, "execve");
+	ASSERT_EQ(ev.argc, 3u);
+	ASSERT_STREQ(moat_seccomp_event_arg(&ev, 2), "true; /bin/true");
+	ASSERT_TRUE(!ev.truncated);
+	ev2.nr = SYS_execveat;
+	len = moat_gvt_frame_event(&ev2, frame);
+	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
+	ASSERT_STREQ(ev.syscall, "execveat");
+	/* a path without its NUL (the listener's buffer full): cut, flagged */
+	memset(ev2.path, 'p', sizeof(ev2.path));
+	len = moat_gvt_frame_event(&ev2, frame);
+	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
+	ASSERT_EQ(strlen(ev.path), (size_t)MOAT_GVT_PATH_MAX);
+	ASSERT_TRUE(ev.truncated);
+	snprintf(ev2.path, sizeof(ev2.path), "/bin/x");
+	/* argv filling the whole buffer: all of it, not cut */
+	put_args(&ev2, 256, 127);
+	ASSERT_EQ(ev2.argc, 256u);
+	len = moat_gvt_frame_event(&ev2, frame);
+	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
+	ASSERT_EQ(ev.argc, 256u);
+	ASSERT_TRUE(!ev.truncated);
+	/* its last entry without a NUL at the buffer's end: cut there */
+	ev2.argv_buf[sizeof(ev2.argv_buf) - 1] = 'z';
+	len = moat_gvt_frame_event(&ev2, frame);
+	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
+	ASSERT_EQ(ev.argc, 255u);
+	ASSERT_TRUE(ev.truncated);
+	/* an offset out of the buffer: stops there */
+	put_args(&ev2, 3, 4);
+	ev2.argv_off[1] = 1u << 30;
+	len = moat_gvt_frame_event(&ev2, frame);
+	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
+	ASSERT_EQ(ev.argc, 1u);
+	ASSERT_TRUE(ev.truncated);
+	/* control: within the caps nothing is cut */
+	put_args(&ev2, 20, 100);
+	len = moat_gvt_frame_event(&ev2, frame);
+	ASSERT_EQ(moat_gvt_frame_parse(frame, len, &h, &ev), (ssize_t)len);
+	ASSERT_EQ(ev.argc, 20u);
+	ASSERT_TRUE(!ev.truncated);
+}
+
 TEST(gvisor_trace_parents_bounded)
 {
 	static struct moat_gvt_parents t;
