@@ -498,10 +498,10 @@ static int op_create(struct server *s, struct request *r)
 	t->n_sandboxes++;
 	t->memory += mem;
 	x->mem = mem;
+	x->req = r->id;
 	if (!warm && !blocking) {
 		/* answered when it is ready (create_progress()); in the quota
 		 * from now on, so that racing creates cannot exceed it */
-		x->req = r->id;
 		x->next = s->creating;
 		s->creating = x;
 		s->n_creating++;

@@ -194,7 +194,12 @@ static char test_stall_at[32];
 void moat_test_stall_arm(void)
 {
 	const char *gate = getenv("MOAT_TEST_LAYERS"), *at = getenv("MOAT_TEST_STALL_AT");
+	const char *only_if = getenv("MOAT_TEST_STALL_FILE");
 	test_stall_at[0] = '\0';
+	/* with MOAT_TEST_STALL_FILE, only the creates made while that file
+	 * exists stall (serve.sh: one tenant's create, not the other's) */
+	if (only_if && access(only_if, F_OK) < 0)
+		return;
 	if (gate && streq(gate, "1") && at && strlen(at) < sizeof(test_stall_at))
 		snprintf(test_stall_at, sizeof(test_stall_at), "%s", at);
 }
