@@ -1327,8 +1327,8 @@ static int op_health(struct server *s, struct request *r)
 						(int)s->pools[i].n));
 	return answer(s, r->id, 200,
 		      json_pack("{s:s,s:s,s:i,s:i,s:o}", "status", "ok", "version", MOAT_VERSION,
-				"sandboxes", (int)s->n_sbs, "creating", (int)s->n_creating,
-				"pools", pools ? pools : json_array()));
+				"sandboxes", (int)s->n_sbs, "creating", (int)s->n_creating, "pools",
+				pools ? pools : json_array()));
 }
 
 static int serve_one(struct server *s)

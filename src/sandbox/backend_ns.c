@@ -479,8 +479,7 @@ static int setup_step(struct moat_run *r)
 	if (r->notify_fd >= 0 && !r->setup_notify_watched && !r->setup_notify_over) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_CREATE};
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
-			return moat_error_set(r->err, "setup", errno, "epoll: %s",
-					      strerror(errno));
+			return moat_error_set(r->err, "setup", errno, "epoll: %s", strerror(errno));
 		r->setup_notify_watched = true;
 	}
 	/* Serve the seccomp listener until the init closed the setup pipe. */

@@ -470,9 +470,7 @@ int moat_sandbox_create_due_ms(const struct moat_sandbox *sbx)
 	if (!r->creating)
 		return -1;
 	uint64_t now = moat_now_us();
-	return now >= r->create_deadline_us
-		? 0
-		: (int)((r->create_deadline_us - now + 999) / 1000);
+	return now >= r->create_deadline_us ? 0 : (int)((r->create_deadline_us - now + 999) / 1000);
 }
 
 const char *moat_sandbox_id(const struct moat_sandbox *sbx)
