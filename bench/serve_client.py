@@ -115,7 +115,11 @@ def main():
 
             def worker(k):
                 for _ in range(k):
-                    sid = call(sock, "POST", "/v1/sandboxes", {})["id"]
+                    try:
+                        sid = call(sock, "POST", "/v1/sandboxes", {})["id"]
+                    except BaseException as e:  # noqa: BLE001 - counted below (sys.exit too)
+                        print(f"idle: a create failed: {e!r}", file=sys.stderr, flush=True)
+                        return
                     with lock:
                         ids.append(sid)
 
@@ -125,6 +129,10 @@ def main():
                 t.start()
             for t in ts:
                 t.join()
+            if len(ids) != n:
+                for sid in ids:
+                    call(sock, "DELETE", f"/v1/sandboxes/{sid}")
+                sys.exit(f"idle: only {len(ids)} of {n} created")
         else:
             ids = [call(sock, "POST", "/v1/sandboxes", {})["id"] for _ in range(n)]
         print(f"idle_created {n} in_us {int((time.monotonic() - t0) * 1e6)}", flush=True)
