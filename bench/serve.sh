@@ -105,17 +105,18 @@ tree_pss() {
 	echo "$sum ${#all[@]}"
 }
 
-# idle_server N: one server holding N idle sandboxes: the time to create
-# them (one request after the other) and the server's PSS growth per sandbox
-# (its process tree: the back, the front, every init), read by root
+# idle_server N [C]: one server holding N idle sandboxes: the time to create
+# them (one request after the other, or C clients at once) and the server's
+# PSS growth per sandbox (its process tree: the back, the front, every
+# init), read by root
 idle_server() {
-	local n=$1 fifo out before after created in_us per
+	local n=$1 conc=${2:-1} fifo out before after created in_us per how
 	fifo=$BENCH_STAGE/serve-idle-$BENCH_USER.fifo
 	out=$BENCH_STAGE/serve-idle-$BENCH_USER.out
 	rm -f "$fifo" "$out"
 	mkfifo -m 0666 "$fifo"
 	before=$(tree_pss "$SRV_PID")
-	bench_as_user python3 "$BENCH_STAGE/serve-bin/serve_client.py" "$SOCK" idle "$n" <"$fifo" >"$out" 2>&1 &
+	bench_as_user python3 "$BENCH_STAGE/serve-bin/serve_client.py" "$SOCK" idle "$n" "$conc" <"$fifo" >"$out" 2>&1 &
 	local cpid=$!
 	exec 7>"$fifo"
 	for _ in $(seq 1200); do
@@ -132,13 +133,15 @@ idle_server() {
 	rm -f "$fifo"
 	echo "  # $created; server tree PSS kB (processes): $before -> $after"
 	in_us=$(awk '{ print $4 }' <<<"$created")
-	bench_target serve "one server: $n idle sandboxes created, one request after the other" \
+	how="one request after the other"
+	[ "$conc" -le 1 ] || how="$conc clients at once"
+	bench_target serve "one server: $n idle sandboxes created, $how" \
 		"$([ -n "$in_us" ] && awk -v u="$in_us" -v n="$n" 'BEGIN { printf "%.3f", u / 1e6 * 100 / n }')" "<=" 1 "s (per 100)"
 	per=
 	if [ -n "$before" ] && [ -n "$after" ]; then
 		per=$(awk -v a="${after% *}" -v b="${before% *}" -v n="$n" 'BEGIN { printf "%.3f", (a - b) / n / 1024 }')
 	fi
-	bench_target serve "one server: PSS per idle sandbox ($n held)" "$per" "<=" 1 MiB
+	[ "$conc" -gt 1 ] || bench_target serve "one server: PSS per idle sandbox ($n held)" "$per" "<=" 1 MiB
 }
 
 for BENCH_USER in $(bench_users); do
@@ -152,7 +155,10 @@ for BENCH_USER in $(bench_users); do
 		if start_server; then
 			cold=$(client cold "$n")
 			api_exec=$(client exec "$n")
-			if [ "$(id -u)" -eq 0 ]; then idle_server "$(bench_runs 100)"; fi
+			if [ "$(id -u)" -eq 0 ]; then
+				idle_server "$(bench_runs 100)"
+				idle_server "$(bench_runs 100)" 8
+			fi
 			stop_server
 		fi
 		if start_server --pool "$pool"; then

@@ -9,7 +9,8 @@ library only). Usage: serve_client.py SOCKET MODE N [POOL]
         pool is full before each create, counts the creates that were warm
   exec  one sandbox, N execs of /bin/true until the exit record
   idle  N sandboxes created and held until a line on stdin; prints
-        "idle_created N in_us T"
+        "idle_created N in_us T"; with POOL (here: C), C clients create
+        at once (C requests in flight), else one request after the other
 
 Prints "MODE_us median M p90 P n N warm W [create_only_median C]"
 (microseconds; C: the create request alone)."""
@@ -108,7 +109,32 @@ def main():
         # N sandboxes created one after the other and held until a line
         # comes on stdin (the bench reads the server's PSS meanwhile)
         t0 = time.monotonic()
-        ids = [call(sock, "POST", "/v1/sandboxes", {})["id"] for _ in range(n)]
+        if pool > 1:
+            import threading
+            ids, lock = [], threading.Lock()
+
+            def worker(k):
+                for _ in range(k):
+                    try:
+                        sid = call(sock, "POST", "/v1/sandboxes", {})["id"]
+                    except BaseException as e:  # noqa: BLE001 - counted below (sys.exit too)
+                        print(f"idle: a create failed: {e!r}", file=sys.stderr, flush=True)
+                        return
+                    with lock:
+                        ids.append(sid)
+
+            ts = [threading.Thread(target=worker, args=(n // pool + (i < n % pool),))
+                  for i in range(pool)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            if len(ids) != n:
+                for sid in ids:
+                    call(sock, "DELETE", f"/v1/sandboxes/{sid}")
+                sys.exit(f"idle: only {len(ids)} of {n} created")
+        else:
+            ids = [call(sock, "POST", "/v1/sandboxes", {})["id"] for _ in range(n)]
         print(f"idle_created {n} in_us {int((time.monotonic() - t0) * 1e6)}", flush=True)
         sys.stdin.readline()
         for sid in ids:

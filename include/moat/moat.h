@@ -277,6 +277,26 @@ struct moat_proc;
 
 int moat_sandbox_create(const struct moat_policy *p, struct moat_sandbox **ret,
 			struct moat_error *ret_err);
+
+/* The same create without its wait, for an event loop that serves other
+ * sandboxes meanwhile (moat_sandbox_create() is this start and the steps
+ * until done): returns once the sandbox's init was cloned and released to
+ * assemble the sandbox, with *ret being created, or < 0 as
+ * moat_sandbox_create() (ret_err names the step and why). Then, when
+ * moat_sandbox_fd() is readable, and at the latest
+ * moat_sandbox_create_due_ms() later, moat_sandbox_create_poll(): 1 once it
+ * is ready (as moat_sandbox_create() returns it), 0 while it is still being
+ * set up, < 0 when its set-up failed (ret_err says at which step and why,
+ * as moat_sandbox_create() does; *sb is gone then). A set-up that is not
+ * ready within the bound (30 s: it stalled) fails and the sandbox is ended.
+ * Until it is ready only these, moat_sandbox_id(), moat_sandbox_fd() and
+ * moat_sandbox_destroy() apply (a destroy abandons it: nothing is left of
+ * it, and no exit record is written, as for a failed set-up). */
+int moat_sandbox_create_start(const struct moat_policy *p, struct moat_sandbox **ret,
+			      struct moat_error *ret_err);
+int moat_sandbox_create_poll(struct moat_sandbox *sb, struct moat_error *ret_err);
+/* ms until moat_sandbox_create_poll() must be called again; -1 once ready */
+int moat_sandbox_create_due_ms(const struct moat_sandbox *sb);
 /* The run id (also the audit log's name). */
 const char *moat_sandbox_id(const struct moat_sandbox *sb);
 int moat_sandbox_fd(const struct moat_sandbox *sb);

@@ -47,11 +47,13 @@
 #define MAX_POOLS 16u
 #define MAX_POOL 256u
 #define MAX_READ (16u << 20)
-/* A refill is a whole sandbox's creation (milliseconds) and holds the loop:
- * it waits until the loop has been quiet this long (no frame from the front,
- * no exec output), so that a client's next request (the exec after a warm
- * create) is not queued behind it; a pool short for POOL_MAX_DEFER_US under
- * steady traffic still gets one sandbox then (between frames). */
+/* A refill's start (the clone, the maps, the layers' steps; the rest of the
+ * set-up is the init's, waited for in the loop like a client's create) holds
+ * the loop for a moment: it waits until the loop has been quiet this long
+ * (no frame from the front, no exec output), so that a client's next
+ * request (the exec after a warm create) is not queued behind it; a pool
+ * short for POOL_MAX_DEFER_US under steady traffic still gets one sandbox
+ * then (between frames). */
 #define POOL_QUIET_US 50000u
 #define POOL_MAX_DEFER_US 1000000u
 
@@ -67,6 +69,12 @@ struct sbx {
 	uint64_t execs;
 	unsigned running;
 	bool failed; /* its init died */
+	/* being created (moat_sandbox_create_start()), on the server's
+	 * creating list: the client's request answered when it is ready (req
+	 * 0: a pool's refill, for pools[pool]) */
+	uint32_t req;
+	unsigned pool;
+	uint64_t mem; /* counted in its tenant's quota since the request */
 };
 
 enum job_kind {
@@ -111,6 +119,7 @@ struct pool {
 	unsigned n;
 	bool failing; /* the last refill failed: retried after a pause */
 	uint64_t retry_us;
+	unsigned creating; /* refills in flight */
 };
 
 struct server {
@@ -119,6 +128,8 @@ struct server {
 	int chan;
 	struct sbx *sbs;
 	unsigned n_sbs;
+	struct sbx *creating; /* creates in flight (tenants' and pools') */
+	unsigned n_creating;
 	struct job *jobs;
 	struct pool pools[MAX_POOLS];
 	unsigned n_pools;
@@ -249,14 +260,17 @@ static struct sbx *sbx_free(struct sbx *x)
 	return NULL;
 }
 
-/* A new sandbox of p (taken on success). */
-static int sbx_create(struct moat_policy *p, char *policy_json, struct sbx **ret,
+/* A new sandbox of p (taken on success): being created (its init sets it
+ * up while the loop serves everything else: create_progress()), or, when
+ * blocking (the test build's control), ready. */
+static int sbx_create(struct moat_policy *p, char *policy_json, bool blocking, struct sbx **ret,
 		      struct moat_error *err)
 {
 	struct sbx *x = calloc(1, sizeof(*x));
 	if (!x)
 		return moat_error_set(err, "serve", ENOMEM, "out of memory");
-	int k = moat_sandbox_create(p, &x->sb, err);
+	int k = blocking ? moat_sandbox_create(p, &x->sb, err)
+			 : moat_sandbox_create_start(p, &x->sb, err);
 	if (k < 0) {
 		free(x);
 		return k;
@@ -277,6 +291,17 @@ static struct sbx *sbx_find(struct server *s, struct moat_serve_tenant *t, const
 		if (x->tenant == t && (streq(x->id, id) || (x->name[0] && streq(x->name, id))))
 			return x;
 	return NULL;
+}
+
+/* A name is taken by a sandbox or by a create in flight. */
+static bool name_taken(struct server *s, struct moat_serve_tenant *t, const char *name)
+{
+	if (sbx_find(s, t, name))
+		return true;
+	for (struct sbx *x = s->creating; x; x = x->next)
+		if (x->tenant == t && x->name[0] && streq(x->name, name))
+			return true;
+	return false;
 }
 
 static void job_finish(struct server *s, struct job *j, bool destroyed);
@@ -394,6 +419,8 @@ static int pool_take(struct server *s, const char *policy_json, struct sbx **ret
 	return 0;
 }
 
+static int create_ready(struct server *s, struct sbx *x, bool warm);
+
 static int op_create(struct server *s, struct request *r)
 {
 	struct moat_serve_tenant *t = r->tenant;
@@ -401,11 +428,12 @@ static int op_create(struct server *s, struct request *r)
 	char field[64], msg[600];
 	const char *name = json_string_value(json_object_get(r->args, "name"));
 
+	/* creates in flight count: they are in n_sandboxes and memory */
 	if (t->max_sandboxes && t->n_sandboxes >= t->max_sandboxes)
 		return answer_error(s, r->id, 429, "quota_exceeded",
 				    "tenant %s: at most %u sandboxes (quota)", t->name,
 				    t->max_sandboxes);
-	if (s->n_sbs >= MAX_SANDBOXES)
+	if (s->n_sbs + s->n_creating >= MAX_SANDBOXES)
 		return answer_error(s, r->id, 503, "unavailable", "the server holds %u sandboxes",
 				    MAX_SANDBOXES);
 	if (name) {
@@ -418,7 +446,7 @@ static int op_create(struct server *s, struct request *r)
 			return answer_field(
 				s, r->id, 400, "bad_request", "name",
 				"name: [A-Za-z0-9_.-], at most 64, not starting with sb-");
-		if (sbx_find(s, t, name))
+		if (name_taken(s, t, name))
 			return answer_field(s, r->id, 409, "conflict", "name",
 					    "name: a sandbox of that name exists");
 	}
@@ -446,11 +474,18 @@ static int op_create(struct server *s, struct request *r)
 		return answer_error(s, r->id, 500, "internal", "out of memory");
 	}
 	struct sbx *x = NULL;
-	bool warm = pool_take(s, pj, &x) > 0;
+	bool warm = pool_take(s, pj, &x) > 0, blocking = false;
+#ifdef MOAT_TESTING
+	/* test build only: the blocking create the back had before, as the
+	 * control of serve.sh's stalled-create test */
+	const char *gate = getenv("MOAT_TEST_LAYERS"),
+		   *blk = getenv("MOAT_TEST_SERVE_BLOCKING_CREATE");
+	blocking = gate && streq(gate, "1") && blk && streq(blk, "1");
+#endif
 	if (warm) {
 		moat_policy_free(p);
 		free(pj);
-	} else if ((k = sbx_create(p, pj, &x, &err)) < 0) {
+	} else if ((k = sbx_create(p, pj, blocking, &x, &err)) < 0) {
 		moat_policy_free(p);
 		free(pj);
 		return answer_error(s, r->id, k == -ENOMEM ? 500 : 503, "sandbox_failed",
@@ -460,14 +495,93 @@ static int op_create(struct server *s, struct request *r)
 	x->tenant = t;
 	if (name)
 		snprintf(x->name, sizeof(x->name), "%s", name);
+	t->n_sandboxes++;
+	t->memory += mem;
+	x->mem = mem;
+	x->req = r->id;
+	if (!warm && !blocking) {
+		/* answered when it is ready (create_progress()); in the quota
+		 * from now on, so that racing creates cannot exceed it */
+		x->next = s->creating;
+		s->creating = x;
+		s->n_creating++;
+		return 0;
+	}
+	return create_ready(s, x, warm);
+}
+
+/* A tenant's sandbox is ready: it joins the server's, the client has it. */
+static int create_ready(struct server *s, struct sbx *x, bool warm)
+{
+	uint32_t req = x->req;
+	x->req = 0;
 	x->next = s->sbs;
 	s->sbs = x;
 	s->n_sbs++;
-	t->n_sandboxes++;
-	t->memory += mem;
 	json_t *b = sbx_json(x);
 	json_object_set_new(b, "warm", json_boolean(warm));
-	return answer(s, r->id, 201, b);
+	return answer(s, req, 201, b);
+}
+
+/* A create in flight leaves the list; its quota share is given back
+ * unless it became the tenant's. */
+static void creating_unlink(struct server *s, struct sbx *x, bool release_quota)
+{
+	for (struct sbx **pp = &s->creating; *pp; pp = &(*pp)->next)
+		if (*pp == x) {
+			*pp = x->next;
+			s->n_creating--;
+			break;
+		}
+	x->next = NULL;
+	if (x->tenant && release_quota) {
+		x->tenant->n_sandboxes--;
+		x->tenant->memory -= x->mem;
+	}
+	if (!x->tenant && s->pools[x->pool].creating)
+		s->pools[x->pool].creating--;
+}
+
+/* One step of a create in flight: answered (201, or 503 naming the step)
+ * once it is ready or failed; a pool's joins its pool. */
+static void create_progress(struct server *s, struct sbx *x)
+{
+	struct moat_error err = {0};
+	int k = moat_sandbox_create_poll(x->sb, &err);
+	if (k == 0)
+		return;
+	creating_unlink(s, x, k < 0);
+	if (k < 0) {
+		x->sb = NULL; /* gone */
+		if (x->tenant)
+			answer_error(s, x->req, k == -ENOMEM ? 500 : 503, "sandbox_failed",
+				     "the sandbox could not be set up: %s step: %s", err.stage,
+				     err.message);
+		else {
+			s->pools[x->pool].failing = true;
+			s->pools[x->pool].retry_us = mono_us() + 1000000u;
+		}
+		sbx_free(x);
+		return;
+	}
+	if (!x->tenant) {
+		struct pool *pl = &s->pools[x->pool];
+		pl->failing = false;
+		x->next = pl->ready;
+		pl->ready = x;
+		pl->n++;
+		return;
+	}
+	create_ready(s, x, false);
+}
+
+/* A create whose client went away (or the server's end): the sandbox is
+ * abandoned, nothing is left of it. */
+static void create_abandon(struct server *s, struct sbx *x)
+{
+	creating_unlink(s, x, true);
+	moat_sandbox_destroy(x->sb, NULL, NULL);
+	sbx_free(x);
 }
 
 static int need_sbx(struct server *s, struct request *r, struct sbx **ret)
@@ -1162,6 +1276,11 @@ static int wait_front_ready(struct server *s)
 
 static void cancel(struct server *s, uint32_t id)
 {
+	for (struct sbx *x = s->creating; x; x = x->next)
+		if (x->req == id && x->tenant) {
+			create_abandon(s, x);
+			break;
+		}
 	for (struct job *j = s->jobs; j; j = j->next)
 		if (j->req == id) {
 			if (j->kind == JOB_EXEC && j->pr)
@@ -1207,8 +1326,9 @@ static int op_health(struct server *s, struct request *r)
 				      json_pack("{s:i,s:i}", "want", (int)s->pools[i].want, "ready",
 						(int)s->pools[i].n));
 	return answer(s, r->id, 200,
-		      json_pack("{s:s,s:s,s:i,s:o}", "status", "ok", "version", MOAT_VERSION,
-				"sandboxes", (int)s->n_sbs, "pools", pools ? pools : json_array()));
+		      json_pack("{s:s,s:s,s:i,s:i,s:o}", "status", "ok", "version", MOAT_VERSION,
+				"sandboxes", (int)s->n_sbs, "creating", (int)s->n_creating, "pools",
+				pools ? pools : json_array()));
 }
 
 static int serve_one(struct server *s)
@@ -1300,28 +1420,30 @@ static int serve_one(struct server *s)
 
 /* ---- the pool -------------------------------------------------------------------------- */
 
-/* One sandbox for the first pool below its count; 1 if one was made. */
+/* One sandbox started for the first pool below its count (counting its
+ * refills in flight); 1 if one was started. */
 static int pool_refill(struct server *s)
 {
 	for (unsigned i = 0; i < s->n_pools; i++) {
 		struct pool *pl = &s->pools[i];
-		if (pl->n >= pl->want || (pl->failing && mono_us() < pl->retry_us))
+		if (pl->n + pl->creating >= pl->want || (pl->failing && mono_us() < pl->retry_us))
 			continue;
 		struct moat_error err = {0};
 		struct moat_policy *p = moat_serve_policy_copy(pl->p, &err);
 		char *pj = p ? strdup(pl->policy_json) : NULL;
 		struct sbx *x = NULL;
-		if (!p || !pj || sbx_create(p, pj, &x, &err) < 0) {
+		if (!p || !pj || sbx_create(p, pj, false, &x, &err) < 0) {
 			moat_policy_free(p);
 			free(pj);
 			pl->failing = true;
 			pl->retry_us = mono_us() + 1000000u;
 			return 0;
 		}
-		pl->failing = false;
-		x->next = pl->ready;
-		pl->ready = x;
-		pl->n++;
+		x->pool = i;
+		pl->creating++;
+		x->next = s->creating;
+		s->creating = x;
+		s->n_creating++;
 		return 1;
 	}
 	return 0;
@@ -1330,7 +1452,7 @@ static int pool_refill(struct server *s)
 static bool pool_wants(const struct server *s)
 {
 	for (unsigned i = 0; i < s->n_pools; i++)
-		if (s->pools[i].n < s->pools[i].want &&
+		if (s->pools[i].n + s->pools[i].creating < s->pools[i].want &&
 		    (!s->pools[i].failing || mono_us() >= s->pools[i].retry_us))
 			return true;
 	return false;
@@ -1791,7 +1913,7 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 		unsigned nj = 0;
 		for (struct job *j = s.jobs; j; j = j->next)
 			nj++;
-		cap = 2 + s.n_sbs + 3u * nj;
+		cap = 2 + s.n_sbs + s.n_creating + 3u * nj;
 		for (unsigned i = 0; i < s.n_pools; i++)
 			cap += s.pools[i].n;
 		struct pollfd *pf = calloc(cap, sizeof(*pf));
@@ -1820,7 +1942,15 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 							  .events = POLLIN};
 			}
 		bool draining = false, more = false;
-		int start_due = -1; /* the nearest bound of a starting exec */
+		int start_due = -1; /* the nearest bound of a starting exec or a create */
+		for (struct sbx *x = s.creating; x; x = x->next) {
+			int d = moat_sandbox_create_due_ms(x->sb);
+			if (d >= 0 && (start_due < 0 || d < start_due))
+				start_due = d;
+			of[n] = x;
+			kind[n] = 'c';
+			pf[n++] = (struct pollfd){.fd = moat_sandbox_fd(x->sb), .events = POLLIN};
+		}
 		for (struct job *j = s.jobs; j; j = j->next) {
 			if (!j->req)
 				continue;
@@ -1892,6 +2022,12 @@ int moat_serve(const struct moat_policy *ceiling, const struct moat_serve_opts *
 		free(pf);
 		free(of);
 		free(kind);
+		/* every create in flight looks at its set-up (cheap: a few polls
+		 * of its channels), then the sandboxes it made join */
+		for (struct sbx *x = s.creating, *nx; x; x = nx) {
+			nx = x->next;
+			create_progress(&s, x);
+		}
 		/* every job looks at its fds and its process (dispatch may have
 		 * ended it), the followers at their logs */
 		for (struct job *j = s.jobs; j; j = j->next) {
@@ -1953,6 +2089,8 @@ out:
 		free(j->in_data);
 		free(j);
 	}
+	while (s.creating)
+		create_abandon(&s, s.creating);
 	while (s.sbs) {
 		struct sbx *x = s.sbs;
 		s.sbs = x->next;

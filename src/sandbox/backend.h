@@ -28,6 +28,11 @@ struct moat_backend_ops {
 	 * where the layers' supervisor steps overlap the sandbox's own set-up.
 	 * < 0 with r->err filled: nothing of the user's ever ran. */
 	int (*start)(struct moat_run *r);
+	/* Optional: when start returns with the init still assembling the
+	 * sandbox (its set-up channels on r->epfd, tag MOAT_TAG_CREATE), one
+	 * step of the wait without blocking: 1 ready, 0 not yet, < 0 with
+	 * r->err filled (a step failed). NULL: start returns ready. */
+	int (*poll)(struct moat_run *r);
 	/* Kills everything of the sandbox and waits until it is gone. */
 	void (*kill)(struct moat_run *r);
 	/* Closes what prepare/start kept. */

@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
@@ -385,33 +386,40 @@ static int setup_record_error(struct moat_run *r, struct moat_setup_error *e)
 			      e->detail, strerror(e->err));
 }
 
-/* Reads the setup pipe: EOF means the command was executed; a record means a
- * step failed. Also receives the fds the init hands over. */
-static int wait_setup(struct moat_run *r)
+/* One step of the wait for the init's set-up report, without blocking
+ * (0: not yet; the channels are on r->epfd meanwhile). The init sends the
+ * fds it hands over before it is ready, DONE last; then, while it finishes
+ * (its last steps may be recorded), the seccomp listener is served until it
+ * closes the setup pipe: EOF after DONE means the sandbox is ready; a record
+ * means a step failed; EOF without DONE, that the init died during set-up. */
+static int setup_step(struct moat_run *r)
 {
 	struct moat_setup_error e;
 	ssize_t n;
-	bool done = false;
-	int take_err = 0;
 
-	/* fds first: the init sends them before it execs, DONE last. A message
-	 * may carry several kinds (sandbox.h: moat_sandbox_send_fds). */
-	while (!done) {
+	/* fds first. A message may carry several kinds (sandbox.h:
+	 * moat_sandbox_send_fds). */
+	while (!r->setup_fds_over) {
+		struct pollfd pf = {.fd = r->sb.sock_sup, .events = POLLIN};
+		if (poll(&pf, 1, 0) <= 0)
+			return 0;
 		int32_t kinds[MOAT_SANDBOX_BATCH_MAX];
 		int fds[MOAT_SANDBOX_BATCH_MAX];
 		unsigned nk = 0;
 		int k = moat_sandbox_recv_fds(r->sb.sock_sup, kinds, fds, &nk);
-		if (k < 0)
-			break; /* the init died during setup: the pipe says why */
+		if (k < 0) {
+			r->setup_fds_over = true; /* the init died: the pipe says why */
+			break;
+		}
 		for (unsigned j = 0; j < nk; j++) {
 			int fd = fds[j];
-			if (done) { /* nothing follows DONE */
+			if (r->setup_done) { /* nothing follows DONE */
 				safe_close(fd);
 				continue;
 			}
 			switch (kinds[j]) {
 			case MOAT_FD_DONE:
-				done = true;
+				r->setup_done = r->setup_fds_over = true;
 				safe_close(fd);
 				break;
 			case MOAT_FD_OUTPUT:
@@ -448,7 +456,7 @@ static int wait_setup(struct moat_run *r)
 					r->notify_fd =
 						(int)syscall(SYS_pidfd_getfd, r->pidfd, num, 0);
 					if (r->notify_fd < 0) /* pidfd_getfd sets O_CLOEXEC */
-						take_err = errno;
+						r->setup_take_err = errno;
 					/* a record that does nothing (the init ignores the
 					 * type): taken, the init is non-dumpable again
 					 * before any request, even in a sandbox left idle */
@@ -457,7 +465,7 @@ static int wait_setup(struct moat_run *r)
 						(void)moat_msg_send(r->sb.sock_sup, &none,
 								    sizeof(none), NULL, 0);
 				} else
-					take_err = EPROTO;
+					r->setup_take_err = EPROTO;
 				break;
 			}
 			default:
@@ -466,36 +474,63 @@ static int wait_setup(struct moat_run *r)
 			}
 		}
 	}
-	/* Serve the seccomp listener until the init closed the setup pipe (its
-	 * last steps may be recorded). */
-	while (r->notify_fd >= 0) {
+	/* the control channel is the sandbox's, not the set-up's, from here */
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->sb.sock_sup, NULL);
+	if (r->notify_fd >= 0 && !r->setup_notify_watched && !r->setup_notify_over) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_CREATE};
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->notify_fd, &ev) < 0)
+			return moat_error_set(r->err, "setup", errno, "epoll: %s", strerror(errno));
+		r->setup_notify_watched = true;
+	}
+	/* Serve the seccomp listener until the init closed the setup pipe. */
+	for (;;) {
+		bool listen = r->notify_fd >= 0 && !r->setup_notify_over;
 		struct pollfd pf[2] = {{.fd = r->sb.setup_r, .events = POLLIN},
 				       {.fd = r->notify_fd, .events = POLLIN}};
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
-			break;
+		if (poll(pf, listen ? 2 : 1, 0) <= 0)
+			return 0;
 		if (pf[0].revents)
 			break;
-		if (pf[1].revents & POLLIN)
+		if (pf[1].revents & POLLIN) {
 			moat_supervise_pending(r);
-		else if (pf[1].revents)
-			break;
+		} else if (pf[1].revents) {
+			/* the listener failed: the pipe's end decides */
+			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->notify_fd, NULL);
+			r->setup_notify_watched = false;
+			r->setup_notify_over = true;
+		}
 	}
+	if (r->setup_notify_watched)
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->notify_fd, NULL);
+	r->setup_notify_watched = false;
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->sb.setup_r, NULL);
 	while ((n = read(r->sb.setup_r, &e, sizeof(e))) < 0 && errno == EINTR)
 		;
-	/* EOF after DONE: the sandbox is ready (the init closed its end).
-	 * EOF without DONE: the init died before finishing setup. */
-	if (n == 0 && done && take_err)
+	if (n == 0 && r->setup_done && r->setup_take_err)
 		return moat_error_set(
-			r->err, "seccomp", take_err,
+			r->err, "seccomp", r->setup_take_err,
 			"seccomp step failed: moat could not take the seccomp listener "
 			"(pidfd_getfd): %s",
-			strerror(take_err));
-	if (n == 0 && done)
-		return 0;
+			strerror(r->setup_take_err));
+	if (n == 0 && r->setup_done) {
+		r->sb.setup_r = safe_close(r->sb.setup_r);
+		return 1;
+	}
 	if (n != sizeof(e))
 		return moat_error_set(r->err, "setup", EPROTO,
 				      "the sandbox died during setup without saying why");
 	return setup_record_error(r, &e);
+}
+
+/* The same wait, blocking (a step already failed: the init is ending). */
+static int wait_setup(struct moat_run *r)
+{
+	int k;
+	while ((k = setup_step(r)) == 0) {
+		struct pollfd pf = {.fd = r->epfd, .events = POLLIN};
+		(void)poll(&pf, 1, -1);
+	}
+	return k < 0 ? k : 0;
 }
 
 /* The supervisor failed before the init's first release (the maps, the go
@@ -589,6 +624,11 @@ static int ns_start(struct moat_run *r)
 		return k;
 	}
 	r->init_pid = pid;
+	/* the set-up's channels, watched through the sandbox's fd (ns_poll) */
+	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_CREATE};
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sb.sock_sup, &ev) < 0 ||
+	    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sb.setup_r, &ev) < 0)
+		return moat_error_set(r->err, "setup", errno, "epoll: %s", strerror(errno));
 	moat_test_stall("cloned");
 	r->sb.setup_w = safe_close(r->sb.setup_w);
 	r->sb.go_r = safe_close(r->sb.go_r);
@@ -616,13 +656,13 @@ static int ns_start(struct moat_run *r)
 		return k;
 	}
 	r->sb.go_w = safe_close(r->sb.go_w);
-
-	k = wait_setup(r);
-	if (k < 0)
-		return k;
-	r->sb.setup_r = safe_close(r->sb.setup_r);
-	r->sb.setup_r = safe_close(r->sb.setup_r);
+	/* the rest is the init's: ns_poll() waits for its report */
 	return 0;
+}
+
+static int ns_poll(struct moat_run *r)
+{
+	return setup_step(r);
 }
 
 static void ns_release(struct moat_run *r)
@@ -650,6 +690,7 @@ static const struct moat_backend_ops ns_ops = {
 	.name = "process",
 	.prepare = ns_prepare,
 	.start = ns_start,
+	.poll = ns_poll,
 	.kill = ns_kill,
 	.release = ns_release,
 };

@@ -138,6 +138,8 @@ _Noreturn void moat_init_serve(int sock, uint64_t rlimit_as);
  * MOAT_TEST_STALL_AT=<stage> in its environment, the supervisor or the
  * sandbox's init announces "moat: test stall at <stage>" on stderr and waits
  * there until killed, so a test can SIGKILL moat at that stage of setup.
+ * With MOAT_TEST_STALL_FILE=<path> too, only a sandbox created while that
+ * file exists stalls (a server's one create among others: serve.sh).
  * moat_test_stall_arm() reads the environment (supervisor, before the clone);
  * moat_test_stall() is a no-op unless armed for that stage. In the shipped
  * build the calls compile to nothing: no code, no environment variable. */

@@ -96,6 +96,13 @@ struct moat_run {
 	int epfd; /* everything of this sandbox; moat_sandbox_fd() */
 	uint32_t tag_base; /* supervise.c: its tags on epfd */
 	bool init_exited, ready, killed;
+	/* being created (moat_sandbox_create_start()): until
+	 * moat_sandbox_create_poll() says it is ready or failed; the bound, and
+	 * the backend's progress through the init's set-up report (backend.h) */
+	bool creating;
+	uint64_t create_deadline_us;
+	bool setup_fds_over, setup_done, setup_notify_watched, setup_notify_over;
+	int setup_take_err;
 
 	int uid_slot_fd; /* root mode: lock held on the allocated host uid */
 
@@ -141,6 +148,7 @@ enum {
 	MOAT_TAG_PIDFD = 1,
 	MOAT_TAG_CTL,
 	MOAT_TAG_BACKEND, /* the backend's own (backend.h dispatch) */
+	MOAT_TAG_CREATE, /* being created: the init's set-up channels (backend.h poll) */
 	MOAT_TAG_EXTRA = 8,
 	MOAT_TAG_PROC_BASE = 64,
 };

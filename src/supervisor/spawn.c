@@ -194,7 +194,12 @@ static char test_stall_at[32];
 void moat_test_stall_arm(void)
 {
 	const char *gate = getenv("MOAT_TEST_LAYERS"), *at = getenv("MOAT_TEST_STALL_AT");
+	const char *only_if = getenv("MOAT_TEST_STALL_FILE");
 	test_stall_at[0] = '\0';
+	/* with MOAT_TEST_STALL_FILE, only the creates made while that file
+	 * exists stall (serve.sh: one tenant's create, not the other's) */
+	if (only_if && access(only_if, F_OK) < 0)
+		return;
 	if (gate && streq(gate, "1") && at && strlen(at) < sizeof(test_stall_at))
 		snprintf(test_stall_at, sizeof(test_stall_at), "%s", at);
 }
@@ -232,10 +237,30 @@ static struct moat_sandbox *sandbox_new(const struct moat_policy *p, struct moat
 	return sbx;
 }
 
-/* Everything up to a ready sandbox (the init serves its control channel).
+/* How long a sandbox may take from its clone to ready (its init assembling
+ * the root, the layers' steps meanwhile) before it is ended: a set-up that
+ * stalls (a hung network filesystem under a bind, a stopped init) must not
+ * hold a slot of moat serve's, or a create's answer, forever. Generous: a
+ * loaded machine or a sanitizer build is far below it. */
+#define CREATE_READY_MS 30000
+
+static unsigned create_ready_ms(void)
+{
+#ifdef MOAT_TESTING
+	/* test build only: a shorter bound for serve.sh's stalled create */
+	const char *gate = getenv("MOAT_TEST_LAYERS"), *v = getenv("MOAT_TEST_CREATE_READY_MS");
+	if (gate && streq(gate, "1") && v && atoi(v) >= 1000 && atoi(v) <= CREATE_READY_MS)
+		return (unsigned)atoi(v);
+#endif
+	return CREATE_READY_MS;
+}
+
+/* Everything up to the init's release: the policy's checks, the plan, the
+ * layers' preparation, the clone, the maps; the init then assembles the
+ * sandbox while moat_sandbox_create_poll_for() waits for its report.
  * argv: the start record's command (moat_run()), or NULL. SIGPIPE must be
  * blocked or ignored by the caller. */
-int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
+static int create_start_for(const struct moat_policy *p, char *const *argv,
 			    struct moat_sandbox **ret, struct moat_status *ret_status,
 			    struct moat_error *ret_err)
 {
@@ -330,16 +355,9 @@ int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
 	if ((k = r->backend->start(r)) < 0)
 		goto fail_kill;
 	moat_test_stall("started");
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_PIDFD};
-	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->pidfd, &ev) < 0 ||
-	    (ev.data.u32 = MOAT_TAG_CTL, epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sb.sock_sup, &ev)) <
-		    0) {
-		k = moat_error_set(ret_err, "setup", errno, "epoll: %s", strerror(errno));
-		goto fail_kill;
-	}
-	if ((k = moat_supervise_register(r, r->epfd, MOAT_TAG_EXTRA)) < 0)
-		goto fail_kill;
-	r->ready = true;
+	r->creating = true;
+	r->create_deadline_us = moat_now_us() + create_ready_ms() * 1000ull;
+	/* from here the errors are kept until moat_sandbox_create_poll() */
 	r->err = &r->errbuf;
 	*ret = sbx;
 	return 0;
@@ -356,10 +374,103 @@ fail:
 	return k < 0 ? k : -EIO;
 }
 
+/* The end of a create that failed after its start: the sandbox is killed
+ * and gone (no exit record: nothing of the user's ran), *ret_err says
+ * why (when given). */
+static void create_failed(struct moat_sandbox *sbx, struct moat_status *ret_status,
+			  struct moat_error *ret_err)
+{
+	struct moat_run *r = &sbx->r;
+	r->backend->kill(r);
+	r->st->wall_us = moat_now_us() - r->start_us;
+	moat_supervise_teardown(r);
+	if (ret_status)
+		*ret_status = *r->st;
+	if (ret_err)
+		*ret_err = r->errbuf;
+	run_free(r);
+	free(sbx);
+}
+
+/* One step of a create: 1 ready, 0 not yet, < 0 failed (sbx is gone). */
+static int create_poll_for(struct moat_sandbox *sbx, struct moat_status *ret_status,
+			   struct moat_error *ret_err)
+{
+	struct moat_run *r = &sbx->r;
+	int k;
+	if (!r->creating)
+		return 1;
+	k = r->backend->poll ? r->backend->poll(r) : 1;
+	if (k == 0 && moat_now_us() < r->create_deadline_us)
+		return 0;
+	if (k == 0)
+		k = moat_error_set(r->err, "setup", ETIMEDOUT,
+				   "setup step failed: the sandbox was not ready within %u s (its "
+				   "set-up stalled): it was ended",
+				   create_ready_ms() / 1000);
+	if (k > 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_PIDFD};
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->pidfd, &ev) < 0 ||
+		    (ev.data.u32 = MOAT_TAG_CTL,
+		     epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sb.sock_sup, &ev)) < 0)
+			k = moat_error_set(r->err, "setup", errno, "epoll: %s", strerror(errno));
+		else
+			k = moat_supervise_register(r, r->epfd, MOAT_TAG_EXTRA);
+	}
+	if (k < 0) {
+		create_failed(sbx, ret_status, ret_err);
+		return k;
+	}
+	r->creating = false;
+	r->ready = true;
+	return 1;
+}
+
+/* Everything up to a ready sandbox (the init serves its control channel):
+ * the start, then its steps until it is ready or failed. */
+int moat_sandbox_create_for(const struct moat_policy *p, char *const *argv,
+			    struct moat_sandbox **ret, struct moat_status *ret_status,
+			    struct moat_error *ret_err)
+{
+	struct moat_sandbox *sbx = NULL;
+	int k = create_start_for(p, argv, &sbx, ret_status, ret_err);
+	*ret = NULL;
+	if (k < 0)
+		return k;
+	while ((k = create_poll_for(sbx, ret_status, ret_err)) == 0) {
+		struct pollfd pf = {.fd = sbx->r.epfd, .events = POLLIN};
+		(void)poll(&pf, 1, moat_sandbox_create_due_ms(sbx));
+	}
+	if (k < 0)
+		return k;
+	*ret = sbx;
+	return 0;
+}
+
 int moat_sandbox_create(const struct moat_policy *p, struct moat_sandbox **ret,
 			struct moat_error *ret_err)
 {
 	return moat_sandbox_create_for(p, NULL, ret, NULL, ret_err);
+}
+
+int moat_sandbox_create_start(const struct moat_policy *p, struct moat_sandbox **ret,
+			      struct moat_error *ret_err)
+{
+	return create_start_for(p, NULL, ret, NULL, ret_err);
+}
+
+int moat_sandbox_create_poll(struct moat_sandbox *sbx, struct moat_error *ret_err)
+{
+	return create_poll_for(sbx, NULL, ret_err);
+}
+
+int moat_sandbox_create_due_ms(const struct moat_sandbox *sbx)
+{
+	const struct moat_run *r = &sbx->r;
+	if (!r->creating)
+		return -1;
+	uint64_t now = moat_now_us();
+	return now >= r->create_deadline_us ? 0 : (int)((r->create_deadline_us - now + 999) / 1000);
 }
 
 const char *moat_sandbox_id(const struct moat_sandbox *sbx)
@@ -374,6 +485,8 @@ int moat_sandbox_fd(const struct moat_sandbox *sbx)
 
 int moat_sandbox_dispatch(struct moat_sandbox *sbx)
 {
+	if (sbx->r.creating)
+		return 0; /* moat_sandbox_create_poll() drives it until ready */
 	int k = moat_sandbox_poll(&sbx->r, 0);
 	return k == -EINTR ? 0 : k;
 }
@@ -428,6 +541,11 @@ int moat_sandbox_destroy(struct moat_sandbox *sbx, struct moat_status *ret_statu
 	if (!sbx)
 		return 0;
 	struct moat_run *r = &sbx->r;
+	if (r->creating) {
+		/* abandoned before it was ready: gone as a failed set-up */
+		create_failed(sbx, ret_status, NULL);
+		return 0;
+	}
 	moat_sandbox_kill(sbx, -1);
 	r->err = ret_err ? ret_err : &r->errbuf;
 	/* a session's status: how its last process ended */

@@ -157,6 +157,67 @@ t_exec_stalled() {
 	MOAT=$moat
 }
 
+# a create whose set-up is held (the test build's stall at init-mounted,
+# armed only while stall-on exists: one tenant's create, not the other's)
+# does not stall the server: another sandbox's exec and a health request
+# are answered while it is pending, and it ends with the create bound's
+# message (10 s here). Concurrent creates all succeed, distinct and
+# ready. Control: the test build's blocking create (the back before the
+# change), with a 2 s bound, answers nothing else meanwhile: the order
+# check detects the stall. Then a held create whose client hangs up leaves
+# nothing (tests/lib/leaks.sh; control: while held, it is found). About 20 s.
+t_create_stalled() {
+	need_python
+	[ -x "$MOAT_TESTING_BIN" ] || skip "no test build ($MOAT_TESTING_BIN)"
+	# shellcheck source=tests/lib/leaks.sh
+	. "$MOAT_TEST_DIR/lib/leaks.sh"
+	local moat=$MOAT
+	MOAT=$MOAT_TESTING_BIN
+	export MOAT_TEST_LAYERS=1 MOAT_TEST_STALL_AT=init-mounted MOAT_TEST_STALL_FILE=$PWD/stall-on
+	MOAT_TEST_CREATE_READY_MS=10000 start_server --memory 256M
+	client create_stall --socket "$SOCK" --stall-file "$PWD/stall-on" --server-err "$PWD/srv.err" --n 6
+	# abandoned by its client: nothing is left of it
+	local kids0 kids1 hold
+	kids0=$(descendants "$SRV" | wc -l)
+	rm -f hold.fifo && mkfifo hold.fifo
+	python3 "$CLIENT" create_hold --socket "$SOCK" --stall-file "$PWD/stall-on" \
+		--server-err "$PWD/srv.err" --live-dir "$(_leaks_live_dir)" --ids-out "$PWD/held.ids" \
+		<hold.fifo >hold.out 2>&1 &
+	hold=$!
+	exec 7>hold.fifo
+	for _ in $(seq 1 600); do
+		grep -q '^held' hold.out 2>/dev/null && break
+		kill -0 "$hold" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q '^held' hold.out || fail "the create was not held: $(cat hold.out) $(tail -3 srv.err)"
+	[ -s held.ids ] || fail "no live record of the held create: $(cat hold.out)"
+	kids1=$(descendants "$SRV" | wc -l)
+	[ "$kids1" -gt "$kids0" ] || fail "control: no process of the held create ($kids0 -> $kids1)"
+	leaks_check "no-mark-$$" held.ids >leaks.held
+	[ "$LEAKS" -gt 0 ] || fail "control: the held create is not found by the leak check"
+	echo >&7
+	exec 7>&-
+	wait "$hold" || fail "the holding client failed: $(cat hold.out)"
+	# the front sees the hang-up within a second, the back ends the create
+	local _i kids=$kids1
+	for _i in $(seq 1 300); do
+		kids=$(descendants "$SRV" | wc -l)
+		[ "$kids" -le "$kids0" ] && break
+		sleep 0.1
+	done
+	assert_eq "$kids0" "$kids" "the abandoned create's processes are gone"
+	leaks_check "no-mark-$$" held.ids 30 >leaks.after
+	assert_eq 0 "$LEAKS" "an abandoned create leaves nothing: $(cat leaks.after)"
+	stop_server
+	# the control: the blocking create
+	MOAT_TEST_SERVE_BLOCKING_CREATE=1 MOAT_TEST_CREATE_READY_MS=2000 start_server
+	client create_stall --socket "$SOCK" --stall-file "$PWD/stall-on" --server-err "$PWD/srv.err" --expect-stall
+	stop_server
+	unset MOAT_TEST_LAYERS MOAT_TEST_STALL_AT MOAT_TEST_STALL_FILE
+	MOAT=$moat
+}
+
 # the audit stream without follow, longer than one turn of the back (256
 # events): complete, ended at the log's end (the unfixed back cut it at 256;
 # the count check fails there). About 3 s (300 execs).
@@ -536,6 +597,7 @@ run_test "lifecycle over the API; delete leaves nothing" t_lifecycle
 run_test "concurrent execs, streaming, a client that hangs up" t_concurrent_streaming
 run_test "flow control: a slow client gets all, a stalled one blocks the command" t_flow
 run_test "an exec held before its command does not stall other sandboxes (control: blocking)" t_exec_stalled
+run_test "a create held in set-up does not stall the server; concurrent creates; abandoned leaves nothing (control: blocking)" t_create_stalled
 run_test "the audit stream without follow: more than 256 events, all" t_events_long
 run_test "files: write, read, stat, list, remove" t_files
 run_test "snapshots: take, restore (busy unless force), reset, delete" t_snapshots

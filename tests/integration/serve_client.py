@@ -372,6 +372,145 @@ def c_stall(a):
     print("all ok")
 
 
+def stall_count(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().count("moat: test stall at init-mounted")
+    except OSError:
+        return 0
+
+
+def wait_stall(a, before, what):
+    """Waits (bounded) until the server's stderr announces one more stalled
+    set-up than before."""
+    for _ in range(600):
+        if stall_count(a.server_err) > before:
+            return
+        time.sleep(0.1)
+    fail(f"{what}: the create's set-up did not stall within 60 s")
+
+
+def c_create_stall(a):
+    """A create whose set-up is held (the test build's stall switch, armed
+    only while --stall-file exists) must not stall the server: another
+    tenant's exec and a health request are answered while it is pending,
+    and it ends with the create bound's message (503). The order of
+    completion is asserted, not a time. With --expect-stall (the control:
+    the test build's blocking create) the other requests complete only
+    after the stalled create: the check fails there. Then (not in the
+    control) concurrent creates all succeed, distinct and ready."""
+    cl = Client(a)
+    b_id = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
+    st, evs = cl.exec_stream(b_id, {"argv": ["/bin/true"]})
+    check(st == 200 and exit_of(evs)["exit_code"] == 0, "control: the other sandbox runs a command")
+    order = []
+    lock = threading.Lock()
+    res = {}
+
+    def done(what):
+        with lock:
+            order.append(what)
+
+    def stalled():
+        c = cl.conn()
+        h = {"Content-Type": "application/json"}
+        if cl.token:
+            h["Authorization"] = "Bearer " + cl.token
+        c.request("POST", "/v1/sandboxes", body=b"{}", headers=h)
+        c.sock.settimeout(120)
+        r = c.getresponse()
+        done("stalled")
+        res["st"] = r.status
+        res["body"] = r.read()
+        c.close()
+
+    before = stall_count(a.server_err)
+    open(a.stall_file, "w").close()
+    t = threading.Thread(target=stalled)
+    t.start()
+    wait_stall(a, before, "the held create")
+    import os
+    os.unlink(a.stall_file)
+    st, evs = cl.exec_stream(b_id, {"argv": ["sh", "-c", "echo other"]})
+    done("other exec")
+    ok_other = st == 200 and output(evs) == "other\n"
+    hst, hj = cl.json("GET", "/v1/health")
+    done("health")
+    t.join(120)
+    check(not t.is_alive(), "the stalled create is answered in the end")
+    print(f"# completion order {order}; stalled create {res['st']} {res['body'][:300]!r}")
+    if a.expect_stall:
+        check(order[0] == "stalled", "control: the blocking create answers nothing else meanwhile")
+        cl.json("DELETE", f"/v1/sandboxes/{b_id}")
+        print("all ok")
+        return
+    check(ok_other and hst == 200, "the other sandbox's exec and health are answered")
+    check(order == ["other exec", "health", "stalled"],
+          "another tenant's exec and health complete while the create is held in set-up")
+    check(hj.get("creating") == 1, "health counts the create in flight")
+    body = json.loads(res["body"])
+    check(res["st"] == 503 and body["error"]["code"] == "sandbox_failed"
+          and "not ready within" in body["error"]["message"]
+          and "setup step" in body["error"]["message"],
+          "the held create ends with the bound's message, naming the step (503)")
+    # concurrent creates: all ready, all distinct
+    n = a.n
+    ids = [None] * n
+    errs = []
+
+    def one(i):
+        try:
+            st, j = Client(a).json("POST", "/v1/sandboxes", {})
+            if st == 201:
+                ids[i] = j["id"]
+            else:
+                errs.append((st, j))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(repr(e))
+
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for x in ts:
+        x.start()
+    for x in ts:
+        x.join(120)
+    check(not errs and all(ids), f"{n} concurrent creates all succeed ({errs[:2]})")
+    check(len(set(ids)) == n, f"the {n} sandboxes are distinct")
+    runs = set()
+    for sid in ids:
+        st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo ready"]})
+        if st != 200 or output(evs) != "ready\n":
+            fail(f"sandbox {sid} does not run a command: {st} {evs}")
+        runs.add(cl.json("GET", f"/v1/sandboxes/{sid}", want=200)[1]["run_id"])
+    check(len(runs) == n, f"each of the {n} runs its commands (distinct run ids)")
+    for sid in ids + [b_id]:
+        cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    print("all ok")
+
+
+def c_create_hold(a):
+    """A create held in set-up whose client goes away: holds it (prints
+    "held" and the new live records), closes the connection at a line on
+    stdin."""
+    import os
+    live = set(os.listdir(a.live_dir)) if os.path.isdir(a.live_dir) else set()
+    before = stall_count(a.server_err)
+    open(a.stall_file, "w").close()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(a.socket)
+    s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 2\r\n\r\n{}")
+    wait_stall(a, before, "the abandoned create")
+    os.unlink(a.stall_file)
+    new = set(os.listdir(a.live_dir)) - live if os.path.isdir(a.live_dir) else set()
+    with open(a.ids_out, "w") as f:
+        for i in sorted(new):
+            f.write(i + "\n")
+    print(f"held {' '.join(sorted(new))}", flush=True)
+    sys.stdin.readline()
+    s.close()
+    print("all ok")
+
+
 def c_files(a):
     cl = Client(a)
     sid = cl.json("POST", "/v1/sandboxes", {}, want=201)[1]["id"]
@@ -731,6 +870,10 @@ def main():
     p.add_argument("--front", type=int)
     p.add_argument("--mem-bound-mib", type=int, default=20)
     p.add_argument("--expect-stall", action="store_true")
+    p.add_argument("--stall-file")
+    p.add_argument("--server-err")
+    p.add_argument("--live-dir", default="/nonexistent")
+    p.add_argument("--ids-out")
     a = p.parse_args()
     globals()["c_" + a.check](a)
 
