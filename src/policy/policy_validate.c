@@ -113,7 +113,7 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 	static const char *const init_needs[] = {
 		"read",	     "write",	  "recvmsg",   "poll",		 "ppoll",  "wait4",
 		"waitid",    "clone",	  "clone3",    "fork",		 "vfork",  "execve",
-		"execveat",  "kill",	  "signalfd4", "rt_sigprocmask", "close",  "close_range",
+		"execveat",  "kill",	  "signalfd4", "rt_sigprocmask", "close",
 		"mmap",	     "dup2",	  "dup3",      "setsid",	 "exit",   "exit_group",
 		"chdir",     "fcntl",	  "fstat",     "newfstatat",	 "prctl",  "sendmsg",
 		"setrlimit", "prlimit64", "ioctl",     "rt_sigaction",	 "munmap",
