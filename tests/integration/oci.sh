@@ -589,11 +589,32 @@ t_podman() {
 		t_podman_rootless
 		return 0
 	fi
+	# linux.cgroupsPath: podman's cgroupfs default puts the container beside
+	# conmon (/libpod_parent/libpod-ID, conmon in /libpod_parent/conmon):
+	# neither below the runtime's own cgroup nor below /moat/, refused by name
+	if pm run --rm "${PRUN[@]}" localhost/moat-bb:1 true 2>err; then
+		fail "podman's default cgroup parent was accepted"
+	fi
+	assert_contains "$(cat err)" "linux.cgroupsPath /libpod_parent/" "the refusal names the field"
+	# --cgroups=disabled (podman passes --cgroup-manager disabled): moat's own
+	pm run --rm "${PRUN[@]}" --cgroups=disabled localhost/moat-bb:1 true ||
+		fail "podman --cgroups=disabled"
+	# below /moat/: honoured (the rest of the test runs there)
+	local cgp=/moat/podman-$$
+	PRUN+=(--cgroup-parent "$cgp")
 	out=$(pm run --rm "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo hi; exit 4') || rc=$?
 	assert_eq 4 "$rc" "podman run's exit status"
 	assert_eq hi "$out" "podman run's output"
 	# run -d, exec, logs, stop, rm
 	pm run -d --name m1 "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo started; sleep 100' >/dev/null
+	# the container's processes are in the engine's cgroup, which is their
+	# cgroup namespace's root
+	local cid
+	cid=$(pm inspect -f '{{.Id}}' m1)
+	grep -q . "/sys/fs/cgroup/pids/$cgp/libpod-$cid/cgroup.procs" ||
+		fail "nothing in $cgp/libpod-$cid (pids): $(ls "/sys/fs/cgroup/pids/$cgp" 2>&1)"
+	assert_contains "$(pm exec m1 cat /proc/self/cgroup)" "pids:/
+" "the engine's cgroup is the container's root"
 	rc=0
 	out=$(pm exec m1 sh -c 'grep Seccomp: /proc/self/status; exit 7') || rc=$?
 	assert_eq 7 "$rc" "podman exec's exit status"
@@ -621,6 +642,7 @@ t_podman() {
 	# shellcheck disable=SC2064 # this holder, however the test ends
 	trap "kill $holder 2>/dev/null || true" EXIT
 	out=$(pm run --rm --pull=never --read-only --user 1000:1000 --network "ns:/proc/$holder/ns/net" \
+		--cgroup-parent "$cgp" \
 		--annotation run.moat.allow-hosts=allowed.test --annotation "run.moat.log=pn-$$.jsonl" \
 		localhost/moat-bb:1 sh -c 'wget -q -O - http://other.test/ || echo denied-other' 2>&1 || true)
 	assert_contains "$out" denied-other "podman --network ns:"
@@ -631,11 +653,16 @@ t_podman() {
 	rm -f "$plog"
 	kill "$holder" 2>/dev/null || true
 	# a field moat cannot honour: podman reports moat's message
-	if pm run --rm --pull=never --read-only --network=none localhost/moat-bb:1 true 2>err; then
+	if pm run --rm --pull=never --read-only --network=none --cgroup-parent "$cgp" \
+		localhost/moat-bb:1 true 2>err; then
 		fail "podman run as root (uid 0) was accepted"
 	fi
 	assert_contains "$(cat err)" "process.user.uid"
 	pm rmi -f localhost/moat-bb:1 >/dev/null 2>&1 || true
+	# podman's conmon directories are its own; moat removed each container's
+	[ -z "$(find /sys/fs/cgroup/*/"$cgp" -mindepth 1 -maxdepth 1 -type d -name 'libpod-*' 2>/dev/null)" ] ||
+		fail "a container's cgroup was left: $(find /sys/fs/cgroup/*/"$cgp" -maxdepth 1 -type d)"
+	find /sys/fs/cgroup/*/"$cgp" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 }
 
 # ---- containerd ----------------------------------------------------------------
