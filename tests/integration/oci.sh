@@ -298,6 +298,49 @@ t_seccomp_limits() {
 	fi
 }
 
+# linux.cgroupsPath: the container's cgroup where the engine asks, below
+# /moat/ at each hierarchy's root (or below the runtime's own cgroup); the
+# levels moat made are removed with the container; what moat may not make
+# fails create naming the field (podman's default placement: t_podman)
+t_cgroups_path() {
+	need_busybox
+	local cgp=/moat/oci-$$
+	bundle b '["sleep", "100"]' ".linux.cgroupsPath = \"$cgp/c1\""
+	if ! is_root; then
+		# unprivileged, the hierarchies' roots are not ours: fails closed
+		if oci create --bundle b u1 </dev/null 2>err; then
+			oci delete --force u1
+			fail "an unprivileged create under $cgp was accepted"
+		fi
+		assert_contains "$(cat err)" "linux.cgroupsPath $cgp/c1" "the refusal names the field"
+		[ ! -e "$ROOT/u1" ] || fail "a refused create left state"
+		return 0
+	fi
+	oci create --bundle b g1 </dev/null >/dev/null
+	oci start g1
+	local pid
+	pid=$(oci state g1 | jq -r .pid)
+	# every process of the container (below the supervisor) is there
+	grep -q . "/sys/fs/cgroup/pids$cgp/c1/cgroup.procs" ||
+		fail "nothing in $cgp/c1: $(cat /proc/"$pid"/cgroup)"
+	assert_contains "$(oci ps --format json g1 | jq -r '.[]' | tail -1 | xargs -I{} cat /proc/{}/cgroup)" \
+		"pids:$cgp/c1" "the container's last process, seen from the host"
+	oci delete --force g1
+	[ ! -e "/sys/fs/cgroup/pids$cgp" ] || fail "the levels moat made were left: $(ls /sys/fs/cgroup/pids$cgp)"
+	# refused by name: .. and systemd's form
+	bundle b '["true"]' '.linux.cgroupsPath = "/moat/../x"'
+	if oci create --bundle b g2 </dev/null 2>err; then fail "a path with .."; fi
+	assert_contains "$(cat err)" "linux.cgroupsPath"
+	bundle b '["true"]' '.linux.cgroupsPath = "system.slice:moat:x"'
+	if oci create --bundle b g3 </dev/null 2>err; then fail "systemd's form"; fi
+	assert_contains "$(cat err)" "linux.cgroupsPath: system.slice:moat:x"
+	# --cgroup-manager disabled: moat's own cgroup, the field not honoured
+	bundle b '["true"]' ".linux.cgroupsPath = \"$cgp/c2\""
+	"$RT" --root "$ROOT" --cgroup-manager disabled create --bundle b g4 </dev/null >/dev/null
+	[ ! -e "/sys/fs/cgroup/pids$cgp/c2" ] || fail "--cgroup-manager disabled made $cgp/c2"
+	oci delete --force g4
+}
+
 # process.oomScoreAdj (a kubelet sets it by QoS class): a value above the
 # runtime's own is the container's; a lower one (CAP_SYS_RESOURCE, a container
 # less killable than its engine) fails create naming the field
@@ -752,6 +795,19 @@ EOF
 	assert_contains "$(c task ls)" "STOPPED" "after kill"
 	c task delete k2
 	c container delete k2
+	# linux.cgroupsPath through the shim: the container's cgroup is there
+	bundle b '["sleep", "100"]' ".linux.cgroupsPath = \"/moat/ctd-$$/k4\""
+	c run -d --config b/config.json --runc-binary "$RT" k4 >/dev/null
+	grep -q . "/sys/fs/cgroup/pids/moat/ctd-$$/k4/cgroup.procs" ||
+		fail "nothing in /moat/ctd-$$/k4"
+	c task kill -s KILL k4
+	for _ in $(seq 50); do
+		c task ls | grep -q 'k4.*STOPPED' && break
+		sleep 0.1
+	done
+	c task delete k4
+	c container delete k4
+	[ ! -e "/sys/fs/cgroup/pids/moat/ctd-$$" ] || fail "ctr: the container's cgroup was left"
 	# a refused field: the shim reports moat's message
 	bundle b '["true"]' '.process.user.uid = 0'
 	if c run --rm --config b/config.json --runc-binary "$RT" k3 >out 2>&1; then
@@ -771,6 +827,7 @@ run_test "exec --process (foreground and --detach --pid-file), same files, same 
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
+run_test "linux.cgroupsPath: the engine's placement below /moat/, else refused by name" t_cgroups_path
 run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
