@@ -377,8 +377,9 @@ static int cmd_create(int argc, char **argv)
 		goto fail;
 	}
 	if (pr.cgroups_path && moat_oci_g.no_cgroup && moat_oci_g.log)
-		log_line("info", "config.json: linux.cgroupsPath: --cgroup-manager disabled: "
-				 "moat's own cgroup");
+		log_line("info",
+			 "config.json: linux.cgroupsPath: --cgroup-manager disabled: "
+			 "moat's own cgroup");
 	if (moat_policy_validate(p, &e) < 0) {
 		moat_oci_moat_err("create", &e);
 		goto fail;

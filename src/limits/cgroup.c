@@ -234,8 +234,8 @@ static int make_engine_dir(const struct moat_cgroup_hier *h, const char *want, b
 {
 	int r = -ENOENT;
 	for (int attempt = 0; attempt < 4 && r == -ENOENT; attempt++)
-		if ((r = make_engine_dir_once(h, want, fake, d, why, whylen)) < 0 &&
-		    d->parent[0] && !fake)
+		if ((r = make_engine_dir_once(h, want, fake, d, why, whylen)) < 0 && d->parent[0] &&
+		    !fake)
 			remove_made_parents(d);
 	return r;
 }
@@ -330,8 +330,8 @@ int moat_cgroup_create_with(const struct moat_cgroup_info *info, const struct mo
 			char why[2 * MOAT_CGROUP_PATH + 200] = "";
 			r = make_engine_dir(h, l->path, cg->fake, d, why, sizeof(why));
 			if (r < 0) {
-				int e = moat_error_set(ret_err, "cgroup", -r, "%s: %s (%s)", h->mount,
-						       why, strerror(-r));
+				int e = moat_error_set(ret_err, "cgroup", -r, "%s: %s (%s)",
+						       h->mount, why, strerror(-r));
 				moat_cgroup_destroy(cg);
 				return e;
 			}

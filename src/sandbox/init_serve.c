@@ -114,8 +114,8 @@ static int close_fds(unsigned lo, unsigned hi)
 		if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 			return -1;
 		rlim_t top = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20)
-				     ? (rlim_t)1 << 20
-				     : rl.rlim_max;
+			? (rlim_t)1 << 20
+			: rl.rlim_max;
 		for (rlim_t fd = lo; fd <= hi && fd < top; fd++)
 			if (close((int)fd) < 0 && errno != EBADF)
 				return -1;
