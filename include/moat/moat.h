@@ -453,6 +453,7 @@ struct moat_oci_process {
 	int oom_score_adj; /* -1000..1000 (the runtime refuses one below its own) */
 	char **notes; /* "FIELD: what moat does instead", NULL-terminated, or NULL */
 	char *annotations_json; /* the bundle's annotations as a JSON object */
+	char *cgroups_path; /* linux.cgroupsPath, or NULL */
 };
 /* Reads BUNDLE/config.json (runtime-spec 1.0-1.2) into p (policy options,
  * on top of what p holds) and *ret; a field moat cannot honour is an error
@@ -466,6 +467,9 @@ int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *
 int moat_oci_process_load(const char *file, struct moat_oci_process *ret,
 			  struct moat_error *ret_err);
 void moat_oci_process_done(struct moat_oci_process *x);
+/* The container's cgroup at path (linux.cgroupsPath) instead of moat's own
+ * place: the sandbox's create fails where moat may not make it there. */
+int moat_oci_cgroup_place(struct moat_policy *p, const char *path);
 
 /* The egress proxy helper of a --net allow run: moat_run() execs moat's own
  * executable as `moat __proxy` with its descriptors at fixed numbers (its

@@ -368,6 +368,18 @@ static int cmd_create(int argc, char **argv)
 					 : "--console-socket: process.terminal is false");
 		goto fail;
 	}
+	/* linux.cgroupsPath: the container's cgroup where the engine asks
+	 * (src/limits/cgroup.c says where moat may create one); podman's
+	 * --cgroup-manager disabled: moat's own, as without the field */
+	if (pr.cgroups_path && !moat_oci_g.no_cgroup &&
+	    moat_oci_cgroup_place(p, pr.cgroups_path) < 0) {
+		moat_oci_err("out of memory");
+		goto fail;
+	}
+	if (pr.cgroups_path && moat_oci_g.no_cgroup && moat_oci_g.log)
+		log_line("info",
+			 "config.json: linux.cgroupsPath: --cgroup-manager disabled: "
+			 "moat's own cgroup");
 	if (moat_policy_validate(p, &e) < 0) {
 		moat_oci_moat_err("create", &e);
 		goto fail;
@@ -728,7 +740,7 @@ static void default_root(void)
 int moat_cli_oci(int argc, char **argv)
 {
 	int i, k;
-	const char *fmt = NULL, *ign;
+	const char *fmt = NULL, *cgm = NULL, *ign;
 	signal(SIGPIPE, SIG_IGN);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--version") || !strcmp(argv[i], "-v")) {
@@ -740,7 +752,7 @@ int moat_cli_oci(int argc, char **argv)
 			return 0;
 		}
 		if (OPT("--root", moat_oci_g.root) || OPT("--log", moat_oci_g.log) ||
-		    OPT("--log-format", fmt) || OPT("--cgroup-manager", ign) ||
+		    OPT("--log-format", fmt) || OPT("--cgroup-manager", cgm) ||
 		    OPT("--rootless", ign) || OPT("--criu", ign)) {
 			if (k < 0)
 				return MOAT_EXIT_USAGE;
@@ -752,6 +764,7 @@ int moat_cli_oci(int argc, char **argv)
 		}
 	}
 	moat_oci_g.log_json = fmt && !strcmp(fmt, "json");
+	moat_oci_g.no_cgroup = cgm && !strcmp(cgm, "disabled");
 	if (!moat_oci_g.root)
 		default_root();
 	if (moat_oci_g.root[0] != '/') {

@@ -14,6 +14,7 @@ struct moat_oci_globals {
 	const char *root; /* --root, or the default */
 	const char *log; /* --log FILE */
 	bool log_json; /* --log-format json */
+	bool no_cgroup; /* --cgroup-manager disabled: linux.cgroupsPath not honoured */
 };
 
 /* A container's record in its state directory (ROOT/ID/state). */

@@ -87,6 +87,159 @@ static int make_dir(const struct moat_cgroup_hier *h, const char *id, bool fake,
 	return 0;
 }
 
+/* An engine's placement (OCI linux.cgroupsPath) in hierarchy h: absolute from
+ * its root, or relative to the cgroup we sit in. moat creates groups only
+ * below its own cgroup or below a moat/ directory at the hierarchy's root:
+ * anywhere else is -EPERM, with the reason in why. "." and ".." components,
+ * empty ones and names beginning with "." are refused. */
+static int engine_dir_path(const struct moat_cgroup_hier *h, const char *want, char *out,
+			   size_t len, char *why, size_t whylen)
+{
+	char rel[MOAT_CGROUP_PATH];
+	const char *s = want;
+	size_t n = 0;
+	while (*s == '/')
+		s++;
+	if (!*s) {
+		snprintf(why, whylen, "not a cgroup below the hierarchy's root");
+		return -EINVAL;
+	}
+	while (*s) {
+		const char *e = strchrnul(s, '/');
+		size_t l = (size_t)(e - s);
+		if (l == 0 || s[0] == '.' || l > 255) {
+			snprintf(why, whylen, "a component is empty, too long or begins with '.'");
+			return -EINVAL;
+		}
+		if (n + l + 2 > sizeof(rel)) {
+			snprintf(why, whylen, "too long");
+			return -ENAMETOOLONG;
+		}
+		rel[n++] = '/';
+		memcpy(rel + n, s, l);
+		n += l;
+		rel[n] = 0;
+		s = *e ? e + 1 : e;
+		while (*s == '/')
+			s++;
+	}
+	/* h->self is h->mount + our cgroup's path in the hierarchy */
+	size_t ml = strlen(h->mount), sl = strlen(h->self);
+	const char *own = sl >= ml ? h->self + ml : ""; /* "" at the root */
+	int r = want[0] == '/' ? moat_cgroup_path_fmt(out, len, "%s%s", h->mount, rel)
+			       : moat_cgroup_path_fmt(out, len, "%s%s", h->self, rel);
+	if (r < 0) {
+		snprintf(why, whylen, "too long");
+		return r;
+	}
+	if (want[0] != '/')
+		return 0; /* below our own cgroup */
+	size_t ol = strlen(own);
+	if (strncmp(rel, own, ol) == 0 && rel[ol] == '/' && (ol == 0 || rel[ol + 1]))
+		return 0;
+	if (strncmp(rel, "/moat/", 6) == 0)
+		return 0;
+	snprintf(why, whylen,
+		 "outside what moat may create (below its own cgroup %s, or below /moat/ at "
+		 "the hierarchy's root)",
+		 own[0] ? own : "/");
+	return -EPERM;
+}
+
+/* mkdir -p of an engine's directory: each missing level is made (on v2
+ * with the controllers enabled on the way); d->parent is the topmost one
+ * moat made, removed with the run's when empty (the engine's own stay). The
+ * run's directory must be new: an existing one may hold another's
+ * processes. */
+static int make_engine_dir_once(const struct moat_cgroup_hier *h, const char *want, bool fake,
+				struct moat_cgroup_dir *d, char *why, size_t whylen)
+{
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+	d->version = h->version;
+	d->controllers = h->controllers;
+	int r = engine_dir_path(h, want, d->path, sizeof(d->path), why, whylen);
+	if (r < 0)
+		return r;
+	size_t start = strlen(h->mount);
+	for (char *p = d->path + start + 1; (p = strchr(p, '/')); p++) {
+		*p = 0;
+		if (h->version == 2 && h->controllers) {
+			char up[MOAT_CGROUP_PATH];
+			snprintf(up, sizeof(up), "%s", d->path);
+			char *sl = strrchr(up, '/');
+			if (sl && (size_t)(sl - up) >= start) {
+				*sl = 0;
+				if ((r = moat_cgroup_v2_enable(up[0] ? up : "/", h->controllers,
+							       fake)) < 0 &&
+				    r != -ENOENT) {
+					*p = '/';
+					snprintf(why, whylen, "cannot enable the controllers");
+					return r;
+				}
+			}
+		}
+		r = 0;
+		if (mkdir(d->path, 0755) == 0) {
+			if (!d->parent[0])
+				memcpy(d->parent, d->path, strlen(d->path) + 1);
+		} else if (errno != EEXIST)
+			r = negerrno();
+		*p = '/';
+		if (r < 0) {
+			snprintf(why, whylen, "cannot create a parent directory");
+			return r;
+		}
+	}
+	if (h->version == 2 && h->controllers) {
+		char up[MOAT_CGROUP_PATH];
+		snprintf(up, sizeof(up), "%s", d->path);
+		*strrchr(up, '/') = 0;
+		if ((r = moat_cgroup_v2_enable(up, h->controllers, fake)) < 0) {
+			snprintf(why, whylen, "cannot enable the controllers in %s", up);
+			return r;
+		}
+	}
+	if (mkdir(d->path, 0755) < 0) {
+		r = negerrno();
+		snprintf(why, whylen, "%s", r == -EEXIST ? "exists already" : "cannot create it");
+		return r;
+	}
+	d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (d->fd < 0) {
+		r = negerrno();
+		rmdir(d->path);
+		snprintf(why, whylen, "cannot open it");
+		return r;
+	}
+	return 0;
+}
+
+/* Removes the empty directories from the run's parent up to d->parent. */
+static void remove_made_parents(const struct moat_cgroup_dir *d)
+{
+	char cur[MOAT_CGROUP_PATH];
+	size_t top = strlen(d->parent);
+	snprintf(cur, sizeof(cur), "%s", d->path);
+	for (char *sl; (sl = strrchr(cur, '/')) && (size_t)(sl - cur) >= top;) {
+		*sl = 0;
+		if (rmdir(cur) < 0)
+			break;
+	}
+}
+
+/* A concurrent run's end may remove an empty parent between two mkdirs. */
+static int make_engine_dir(const struct moat_cgroup_hier *h, const char *want, bool fake,
+			   struct moat_cgroup_dir *d, char *why, size_t whylen)
+{
+	int r = -ENOENT;
+	for (int attempt = 0; attempt < 4 && r == -ENOENT; attempt++)
+		if ((r = make_engine_dir_once(h, want, fake, d, why, whylen)) < 0 && d->parent[0] &&
+		    !fake)
+			remove_made_parents(d);
+	return r;
+}
+
 static int set_limits(struct moat_cgroup *cg, struct moat_cgroup_dir *d,
 		      const struct moat_cgroup_limits *l, const char **ret_file)
 {
@@ -144,6 +297,18 @@ int moat_cgroup_create_with(const struct moat_cgroup_info *info, const struct mo
 			ret_err, "cgroup", EOPNOTSUPP, "cgroup controller(s) %s not available",
 			moat_cgroup_ctrl_names(need & ~covered, names, sizeof(names)));
 
+	/* an engine's placement: checked in every hierarchy before any is made */
+	for (unsigned i = 0; l->path && i < info->n_hier; i++) {
+		const struct moat_cgroup_hier *h = &info->hier[i];
+		char p[MOAT_CGROUP_PATH], why[2 * MOAT_CGROUP_PATH + 200];
+		if (h->controllers == 0 && !(h->version == 2 && info->mode == 1))
+			continue;
+		int r = engine_dir_path(h, l->path, p, sizeof(p), why, sizeof(why));
+		if (r < 0)
+			return moat_error_set(ret_err, "cgroup", -r, "%s: %s (%s)", h->mount, why,
+					      strerror(-r));
+	}
+
 	struct moat_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return moat_error_set(ret_err, "cgroup", ENOMEM, "out of memory");
@@ -160,6 +325,27 @@ int moat_cgroup_create_with(const struct moat_cgroup_info *info, const struct mo
 		 * v2 mount on a pure-v2 machine, are of no use. */
 		if (h->controllers == 0 && !(h->version == 2 && info->mode == 1))
 			continue;
+		if (l->path) {
+			/* the engine's placement: every hierarchy or nothing */
+			char why[2 * MOAT_CGROUP_PATH + 200] = "";
+			r = make_engine_dir(h, l->path, cg->fake, d, why, sizeof(why));
+			if (r < 0) {
+				int e = moat_error_set(ret_err, "cgroup", -r, "%s: %s (%s)",
+						       h->mount, why, strerror(-r));
+				moat_cgroup_destroy(cg);
+				return e;
+			}
+			cg->n++;
+			r = set_limits(cg, d, l, &file);
+			if (r < 0) {
+				int e = moat_error_set(ret_err, "cgroup", -r,
+						       "cannot set %s/%s: %s", d->path, file,
+						       strerror(-r));
+				moat_cgroup_destroy(cg);
+				return e;
+			}
+			continue;
+		}
 		r = make_dir(h, run_id, cg->fake, d);
 		if (r >= 0) {
 			cg->n++;
@@ -489,9 +675,10 @@ int moat_cgroup_destroy(struct moat_cgroup *cg)
 			}
 			moat_cgroup_sleep_ms(5);
 		}
-		/* The shared moat/ parent: gone when the last run leaves it. */
+		/* The shared moat/ parent (or the levels moat made of an engine's
+		 * path): gone when the last run leaves it. */
 		if (d->parent[0] && !cg->fake)
-			(void)rmdir(d->parent);
+			remove_made_parents(d);
 	}
 	free(cg);
 	return first;

@@ -76,6 +76,10 @@ struct moat_cgroup_limits {
 	uint64_t cpus_milli; /* 1500 = 1.5 CPUs */
 	uint64_t memory; /* bytes, swap off */
 	uint64_t pids;
+	/* an engine's placement (OCI linux.cgroupsPath): the run's directory in
+	 * every hierarchy, absolute from the hierarchy's root or relative to the
+	 * cgroup we sit in; NULL: BASE/moat/RUN_ID */
+	const char *path;
 };
 
 struct moat_cgroup;

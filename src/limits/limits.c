@@ -17,7 +17,7 @@ int moat_limits_setup(const struct moat_plan_limits *pl, const char *run_id,
 	ret->cl = pl->cg;
 
 	unsigned asked = pl->asked & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS);
-	if (!asked && moat_host_root()) {
+	if (!asked && moat_host_root() && !pl->cg.path) {
 		/* Root mode with only the default limits: every sandbox has its own
 		 * host uid, so RLIMIT_NPROC counts exactly this sandbox's processes and
 		 * the default pids limit needs no cgroup. (Attaching a task to a v1
@@ -30,6 +30,20 @@ int moat_limits_setup(const struct moat_plan_limits *pl, const char *run_id,
 	if (r >= 0) {
 		ret->rl = pl->rl;
 		return 0;
+	}
+	/* an engine's placement is never dropped for rlimits */
+	if (pl->cg.path) {
+		if (ret_err) {
+			*ret_err = err;
+			int n = snprintf(ret_err->message, sizeof(ret_err->message),
+					 "linux.cgroupsPath %.200s: ", pl->cg.path);
+			if (n > 0 && (size_t)n < sizeof(ret_err->message))
+				memcpy(ret_err->message + n, err.message,
+				       MIN(strlen(err.message) + 1,
+					   sizeof(ret_err->message) - (size_t)n - 1));
+			ret_err->message[sizeof(ret_err->message) - 1] = 0;
+		}
+		return r;
 	}
 	if (asked && !pl->may_degrade) {
 		if (ret_err) {

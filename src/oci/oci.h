@@ -19,6 +19,7 @@
  *   "cwd"  -     dir   -
  *   "tty"  -     -     -        process.terminal
  *   "oom"  field value -        process.oomScoreAdj (-1000..1000)
+ *   "cgp"  field path  -        linux.cgroupsPath: where the container's cgroup goes
  *   "note" field text  -        what moat provides itself instead (logged)
  *   "ann"  -     key   value    the annotations (state reports them)
  *   "pol"  field name  -        run.moat.policy: a policy file's name

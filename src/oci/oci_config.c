@@ -1070,8 +1070,17 @@ static int linux_(struct ctx *c, json_t *o)
 	     !(streq(prop, "private") || streq(prop, "rprivate") || streq(prop, "slave") ||
 	       streq(prop, "rslave") || !*prop)))
 		return fail(c, "linux.rootfsPropagation", "only private or slave");
-	if (json_object_get(o, "cgroupsPath") &&
-	    note(c, "linux.cgroupsPath", "moat places the container in its own cgroup") < 0)
+	json_t *cgp = json_object_get(o, "cgroupsPath");
+	if (cgp && !json_is_string(cgp))
+		return fail(c, "linux.cgroupsPath", "must be a string");
+	/* systemd's form (slice:prefix:name) needs systemd's manager */
+	if (cgp && strchr(json_string_value(cgp), ':'))
+		return fail(c, "linux.cgroupsPath",
+			    "%s: systemd's form (slice:prefix:name) is not supported; use cgroupfs "
+			    "(podman --cgroup-manager cgroupfs, containerd SystemdCgroup = false)",
+			    json_string_value(cgp));
+	if (cgp && json_string_value(cgp)[0] &&
+	    rec(c, "cgp", "linux.cgroupsPath", json_string_value(cgp), NULL) < 0)
 		return c->k;
 	return c->k;
 }

@@ -352,6 +352,9 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 			char line[1024];
 			snprintf(line, sizeof(line), "%s: %s", f, a);
 			k = strv_push(&ret->notes, &n_notes, line, 4096);
+		} else if (streq(t, "cgp")) {
+			free(ret->cgroups_path);
+			k = (ret->cgroups_path = strdup(a)) ? 0 : -ENOMEM;
 		} else if (streq(t, "netns")) {
 			snprintf(netns, sizeof(netns), "%s", a);
 			snprintf(netns_field, sizeof(netns_field), "%s", f);
@@ -405,6 +408,16 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 	return k < 0 ? k : 0;
 }
 
+int moat_oci_cgroup_place(struct moat_policy *p, const char *path)
+{
+	char *c = strdup(path);
+	if (!c)
+		return -ENOMEM;
+	free(p->cgroup_path);
+	p->cgroup_path = c;
+	return 0;
+}
+
 void moat_oci_process_done(struct moat_oci_process *x)
 {
 	for (size_t i = 0; x->argv && x->argv[i]; i++)
@@ -418,5 +431,6 @@ void moat_oci_process_done(struct moat_oci_process *x)
 	free(x->notes);
 	free(x->cwd);
 	free(x->annotations_json);
+	free(x->cgroups_path);
 	memset(x, 0, sizeof(*x));
 }

@@ -117,6 +117,7 @@ struct moat_policy *moat_policy_free(struct moat_policy *p)
 		moat_policy_secret_clear(&p->secrets[i]);
 	free(p->secrets);
 	free(p->log_path);
+	free(p->cgroup_path);
 	free(p->on_alert);
 	moat_policy_strv_free(p->flag_patterns, p->n_flag_patterns);
 	moat_policy_strv_free(p->review_accept, p->n_review_accept);

@@ -190,6 +190,7 @@ struct moat_policy {
 	uint64_t timeout_ms;
 	uint64_t kill_grace_ms;
 	uint64_t disk;
+	char *cgroup_path; /* OCI linux.cgroupsPath (no option: set by moat oci) */
 	uint64_t max_output;
 	uint64_t nofile;
 	uint64_t fsize;

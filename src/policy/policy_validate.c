@@ -111,12 +111,12 @@ int moat_policy_validate(const struct moat_policy *p, struct moat_error *ret_err
 	 * new process's set-up before exec; munmap: what a vforked process
 	 * mapped in the init's memory, which would otherwise pile up). */
 	static const char *const init_needs[] = {
-		"read",	     "write",	  "recvmsg",   "poll",		 "ppoll",  "wait4",
-		"waitid",    "clone",	  "clone3",    "fork",		 "vfork",  "execve",
-		"execveat",  "kill",	  "signalfd4", "rt_sigprocmask", "close",  "close_range",
-		"mmap",	     "dup2",	  "dup3",      "setsid",	 "exit",   "exit_group",
-		"chdir",     "fcntl",	  "fstat",     "newfstatat",	 "prctl",  "sendmsg",
-		"setrlimit", "prlimit64", "ioctl",     "rt_sigaction",	 "munmap",
+		"read",	     "write", "recvmsg",      "poll",		"ppoll",      "wait4",
+		"waitid",    "clone", "clone3",	      "fork",		"vfork",      "execve",
+		"execveat",  "kill",  "signalfd4",    "rt_sigprocmask", "close",      "mmap",
+		"dup2",	     "dup3",  "setsid",	      "exit",		"exit_group", "chdir",
+		"fcntl",     "fstat", "newfstatat",   "prctl",		"sendmsg",    "setrlimit",
+		"prlimit64", "ioctl", "rt_sigaction", "munmap",
 	};
 	for (unsigned i = 0; i < p->n_deny_syscalls; i++) {
 		if (moat_seccomp_validate_name(p->deny_syscalls[i]) < 0)

@@ -224,6 +224,10 @@ EOF
 	c() { timeout 60 nsenter -t "$mns" -m --wd="$PWD" -- ctr --address "$D/c.sock" "$@"; }
 	oci_image "$T_OUT/img.tar"
 	c -n k8s.io images import "$T_OUT/img.tar" >out 2>&1 || fail "ctr images import: $(cat out)"
+	# the pod's cgroup parent below /moat/ (linux.cgroupsPath is PARENT/ID):
+	# without one containerd names /k8s.io/ID, outside what moat may create
+	# unless the runtime sits at every hierarchy's root
+	export CGROUP_PARENT=/moat/cri-$$
 	pod_run() {
 		timeout 60 nsenter -t "$mns" -m -- node "$HERE/cri_client.mjs" "$GRPC" "$D/c.sock" "$1" "$IMG" "$D/pods"
 	}
@@ -265,6 +269,10 @@ EOF
 	kill "$cpid"
 	wait "$cpid" 2>/dev/null || true
 	kill "$mns" 2>/dev/null || true
+	# moat removed its containers' groups; the pod's parent is containerd's
+	[ -z "$(find /sys/fs/cgroup/pids/moat/cri-$$ -mindepth 2 -type d 2>/dev/null)" ] ||
+		fail "a container's cgroup was left under /moat/cri-$$"
+	find /sys/fs/cgroup/*/moat/cri-$$ -depth -type d -exec rmdir {} \; 2>/dev/null || true
 }
 
 run_test "the CRI client's API subset (cri_api.proto) loads with every method the test calls" t_api_subset

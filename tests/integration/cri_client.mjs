@@ -52,6 +52,9 @@ const podConfig = {
 	// passes the runtime's pod_annotations (run.moat.*) on to the runtime
 	annotations: JSON.parse(process.env.POD_ANNOTATIONS || "{}"),
 	linux: {
+		// the pod's cgroup parent (CGROUP_PARENT): each container's
+		// linux.cgroupsPath is PARENT/ID
+		cgroup_parent: process.env.CGROUP_PARENT || "",
 		security_context: {
 			namespace_options: ns,
 			run_as_user: uid,

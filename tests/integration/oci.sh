@@ -272,6 +272,16 @@ t_seccomp_limits() {
 		"$RT" --root "$ROOT" create --bundle b --pid-file pid s4 >log 2>&1 || true
 	assert_contains "$(cat log)" "forked" "a profile that refuses clone3"
 	oci delete s4
+	# a profile denying close_range (an allowlist older than it, as
+	# runtime-tools' generator writes): the init closes descriptors one by
+	# one instead; the container runs and its fds above 2 are closed
+	bundle b '["sh", "-c", "ls /proc/self/fd | tr \"\\n\" \" \"; echo ran"]' \
+		'.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", syscalls: [{names: ["close_range"], action: "SCMP_ACT_ERRNO"}]}'
+	START="$RT --root $ROOT start s5" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid s5 >log 2>&1 || true
+	assert_eq "exited 0" "$(cat pid.status)" "a profile that denies close_range: $(cat log)"
+	assert_contains "$(cat log)" "0 1 2 3 ran" "only stdio (and ls's own directory) open"
+	oci delete s5
 	# linux.resources.pids: enforced
 	bundle b '["sh", "-c", "i=0; while [ $i -lt 40 ]; do sleep 5 & i=$((i+1)); done; wait; echo done"]' \
 		'.linux.resources = {pids: {limit: 16}}'
@@ -286,6 +296,49 @@ t_seccomp_limits() {
 		assert_contains "$(cat log)" "fork" "the pids limit refused a fork"
 		oci delete s3
 	fi
+}
+
+# linux.cgroupsPath: the container's cgroup where the engine asks, below
+# /moat/ at each hierarchy's root (or below the runtime's own cgroup); the
+# levels moat made are removed with the container; what moat may not make
+# fails create naming the field (podman's default placement: t_podman)
+t_cgroups_path() {
+	need_busybox
+	local cgp=/moat/oci-$$
+	bundle b '["sleep", "100"]' ".linux.cgroupsPath = \"$cgp/c1\""
+	if ! is_root; then
+		# unprivileged, the hierarchies' roots are not ours: fails closed
+		if oci create --bundle b u1 </dev/null 2>err; then
+			oci delete --force u1
+			fail "an unprivileged create under $cgp was accepted"
+		fi
+		assert_contains "$(cat err)" "linux.cgroupsPath $cgp/c1" "the refusal names the field"
+		[ ! -e "$ROOT/u1" ] || fail "a refused create left state"
+		return 0
+	fi
+	oci create --bundle b g1 </dev/null >/dev/null
+	oci start g1
+	local pid
+	pid=$(oci state g1 | jq -r .pid)
+	# every process of the container (below the supervisor) is there
+	grep -q . "/sys/fs/cgroup/pids$cgp/c1/cgroup.procs" ||
+		fail "nothing in $cgp/c1: $(cat /proc/"$pid"/cgroup)"
+	assert_contains "$(oci ps --format json g1 | jq -r '.[]' | tail -1 | xargs -I{} cat /proc/{}/cgroup)" \
+		"pids:$cgp/c1" "the container's last process, seen from the host"
+	oci delete --force g1
+	[ ! -e "/sys/fs/cgroup/pids$cgp" ] || fail "the levels moat made were left: $(ls /sys/fs/cgroup/pids$cgp)"
+	# refused by name: .. and systemd's form
+	bundle b '["true"]' '.linux.cgroupsPath = "/moat/../x"'
+	if oci create --bundle b g2 </dev/null 2>err; then fail "a path with .."; fi
+	assert_contains "$(cat err)" "linux.cgroupsPath"
+	bundle b '["true"]' '.linux.cgroupsPath = "system.slice:moat:x"'
+	if oci create --bundle b g3 </dev/null 2>err; then fail "systemd's form"; fi
+	assert_contains "$(cat err)" "linux.cgroupsPath: system.slice:moat:x"
+	# --cgroup-manager disabled: moat's own cgroup, the field not honoured
+	bundle b '["true"]' ".linux.cgroupsPath = \"$cgp/c2\""
+	"$RT" --root "$ROOT" --cgroup-manager disabled create --bundle b g4 </dev/null >/dev/null
+	[ ! -e "/sys/fs/cgroup/pids$cgp/c2" ] || fail "--cgroup-manager disabled made $cgp/c2"
+	oci delete --force g4
 }
 
 # process.oomScoreAdj (a kubelet sets it by QoS class): a value above the
@@ -579,11 +632,32 @@ t_podman() {
 		t_podman_rootless
 		return 0
 	fi
+	# linux.cgroupsPath: podman's cgroupfs default puts the container beside
+	# conmon (/libpod_parent/libpod-ID, conmon in /libpod_parent/conmon):
+	# neither below the runtime's own cgroup nor below /moat/, refused by name
+	if pm run --rm "${PRUN[@]}" localhost/moat-bb:1 true 2>err; then
+		fail "podman's default cgroup parent was accepted"
+	fi
+	assert_contains "$(cat err)" "linux.cgroupsPath /libpod_parent/" "the refusal names the field"
+	# --cgroups=disabled (podman passes --cgroup-manager disabled): moat's own
+	pm run --rm "${PRUN[@]}" --cgroups=disabled localhost/moat-bb:1 true ||
+		fail "podman --cgroups=disabled"
+	# below /moat/: honoured (the rest of the test runs there)
+	local cgp=/moat/podman-$$
+	PRUN+=(--cgroup-parent "$cgp")
 	out=$(pm run --rm "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo hi; exit 4') || rc=$?
 	assert_eq 4 "$rc" "podman run's exit status"
 	assert_eq hi "$out" "podman run's output"
 	# run -d, exec, logs, stop, rm
 	pm run -d --name m1 "${PRUN[@]}" localhost/moat-bb:1 sh -c 'echo started; sleep 100' >/dev/null
+	# the container's processes are in the engine's cgroup, which is their
+	# cgroup namespace's root
+	local cid
+	cid=$(pm inspect -f '{{.Id}}' m1)
+	grep -q . "/sys/fs/cgroup/pids/$cgp/libpod-$cid/cgroup.procs" ||
+		fail "nothing in $cgp/libpod-$cid (pids): $(ls "/sys/fs/cgroup/pids/$cgp" 2>&1)"
+	assert_contains "$(pm exec m1 cat /proc/self/cgroup)" "pids:/
+" "the engine's cgroup is the container's root"
 	rc=0
 	out=$(pm exec m1 sh -c 'grep Seccomp: /proc/self/status; exit 7') || rc=$?
 	assert_eq 7 "$rc" "podman exec's exit status"
@@ -611,6 +685,7 @@ t_podman() {
 	# shellcheck disable=SC2064 # this holder, however the test ends
 	trap "kill $holder 2>/dev/null || true" EXIT
 	out=$(pm run --rm --pull=never --read-only --user 1000:1000 --network "ns:/proc/$holder/ns/net" \
+		--cgroup-parent "$cgp" \
 		--annotation run.moat.allow-hosts=allowed.test --annotation "run.moat.log=pn-$$.jsonl" \
 		localhost/moat-bb:1 sh -c 'wget -q -O - http://other.test/ || echo denied-other' 2>&1 || true)
 	assert_contains "$out" denied-other "podman --network ns:"
@@ -621,11 +696,16 @@ t_podman() {
 	rm -f "$plog"
 	kill "$holder" 2>/dev/null || true
 	# a field moat cannot honour: podman reports moat's message
-	if pm run --rm --pull=never --read-only --network=none localhost/moat-bb:1 true 2>err; then
+	if pm run --rm --pull=never --read-only --network=none --cgroup-parent "$cgp" \
+		localhost/moat-bb:1 true 2>err; then
 		fail "podman run as root (uid 0) was accepted"
 	fi
 	assert_contains "$(cat err)" "process.user.uid"
 	pm rmi -f localhost/moat-bb:1 >/dev/null 2>&1 || true
+	# podman's conmon directories are its own; moat removed each container's
+	[ -z "$(find /sys/fs/cgroup/*/"$cgp" -mindepth 1 -maxdepth 1 -type d -name 'libpod-*' 2>/dev/null)" ] ||
+		fail "a container's cgroup was left: $(find /sys/fs/cgroup/*/"$cgp" -maxdepth 1 -type d)"
+	find /sys/fs/cgroup/*/"$cgp" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 }
 
 # ---- containerd ----------------------------------------------------------------
@@ -715,6 +795,19 @@ EOF
 	assert_contains "$(c task ls)" "STOPPED" "after kill"
 	c task delete k2
 	c container delete k2
+	# linux.cgroupsPath through the shim: the container's cgroup is there
+	bundle b '["sleep", "100"]' ".linux.cgroupsPath = \"/moat/ctd-$$/k4\""
+	c run -d --config b/config.json --runc-binary "$RT" k4 >/dev/null
+	grep -q . "/sys/fs/cgroup/pids/moat/ctd-$$/k4/cgroup.procs" ||
+		fail "nothing in /moat/ctd-$$/k4"
+	c task kill -s KILL k4
+	for _ in $(seq 50); do
+		c task ls | grep -q 'k4.*STOPPED' && break
+		sleep 0.1
+	done
+	c task delete k4
+	c container delete k4
+	[ ! -e "/sys/fs/cgroup/pids/moat/ctd-$$" ] || fail "ctr: the container's cgroup was left"
 	# a refused field: the shim reports moat's message
 	bundle b '["true"]' '.process.user.uid = 0'
 	if c run --rm --config b/config.json --runc-binary "$RT" k3 >out 2>&1; then
@@ -734,6 +827,7 @@ run_test "exec --process (foreground and --detach --pid-file), same files, same 
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
+run_test "linux.cgroupsPath: the engine's placement below /moat/, else refused by name" t_cgroups_path
 run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
