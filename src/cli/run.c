@@ -195,7 +195,8 @@ void moat_cli_print_limits(const struct moat_status *st)
 			d->inodes ? "no inode left" : "full", d->tmpfs_size ? "--tmpfs" : "--disk");
 	}
 	if (st->disk_full_more)
-		fprintf(stderr, "moat: limits: and %u more full tmpfs area(s) (the audit log names them)\n",
+		fprintf(stderr,
+			"moat: limits: and %u more full tmpfs area(s) (the audit log names them)\n",
 			st->disk_full_more);
 }
 

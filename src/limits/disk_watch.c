@@ -92,7 +92,7 @@ int moat_disk_watch_start(struct moat_run *r, int epfd, uint32_t tag)
 	for (unsigned i = 0; i < w->n; i++) {
 		struct moat_disk_area *a = &w->a[i];
 		const struct moat_step *s = &r->plan->steps[a->step];
-		int have = s->op == MOAT_STEP_OVERLAY		? r->upper_fd
+		int have = s->op == MOAT_STEP_OVERLAY	 ? r->upper_fd
 			: (s->flags & MOAT_STEPF_OUTPUT) ? r->output_fd
 							 : -1;
 		if (a->fd < 0 && have >= 0)

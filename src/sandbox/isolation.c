@@ -267,11 +267,11 @@ static const char *rec_disk(const struct moat_policy *p)
 
 int moat_isolation_records_json(const struct moat_policy *p, char **ret_json)
 {
-	json_t *o = json_pack(
-		"{s:s,s:s,s:s,s:s,s:s}", "exec", rec_exec(p), "net", rec_net(p), "process",
-		"recorded", "files",
-		p->workspace && p->workspace_mode == MOAT_WS_OVERLAY ? "recorded" : "off", "disk",
-		rec_disk(p));
+	json_t *o =
+		json_pack("{s:s,s:s,s:s,s:s,s:s}", "exec", rec_exec(p), "net", rec_net(p),
+			  "process", "recorded", "files",
+			  p->workspace && p->workspace_mode == MOAT_WS_OVERLAY ? "recorded" : "off",
+			  "disk", rec_disk(p));
 	if (!o)
 		return -ENOMEM;
 	char *s = json_dumps(o, JSON_COMPACT);
