@@ -205,6 +205,7 @@ t_disk_fill_enospc() {
 # `limit` event and an alert, and the start event says the level records it.
 t_disk_full_said() {
 	local out n
+	# shellcheck disable=SC2016 # expanded inside
 	out=$("$MOAT" run --disk 8M --log "$T_OUT/d.jsonl" --json-status "$T_OUT/d.json" -- \
 		sh -c 'head -c 16M /dev/zero >/tmp/f 2>/dev/null; echo "size $(stat -c %s /tmp/f)"' 2>&1)
 	assert_contains "$out" "size 8388608" "the write was cut at --disk"
@@ -226,10 +227,10 @@ t_disk_full_said() {
 # The workspace overlay's upper layer, /output and a --tmpfs with its own
 # size are named each; /tmp, untouched, is not.
 t_disk_full_workspace() {
-	local ws out
+	local ws od out
 	ws=$(mktemp -d "$T_OUT/ws.XXXXXX")
-	mkdir -p "$T_OUT/out"
-	out=$("$MOAT" run --disk 8M --workspace "$ws" --output "$T_OUT/out" --tmpfs /scratch:2M \
+	od=$(mktemp -d "$T_OUT/out.XXXXXX")
+	out=$("$MOAT" run --disk 8M --workspace "$ws" --output "$od" --tmpfs /scratch:2M \
 		--log "$T_OUT/w.jsonl" -- sh -c "cd '$ws' && head -c 16M /dev/zero >big 2>/dev/null;
 			head -c 16M /dev/zero >/output/o 2>/dev/null;
 			head -c 4M /dev/zero >/scratch/s 2>/dev/null; true" 2>&1)
@@ -251,6 +252,7 @@ t_disk_full_deleted_and_control() {
 	assert_contains "$out" "moat: limits: disk limit 8 MiB reached on /dev/shm (full: "
 	assert_contains "$(cat "$T_OUT/x.jsonl")" '"type":"limit","what":"disk","path":"/dev/shm"'
 	# control: 4 MiB of 8 in every area, kept and deleted
+	# shellcheck disable=SC2016 # expanded inside
 	out=$("$MOAT" run --disk 8M --log "$T_OUT/c.jsonl" --json-status "$T_OUT/c.json" -- sh -c \
 		'head -c 4M /dev/zero >/tmp/f; head -c 4M /dev/zero >"$HOME/f";
 		 head -c 4M /dev/zero >/dev/shm/f; sleep 0.5; rm /dev/shm/f' 2>&1)
