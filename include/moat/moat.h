@@ -163,6 +163,19 @@ struct moat_denied {
 	char reason[48]; /* "not-allowed", "resolved-reserved", "network-none", ... */
 };
 
+/* A writable tmpfs of the sandbox (--disk: /tmp, /dev/shm, home, /output,
+ * the workspace overlay's upper layer; --tmpfs) found full during the run:
+ * no free block (or no free inode) was left, so a write there failed or
+ * would fail with ENOSPC. Seen by sampling (docs/LIMITS.md, "Disk"). */
+#define MOAT_DISK_FULL_MAX 8
+struct moat_disk_full {
+	char path[1024]; /* its mount point inside the sandbox (the workspace's path for
+			  * the overlay), raw */
+	uint64_t limit; /* its size in bytes */
+	bool inodes; /* its inodes ran out (not its blocks) */
+	bool tmpfs_size; /* sized by a --tmpfs DEST:SIZE of its own, not --disk */
+};
+
 struct moat_status {
 	enum moat_reason reason;
 	int exit_code; /* what `moat run` exits with */
@@ -224,6 +237,11 @@ struct moat_status {
 	 * no workspace change was applied (--apply-on-failure applies them) */
 	bool held_failed;
 	uint64_t oom_kills, memory_limit;
+	/* the writable tmpfs areas found full, in plan order (at most
+	 * MOAT_DISK_FULL_MAX; disk_full_more: how many more) */
+	struct moat_disk_full disk_full[MOAT_DISK_FULL_MAX];
+	unsigned n_disk_full;
+	unsigned disk_full_more;
 };
 
 const char *moat_reason_name(enum moat_reason r);

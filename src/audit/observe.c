@@ -367,11 +367,28 @@ int moat_observe_start(struct moat_run *r)
 	return 0;
 }
 
-void moat_observe_limit(struct moat_run *r, const char *what)
+void moat_observe_limit(struct moat_run *r, const char *what, const char *path, uint64_t limit,
+			const char *reason)
 {
 	struct moat_audit *a = moat_run_audit(r);
-	MOAT_AUDIT(a, MOAT_EV_LIMIT, MOAT_F_STR("what", what));
-	MOAT_AUDIT(a, MOAT_EV_ALERT, MOAT_F_STR("cause", "limit"), MOAT_F_STR("what", what));
+	struct moat_audit_field f[4];
+	size_t n = 0;
+	if (!a)
+		return;
+	f[n++] = (struct moat_audit_field)MOAT_F_STR("what", what);
+	if (path)
+		f[n++] = (struct moat_audit_field)MOAT_F_STR("path", path);
+	if (limit)
+		f[n++] = (struct moat_audit_field)MOAT_F_UINT("limit", limit);
+	if (reason)
+		f[n++] = (struct moat_audit_field)MOAT_F_STR("reason", reason);
+	moat_audit_event(a, MOAT_EV_LIMIT, f, n);
+	f[0] = (struct moat_audit_field)MOAT_F_STR("cause", "limit");
+	f[1] = (struct moat_audit_field)MOAT_F_STR("what", what);
+	n = 2;
+	if (path)
+		f[n++] = (struct moat_audit_field)MOAT_F_STR("path", path);
+	moat_audit_event(a, MOAT_EV_ALERT, f, n);
 }
 
 /* A denied call: its raw arguments, the ones that say what it tried decoded

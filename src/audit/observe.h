@@ -14,10 +14,12 @@ struct moat_audit;
 /* Before clone: run directory, audit log, start event, host fds of
  * --workspace (overlay) and --output. Fills r->err on failure. */
 int moat_observe_prepare(struct moat_run *r);
-/* A limit was hit: limit event + alert. */
 /* The start record (after clone, or at the end if the run never started). */
 int moat_observe_start(struct moat_run *r);
-void moat_observe_limit(struct moat_run *r, const char *what);
+/* A limit was hit: limit event + alert. path: where (a --disk area's mount
+ * point), limit: the limit (0: none said), reason: how (NULL: none). */
+void moat_observe_limit(struct moat_run *r, const char *what, const char *path, uint64_t limit,
+			const char *reason);
 /* After the init exited, the workspace layer's part: /output, the workspace
  * change manifest, its review and apply. */
 int moat_observe_finish_workspace(struct moat_run *r, int k);

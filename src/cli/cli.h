@@ -29,6 +29,9 @@ int moat_cli_mcp_front(int argc, char **argv);
 /* run.c: the workspace and /output lines of a run's end (also moat rm's);
  * what came from the sandbox is escaped */
 void moat_cli_print_workspace(const struct moat_status *st);
+/* the `moat: limits:` lines of a summary: pids, memory and --disk limits
+ * that were hit (run.c; also moat rm's) */
+void moat_cli_print_limits(const struct moat_status *st);
 /* the network lines of a summary: counts, denied destinations (run.c) */
 void moat_cli_print_network(const struct moat_status *st);
 /* --quiet: one line when workspace changes were held back (or not kept) */

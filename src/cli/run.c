@@ -162,6 +162,44 @@ void moat_cli_print_workspace(const struct moat_status *st)
 	}
 }
 
+/* 16 MiB, 1536 KiB, 1000 bytes: exact (a limit as it was set) */
+static void exact_size(char *buf, size_t len, uint64_t v)
+{
+	if (v && v % (1u << 20) == 0)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(v >> 20));
+	else if (v && v % 1024 == 0)
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(v >> 10));
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)v);
+}
+
+void moat_cli_print_limits(const struct moat_status *st)
+{
+	if (st->pids_limit_hits)
+		fprintf(stderr,
+			"moat: limits: pids limit %llu reached %llu time(s) (a fork or clone failed; --pids)\n",
+			(unsigned long long)st->pids_limit,
+			(unsigned long long)st->pids_limit_hits);
+	if (st->oom_kills)
+		fprintf(stderr,
+			"moat: limits: memory limit %llu MiB reached: %llu process(es) killed (--memory)\n",
+			(unsigned long long)(st->memory_limit >> 20),
+			(unsigned long long)st->oom_kills);
+	for (unsigned i = 0; i < st->n_disk_full && i < MOAT_DISK_FULL_MAX; i++) {
+		const struct moat_disk_full *d = &st->disk_full[i];
+		char size[32];
+		exact_size(size, sizeof(size), d->limit);
+		fprintf(stderr, "moat: limits: disk limit %s reached on ", size);
+		moat_cli_put_safe(stderr, d->path);
+		fprintf(stderr, " (%s: a write there fails with ENOSPC; %s)\n",
+			d->inodes ? "no inode left" : "full", d->tmpfs_size ? "--tmpfs" : "--disk");
+	}
+	if (st->disk_full_more)
+		fprintf(stderr,
+			"moat: limits: and %u more full tmpfs area(s) (the audit log names them)\n",
+			st->disk_full_more);
+}
+
 static void summary(const struct moat_status *st)
 {
 	double ms = (double)st->wall_us / 1000.0;
@@ -179,16 +217,7 @@ static void summary(const struct moat_status *st)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
-	if (st->pids_limit_hits)
-		fprintf(stderr,
-			"moat: limits: pids limit %llu reached %llu time(s) (a fork or clone failed; --pids)\n",
-			(unsigned long long)st->pids_limit,
-			(unsigned long long)st->pids_limit_hits);
-	if (st->oom_kills)
-		fprintf(stderr,
-			"moat: limits: memory limit %llu MiB reached: %llu process(es) killed (--memory)\n",
-			(unsigned long long)(st->memory_limit >> 20),
-			(unsigned long long)st->oom_kills);
+	moat_cli_print_limits(st);
 	moat_cli_print_workspace(st);
 	moat_cli_print_network(st);
 	if (st->log_path[0])

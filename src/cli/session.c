@@ -605,6 +605,7 @@ static void rm_summary(const struct moat_status *st, bool quiet)
 	if (st->degraded[0])
 		fprintf(stderr, ", DEGRADED: %s", st->degraded);
 	fputc('\n', stderr);
+	moat_cli_print_limits(st);
 	moat_cli_print_workspace(st);
 	moat_cli_print_network(st);
 	if (st->log_path[0]) {

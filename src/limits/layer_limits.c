@@ -10,6 +10,7 @@
 #include "supervisor/layer.h"
 #include "policy/plan.h"
 #include "limits/supervise_limits.h"
+#include "limits/disk_watch.h"
 
 static int limits_derive(const struct moat_plan *pl, struct moat_layer_view *v)
 {
@@ -47,11 +48,26 @@ static int limits_finish(struct moat_run *r, int k)
 	return k;
 }
 
+static int limits_watch(struct moat_run *r, int epfd, uint32_t tag)
+{
+	return moat_disk_watch_start(r, epfd, tag);
+}
+
+static void limits_dispatch(struct moat_run *r, uint32_t sub, uint32_t events)
+{
+	(void)sub;
+	(void)events;
+	moat_disk_watch_tick(r);
+}
+
 const struct moat_layer_ops moat_layer_limits = {
 	.name = "limits",
 	.derive = limits_derive,
 	.prepare = moat_supervise_limits_prepare,
 	.child = moat_supervise_limits_child,
+	.take_fd = moat_disk_watch_take_fd,
+	.watch = limits_watch,
+	.dispatch = limits_dispatch,
 	.finish = limits_finish,
 	.teardown = moat_supervise_limits_teardown,
 };

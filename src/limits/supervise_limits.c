@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "limits/cgroup.h"
+#include "limits/disk_watch.h"
 #include "policy/errors.h"
 #include "supervisor/state.h"
 #include "audit/observe.h"
@@ -56,6 +57,8 @@ int moat_supervise_limits_prepare(struct moat_run *r)
 	k = moat_limits_setup(&r->plan->limits, r->run_id, &r->limits, r->err);
 	if (k < 0)
 		return k;
+	if ((k = moat_disk_watch_prepare(r)) < 0)
+		return moat_error_set(r->err, "setup", -k, "out of memory");
 	if (r->limits.degraded) {
 		r->sb.rlimit_as = r->limits.rl.as;
 		r->sb.rlimit_nproc = r->limits.rl.nproc;
@@ -143,14 +146,17 @@ void moat_supervise_limits_finish(struct moat_run *r)
 	/* a limit that was hit is an event and an alert, whatever the reason
 	 * the run ended with (the command may have survived a refused fork) */
 	if (r->st->pids_limit_hits)
-		moat_observe_limit(r, "pids");
+		moat_observe_limit(r, "pids", NULL, r->st->pids_limit, NULL);
 	if (r->st->oom_kills)
-		moat_observe_limit(r, "memory");
+		moat_observe_limit(r, "memory", NULL, r->st->memory_limit, NULL);
+	/* a full --disk area: its event was written when it was seen */
+	moat_disk_watch_finish(r);
 }
 
 void moat_supervise_limits_teardown(struct moat_run *r)
 {
 	close_self_attach(r);
+	moat_disk_watch_teardown(r);
 	int k = moat_limits_teardown(&r->limits);
 	/* Something could not be removed: keep the record (lock released), so
 	 * the next run or `moat gc` retries. */

@@ -249,11 +249,28 @@ static const char *rec_net(const struct moat_policy *p)
 		: "unavailable: attempts inside gVisor's own network stack are not seen";
 }
 
+/* A --disk area that filled (limits/disk_watch.h): the supervisor sees the
+ * tmpfs it holds an fd of. moat's own init hands over every one; under
+ * gVisor and in the guest /tmp, /dev/shm, home and --tmpfs are the sandbox
+ * kernel's own, only /output and the overlay's upper layer are host tmpfs. */
+static const char *rec_disk(const struct moat_policy *p)
+{
+	if (p->isolation == MOAT_ISO_PROCESS)
+		return "recorded";
+	return p->isolation == MOAT_ISO_GVISOR
+		? "partial: /output and the workspace overlay only; /tmp, /dev/shm, home and "
+		  "--tmpfs are gVisor's own tmpfs, not seen from the host"
+		: "partial: /output and the workspace overlay only; /tmp, /dev/shm, home and "
+		  "--tmpfs are the guest's own tmpfs, not seen from the host";
+}
+
 int moat_isolation_records_json(const struct moat_policy *p, char **ret_json)
 {
-	json_t *o = json_pack(
-		"{s:s,s:s,s:s,s:s}", "exec", rec_exec(p), "net", rec_net(p), "process", "recorded",
-		"files", p->workspace && p->workspace_mode == MOAT_WS_OVERLAY ? "recorded" : "off");
+	json_t *o =
+		json_pack("{s:s,s:s,s:s,s:s,s:s}", "exec", rec_exec(p), "net", rec_net(p),
+			  "process", "recorded", "files",
+			  p->workspace && p->workspace_mode == MOAT_WS_OVERLAY ? "recorded" : "off",
+			  "disk", rec_disk(p));
 	if (!o)
 		return -ENOMEM;
 	char *s = json_dumps(o, JSON_COMPACT);

@@ -593,6 +593,20 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 
 static int srcfd[MOAT_PLAN_MAX_STEPS];
 
+/* The root of the writable tmpfs step idx just mounted, as O_PATH (through
+ * the mount: its parent and a lookup of its name), kept for the supervisor,
+ * which only fstatfs()es it to see the area fill (limits/disk_watch.h). */
+static void keep_disk_root(const struct moat_step *s, int idx)
+{
+	const char *name;
+	int pfd = walk_parent(s->dest, idx, &name);
+	int fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot open the tmpfs at %s", s->dest);
+	g_sb->disk_fd[g_sb->n_disk] = fd;
+	g_sb->disk_step[g_sb->n_disk++] = idx;
+}
+
 /* Whether a and b are the same file (the supervisor's fd and the init's). */
 static bool same_file(int a, int b)
 {
@@ -739,7 +753,8 @@ static void apply_plan(void)
 					die(MOAT_STAGE_MOUNT, errno, idx,
 					    "cannot hand /output to moat");
 				close(ofd);
-			}
+			} else if (s->flags & MOAT_STEPF_WRITABLE)
+				keep_disk_root(s, idx);
 			break;
 		case MOAT_STEP_PROC:
 			do_proc(s, idx);
@@ -1137,9 +1152,9 @@ static int step_terminal(struct moat_init *sb)
 static int step_namespaces(struct moat_init *sb)
 {
 	static const char *const ns_files[] = {"/proc/self/ns/user", "/proc/self/ns/mnt"};
-	int32_t kinds[3];
-	int fds[3];
-	unsigned n = 0;
+	int32_t kinds[MOAT_SANDBOX_BATCH_MAX];
+	int fds[MOAT_SANDBOX_BATCH_MAX];
+	unsigned n = 0, d = 0;
 	int k = 0;
 	if (sb->init_ptmx >= 0) {
 		kinds[n] = MOAT_FD_PTMX;
@@ -1155,10 +1170,23 @@ static int step_namespaces(struct moat_init *sb)
 			fds[n++] = nfd;
 		}
 	}
-	if (k >= 0)
-		k = moat_sandbox_send_fds(sb->sock_child, kinds, n, fds, n);
-	for (unsigned i = 0; i < n; i++)
-		close(fds[i]);
+	/* and the writable tmpfs roots (keep_disk_root), in the same message as
+	 * long as they fit (three by default: /dev/shm, /tmp, home), then as
+	 * many more as needed: none is waited for */
+	do {
+		while (k >= 0 && d < sb->n_disk && n < MOAT_SANDBOX_BATCH_MAX) {
+			kinds[n] = MOAT_FD_DISK + sb->disk_step[d];
+			fds[n++] = sb->disk_fd[d++];
+		}
+		if (k >= 0)
+			k = moat_sandbox_send_fds(sb->sock_child, kinds, n, fds, n);
+		for (unsigned i = 0; i < n; i++)
+			close(fds[i]);
+		n = 0;
+	} while (k >= 0 && d < sb->n_disk);
+	for (; d < sb->n_disk; d++)
+		close(sb->disk_fd[d]);
+	sb->n_disk = 0;
 	if (k < 0) {
 		errno = -k;
 		return -1;

@@ -62,6 +62,11 @@ enum moat_fd_kind {
 	MOAT_FD_USERNS = 7,
 	MOAT_FD_MNTNS = 8,
 	MOAT_FD_NET = 16, /* 16..22: the network listeners, struct moat_netns_fds order */
+	/* MOAT_FD_DISK + the plan step's index: O_PATH of the root of a
+	 * writable tmpfs the init mounted (/tmp, /dev/shm, home, --tmpfs), so
+	 * that the supervisor sees it fill (fstatfs: limits/disk_watch.h).
+	 * /output and the overlay's upper layer come as OUTPUT and UPPER. */
+	MOAT_FD_DISK = 1024,
 	MOAT_FD_DONE = 99, /* no more fds follow */
 };
 
@@ -126,6 +131,12 @@ struct moat_init {
 	int init_devnull;
 	int init_notify_fd; /* the seccomp listener until moat took it */
 	int init_ptmx; /* init/terminal's ptmx until init/namespaces hands it over */
+	/* O_PATH of the root of each writable tmpfs the init mounted (but
+	 * /output), with its step index: handed over with the namespaces
+	 * (init/namespaces) as MOAT_FD_DISK + step */
+	int disk_fd[MOAT_PLAN_MAX_STEPS];
+	int32_t disk_step[MOAT_PLAN_MAX_STEPS];
+	unsigned n_disk;
 };
 
 /* The sandbox's init: runs in the cloned child, never returns. */
@@ -177,7 +188,7 @@ int moat_sandbox_send_fd(int sock, int kind, int fd);
  * gets every kind with its fd (-1 for none) and *ret_n; a message that does
  * not fit is refused (-EBADMSG) with its fds closed. moat_sandbox_recv_fd
  * takes single-kind messages only. */
-#define MOAT_SANDBOX_BATCH_MAX 8
+#define MOAT_SANDBOX_BATCH_MAX 16
 int moat_sandbox_send_fds(int sock, const int32_t *kinds, unsigned n, const int *fds,
 			  unsigned n_fds);
 int moat_sandbox_recv_fds(int sock, int32_t *ret_kinds, int *ret_fds, unsigned *ret_n);

@@ -17,6 +17,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/ctl.h"
 #include "limits/limits.h"
+#include "limits/disk_watch.h"
 #include "sandbox/sandbox.h"
 #include "supervisor/state.h"
 #include "supervisor/stdio_relay.h"
@@ -127,6 +128,7 @@ struct moat_run {
 	struct moat_limits limits;
 	struct moat_state_entry *state;
 	struct moat_state_record *state_rec;
+	struct moat_disk_watch disk; /* the writable tmpfs areas (disk_watch.c) */
 
 	struct moat_status *st; /* &status, or moat_run()'s */
 	struct moat_status status;

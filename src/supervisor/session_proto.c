@@ -252,6 +252,20 @@ json_t *moat_sess_status_json(const struct moat_status *st)
 	json_object_set_new(o, "held_needed", json_integer((json_int_t)st->held_needed));
 	json_object_set_new(o, "held_cap", json_integer((json_int_t)st->held_cap));
 	json_object_set_new(o, "rw_new_repo", json_string(st->rw_new_repo));
+	/* the limits that were hit (moat rm's `moat: limits:` lines) */
+	json_object_set_new(o, "pids_limit_hits", json_integer((json_int_t)st->pids_limit_hits));
+	json_object_set_new(o, "pids_limit", json_integer((json_int_t)st->pids_limit));
+	json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
+	json_object_set_new(o, "memory_limit", json_integer((json_int_t)st->memory_limit));
+	json_t *df = json_array();
+	for (unsigned i = 0; df && i < st->n_disk_full && i < MOAT_DISK_FULL_MAX; i++)
+		json_array_append_new(df,
+				      json_pack("{s:s,s:I,s:b,s:b}", "path", st->disk_full[i].path,
+						"limit", (json_int_t)st->disk_full[i].limit,
+						"inodes", st->disk_full[i].inodes, "tmpfs_size",
+						st->disk_full[i].tmpfs_size));
+	json_object_set_new(o, "disk_full", df ? df : json_null());
+	json_object_set_new(o, "disk_full_more", json_integer(st->disk_full_more));
 	return o;
 }
 
@@ -318,6 +332,22 @@ void moat_sess_status_from(json_t *o, struct moat_status *st)
 	st->held_needed = get_u64(o, "held_needed");
 	st->held_cap = get_u64(o, "held_cap");
 	get_str(o, "rw_new_repo", st->rw_new_repo, sizeof(st->rw_new_repo));
+	st->pids_limit_hits = get_u64(o, "pids_limit_hits");
+	st->pids_limit = get_u64(o, "pids_limit");
+	st->oom_kills = get_u64(o, "oom_kills");
+	st->memory_limit = get_u64(o, "memory_limit");
+	json_array_foreach(json_object_get(o, "disk_full"), i, e)
+	{
+		if (st->n_disk_full >= MOAT_DISK_FULL_MAX)
+			break;
+		struct moat_disk_full *d = &st->disk_full[st->n_disk_full++];
+		get_str(e, "path", d->path, sizeof(d->path));
+		d->limit = get_u64(e, "limit");
+		d->inodes = json_is_true(json_object_get(e, "inodes"));
+		d->tmpfs_size = json_is_true(json_object_get(e, "tmpfs_size"));
+	}
+	uint64_t more = get_u64(o, "disk_full_more");
+	st->disk_full_more = more > MOAT_DISK_FULL_MAX * 1024u ? 0 : (unsigned)more;
 }
 
 json_t *moat_sess_info_json(const struct moat_session_info *in)

@@ -230,6 +230,7 @@ static struct moat_sandbox *sandbox_new(const struct moat_policy *p, struct moat
 	for (unsigned i = 0; i < MOAT_PLAN_MAX_STEPS; i++)
 		r->sb.premounted[i] = r->sb.user_fd[i] = -1;
 	r->sb.rootfs_fd = -1;
+	r->disk.timerfd = -1;
 	r->sb.setup_r = r->sb.setup_w = r->sb.go_r = r->sb.go_w = -1;
 	r->sb.sock_sup = r->sb.sock_child = -1;
 	r->st->reason = MOAT_REASON_SETUP_FAILED;

@@ -160,7 +160,7 @@ void moat_supervise_pending(struct moat_run *r)
 
 void moat_supervise_event_limit(struct moat_run *r, const char *what)
 {
-	moat_observe_limit(r, what);
+	moat_observe_limit(r, what, NULL, 0, NULL);
 }
 
 void moat_supervise_kill_all(struct moat_run *r)

@@ -200,6 +200,30 @@ t_credential() {
 	GH_TOKEN=$real sh -c 'tr "\0" "\n" < /proc/$$/environ' | grep -q "$real" || fail "control"
 }
 
+# A full --disk area under gVisor: the workspace overlay's upper layer (a
+# host tmpfs the supervisor holds) is said as at the process level; /tmp is
+# gVisor's own tmpfs, not seen from the host, and the start event's records
+# say so (no silent gap).
+t_disk_full_partial() {
+	need_runsc
+	local out ws ws_opt=()
+	ws=$(mktemp -d "$T_OUT/gws.XXXXXX")
+	# unprivileged a writable workspace is refused under gVisor (t_files_review):
+	# there only the gap is checked
+	is_root && ws_opt=(--workspace "$ws")
+	out=$("$MOAT" run --isolation gvisor --disk 8M "${ws_opt[@]}" --log "$T_OUT/gd.jsonl" \
+		-- /bin/sh -c "head -c 16M /dev/zero >'$ws/w' 2>/dev/null
+			head -c 16M /dev/zero >/tmp/t 2>/dev/null; true" 2>&1)
+	if is_root; then
+		assert_contains "$out" "moat: limits: disk limit 8 MiB reached on $ws (full: "
+		assert_contains "$(cat "$T_OUT/gd.jsonl")" \
+			"\"type\":\"limit\",\"what\":\"disk\",\"path\":\"$ws\""
+	fi
+	assert_not_contains "$out" "reached on /tmp " "gVisor's own /tmp is not seen"
+	assert_contains "$(cat "$T_OUT/gd.jsonl")" \
+		'"disk":"partial: /output and the workspace overlay only; /tmp, /dev/shm, home and --tmpfs are gVisor'"'"'s own tmpfs'
+}
+
 t_refused_keys() {
 	need_runsc
 	local out rc=0
@@ -332,6 +356,7 @@ run_test "gvisor: --net none has no network" t_net_none
 run_test "gvisor: --net allow through moat's proxy, recorded" t_net_allow
 run_test "gvisor: a credential injected by the proxy never enters gVisor" t_credential
 run_test "gvisor: --fsize/--disk hold; keys it cannot honour fail closed naming the key" t_refused_keys
+run_test "gvisor: a full workspace overlay is said; /tmp is not seen and the records say so" t_disk_full_partial
 run_test "gvisor: --rootfs is the system (a libc-less tree)" t_rootfs
 run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and network probes" t_selftest
 run_test "vm: a key it cannot honour fails closed" t_vm

@@ -200,6 +200,84 @@ t_disk_fill_enospc() {
 	[ $((before - after)) -lt 32768 ] || fail "host disk lost $((before - after)) KiB"
 }
 
+# A --disk area that filled is said (limits/disk_watch.h: the supervisor
+# fstatfs()es every writable tmpfs): the summary line, the status record, a
+# `limit` event and an alert, and the start event says the level records it.
+t_disk_full_said() {
+	local out n
+	# shellcheck disable=SC2016 # expanded inside
+	out=$("$MOAT" run --disk 8M --log "$T_OUT/d.jsonl" --json-status "$T_OUT/d.json" -- \
+		sh -c 'head -c 16M /dev/zero >/tmp/f 2>/dev/null; echo "size $(stat -c %s /tmp/f)"' 2>&1)
+	assert_contains "$out" "size 8388608" "the write was cut at --disk"
+	assert_contains "$out" \
+		"moat: limits: disk limit 8 MiB reached on /tmp (full: a write there fails with ENOSPC; --disk)"
+	assert_eq 1 "$(grep -c '^moat: limits:' <<<"$out")" "only /tmp filled"
+	assert_eq '[{"path":"/tmp","limit":8388608,"inodes":false,"tmpfs_size":false}]' \
+		"$(jq -c .disk_full "$T_OUT/d.json")" "status disk_full"
+	n=$(grep -c '"type":"limit","what":"disk","path":"/tmp","limit":8388608,"reason":"blocks"' \
+		"$T_OUT/d.jsonl" || true)
+	assert_eq 1 "$n" "one limit event"
+	n=$(grep -c '"type":"alert","cause":"limit","what":"disk","path":"/tmp"' "$T_OUT/d.jsonl" || true)
+	assert_eq 1 "$n" "one alert"
+	assert_contains "$(grep '"type":"start"' "$T_OUT/d.jsonl")" '"disk":"recorded"'
+	# moat log shows it
+	assert_contains "$("$MOAT" log "$T_OUT/d.jsonl" 2>&1)" "limit what=disk path=/tmp limit=8388608"
+}
+
+# The workspace overlay's upper layer, /output and a --tmpfs with its own
+# size are named each; /tmp, untouched, is not.
+t_disk_full_workspace() {
+	local ws od out
+	ws=$(mktemp -d "$T_OUT/ws.XXXXXX")
+	od=$(mktemp -d "$T_OUT/out.XXXXXX")
+	out=$("$MOAT" run --disk 8M --workspace "$ws" --output "$od" --tmpfs /scratch:2M \
+		--log "$T_OUT/w.jsonl" -- sh -c "cd '$ws' && head -c 16M /dev/zero >big 2>/dev/null;
+			head -c 16M /dev/zero >/output/o 2>/dev/null;
+			head -c 4M /dev/zero >/scratch/s 2>/dev/null; true" 2>&1)
+	assert_contains "$out" "moat: limits: disk limit 8 MiB reached on $ws (full: "
+	assert_contains "$out" "moat: limits: disk limit 8 MiB reached on /output (full: "
+	assert_contains "$out" \
+		"moat: limits: disk limit 2 MiB reached on /scratch (full: a write there fails with ENOSPC; --tmpfs)"
+	assert_not_contains "$out" "reached on /tmp "
+	assert_contains "$(cat "$T_OUT/w.jsonl")" "\"type\":\"limit\",\"what\":\"disk\",\"path\":\"$ws\""
+}
+
+# A fill that is deleted again (a tool cleaning up after ENOSPC) is still
+# said: it lasted longer than the sampling interval (200 ms). The control, a
+# run that writes less than --disk, says no disk limit.
+t_disk_full_deleted_and_control() {
+	local out
+	out=$("$MOAT" run --disk 8M --log "$T_OUT/x.jsonl" -- sh -c \
+		'head -c 16M /dev/zero >/dev/shm/f 2>/dev/null; sleep 1; rm /dev/shm/f; ls /dev/shm' 2>&1)
+	assert_contains "$out" "moat: limits: disk limit 8 MiB reached on /dev/shm (full: "
+	assert_contains "$(cat "$T_OUT/x.jsonl")" '"type":"limit","what":"disk","path":"/dev/shm"'
+	# control: 4 MiB of 8 in every area, kept and deleted
+	# shellcheck disable=SC2016 # expanded inside
+	out=$("$MOAT" run --disk 8M --log "$T_OUT/c.jsonl" --json-status "$T_OUT/c.json" -- sh -c \
+		'head -c 4M /dev/zero >/tmp/f; head -c 4M /dev/zero >"$HOME/f";
+		 head -c 4M /dev/zero >/dev/shm/f; sleep 0.5; rm /dev/shm/f' 2>&1)
+	assert_not_contains "$out" "moat: limits:"
+	assert_not_contains "$(cat "$T_OUT/c.jsonl")" '"what":"disk"'
+	assert_eq '[]' "$(jq -c .disk_full "$T_OUT/c.json")" "status disk_full"
+}
+
+# A session: the event and the alert are written while it runs, `moat rm`
+# says it.
+t_disk_full_session() {
+	local id out
+	id=$(timeout 30 "$MOAT" create --disk 8M) || fail "moat create"
+	timeout 30 "$MOAT" exec "$id" -- sh -c \
+		'head -c 16M /dev/zero >/tmp/f 2>/dev/null; sleep 1; rm /tmp/f' || {
+		timeout 30 "$MOAT" rm --force "$id" >/dev/null 2>&1
+		fail "moat exec"
+	}
+	out=$(timeout 30 "$MOAT" log "$id" 2>&1)
+	assert_contains "$out" "limit what=disk path=/tmp limit=8388608 reason=blocks"
+	assert_contains "$out" "alert cause=limit what=disk path=/tmp"
+	out=$(timeout 30 "$MOAT" rm "$id" 2>&1) || fail "moat rm: $out"
+	assert_contains "$out" "moat: limits: disk limit 8 MiB reached on /tmp (full: "
+}
+
 t_timeout_ignoring_sigterm() {
 	local rc=0 t0 t1
 	t0=$(date +%s%N)
@@ -357,6 +435,10 @@ run_test "anonymous memory balloon killed at --memory" t_memory_balloon_anon
 run_test "tmpfs and memfd balloons bounded" t_memory_balloon_tmpfs_memfd
 run_test "30 GiB request against a 4 GiB limit fails cleanly" t_memory_30g_request
 run_test "disk fill of /tmp: ENOSPC at --disk" t_disk_fill_enospc
+run_test "a full --disk /tmp: summary, status, limit event, alert" t_disk_full_said
+run_test "a full workspace overlay, /output, --tmpfs: each named" t_disk_full_workspace
+run_test "a full /dev/shm emptied again is said; the control says nothing" t_disk_full_deleted_and_control
+run_test "a full /tmp in a session: event while it runs, moat rm says it" t_disk_full_session
 run_test "timeout 124 with SIGTERM ignored and daemons" t_timeout_ignoring_sigterm
 run_test "double-forked setsid daemon gone after the run" t_double_forked_daemon_gone
 run_test "SIGKILL of moat leaves no process; gc leaves no cgroup" t_sigkill_moat_leaves_nothing
