@@ -23,6 +23,9 @@ test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux
 # chromium: tests/integration/daily.sh runs the headless recipe of
 # docs/AGENTS.md (122 MB download, 39 s to install here, ~6 s of test per user)
 test_pkgs+=(chromium)
+# socat: tests/integration/sessions.sh drives a session's socket directly (another
+# user, a process inside the sandbox: both must be refused)
+test_pkgs+=(socat)
 # python3-pytest: tests/integration/docs.sh runs the README's `moat run --workspace . -- pytest -q`
 test_pkgs+=(python3-pytest)
 want=("${build_pkgs[@]}")
