@@ -67,8 +67,8 @@ void moat_cli_print_network(const struct moat_status *st)
 	if (st->net_none_attempts)
 		fprintf(stderr,
 			"moat: network: the command tried the network %llu time(s); --net none "
-			"refused it (no packet left the sandbox). To allow a destination, run "
-			"without --net none and with the flag shown:\n",
+			"refused it (no packet left the sandbox; it is the default). To allow a "
+			"destination, add the flag shown (and no --net none):\n",
 			(unsigned long long)st->net_none_attempts);
 	else if (allowed || denied)
 		fprintf(stderr,

@@ -353,7 +353,7 @@ assert s["dns_denied"] >= 1 and s["net_denied"] == 5, s
 	# namespace has only loopback)
 	err=$("$MOAT" run --net none -- sh -c 'curl -s -m 3 http://192.0.2.1/; true' 2>&1 >/dev/null)
 	assert_contains "$err" "moat: network: the command tried the network 1 time(s); --net none refused it"
-	assert_contains "$err" "run without --net none and with the flag shown:"
+	assert_contains "$err" "To allow a destination, add the flag shown (and no --net none):"
 	assert_contains "$err" "  denied 1x 192.0.2.1:80/tcp (network-none) — to allow: --allow-cidr 192.0.2.1/32
 "
 }
