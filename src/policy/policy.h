@@ -287,3 +287,8 @@ extern const char *const moat_vm_accel_names[2];
 #define moat_policy_test_no_seccomp(p) ((void)(p), false)
 #define moat_policy_test_no_landlock(p) ((void)(p), false)
 #endif
+
+/* The full --disk areas of st as "disk_full" and "disk_full_more" of o
+ * (policy_json.c: the status JSON and a session's answer to moat rm). */
+struct json_t;
+void moat_status_disk_full_set(struct json_t *o, const struct moat_status *st);

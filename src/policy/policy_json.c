@@ -252,6 +252,21 @@ static const char *json_text(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+/* The full --disk areas of st as "disk_full" and "disk_full_more" of o (the
+ * status JSON and a session's answer to moat rm). */
+void moat_status_disk_full_set(json_t *o, const struct moat_status *st)
+{
+	json_t *df = json_array();
+	for (unsigned i = 0; df && i < st->n_disk_full && i < MOAT_DISK_FULL_MAX; i++)
+		json_array_append_new(df,
+				      json_pack("{s:s,s:I,s:b,s:b}", "path", st->disk_full[i].path,
+						"limit", (json_int_t)st->disk_full[i].limit,
+						"inodes", st->disk_full[i].inodes, "tmpfs_size",
+						st->disk_full[i].tmpfs_size));
+	json_object_set_new(o, "disk_full", df ? df : json_null());
+	json_object_set_new(o, "disk_full_more", json_integer(st->disk_full_more));
+}
+
 int moat_status_write_json(const struct moat_status *st, const char *path,
 			   struct moat_error *ret_err)
 {
@@ -282,15 +297,7 @@ int moat_status_write_json(const struct moat_status *st, const char *path,
 	json_object_set_new(o, "held_failed", json_boolean(st->held_failed));
 	json_object_set_new(o, "pids_limit_hits", json_integer((json_int_t)st->pids_limit_hits));
 	json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
-	json_t *df = json_array();
-	for (unsigned i = 0; df && i < st->n_disk_full && i < MOAT_DISK_FULL_MAX; i++)
-		json_array_append_new(df,
-				      json_pack("{s:s,s:I,s:b,s:b}", "path", st->disk_full[i].path,
-						"limit", (json_int_t)st->disk_full[i].limit,
-						"inodes", st->disk_full[i].inodes, "tmpfs_size",
-						st->disk_full[i].tmpfs_size));
-	json_object_set_new(o, "disk_full", df ? df : json_null());
-	json_object_set_new(o, "disk_full_more", json_integer(st->disk_full_more));
+	moat_status_disk_full_set(o, st);
 	json_object_set_new(o, "stdio_error",
 			    st->stdio_error[0] ? json_string(st->stdio_error) : json_null());
 	/* the summary's lists: net_top_denied as the "COUNT DEST\tRULE" strings

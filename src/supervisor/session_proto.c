@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "policy/policy.h"
 #include "supervisor/session.h"
 #include "shared/macro.h"
 
@@ -257,15 +258,7 @@ json_t *moat_sess_status_json(const struct moat_status *st)
 	json_object_set_new(o, "pids_limit", json_integer((json_int_t)st->pids_limit));
 	json_object_set_new(o, "oom_kills", json_integer((json_int_t)st->oom_kills));
 	json_object_set_new(o, "memory_limit", json_integer((json_int_t)st->memory_limit));
-	json_t *df = json_array();
-	for (unsigned i = 0; df && i < st->n_disk_full && i < MOAT_DISK_FULL_MAX; i++)
-		json_array_append_new(df,
-				      json_pack("{s:s,s:I,s:b,s:b}", "path", st->disk_full[i].path,
-						"limit", (json_int_t)st->disk_full[i].limit,
-						"inodes", st->disk_full[i].inodes, "tmpfs_size",
-						st->disk_full[i].tmpfs_size));
-	json_object_set_new(o, "disk_full", df ? df : json_null());
-	json_object_set_new(o, "disk_full_more", json_integer(st->disk_full_more));
+	moat_status_disk_full_set(o, st);
 	return o;
 }
 
