@@ -335,41 +335,29 @@ int moat_cgroup_create_with(const struct moat_cgroup_info *info, const struct mo
 				moat_cgroup_destroy(cg);
 				return e;
 			}
-			cg->n++;
-			r = set_limits(cg, d, l, &file);
-			if (r < 0) {
-				int e = moat_error_set(ret_err, "cgroup", -r,
-						       "cannot set %s/%s: %s", d->path, file,
-						       strerror(-r));
+		} else if ((r = make_dir(h, run_id, cg->fake, d)) < 0) {
+			if (req) {
+				char p[MOAT_CGROUP_PATH + 16];
+				snprintf(p, sizeof(p), "%s/moat/%s", h->base, run_id);
+				int e = moat_error_set(
+					ret_err, "cgroup", -r, "cannot create cgroup %s (%s): %s",
+					p, moat_cgroup_ctrl_names(req, names, sizeof(names)),
+					strerror(-r));
 				moat_cgroup_destroy(cg);
 				return e;
 			}
+			if (!first_err)
+				first_err = r;
 			continue;
 		}
-		r = make_dir(h, run_id, cg->fake, d);
-		if (r >= 0) {
-			cg->n++;
-			r = set_limits(cg, d, l, &file);
-			if (r < 0) {
-				int e = moat_error_set(ret_err, "cgroup", -r,
-						       "cannot set %s/%s: %s", d->path, file,
-						       strerror(-r));
-				moat_cgroup_destroy(cg);
-				return e;
-			}
-			continue;
-		}
-		if (req) {
-			char p[MOAT_CGROUP_PATH + 16];
-			snprintf(p, sizeof(p), "%s/moat/%s", h->base, run_id);
-			int e = moat_error_set(
-				ret_err, "cgroup", -r, "cannot create cgroup %s (%s): %s", p,
-				moat_cgroup_ctrl_names(req, names, sizeof(names)), strerror(-r));
+		cg->n++;
+		r = set_limits(cg, d, l, &file);
+		if (r < 0) {
+			int e = moat_error_set(ret_err, "cgroup", -r, "cannot set %s/%s: %s",
+					       d->path, file, strerror(-r));
 			moat_cgroup_destroy(cg);
 			return e;
 		}
-		if (!first_err)
-			first_err = r;
 	}
 	if (cg->n == 0) {
 		cg_free(cg);
