@@ -33,6 +33,9 @@ struct moat_backend_ops {
 	 * step of the wait without blocking: 1 ready, 0 not yet, < 0 with
 	 * r->err filled (a step failed). NULL: start returns ready. */
 	int (*poll)(struct moat_run *r);
+	/* With poll: how long start-to-ready may take before the sandbox is
+	 * ended as stalled; 0: the default (spawn.c, CREATE_READY_MS). */
+	unsigned ready_ms;
 	/* Kills everything of the sandbox and waits until it is gone. */
 	void (*kill)(struct moat_run *r);
 	/* Closes what prepare/start kept. */

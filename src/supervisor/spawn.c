@@ -245,8 +245,10 @@ static struct moat_sandbox *sandbox_new(const struct moat_policy *p, struct moat
  * loaded machine or a sanitizer build is far below it. */
 #define CREATE_READY_MS 30000
 
-static unsigned create_ready_ms(void)
+static unsigned create_ready_ms(const struct moat_backend_ops *b)
 {
+	if (b && b->ready_ms)
+		return b->ready_ms; /* a guest that boots (the vm level) */
 #ifdef MOAT_TESTING
 	/* test build only: a shorter bound for serve.sh's stalled create */
 	const char *gate = getenv("MOAT_TEST_LAYERS"), *v = getenv("MOAT_TEST_CREATE_READY_MS");
@@ -357,7 +359,7 @@ static int create_start_for(const struct moat_policy *p, char *const *argv,
 		goto fail_kill;
 	moat_test_stall("started");
 	r->creating = true;
-	r->create_deadline_us = moat_now_us() + create_ready_ms() * 1000ull;
+	r->create_deadline_us = moat_now_us() + create_ready_ms(r->backend) * 1000ull;
 	/* from here the errors are kept until moat_sandbox_create_poll() */
 	r->err = &r->errbuf;
 	*ret = sbx;
@@ -408,7 +410,7 @@ static int create_poll_for(struct moat_sandbox *sbx, struct moat_status *ret_sta
 		k = moat_error_set(r->err, "setup", ETIMEDOUT,
 				   "setup step failed: the sandbox was not ready within %u s (its "
 				   "set-up stalled): it was ended",
-				   create_ready_ms() / 1000);
+				   create_ready_ms(r->backend) / 1000);
 	if (k > 0) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_PIDFD};
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->pidfd, &ev) < 0 ||

@@ -857,6 +857,52 @@ def c_probe(a):
     print(" ".join(res))
 
 
+def c_vm_create(a):
+    """The vm level under `moat serve` (started with --isolation vm): the
+    create's answer comes once the guest's init is ready, and while the
+    guest boots (seconds under TCG) the server answers everything else. The
+    order of completion is asserted, not a time: a server that blocked on
+    the boot would answer the health request after the create, and its
+    count of creates in flight would be 0 by then."""
+    cl = Client(a)
+    res = {}
+
+    def create():
+        c = cl.conn()
+        c.request("POST", "/v1/sandboxes", body=b"{}", headers={"Content-Type": "application/json"})
+        c.sock.settimeout(300)
+        r = c.getresponse()
+        res["st"], res["body"] = r.status, r.read()
+        c.close()
+
+    t = threading.Thread(target=create)
+    t.start()
+    seen = 0
+    deadline = time.time() + 300
+    while time.time() < deadline and t.is_alive():
+        st, hj = cl.json("GET", "/v1/health", want=200)
+        if hj.get("creating") == 1 and t.is_alive():
+            seen += 1
+        time.sleep(0.01)
+    t.join(300)
+    check(not t.is_alive(), "the vm create is answered")
+    print(f"# health answers counting the create in flight: {seen}; create {res.get('st')} "
+          f"{res.get('body', b'')[:300]!r}")
+    check(res["st"] == 201, "the vm sandbox is created (201)")
+    # a server that blocks on the boot answers one health request, after
+    # the guest is ready (the count then still 1), and the next with 0
+    check(seen >= 3, "health is answered while the guest boots, counting the create in flight")
+    sid = json.loads(res["body"])["id"]
+    st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo in-vm; exit 4"]})
+    check(st == 200 and output(evs) == "in-vm\n" and exit_of(evs)["exit_code"] == 4,
+          "a command runs in the ready vm sandbox (stdout, exit status)")
+    run = cl.json("GET", f"/v1/sandboxes/{sid}", want=200)[1]["run_id"]
+    print(f"run {run}")
+    cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
+    check(cl.json("GET", f"/v1/sandboxes/{sid}")[0] == 404, "the deleted vm sandbox is gone")
+    print("all ok")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("check")

@@ -360,6 +360,41 @@ t_session() {
 # attempts open and the guest blocked them), and a kernel-surface probe is
 # listed as not applicable with the reason, never counted as held. Two boots:
 # the level's preflight and the probe's inside run.
+# moat serve at the vm level: the create's answer waits for the guest's
+# init (backend_vm.c vm_poll, driven by the server's loop), everything else
+# is answered meanwhile (serve_client.py vm_create: by order, not by time).
+# One boot.
+t_serve() {
+	need_vm
+	command -v python3 >/dev/null || skip "python3 not installed"
+	local sock=$PWD/api/serve.sock srv run
+	mkdir -p api
+	"$MOAT" serve --socket "$sock" --isolation vm --vm-accel any 2>srv.err &
+	srv=$!
+	# shellcheck disable=SC2064 # this server, whatever happens to the test
+	trap "kill -KILL $srv 2>/dev/null || true" EXIT
+	for _ in $(seq 1 300); do
+		grep -q "listening on" srv.err 2>/dev/null && break
+		kill -0 "$srv" 2>/dev/null || fail "the server ended: $(cat srv.err)"
+		sleep 0.1
+	done
+	grep -q "listening on" srv.err || fail "the server did not start: $(cat srv.err)"
+	python3 "$(dirname "$0")/serve_client.py" vm_create --socket "$sock" >out 2>err ||
+		fail "$(grep -m1 FAIL out || tail -3 out) $(tail -5 err) $(tail -5 srv.err)"
+	assert_contains "$(tail -1 out)" "all ok" "the vm level under moat serve"
+	run=$(awk '/^run /{print $2}' out)
+	[ -n "$run" ] || fail "no run id"
+	for _ in $(seq 100); do
+		pgrep -f "qemu-system.*moat-vm-$run" >/dev/null || break
+		sleep 0.1
+	done
+	[ -z "$(pgrep -f "qemu-system.*moat-vm-$run" || true)" ] || fail "QEMU survived the delete"
+	kill -TERM "$srv"
+	local rc=0
+	wait "$srv" || rc=$?
+	assert_eq 0 "$rc" "the server ends cleanly on SIGTERM"
+}
+
 t_selftest() {
 	need_vm
 	local out rc=0
@@ -384,6 +419,7 @@ run_test "vm: --net allow: proxy, capture, refusals recorded as at the process l
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
 run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
+run_test "vm: moat serve creates a vm sandbox without holding its other requests" t_serve
 run_test "vm: moat selftest --isolation vm: the battery's probes against their controls; fails closed without KVM" t_selftest
 run_test "vm: moat gc prunes the initramfs cache (unused for a week)" t_gc
 t_done
