@@ -75,6 +75,10 @@ struct sbx {
 	uint32_t req;
 	unsigned pool;
 	uint64_t mem; /* counted in its tenant's quota since the request */
+	/* a reset's fresh sandbox in flight: the tenant's sandbox it replaces
+	 * once ready (no quota of its own, no pool); on the replaced one, its
+	 * replacement (every other request on it: 409 busy meanwhile) */
+	struct sbx *replaces, *replacement;
 };
 
 enum job_kind {
@@ -534,12 +538,47 @@ static void creating_unlink(struct server *s, struct sbx *x, bool release_quota)
 			break;
 		}
 	x->next = NULL;
+	if (x->replaces) {
+		x->replaces->replacement = NULL;
+		return; /* a reset's: the quota is the replaced sandbox's */
+	}
 	if (x->tenant && release_quota) {
 		x->tenant->n_sandboxes--;
 		x->tenant->memory -= x->mem;
 	}
 	if (!x->tenant && s->pools[x->pool].creating)
 		s->pools[x->pool].creating--;
+}
+
+/* A reset's fresh sandbox y is ready (k 1) or failed (k < 0, err): the
+ * replaced sandbox's processes and files go, y's init takes its place
+ * under the same id; on failure the old one is kept. */
+static void reset_progress(struct server *s, struct sbx *y, int k, const struct moat_error *err)
+{
+	struct sbx *x = y->replaces;
+	uint32_t req = y->req;
+	creating_unlink(s, y, k < 0);
+	if (k < 0) {
+		y->sb = NULL; /* gone */
+		answer_error(
+			s, req, k == -ENOMEM ? 500 : 503, "sandbox_failed",
+			"a fresh sandbox could not be set up (the old one is kept): %s step: %s",
+			err->stage, err->message);
+		free(y);
+		return;
+	}
+	for (struct job *j = s->jobs; j; j = j->next)
+		if (j->s == x)
+			job_finish(s, j, true);
+	moat_sandbox_destroy(x->sb, NULL, NULL);
+	x->sb = TAKE_PTR(y->sb);
+	x->execs = 0;
+	x->running = 0;
+	x->failed = false;
+	free(y);
+	json_t *b = sbx_json(x);
+	json_object_set_new(b, "replaced", json_true());
+	answer(s, req, 200, b);
 }
 
 /* One step of a create in flight: answered (201, or 503 naming the step)
@@ -550,6 +589,8 @@ static void create_progress(struct server *s, struct sbx *x)
 	int k = moat_sandbox_create_poll(x->sb, &err);
 	if (k == 0)
 		return;
+	if (x->replaces)
+		return reset_progress(s, x, k, &err);
 	creating_unlink(s, x, k < 0);
 	if (k < 0) {
 		x->sb = NULL; /* gone */
@@ -579,9 +620,13 @@ static void create_progress(struct server *s, struct sbx *x)
  * abandoned, nothing is left of it. */
 static void create_abandon(struct server *s, struct sbx *x)
 {
+	bool reset = x->replaces != NULL;
 	creating_unlink(s, x, true);
 	moat_sandbox_destroy(x->sb, NULL, NULL);
-	sbx_free(x);
+	if (reset)
+		free(x); /* its policy is the replaced sandbox's */
+	else
+		sbx_free(x);
 }
 
 static int need_sbx(struct server *s, struct request *r, struct sbx **ret)
@@ -597,6 +642,11 @@ static int need_sbx(struct server *s, struct request *r, struct sbx **ret)
 			     "the sandbox failed (its init died): delete it");
 		return -ECHILD;
 	}
+	if (x->replacement) {
+		answer_error(s, r->id, 409, "busy",
+			     "the sandbox is being reset (a fresh one is being set up)");
+		return -EBUSY;
+	}
 	*ret = x;
 	return 0;
 }
@@ -610,6 +660,12 @@ static int op_delete(struct server *s, struct request *r)
 		return answer_error(s, r->id, 404, "not_found", "no sandbox %s", r->sandbox);
 	char id[40];
 	snprintf(id, sizeof(id), "%s", x->id);
+	if (x->replacement) {
+		/* deleted while being reset: the reset's answer first */
+		uint32_t req = x->replacement->req;
+		create_abandon(s, x->replacement);
+		answer_error(s, req, 409, "busy", "the sandbox was deleted during its reset");
+	}
 	int k = sbx_destroy(s, x, &st, &err);
 	json_t *b = status_json(&st);
 	json_object_set_new(b, "id", json_string(id));
@@ -711,23 +767,29 @@ static int op_snapshots(struct server *s, struct request *r)
 	/* reset: the files back to the start; a sandbox without layered
 	 * state (its workspace is the host's) is replaced by a fresh one */
 	if ((k = moat_sandbox_reset(x->sb, force, &err)) == -ENOTSUP) {
-		for (struct job *j = s->jobs; j; j = j->next)
-			if (j->s == x)
-				job_finish(s, j, true);
-		struct moat_sandbox *nsb = NULL;
+		/* a fresh sandbox of the same policy, set up while the loop
+		 * serves everything else (at the vm level a guest boots):
+		 * reset_progress() answers once it is ready */
+		struct sbx *y = calloc(1, sizeof(*y));
 		struct moat_error e2 = {0};
-		if ((k = moat_sandbox_create(x->p, &nsb, &e2)) < 0)
-			return answer_error(s, r->id, 503, "sandbox_failed",
+		if (!y)
+			return answer_error(s, r->id, 500, "internal", "out of memory");
+		if ((k = moat_sandbox_create_start(x->p, &y->sb, &e2)) < 0) {
+			free(y);
+			return answer_error(s, r->id, k == -ENOMEM ? 500 : 503, "sandbox_failed",
 					    "a fresh sandbox could not be set up (the old one is "
 					    "kept): %s step: %s",
 					    e2.stage, e2.message);
-		moat_sandbox_destroy(x->sb, NULL, NULL);
-		x->sb = nsb;
-		x->execs = 0;
-		x->running = 0;
-		json_t *b = sbx_json(x);
-		json_object_set_new(b, "replaced", json_true());
-		return answer(s, r->id, 200, b);
+		}
+		snprintf(y->id, sizeof(y->id), "%s", x->id);
+		y->tenant = x->tenant;
+		y->req = r->id;
+		y->replaces = x;
+		x->replacement = y;
+		y->next = s->creating;
+		s->creating = y;
+		s->n_creating++;
+		return 0;
 	}
 	if (k < 0)
 		return snap_error(s, r, k, &err);

@@ -896,7 +896,44 @@ def c_vm_create(a):
     st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo in-vm; exit 4"]})
     check(st == 200 and output(evs) == "in-vm\n" and exit_of(evs)["exit_code"] == 4,
           "a command runs in the ready vm sandbox (stdout, exit status)")
-    run = cl.json("GET", f"/v1/sandboxes/{sid}", want=200)[1]["run_id"]
+    run0 = cl.json("GET", f"/v1/sandboxes/{sid}", want=200)[1]["run_id"]
+    # reset: the vm level keeps no layered state, so a fresh guest replaces
+    # the sandbox under the same id, booted while the server goes on
+    st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo x >/tmp/before-reset"]})
+    check(st == 200 and exit_of(evs)["exit_code"] == 0, "a file written before the reset")
+    res.clear()
+
+    def reset():
+        c = cl.conn()
+        c.request("POST", f"/v1/sandboxes/{sid}/reset", body=b"{}",
+                  headers={"Content-Type": "application/json"})
+        c.sock.settimeout(300)
+        r = c.getresponse()
+        res["st"], res["body"] = r.status, r.read()
+        c.close()
+
+    t = threading.Thread(target=reset)
+    t.start()
+    seen, busy = 0, None
+    while t.is_alive():
+        st, hj = cl.json("GET", "/v1/health", want=200)
+        if hj.get("creating") == 1 and t.is_alive():
+            seen += 1
+            if busy is None:
+                busy = cl.json("GET", f"/v1/sandboxes/{sid}")
+        time.sleep(0.01)
+    t.join()
+    print(f"# health answers during the reset: {seen}; reset {res.get('st')} {res.get('body', b'')[:300]!r}")
+    body = json.loads(res["body"])
+    check(res["st"] == 200 and body.get("replaced") is True and body["id"] == sid
+          and body["run_id"] != run0, "reset: a fresh vm sandbox under the same id")
+    check(seen >= 3, "health is answered while the fresh guest boots")
+    check(busy is not None and busy[0] == 409 and busy[1]["error"]["code"] == "busy",
+          "a request on the sandbox during its reset: 409 busy")
+    st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "test -e /tmp/before-reset; echo $?"]})
+    check(st == 200 and output(evs) == "1\n", "the file written before the reset is gone")
+    run = body["run_id"]
+    print(f"run {run0}")
     print(f"run {run}")
     cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
     check(cl.json("GET", f"/v1/sandboxes/{sid}")[0] == 404, "the deleted vm sandbox is gone")

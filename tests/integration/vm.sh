@@ -362,8 +362,8 @@ t_session() {
 # the level's preflight and the probe's inside run.
 # moat serve at the vm level: the create's answer waits for the guest's
 # init (backend_vm.c vm_poll, driven by the server's loop), everything else
-# is answered meanwhile (serve_client.py vm_create: by order, not by time).
-# One boot.
+# is answered meanwhile (serve_client.py vm_create: counted, not timed);
+# the same for a reset, which at the vm level boots a fresh guest. Two boots.
 t_serve() {
 	need_vm
 	command -v python3 >/dev/null || skip "python3 not installed"
@@ -382,13 +382,15 @@ t_serve() {
 	python3 "$(dirname "$0")/serve_client.py" vm_create --socket "$sock" >out 2>err ||
 		fail "$(grep -m1 FAIL out || tail -3 out) $(tail -5 err) $(tail -5 srv.err)"
 	assert_contains "$(tail -1 out)" "all ok" "the vm level under moat serve"
-	run=$(awk '/^run /{print $2}' out)
-	[ -n "$run" ] || fail "no run id"
-	for _ in $(seq 100); do
-		pgrep -f "qemu-system.*moat-vm-$run" >/dev/null || break
-		sleep 0.1
+	[ "$(awk '/^run /{print $2}' out | sort -u | wc -l)" = 2 ] || fail "no two run ids: $(cat out)"
+	for run in $(awk '/^run /{print $2}' out); do
+		for _ in $(seq 100); do
+			pgrep -f "qemu-system.*moat-vm-$run" >/dev/null || break
+			sleep 0.1
+		done
+		[ -z "$(pgrep -f "qemu-system.*moat-vm-$run" || true)" ] ||
+			fail "QEMU of run $run survived the reset or the delete"
 	done
-	[ -z "$(pgrep -f "qemu-system.*moat-vm-$run" || true)" ] || fail "QEMU survived the delete"
 	kill -TERM "$srv"
 	local rc=0
 	wait "$srv" || rc=$?
@@ -419,7 +421,7 @@ run_test "vm: --net allow: proxy, capture, refusals recorded as at the process l
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
 run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
-run_test "vm: moat serve creates a vm sandbox without holding its other requests" t_serve
+run_test "vm: moat serve creates and resets a vm sandbox without holding its other requests" t_serve
 run_test "vm: moat selftest --isolation vm: the battery's probes against their controls; fails closed without KVM" t_selftest
 run_test "vm: moat gc prunes the initramfs cache (unused for a week)" t_gc
 t_done
