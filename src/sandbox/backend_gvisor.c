@@ -43,6 +43,7 @@
 
 #include "sandbox/backend.h"
 #include "sandbox/backend_gvisor.h"
+#include "sandbox/holder_wait.h"
 #include "policy/errors.h"
 #include "sandbox/hooks.h"
 #include "supervisor/run.h"
@@ -70,6 +71,7 @@ struct moat_gv_run {
 	struct moat_gv_bundle b;
 	struct moat_gvt_sup *trace; /* exec records (backend_gvisor_trace.c), or NULL */
 	char trace_conf[160]; /* its pod-init config, "" without */
+	struct moat_holder_wait wait; /* for moat's init inside (gv_poll) */
 };
 
 /* The directory of the host's dynamic loader (moat's own PT_INTERP,
@@ -471,66 +473,18 @@ static void log_tail(struct moat_gv_run *g, char *buf, size_t len)
 			*c = ' ';
 }
 
-/* Until moat's init inside gVisor says it serves the channel: the holder's
- * fds (overlay upper, /output, network listeners) and its setup errors. */
-static int wait_ready(struct moat_run *r)
+/* The tail of runsc's log, for a start that failed (holder_wait.h). */
+static void ended_detail(struct moat_run *r, char *buf, size_t len)
 {
-	struct moat_gv_run *g = r->gv;
-	uint64_t deadline = moat_now_us() + GV_START_MS * 1000ull;
-	bool setup_open = true;
-	for (;;) {
-		struct pollfd pf[3] = {{.fd = r->sb.sock_sup, .events = POLLIN},
-				       {.fd = setup_open ? r->sb.setup_r : -1, .events = POLLIN},
-				       {.fd = r->pidfd, .events = POLLIN}};
-		uint64_t now = moat_now_us();
-		if (now >= deadline)
-			return moat_error_set(r->err, "isolation", ETIMEDOUT,
-					      "runsc did not start moat's init within %d s",
-					      GV_START_MS / 1000);
-		int k = poll(pf, 3, (int)((deadline - now) / 1000) + 1);
-		if (k < 0 && errno != EINTR)
-			return moat_error_set(r->err, "setup", errno, "poll: %s", strerror(errno));
-		if (pf[1].revents) {
-			struct moat_setup_error e;
-			ssize_t n = read(r->sb.setup_r, &e, sizeof(e));
-			if (n == (ssize_t)sizeof(e)) {
-				e.detail[sizeof(e.detail) - 1] = '\0';
-				char step[32] = "";
-				if (e.step >= 0)
-					snprintf(step, sizeof(step), " (plan step %d)", e.step + 1);
-				return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err,
-						      "%s step failed%s: %s: %s",
-						      moat_setup_stage_name(e.stage), step,
-						      e.detail, strerror(e.err));
-			}
-			setup_open = false; /* EOF: runsc was executed */
-		}
-		if (pf[0].revents & POLLIN) {
-			int kind = 0, fd = -1;
-			if (moat_sandbox_recv_fd(r->sb.sock_sup, &kind, &fd) >= 0) {
-				if (kind == MOAT_FD_DONE && !setup_open)
-					return 0;
-				if (kind == MOAT_FD_UPPER && r->upper_fd < 0)
-					r->upper_fd = TAKE_FD(fd);
-				else if (kind == MOAT_FD_OUTPUT && r->output_fd < 0)
-					r->output_fd = TAKE_FD(fd);
-				else if (kind != MOAT_FD_DONE &&
-					 moat_supervise_take_fd(r, kind, fd) > 0)
-					fd = -1;
-				safe_close(fd);
-				continue;
-			}
-		}
-		if (pf[2].revents || (pf[0].revents & (POLLHUP | POLLERR))) {
-			if (setup_open)
-				continue; /* the record on the setup pipe says why */
-			char tail[200];
-			log_tail(g, tail, sizeof(tail));
-			return moat_error_set(r->err, "isolation", EPROTO,
-					      "runsc could not start the sandbox%s%s",
-					      tail[0] ? ": " : "", tail);
-		}
-	}
+	log_tail(r->gv, buf, len);
+}
+
+/* Until moat's init inside gVisor says it serves the channel (holder_wait.h):
+ * the holder's fds (overlay upper, /output, network listeners) and its
+ * setup errors; never blocks. */
+static int gv_poll(struct moat_run *r)
+{
+	return moat_holder_wait_poll(r, &r->gv->wait);
 }
 
 static int gv_start(struct moat_run *r)
@@ -672,16 +626,12 @@ static int gv_start(struct moat_run *r)
 	if (write(r->sb.go_w, "g", 1) != 1)
 		return moat_error_set(r->err, "sync", errno, "the holder vanished during setup");
 	r->sb.go_w = safe_close(r->sb.go_w);
-	if ((k = wait_ready(r)) < 0)
-		return k;
-	r->sb.setup_r = safe_close(r->sb.setup_r);
-	if (g->trace) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_BACKEND};
-		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, moat_gvt_fd(g->trace), &ev) < 0)
-			return moat_error_set(r->err, "isolation", errno,
-					      "cannot watch the exec records: %s", strerror(errno));
-	}
-	return 0;
+	/* runsc starts from here: gv_poll() waits for the init's report */
+	g->wait = (struct moat_holder_wait){.done_after_setup = true,
+					    .ended = "runsc could not start the sandbox",
+					    .ended_detail = ended_detail,
+					    .trace = g->trace};
+	return moat_holder_wait_start(r, &g->wait);
 }
 
 /* runsc delete --force (its sandbox and gofer), for a runsc that did not end
@@ -768,6 +718,8 @@ static const struct moat_backend_ops gv_ops = {
 	.name = "gvisor",
 	.prepare = gv_prepare,
 	.start = gv_start,
+	.poll = gv_poll,
+	.ready_ms = GV_START_MS,
 	.kill = gv_kill,
 	.release = gv_release,
 	.dispatch = gv_dispatch,

@@ -59,6 +59,7 @@
 #include "sandbox/backend_vm.h"
 #include "sandbox/ctl.h"
 #include "sandbox/gvisor_trace.h"
+#include "sandbox/holder_wait.h"
 #include "sandbox/hooks.h"
 #include "sandbox/vm_proto.h"
 #include "shared/fdpass.h"
@@ -102,8 +103,7 @@ struct moat_vm_run {
 	bool initrd_built;
 	int rec[2]; /* exec records: the holder's frames to the supervisor */
 	struct moat_gvt_sup *trace; /* the supervisor's end (backend_gvisor_trace.c) */
-	bool setup_open; /* the holder's setup pipe is on r->epfd (vm_poll) */
-	bool sock_hup; /* the control channel ended during set-up (vm_poll) */
+	struct moat_holder_wait wait; /* for the guest's init (vm_poll) */
 };
 
 static void vm_free(struct moat_vm_run *v)
@@ -940,94 +940,12 @@ static int write_maps(pid_t pid, uid_t in_uid, gid_t in_gid, uid_t uid, gid_t gi
 	return 0;
 }
 
-/* The guest's init is ready: the set-up's channels leave the epoll set
- * (the control channel is the sandbox's from here), the exec records'
- * receiver joins it. */
-static int vm_ready(struct moat_run *r)
-{
-	struct moat_vm_run *v = r->vm;
-	if (!v->sock_hup)
-		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->sb.sock_sup, NULL);
-	if (v->setup_open)
-		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->sb.setup_r, NULL);
-	v->setup_open = false;
-	r->sb.setup_r = safe_close(r->sb.setup_r);
-	if (v->trace) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_BACKEND};
-		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, moat_gvt_fd(v->trace), &ev) < 0)
-			return moat_error_set(r->err, "isolation", errno,
-					      "cannot watch the exec records: %s", strerror(errno));
-	}
-	return 1;
-}
-
-/* One step of the wait for the guest's init (backend.h poll): the fds it
- * hands over, DONE last; a record on the setup pipe is a step that failed.
- * Never blocks: the channels are on r->epfd (MOAT_TAG_CREATE) meanwhile,
+/* One step of the wait for the guest's init (holder_wait.h): never blocks,
  * so a server holding other sandboxes goes on while a guest boots (under
- * TCG that takes seconds). 1 ready, 0 not yet, < 0 with r->err filled. */
+ * TCG that takes seconds). */
 static int vm_poll(struct moat_run *r)
 {
-	struct moat_vm_run *v = r->vm;
-	for (;;) {
-		struct pollfd pf[3] = {{.fd = v->sock_hup ? -1 : r->sb.sock_sup, .events = POLLIN},
-				       {.fd = v->setup_open ? r->sb.setup_r : -1, .events = POLLIN},
-				       {.fd = r->pidfd, .events = POLLIN}};
-		int k = poll(pf, 3, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return moat_error_set(r->err, "setup", errno, "poll: %s", strerror(errno));
-		if (pf[1].revents) {
-			struct moat_setup_error e;
-			ssize_t n = read(r->sb.setup_r, &e, sizeof(e));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n == (ssize_t)sizeof(e)) {
-				e.detail[sizeof(e.detail) - 1] = '\0';
-				char step[32] = "";
-				if (e.step >= 0)
-					snprintf(step, sizeof(step), " (plan step %d)", e.step + 1);
-				return moat_error_set(r->err, moat_setup_stage_name(e.stage), e.err,
-						      "%s step failed%s: %s: %s",
-						      moat_setup_stage_name(e.stage), step,
-						      e.detail, strerror(e.err));
-			}
-			/* EOF (or a short record): the holder's end is closed */
-			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->sb.setup_r, NULL);
-			v->setup_open = false;
-		}
-		bool hup = pf[0].revents & (POLLHUP | POLLERR);
-		if (pf[0].revents & POLLIN) {
-			int kind = 0, fd = -1;
-			if (moat_sandbox_recv_fd(r->sb.sock_sup, &kind, &fd) >= 0) {
-				if (kind == MOAT_FD_DONE)
-					return vm_ready(r);
-				if (kind == MOAT_FD_UPPER && r->upper_fd < 0)
-					r->upper_fd = TAKE_FD(fd);
-				else if (kind == MOAT_FD_OUTPUT && r->output_fd < 0)
-					r->output_fd = TAKE_FD(fd);
-				else if (moat_supervise_take_fd(r, kind, fd) > 0)
-					fd = -1; /* a network listener (--net allow) */
-				safe_close(fd);
-				continue;
-			}
-			hup = true; /* the channel ended (or broke) before DONE */
-		}
-		if (hup && !v->sock_hup) {
-			/* level-triggered: off the epoll set, or it wakes forever */
-			epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->sb.sock_sup, NULL);
-			v->sock_hup = true;
-		}
-		if (v->sock_hup || pf[2].revents) {
-			if (v->setup_open)
-				return 0; /* the pipe says why (its record or EOF) first */
-			return moat_error_set(r->err, "isolation", EPROTO,
-					      "the VM's holder ended during set-up");
-		}
-		if (!pf[1].revents)
-			return 0; /* nothing more now */
-	}
+	return moat_holder_wait_poll(r, &r->vm->wait);
 }
 
 static bool under(const char *path, const char *dir)
@@ -1323,12 +1241,9 @@ static int vm_start(struct moat_run *r)
 		return moat_error_set(r->err, "sync", errno, "the holder vanished during setup");
 	r->sb.go_w = safe_close(r->sb.go_w);
 	/* the guest boots from here: vm_poll() waits for its init's report */
-	struct epoll_event ev = {.events = EPOLLIN, .data.u32 = MOAT_TAG_CREATE};
-	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sb.sock_sup, &ev) < 0 ||
-	    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sb.setup_r, &ev) < 0)
-		return moat_error_set(r->err, "setup", errno, "epoll: %s", strerror(errno));
-	v->setup_open = true;
-	return 0;
+	v->wait = (struct moat_holder_wait){.ended = "the VM's holder ended during set-up",
+					    .trace = v->trace};
+	return moat_holder_wait_start(r, &v->wait);
 }
 
 /* The guest powers off when its channel closes; the holder kills QEMU when

@@ -858,9 +858,10 @@ def c_probe(a):
 
 
 def c_vm_create(a):
-    """The vm level under `moat serve` (started with --isolation vm): the
-    create's answer comes once the guest's init is ready, and while the
-    guest boots (seconds under TCG) the server answers everything else. The
+    """The vm or gvisor level under `moat serve` (started with --isolation):
+    the create's answer comes once the init inside is ready, and while the
+    guest boots (seconds under TCG) or runsc starts the server answers
+    everything else. The
     order of completion is asserted, not a time: a server that blocked on
     the boot would answer the health request after the create, and its
     count of creates in flight would be 0 by then."""
@@ -885,20 +886,20 @@ def c_vm_create(a):
             seen += 1
         time.sleep(0.01)
     t.join(300)
-    check(not t.is_alive(), "the vm create is answered")
+    check(not t.is_alive(), "the create is answered")
     print(f"# health answers counting the create in flight: {seen}; create {res.get('st')} "
           f"{res.get('body', b'')[:300]!r}")
-    check(res["st"] == 201, "the vm sandbox is created (201)")
+    check(res["st"] == 201, "the sandbox is created (201)")
     # a server that blocks on the boot answers one health request, after
     # the guest is ready (the count then still 1), and the next with 0
-    check(seen >= 3, "health is answered while the guest boots, counting the create in flight")
+    check(seen >= 3, "health is answered while it starts, counting the create in flight")
     sid = json.loads(res["body"])["id"]
     st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo in-vm; exit 4"]})
     check(st == 200 and output(evs) == "in-vm\n" and exit_of(evs)["exit_code"] == 4,
-          "a command runs in the ready vm sandbox (stdout, exit status)")
+          "a command runs in the ready sandbox (stdout, exit status)")
     run0 = cl.json("GET", f"/v1/sandboxes/{sid}", want=200)[1]["run_id"]
-    # reset: the vm level keeps no layered state, so a fresh guest replaces
-    # the sandbox under the same id, booted while the server goes on
+    # reset: these levels keep no layered state, so a fresh sandbox replaces
+    # it under the same id, started while the server goes on
     st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "echo x >/tmp/before-reset"]})
     check(st == 200 and exit_of(evs)["exit_code"] == 0, "a file written before the reset")
     res.clear()
@@ -926,8 +927,8 @@ def c_vm_create(a):
     print(f"# health answers during the reset: {seen}; reset {res.get('st')} {res.get('body', b'')[:300]!r}")
     body = json.loads(res["body"])
     check(res["st"] == 200 and body.get("replaced") is True and body["id"] == sid
-          and body["run_id"] != run0, "reset: a fresh vm sandbox under the same id")
-    check(seen >= 3, "health is answered while the fresh guest boots")
+          and body["run_id"] != run0, "reset: a fresh sandbox under the same id")
+    check(seen >= 3, "health is answered while the fresh sandbox starts")
     check(busy is not None and busy[0] == 409 and busy[1]["error"]["code"] == "busy",
           "a request on the sandbox during its reset: 409 busy")
     st, evs = cl.exec_stream(sid, {"argv": ["sh", "-c", "test -e /tmp/before-reset; echo $?"]})
@@ -936,7 +937,7 @@ def c_vm_create(a):
     print(f"run {run0}")
     print(f"run {run}")
     cl.json("DELETE", f"/v1/sandboxes/{sid}", want=200)
-    check(cl.json("GET", f"/v1/sandboxes/{sid}")[0] == 404, "the deleted vm sandbox is gone")
+    check(cl.json("GET", f"/v1/sandboxes/{sid}")[0] == 404, "the deleted sandbox is gone")
     print("all ok")
 
 
