@@ -317,13 +317,17 @@ t_vm() {
 # run_of LOG: the run id in an audit log.
 run_of() { sed -n 's/.*"run":"\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | head -1; }
 
+# bundles_of ID: the bundle directories of run ID
+bundles_of() { ls -d /dev/shm/moat-gvisor-"$1"-* /tmp/moat-gvisor-"$1"-* 2>/dev/null || true; }
+
 t_no_leftovers() {
 	need_runsc
 	local log="$T_OUT/left.json" id
 	gv --log "$log" -- /bin/sh -c 'sleep 30 & exit 0'
 	id=$(run_of "$log")
 	[ -n "$id" ] || fail "no run id in the log"
-	[ -z "$(ls -d "${TMPDIR:-/tmp}/moat-gvisor-$id-"* 2>/dev/null)" ] || fail "the bundle was left"
+	# the bundle lives in /dev/shm (a tmpfs) or, without one, /tmp
+	[ -z "$(bundles_of "$id")" ] || fail "the bundle was left"
 	# nothing of runsc survives the run (a background sleep included)
 	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived the run"
 	# SIGKILL of moat itself: its init inside gVisor sees the channel close
@@ -339,6 +343,7 @@ t_no_leftovers() {
 	done
 	pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null ||
 		fail "positive control: the run's runsc sandbox was not seen running"
+	[ -n "$(bundles_of "$id")" ] || fail "positive control: the running run's bundle was not found"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	for _ in $(seq 50); do
@@ -347,7 +352,8 @@ t_no_leftovers() {
 	done
 	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived moat's SIGKILL"
 	# the crashed run's bundle (moat could not remove it)
-	rm -rf "${TMPDIR:-/tmp}/moat-gvisor-$id-"*
+	local b
+	for b in $(bundles_of "$id"); do rm -rf "$b"; done
 }
 
 run_test "gvisor: exit status, stdout, gVisor's kernel, exec records as at the process level" t_exit_and_kernel
