@@ -320,6 +320,23 @@ run_of() { sed -n 's/.*"run":"\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | head -1;
 # bundles_of ID: the bundle directories of run ID
 bundles_of() { ls -d /dev/shm/moat-gvisor-"$1"-* /tmp/moat-gvisor-"$1"-* 2>/dev/null || true; }
 
+# moat's init inside gVisor leaves the dispositions as the Sentry made them
+# (it skips the process level's reset): the command inherits no ignored
+# signal, even from a caller that ignores some
+t_signals_default() {
+	need_runsc
+	local out
+	out=$( (
+		trap '' INT PIPE
+		gv -- /bin/bash -c 'echo "ignored:[$(trap -p)]"'
+	))
+	assert_contains "$out" "ignored:[]" "no signal is ignored in the command"
+	# positive control: the same probe sees a signal that is ignored
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(gv -- /bin/bash -c 'trap "" INT; exec /bin/bash -c "echo \"ignored:[\$(trap -p)]\""')
+	assert_contains "$out" "SIGINT" "positive control: an ignored SIGINT is seen"
+}
+
 t_no_leftovers() {
 	need_runsc
 	local log="$T_OUT/left.json" id
@@ -367,4 +384,5 @@ run_test "gvisor: --rootfs is the system (a libc-less tree)" t_rootfs
 run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and network probes" t_selftest
 run_test "vm: a key it cannot honour fails closed" t_vm
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
+run_test "gvisor: the command inherits no ignored signal" t_signals_default
 t_done
