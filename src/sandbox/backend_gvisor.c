@@ -37,7 +37,9 @@
 #include <sys/prctl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -487,6 +489,22 @@ static int gv_poll(struct moat_run *r)
 	return moat_holder_wait_poll(r, &r->gv->wait);
 }
 
+/* Where the bundle goes: /dev/shm when it is the usual tmpfs (root's,
+ * sticky, world-writable, as /tmp), /tmp otherwise. Measured (bench/FINDINGS.md,
+ * issue 17, s9): on an ext4 /tmp with many recently deleted inodes, creating
+ * the bundle's ~60 mount points, files and symlinks (and runsc's state
+ * files) cost the supervisor 15-25 ms of CPU in ext4's inode allocator. */
+static const char *bundle_parent(void)
+{
+	struct statfs sf;
+	struct stat st;
+	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC &&
+	    lstat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	    (st.st_mode & 01777) == 01777)
+		return "/dev/shm";
+	return "/tmp";
+}
+
 static int gv_start(struct moat_run *r)
 {
 	struct moat_gv_run *g = r->gv;
@@ -499,7 +517,7 @@ static int gv_start(struct moat_run *r)
 	if (r->sb.root_mode && (k = moat_backend_ns_idmapped(r)) < 0)
 		return k;
 	/* the bundle: a fresh private directory */
-	snprintf(g->dir, sizeof(g->dir), "/tmp/moat-gvisor-%s-XXXXXX", r->run_id);
+	snprintf(g->dir, sizeof(g->dir), "%s/moat-gvisor-%s-XXXXXX", bundle_parent(), r->run_id);
 	if (!mkdtemp(g->dir))
 		return moat_error_set(r->err, "isolation", errno, "cannot create the bundle %s: %s",
 				      g->dir, strerror(errno));
@@ -749,5 +767,8 @@ int moat_gvisor_init_main(struct moat_error *err)
 	close(devnull);
 	if (moat_sandbox_send_fd(sock, MOAT_FD_DONE, -1) < 0)
 		_exit(MOAT_EXIT_SETUP);
-	moat_init_serve(sock, 0);
+	/* the Sentry executed this as its container's first process: no
+	 * disposition was inherited from anyone (the 64 resets cost ~2 ms of
+	 * ptrace round trips on an idle machine, 10-16 ms on a loaded one) */
+	moat_init_serve(sock, 0, true);
 }

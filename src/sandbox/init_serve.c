@@ -313,7 +313,7 @@ static void reap(int sock)
 	}
 }
 
-_Noreturn void moat_init_serve(int sock, uint64_t limit_as)
+_Noreturn void moat_init_serve(int sock, uint64_t limit_as, bool fresh_signals)
 {
 	rlimit_as = limit_as;
 	sigset_t all;
@@ -322,8 +322,9 @@ _Noreturn void moat_init_serve(int sock, uint64_t limit_as)
 	/* Every disposition back to the default once, here, not in each new
 	 * process (64 calls per exec): they inherit it with the fork, exec keeps
 	 * an ignored signal ignored, and the init itself takes every signal
-	 * through the signalfd (all blocked), so none acts on it. */
-	for (int s = 1; s < NSIG; s++)
+	 * through the signalfd (all blocked), so none acts on it. A fresh
+	 * process of gVisor's Sentry has nothing to reset. */
+	for (int s = 1; !fresh_signals && s < NSIG; s++)
 		signal(s, SIG_DFL);
 	int sfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)

@@ -1414,5 +1414,5 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 		close(sb->init_notify_fd);
 		sb->init_notify_fd = -1;
 	}
-	moat_init_serve(sb->sock_child, sb->rlimit_as);
+	moat_init_serve(sb->sock_child, sb->rlimit_as, false);
 }

@@ -141,8 +141,11 @@ struct moat_init {
 
 /* The sandbox's init: runs in the cloned child, never returns. */
 _Noreturn void moat_sandbox_init(struct moat_init *sb);
-/* Its last part: serves the control channel (init_serve.c, ctl.h). */
-_Noreturn void moat_init_serve(int sock, uint64_t rlimit_as);
+/* Its last part: serves the control channel (init_serve.c, ctl.h).
+ * fresh_signals: the init was just executed as the first process of a
+ * kernel of its own (gVisor's Sentry), so every signal disposition is
+ * already the default and the reset is skipped. */
+_Noreturn void moat_init_serve(int sock, uint64_t rlimit_as, bool fresh_signals);
 
 /* Test build only (-DMOAT_TESTING, the moat-testing binary that
  * tests/integration/faults.sh runs): with MOAT_TEST_LAYERS=1 and

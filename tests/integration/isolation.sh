@@ -356,13 +356,34 @@ t_serve() {
 	assert_eq 0 "$rc" "the server ends cleanly on SIGTERM"
 }
 
+# bundles_of ID: the bundle directories of run ID
+bundles_of() { ls -d /dev/shm/moat-gvisor-"$1"-* /tmp/moat-gvisor-"$1"-* 2>/dev/null || true; }
+
+# moat's init inside gVisor leaves the dispositions as the Sentry made them
+# (it skips the process level's reset): the command inherits no ignored
+# signal, even from a caller that ignores some
+t_signals_default() {
+	need_runsc
+	local out
+	out=$( (
+		trap '' INT PIPE
+		gv -- /bin/bash -c 'echo "ignored:[$(trap -p)]"'
+	))
+	assert_contains "$out" "ignored:[]" "no signal is ignored in the command"
+	# positive control: the same probe sees a signal that is ignored
+	# shellcheck disable=SC2016 # expanded inside
+	out=$(gv -- /bin/bash -c 'trap "" INT; exec /bin/bash -c "echo \"ignored:[\$(trap -p)]\""')
+	assert_contains "$out" "SIGINT" "positive control: an ignored SIGINT is seen"
+}
+
 t_no_leftovers() {
 	need_runsc
 	local log="$T_OUT/left.json" id
 	gv --log "$log" -- /bin/sh -c 'sleep 30 & exit 0'
 	id=$(run_of "$log")
 	[ -n "$id" ] || fail "no run id in the log"
-	[ -z "$(ls -d "${TMPDIR:-/tmp}/moat-gvisor-$id-"* 2>/dev/null)" ] || fail "the bundle was left"
+	# the bundle lives in /dev/shm (a tmpfs) or, without one, /tmp
+	[ -z "$(bundles_of "$id")" ] || fail "the bundle was left"
 	# nothing of runsc survives the run (a background sleep included)
 	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived the run"
 	# SIGKILL of moat itself: its init inside gVisor sees the channel close
@@ -378,6 +399,7 @@ t_no_leftovers() {
 	done
 	pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null ||
 		fail "positive control: the run's runsc sandbox was not seen running"
+	[ -n "$(bundles_of "$id")" ] || fail "positive control: the running run's bundle was not found"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	for _ in $(seq 50); do
@@ -386,7 +408,8 @@ t_no_leftovers() {
 	done
 	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived moat's SIGKILL"
 	# the crashed run's bundle (moat could not remove it)
-	rm -rf "${TMPDIR:-/tmp}/moat-gvisor-$id-"*
+	local b
+	for b in $(bundles_of "$id"); do rm -rf "$b"; done
 }
 
 run_test "gvisor: exit status, stdout, gVisor's kernel, exec records as at the process level" t_exit_and_kernel
@@ -401,4 +424,5 @@ run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and netw
 run_test "vm: a key it cannot honour fails closed" t_vm
 run_test "gvisor: moat serve creates and resets a gvisor sandbox without holding its other requests" t_serve
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
+run_test "gvisor: the command inherits no ignored signal" t_signals_default
 t_done
