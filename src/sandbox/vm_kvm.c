@@ -11,13 +11,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "sandbox/backend_vm.h"
@@ -133,28 +133,22 @@ int moat_vm_kvm_guest_probe(char *why, size_t whylen)
 	if (pid == 0) {
 		close(p[0]);
 		int step = guest();
-		/* the failed step's errno (or 0), then the exit reason seen */
-		int rec[2] = {step == KP_OK || step == KP_NOT_IO || step == KP_WRONG_IO ||
-					      step == KP_NOT_HLT
-				      ? 0
-				      : errno,
-			      0};
-		(void)!write(p[1], rec, sizeof(rec));
+		/* the failed call's errno; 0 when KVM_RUN returned with another
+		 * exit than the guest's */
+		int e = step == KP_NOT_IO || step == KP_WRONG_IO || step == KP_NOT_HLT ? 0 : errno;
+		(void)!write(p[1], &e, sizeof(e));
 		_exit(step);
 	}
 	close(p[1]);
-	int st = 0, rec[2] = {0, 0};
-	bool ended = false;
-	for (int i = 0; i < 500 && !ended; i++) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid)
-			ended = true;
-		else if (w < 0 && errno != EINTR)
-			break;
-		else
-			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
-	}
-	if (!ended) {
+	/* the record (or the pipe's end when the child dies) wakes us: no
+	 * polling interval is added to a vm run's start */
+	int st = 0, e = 0;
+	struct pollfd pf = {.fd = p[0], .events = POLLIN};
+	int k;
+	do
+		k = poll(&pf, 1, 5000);
+	while (k < 0 && errno == EINTR);
+	if (k <= 0) {
 		kill(pid, SIGKILL);
 		(void)waitpid(pid, &st, 0);
 		close(p[0]);
@@ -163,9 +157,9 @@ int moat_vm_kvm_guest_probe(char *why, size_t whylen)
 			 "within 5 s");
 		return -ETIMEDOUT;
 	}
-	ssize_t n = read(p[0], rec, sizeof(rec));
+	ssize_t n = read(p[0], &e, sizeof(e));
 	close(p[0]);
-	if (!WIFEXITED(st) || n != (ssize_t)sizeof(rec)) {
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || n != (ssize_t)sizeof(e)) {
 		snprintf(why, whylen,
 			 "KVM did not run a minimal guest: the probe ended abnormally");
 		return -EIO;
@@ -175,11 +169,11 @@ int moat_vm_kvm_guest_probe(char *why, size_t whylen)
 		return 0;
 	const char *name = step > 0 && step < KP_N ? kp_step[step] : "?";
 	if (step == KP_OPEN)
-		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(rec[0]));
-	else if (rec[0])
+		snprintf(why, whylen, "cannot open /dev/kvm: %s", strerror(e));
+	else if (e)
 		snprintf(why, whylen, "KVM did not run a minimal guest: %s failed: %s", name,
-			 strerror(rec[0]));
+			 strerror(e));
 	else
 		snprintf(why, whylen, "KVM did not run a minimal guest: %s", name);
-	return step == KP_OPEN ? -rec[0] : -ENOTSUP;
+	return step == KP_OPEN && e ? -e : -ENOTSUP;
 }
