@@ -18,6 +18,14 @@ _moat() {
 		mapfile -t COMPREPLY < <(compgen -W "check show import" -- "$cur")
 		return
 	fi
+	if [[ $cmd == doctor && ${COMP_WORDS[COMP_CWORD - 1]} == --boot ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "process gvisor vm" -- "$cur")
+		return
+	fi
+	if [[ $cmd == doctor && ${COMP_WORDS[COMP_CWORD - 1]} == --vm-accel ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "kvm any" -- "$cur")
+		return
+	fi
 	if [[ $cur == -* ]]; then
 		words=$("${COMP_WORDS[0]}" help "$cmd" 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u)
 		mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")

@@ -10,7 +10,7 @@ build_pkgs=(gcc make pkg-config libmicrohttpd-dev libjansson-dev libseccomp-dev 
 # (only recommended by clang-14, so not pulled in by --no-install-recommends).
 test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux passwd procps bubblewrap
 	shellcheck cppcheck clang-format busybox-static make gcc nodejs
-	podman runc conmon containerd jq file runsc zsh slirp4netns qemu-system-x86 linux-image-amd64)
+	podman runc conmon containerd jq file runsc zsh slirp4netns qemu-system-x86 linux-image-amd64 libcap2-bin)
 # podman, runc, conmon, containerd: tests/integration/oci.sh runs podman and
 # containerd (ctr) with moat as their runtime (runc: the reference runtime);
 # tests/integration/cri.sh runs containerd's CRI plugin with a handler moat
@@ -20,6 +20,8 @@ test_pkgs=(clang libclang-rt-14-dev python3 git curl openssl iproute2 util-linux
 # runsc: the gvisor isolation level (tests/integration/isolation.sh); zsh:
 # tests/integration/install.sh parses the zsh completion; slirp4netns: rootless
 # podman's default network (oci.sh: the engine's namespace as the proxy's upstream)
+# libcap2-bin: tests/integration/image.sh reads file capabilities (getcap) of an
+# unpacked image and of its control
 # chromium: tests/integration/daily.sh runs the headless recipe of
 # docs/AGENTS.md (122 MB download, 39 s to install here, ~6 s of test per user)
 test_pkgs+=(chromium)

@@ -726,6 +726,13 @@ int moat_run_forget(const char *run_id, struct moat_error *ret_err);
 /* Probe the running kernel. Caller frees *ret_json (a JSON object) and, if
  * asked, *ret_text (a readable report). */
 int moat_doctor(char **ret_json, char **ret_text);
+/* Proves isolation level "process", "gvisor" or "vm" by booting it: `moat
+ * run --isolation LEVEL [--vm-accel VM_ACCEL] -- /bin/echo MARKER` of the
+ * calling program (/proc/self/exe: it must be moat), killed after 180 s.
+ * vm_accel: NULL (the policy's), "kvm" or "any". 0 booted (exit 0, the
+ * marker came back), 1 not, -EINVAL for another level or accelerator,
+ * -errno. Caller frees *ret_json and *ret_text (set unless < 0). */
+int moat_doctor_boot(const char *level, const char *vm_accel, char **ret_json, char **ret_text);
 
 /* ---- selftest: the red-team battery (moat selftest) ------------------------ */
 

@@ -44,8 +44,17 @@ static const struct help helps[] = {
 	 "with every host path made absolute.\n\noptions:\n",
 	 true},
 	{"doctor", "",
-	 "usage: moat doctor [--json]\n"
-	 "Kernel features found, what moat enforces and what it will refuse.\n",
+	 "usage: moat doctor [--json] [--boot process|gvisor|vm [--vm-accel kvm|any]]\n"
+	 "Kernel features found, what moat enforces and what it will refuse.\n"
+	 "Isolation levels that work here: gvisor when runsc starts a container of\n"
+	 "/bin/true; vm when QEMU, a guest kernel and a KVM that runs a guest are\n"
+	 "there (with only TCG: \"available under TCG emulation only\", which a run\n"
+	 "uses only with vm_accel any).\n"
+	 "--boot LEVEL: prove the level by booting it: a sandbox at --isolation LEVEL\n"
+	 "runs /bin/echo (up to 180 s); exit 0 when its output came back, 1 (with\n"
+	 "the run's message) when not. --vm-accel any lets a vm boot under TCG.\n"
+	 "--json: the same as a JSON object. Exit: 0 fine, 1 a required feature is\n"
+	 "missing or the level did not boot, 2 bad usage.\n",
 	 false},
 	{"log", "",
 	 "usage: moat log [--type TYPE[,TYPE...]] [--denied] [--json] RUN-ID|FILE|--last\n"

@@ -3,7 +3,10 @@
  * `moat doctor`: which isolation levels work on this machine, and why not
  * (docs/ISOLATION.md). gvisor: runsc is found and really starts a container
  * here, with the options moat uses (platform ptrace, --network=none, as
- * root or --rootless), from a throw-away bundle. vm: not in this build.
+ * root or --rootless), from a throw-away bundle. vm: QEMU and a guest
+ * kernel are there, and KVM really runs a guest (vm_kvm.c); with only TCG
+ * the level is "available under TCG only", never "works". A level is proved
+ * by booting it: moat_doctor_boot (doctor_boot.c).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -131,8 +134,9 @@ static void probe_gvisor(const char *runsc, char *why, size_t whylen)
 		argv[a] = NULL;
 		int k = run_runsc(argv, out, sizeof(out));
 		if (k != 0)
-			snprintf(why, whylen, "runsc cannot start a container here (exit %d): %s",
-				 k, out[0] ? out : "no message");
+			snprintf(why, whylen,
+				 "it does not start a container of /bin/true here (exit %d): %s", k,
+				 out[0] ? out : "no message");
 	}
 	char *slash = strrchr(dir, '/');
 	*slash = '\0';
@@ -166,24 +170,33 @@ void moat_doctor_isolation(json_t *o)
 			probe_gvisor(runsc, why, sizeof(why));
 	}
 	json_object_set_new(iso, "gvisor",
-			    json_pack("{s:b,s:s,s:s,s:s}", "works", !why[0], "why", why, "runsc",
-				      runsc ? runsc : "", "version", version));
-	/* vm: QEMU and a guest kernel; KVM or only TCG (vm_accel "any") */
+			    json_pack("{s:b,s:b,s:s,s:s,s:s}", "works", !why[0], "present",
+				      runsc != NULL, "why", why, "runsc", runsc ? runsc : "",
+				      "version", version));
+	/* vm: QEMU and a guest kernel; KVM (a guest really run, vm_kvm.c), or
+	 * only TCG, which a run uses only when the policy says vm_accel "any" */
 	char kernel[256] = "", kver[96] = "", kvm_why[256] = "", vm_why[512] = "";
 	bool kvm = moat_vm_kvm_probe(kvm_why, sizeof(kvm_why)) == 0;
-	if (access("/usr/bin/qemu-system-x86_64", X_OK) != 0)
+	bool qemu = access("/usr/bin/qemu-system-x86_64", X_OK) == 0;
+	bool have_kernel = moat_vm_find_kernel(kernel, sizeof(kernel), kver, sizeof(kver)) == 0;
+	if (!qemu)
 		snprintf(vm_why, sizeof(vm_why),
 			 "/usr/bin/qemu-system-x86_64 not found (Debian package qemu-system-x86)");
-	else if (moat_vm_find_kernel(kernel, sizeof(kernel), kver, sizeof(kver)) < 0)
+	else if (!have_kernel)
 		snprintf(vm_why, sizeof(vm_why),
 			 "no guest kernel /boot/vmlinuz-VER with /lib/modules/VER "
 			 "(linux-image-amd64)");
 	else if (!kvm)
-		snprintf(vm_why, sizeof(vm_why), "only with vm_accel \"any\" (TCG, slow): %s",
+		snprintf(vm_why, sizeof(vm_why),
+			 "available under TCG emulation only (slow: ~10 s to boot), requires "
+			 "vm_accel any; KVM: %s",
 			 kvm_why);
+	const char *accel = !qemu || !have_kernel ? "none" : kvm ? "kvm" : "tcg";
 	json_object_set_new(iso, "vm",
-			    json_pack("{s:b,s:s,s:s,s:b}", "works", !vm_why[0] || kernel[0], "why",
-				      vm_why, "kernel", kernel, "kvm", kvm));
+			    json_pack("{s:b,s:b,s:s,s:s,s:s,s:b,s:s}", "works",
+				      qemu && have_kernel && kvm, "tcg_only",
+				      qemu && have_kernel && !kvm, "accel", accel, "why", vm_why,
+				      "kernel", kernel, "kvm", kvm, "kvm_why", kvm ? "" : kvm_why));
 	json_object_set_new(o, "isolation", iso);
 }
 
@@ -194,14 +207,21 @@ void moat_doctor_isolation_text(FILE *t, json_t *o)
 	for (unsigned i = 0; iso && i < ELEMENTSOF(levels); i++) {
 		json_t *l = json_object_get(iso, levels[i]);
 		bool ok = json_is_true(json_object_get(l, "works"));
+		bool tcg = json_is_true(json_object_get(l, "tcg_only"));
+		bool present = json_is_true(json_object_get(l, "present"));
 		const char *why = json_string_value(json_object_get(l, "why"));
 		const char *ver = json_string_value(json_object_get(l, "version"));
 		char name[40];
 		snprintf(name, sizeof(name), "--isolation %s", levels[i]);
-		fprintf(t, "  [%s] %-26s %s%s%s\n", ok ? " ok " : "FAIL", name,
-			ok	      ? "works here"
-				: why ? why
-				      : "",
-			ok && ver && *ver ? ": " : "", ok && ver ? ver : "");
+		if (ok)
+			fprintf(t, "  [ ok ] %-26s works here%s%s\n", name,
+				ver && *ver	 ? ": "
+					: i == 2 ? " (KVM)"
+						 : "",
+				ver ? ver : "");
+		else
+			fprintf(t, "  [%s] %-26s %s%s\n", tcg ? "TCG " : "FAIL", name,
+				present ? "runsc present, but " : "", why ? why : "");
 	}
+	fprintf(t, "  %34s prove a level by booting it: moat doctor --boot LEVEL\n", "");
 }

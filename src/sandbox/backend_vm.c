@@ -149,13 +149,18 @@ int moat_vm_kvm_probe(char *why, size_t whylen)
 		snprintf(why, whylen, "/dev/kvm answers another API version");
 		return -ENOTSUP;
 	}
+	/* a guest of five bytes really runs (vm_kvm.c) */
+	int k = moat_vm_kvm_guest_probe(why, whylen);
+	if (k < 0)
+		return k;
 	/* An ordinary guest needs the hardware virtualisation of kvm_intel or
 	 * kvm_amd; a PVM host (kvm_pvm) boots only PVM-aware guest kernels
 	 * (measured: the Debian kernel never reaches its init). */
 	if (access("/sys/module/kvm_intel", F_OK) != 0 &&
 	    access("/sys/module/kvm_amd", F_OK) != 0) {
 		snprintf(why, whylen,
-			 "/dev/kvm has neither kvm_intel nor kvm_amd behind it%s: ordinary "
+			 "KVM runs a minimal guest, but /dev/kvm has neither kvm_intel nor "
+			 "kvm_amd behind it%s: ordinary "
 			 "guest kernels do not boot there",
 			 access("/sys/module/kvm_pvm", F_OK) == 0 ? " (a PVM host: kvm_pvm)" : "");
 		return -ENOTSUP;

@@ -28,8 +28,15 @@ int moat_cpio_finish(struct moat_cpio *c);
 int moat_vm_initramfs(const char *cache_dir, const char *exe, const char *kver, char *ret_path,
 		      size_t len, bool *ret_built, char *why, size_t whylen);
 
-/* Whether KVM can run an ordinary guest here: 0, or -errno with why. */
+/* Whether KVM can run an ordinary guest here: 0, or -errno with why. It
+ * runs the minimal guest below, then refuses a host whose KVM is not the
+ * hardware virtualisation of kvm_intel/kvm_amd (a PVM host runs only
+ * PVM-aware kernels). */
 int moat_vm_kvm_probe(char *why, size_t whylen);
+/* Whether KVM runs a minimal real-mode guest (one port write, then a halt),
+ * in a child killed after 5 s (vm_kvm.c): 0, or -errno with why naming the
+ * step that failed. */
+int moat_vm_kvm_guest_probe(char *why, size_t whylen);
 
 /* The initramfs cache: next to moat's state directory, or /tmp/moat-vm-UID;
  * created private, and refused (-EPERM) unless the caller's own and written

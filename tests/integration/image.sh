@@ -268,6 +268,68 @@ t_setid() {
 	assert_contains "$out" "-rwsr-xr-x"
 }
 
+# A layer's ownership and extended attributes are never applied (the
+# unpacker's seccomp filter allows no chown and no *xattr call): a file
+# capability (security.capability), other security.* and trusted.*/user.*
+# xattrs and a header's uid/gid leave no trace in the tree. Control: the
+# same layer extracted by GNU tar --xattrs, in a throw-away user namespace
+# (never as host root), gives the file its capability.
+CAP_NET_RAW_EP=hex:0100000200200000000000000000000000000000 # vfs_cap_data v2
+capped_layer() {
+	local extra=${1:-}
+	echo "@[{\"name\": \"bin/capped\", \"data\": \"x\", \"mode\": 493, \"uid\": 0, \"gid\": 0,
+	  \"xattrs\": {\"security.capability\": \"$CAP_NET_RAW_EP\",
+	    \"security.selinux\": \"system_u:object_r:shadow_t:s0\",
+	    \"trusted.moat\": \"t\", \"user.moat\": \"u\"}},
+	 {\"name\": \"srv/owned\", \"data\": \"y\", \"uid\": 4321, \"gid\": 4322}$extra]"
+}
+# the xattr names, uid and gid of FILE (in the host's view)
+attrs() { python3 -c 'import os,sys; st=os.lstat(sys.argv[1]); print(sorted(os.listxattr(sys.argv[1], follow_symlinks=False)), st.st_uid, st.st_gid)' "$1"; }
+
+t_xattrs() {
+	command -v getcap >/dev/null || skip "getcap not installed (libcap2-bin, scripts/deps.sh)"
+	command -v unshare >/dev/null || skip "unshare not installed (util-linux)"
+	fresh_cache xattrs
+	local out tree me rc
+	me="$(id -u) $(id -g)"
+	image "$T_OUT/caps" --save-layers "$ROOT" "$(capped_layer)" >/dev/null
+	# control: the layer holds the capability, and a naive extraction applies it
+	assert_contains "$(python3 -c 'import sys, tarfile
+for m in tarfile.open(sys.argv[1]):
+    print(m.name, m.uid, sorted(m.pax_headers))' "$T_OUT/caps.1.tar")" \
+		"bin/capped 0 ['SCHILY.xattr.security.capability', 'SCHILY.xattr.security.selinux', 'SCHILY.xattr.trusted.moat', 'SCHILY.xattr.user.moat']"
+	mkdir -p "$T_OUT/ctl-x"
+	unshare --user --map-root-user tar --xattrs --xattrs-include='*' -xf "$T_OUT/caps.1.tar" \
+		-C "$T_OUT/ctl-x" 2>/dev/null || true
+	assert_contains "$(getcap "$T_OUT/ctl-x/bin/capped")" "cap_net_raw=ep" \
+		"control: tar --xattrs gives the file its capability"
+	assert_contains "$(attrs "$T_OUT/ctl-x/bin/capped")" "'security.capability'" \
+		"control: attrs sees an xattr"
+
+	out=$(mrun --image "$T_OUT/caps" -- /bin/cat /bin/capped /srv/owned)
+	assert_eq "xy" "$out" "the files are there"
+	tree="$(cached)/rootfs"
+	assert_eq "" "$(getcap "$tree/bin/capped")" "no file capability in the tree"
+	assert_eq "[] $me" "$(attrs "$tree/bin/capped")" "no xattr at all, the caller's own file"
+	assert_eq "[] $me" "$(attrs "$tree/srv/owned")" "the header's uid/gid not applied"
+	assert_eq "755" "$(stat -c %a "$tree/bin/capped")" "the mode is kept"
+
+	# with set-id bits allowed: the setuid bit is kept, still no capability
+	fresh_cache xattrs-setid
+	image "$T_OUT/caps-suid" "$ROOT" \
+		"$(capped_layer ', {"name": "bin/suid", "data": "z", "mode": 2541, "uid": 0, "xattrs": {"security.capability": "'"$CAP_NET_RAW_EP"'"}}')" >/dev/null
+	out=$(mrun --image-allow-setid --image "$T_OUT/caps-suid" -- /bin/ls -l /bin/suid)
+	assert_contains "$out" "-rwsr-xr-x" "control: the set-id bit is kept where the policy allows it"
+	tree="$(cached)/rootfs"
+	assert_eq "" "$(getcap "$tree/bin/suid" "$tree/bin/capped")" "no file capability with set-id allowed"
+	assert_eq "[] $me" "$(attrs "$tree/bin/suid")" "no xattr, the caller's own"
+	# and without --image-allow-setid the same layer is refused
+	rc=0
+	out=$(mrun --image "$T_OUT/caps-suid" -- /bin/true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "refused without --image-allow-setid ($out)"
+	assert_contains "$out" "bin/suid: set-user-ID or set-group-ID file"
+}
+
 t_whiteouts() {
 	fresh_cache whiteouts
 	local out
@@ -495,6 +557,7 @@ run_test "two unpacks of one image at once" t_concurrent
 run_test "moat gc removes the images no sandbox holds" t_gc
 run_test "hostile layers are refused (each with a control)" t_hostile
 run_test "set-id bits are refused unless allowed" t_setid
+run_test "ownership and xattrs (file capabilities included) are never applied" t_xattrs
 run_test "whiteouts and opaque directories hide the layers below" t_whiteouts
 run_test "a blob that is not its digest, an unknown media type" t_digest
 run_test "--image with --rootfs, a missing image" t_refusals

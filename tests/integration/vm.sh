@@ -7,7 +7,7 @@
 # process level, a credential injected outside the guest); keys the level
 # cannot honour fail closed naming them; nothing of QEMU survives a SIGKILL
 # of moat. This machine has no usable KVM, so the guest runs under TCG
-# (vm_accel any): six boots per user, 10-30 s each on a quiet machine (up
+# (vm_accel any): seven boots per user, 10-30 s each on a quiet machine (up
 # to a minute at load 12). Network traffic goes only to servers on loopback
 # (127.0.0.2, 127.0.0.3) and the test's own namespaces.
 # shellcheck source=tests/lib/tap.sh
@@ -417,6 +417,59 @@ t_selftest() {
 	assert_contains "$out" "2 probe(s): 1 held, 1 skipped, 0 inconclusive, 0 ESCAPED" "and not counted as held"
 }
 
+# moat doctor tells the truth about the vm level: "works" only with a KVM
+# that runs a guest (probed), "available under TCG emulation only" when not;
+# --boot vm proves it with a real boot (the one boot of this test), and with
+# vm_accel kvm where KVM cannot run the guest it fails without booting.
+t_doctor() {
+	need_vm
+	local out rc=0 kvm
+	out=$("$MOAT" doctor --json) || true
+	kvm=$(python3 -c 'import json,sys; v=json.load(sys.stdin)["isolation"]["vm"]
+assert v["kernel"].startswith("/boot/vmlinuz-"), v
+if v["kvm"]:
+    assert v["works"] and v["accel"] == "kvm" and not v["tcg_only"], v
+else:
+    assert not v["works"] and v["tcg_only"] and v["accel"] == "tcg", v
+    assert v["kvm_why"] and "requires vm_accel any" in v["why"], v
+print("yes" if v["kvm"] else "no")' <<<"$out") || fail "doctor --json, the vm level: $out"
+	out=$("$MOAT" doctor) || true
+	if [ "$kvm" = no ]; then
+		assert_contains "$out" "[TCG ] --isolation vm             available under TCG emulation only (slow: ~10 s to boot), requires vm_accel any" \
+			"the text says TCG only, not works"
+		assert_not_contains "$(grep -e '--isolation vm' <<<"$out")" "works here" "never works"
+		if ! is_root; then
+			# moat-test is not in group kvm: the probe says why
+			if ! [ -r /dev/kvm ] || ! [ -w /dev/kvm ]; then
+				assert_contains "$out" "cannot open /dev/kvm: Permission denied" "why not"
+			fi
+		fi
+		# vm_accel kvm (the default): refused at the accelerator step, no boot
+		rc=0
+		out=$("$MOAT" doctor --boot vm 2>&1) || rc=$?
+		assert_eq 1 "$rc" "doctor --boot vm without a usable KVM: $out"
+		assert_contains "$out" "did not boot (exit 125" "the run's exit status"
+		assert_contains "$out" "accelerator step failed" "and its message"
+	else
+		assert_contains "$out" "--isolation vm             works here (KVM)"
+	fi
+	rc=0
+	out=$("$MOAT" doctor --boot vm --vm-accel any --json) || rc=$?
+	assert_eq 0 "$rc" "doctor --boot vm --vm-accel any: $out"
+	python3 -c 'import json,sys; b=json.load(sys.stdin)
+assert b["level"] == "vm" and b["booted"] is True and b["exit"] == 0 and b["seconds"] > 0, b
+assert b["accel"] == ("kvm" if sys.argv[1] == "yes" else "tcg"), b' "$kvm" <<<"$out" ||
+		fail "doctor --boot vm --json: $out"
+	# usage: --vm-accel belongs to --boot vm; a level doctor does not know
+	rc=0
+	"$MOAT" doctor --vm-accel any >/dev/null 2>&1 || rc=$?
+	assert_eq 2 "$rc" "--vm-accel without --boot vm"
+	rc=0
+	"$MOAT" doctor --boot kata >/dev/null 2>&1 || rc=$?
+	assert_eq 2 "$rc" "--boot with an unknown level"
+}
+
+run_test "vm: moat doctor says TCG only rather than works; --boot vm proves the level by booting it" t_doctor
 run_test "vm: --net allow: proxy, capture, refusals recorded as at the process level, a credential kept outside" t_net_allow
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session

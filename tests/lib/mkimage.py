@@ -9,7 +9,11 @@ pulled from a registry:
 Each LAYER is a directory (its tree, as a tar layer) or @JSON, a list of
 entries written as they are (hostile layers):
   {"name": "../x", "type": "file|dir|symlink|hardlink|chr|fifo",
-   "data": "...", "mode": 420, "target": "..."}
+   "data": "...", "mode": 420, "target": "...", "uid": 0, "gid": 0,
+   "xattrs": {"security.capability": "hex:0100000200200000..."}}
+(a layer with xattrs is written in the pax format, each one a
+SCHILY.xattr.NAME record as GNU tar and libarchive write them; "hex:" values
+are raw bytes)
 --config: the image config's "config" object (Env, Cmd, User, ...).
 --corrupt N: after the digests are taken, one byte of layer N is changed.
 --layer-type T: the layers' media type in the manifest (default: tar or tar+gzip).
@@ -50,11 +54,21 @@ TYPES = {"file": tarfile.REGTYPE, "dir": tarfile.DIRTYPE, "symlink": tarfile.SYM
          "hardlink": tarfile.LNKTYPE, "chr": tarfile.CHRTYPE, "fifo": tarfile.FIFOTYPE}
 
 
+def xattr_value(v):
+    raw = bytes.fromhex(v[4:]) if v.startswith("hex:") else v.encode()
+    return raw.decode("utf-8", "surrogateescape")
+
+
 def tar_entries(entries):
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+    pax = any("xattrs" in e for e in entries)
+    fmt = tarfile.PAX_FORMAT if pax else tarfile.GNU_FORMAT
+    with tarfile.open(fileobj=buf, mode="w", format=fmt) as t:
         for e in entries:
             ti = tarfile.TarInfo(e["name"])
+            ti.uid, ti.gid = e.get("uid", 0), e.get("gid", 0)
+            for k, v in e.get("xattrs", {}).items():
+                ti.pax_headers["SCHILY.xattr." + k] = xattr_value(v)
             ti.type = TYPES[e.get("type", "file")]
             ti.mode = e.get("mode", 0o755 if ti.type == tarfile.DIRTYPE else 0o644)
             ti.mtime = 1700000000
