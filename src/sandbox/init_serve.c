@@ -126,6 +126,61 @@ static int close_fds(unsigned lo, unsigned hi)
 	return syscall(SYS_close_range, lo, (unsigned)INT_MAX, 0) == 0 ? 0 : -1;
 }
 
+/* execvp(argv[0]) without the execve calls that can only fail. Each execve
+ * of the sandbox stops in the exec recorder (a seccomp notification: two
+ * wake-ups and the supervisor's reads) even when the file is not there, and
+ * a bare name (`echo`) is tried in every PATH directory before its own
+ * (four execve for echo under the default PATH). The directories where
+ * faccessat finds no such file (ENOENT, ENOTDIR: the errors execvp passes
+ * over, and what the recorder counts as missing and records nothing for)
+ * are skipped; glibc's execvpe then searches the rest of PATH as before
+ * (the same files tried in the same order, the EACCES and script rules,
+ * the same environment: only its search list is the rest of PATH). With
+ * no directory left, or a PATH longer than the buffer, plain execvp. No
+ * allocation: this runs in a vforked child on the init's memory. */
+static void exec_search(char **argv, char **envp)
+{
+	const char *file = argv[0], *path = NULL;
+	for (char **e = envp; *e && !path; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	size_t flen = strlen(file);
+	if (!path || !flen || strchr(file, '/') || flen > NAME_MAX || strlen(path) >= PATH_MAX)
+		goto plain;
+	char cand[PATH_MAX + NAME_MAX + 2];
+	for (const char *p = path;;) {
+		const char *end = strchrnul(p, ':');
+		size_t dlen = (size_t)(end - p);
+		/* an empty element is the current directory, as for execvp */
+		memcpy(cand, p, dlen);
+		size_t at = dlen ? dlen + 1 : 0;
+		if (dlen)
+			cand[dlen] = '/';
+		memcpy(cand + at, file, flen + 1);
+		if (faccessat(AT_FDCWD, cand, X_OK, AT_EACCESS) == 0 ||
+		    (errno != ENOENT && errno != ENOTDIR)) {
+			if (p == path)
+				break;
+			/* "PATH=" and the rest of PATH from this directory on */
+			memcpy(cand, "PATH=", 5);
+			memcpy(cand + 5, p, strlen(p) + 1);
+			/* the init's memory when vforked: it restores environ */
+			extern char **environ;
+			static char *search[2];
+			search[0] = cand;
+			environ = search;
+			execvpe(file, argv, envp);
+			environ = envp;
+			return;
+		}
+		if (!*end)
+			break;
+		p = end + 1;
+	}
+plain:
+	execvp(file, argv);
+}
+
 /* --allow-degraded cgroup: the address-space limit each process gets */
 static uint64_t rlimit_as;
 
@@ -186,7 +241,7 @@ static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsig
 		if (setrlimit(RLIMIT_AS, &r) < 0)
 			refuse(rep, MOAT_STAGE_RLIMIT, errno, "cannot set RLIMIT_AS");
 	}
-	execvp(argv[0], argv);
+	exec_search(argv, envp);
 	refuse(rep, MOAT_STAGE_EXEC, errno, argv[0]);
 }
 

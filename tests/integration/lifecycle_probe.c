@@ -129,7 +129,9 @@ static int two(const char *order)
 	int fd;
 	char *const wa[] = {"sh", "-c", "echo from-a >/tmp/mine; cat /tmp/mine", NULL};
 	char *const rb[] = {"sh", "-c", "cat /tmp/mine 2>/dev/null || echo none", NULL};
-	char *const ps[] = {"sh", "-c", "ls /proc | grep -c '^[0-9]'", NULL};
+	/* the list read before anything else is started: the pipe's grep would
+	 * race ls (forked or not yet when ls reads /proc) */
+	char *const ps[] = {"sh", "-c", "ls /proc >/tmp/procs; grep -c '^[0-9]' /tmp/procs", NULL};
 	struct moat_proc *pa = start(a, wa, NULL, NULL, &fd);
 	int code = wait_code(pa);
 	read_all(fd, buf, sizeof(buf));

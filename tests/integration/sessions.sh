@@ -758,7 +758,50 @@ t_from_inside() {
 	assert_eq idle "$(ls_field "$target" state)" "the target is untouched"
 }
 
+# A bare command name is searched in PATH as execvp does (the init skips the
+# directories where the file is absent without an execve; the rest is glibc's
+# own search): the same program, the same exec records (every file that is
+# there is tried, in order, absent ones are not recorded), the same errors.
+t_path_search() {
+	trap cleanup_sessions EXIT
+	local id rc out
+	id=$(create)
+	ex "$id" -- sh -c 'mkdir -p /tmp/p1 /tmp/p2/cmdx /tmp/p3 /tmp/p4
+		echo "echo p1" >/tmp/p1/cmdx
+		printf "#!/bin/sh\necho p3 \$0\n" >/tmp/p3/cmdx
+		echo "echo via-sh" >/tmp/p4/noshe
+		chmod +x /tmp/p3/cmdx /tmp/p4/noshe' || fail "set-up failed"
+	# not executable (p1), a directory (p2): passed over, as execvp does
+	assert_eq "p3 /tmp/p3/cmdx" "$(ex --env PATH=/tmp/nope:/tmp/p1:/tmp/p2:/tmp/p3 "$id" -- cmdx)" \
+		"the first executable file in PATH order"
+	assert_eq "via-sh" "$(ex --env PATH=/tmp/nope:/tmp/p4 "$id" -- noshe)" "a file without #! runs through /bin/sh"
+	assert_eq "p3 cmdx" "$(ex --cwd /tmp/p3 --env PATH=/tmp/nope::/usr/bin "$id" -- cmdx)" \
+		"an empty PATH element is the working directory"
+	rc=0
+	ex --env PATH=/tmp/nope:/tmp/p1 "$id" -- cmdx 2>err || rc=$?
+	assert_eq 126 "$rc" "only a file that cannot be executed: 126"
+	assert_contains "$(cat err)" "Permission denied" "says why"
+	rc=0
+	ex --env PATH=/tmp/nope:/tmp/p0 "$id" -- nosuch 2>err || rc=$?
+	assert_eq 127 "$rc" "nowhere in PATH: 127"
+	assert_contains "$(cat err)" "No such file" "says why"
+	assert_eq "x" "$(ex "$id" -- echo x)" "the default PATH"
+	timeout 10 "$MOAT" logs --json "$id" >log
+	out=$(jq -r 'select(.type == "exec" and .argv[0] == "cmdx") | .path' log | head -3 | tr '\n' ' ')
+	assert_eq "/tmp/p1/cmdx /tmp/p2/cmdx /tmp/p3/cmdx " "$out" "every file there tried and recorded, in order"
+	out=$(jq -r 'select(.type == "exec" and .argv[0] == "noshe") | .path' log | tr '\n' ' ')
+	assert_eq "/tmp/p4/noshe " "$out" "the script's own exec recorded"
+	assert_eq 1 "$(jq -r 'select(.type == "exec" and .argv[0] == "/bin/sh" and .argv[1] == "/tmp/p4/noshe") | .path' log | wc -l)" \
+		"and its shell's"
+	assert_eq "/usr/bin/echo" "$(jq -r 'select(.type == "exec" and .argv[0] == "echo") | .path' log)" \
+		"echo found in the default PATH, one record"
+	if grep -q '/tmp/nope' <(jq -r 'select(.type == "exec") | .path' log); then
+		fail "an absent file was recorded"
+	fi
+}
+
 run_test "create, exec (files kept, exit codes, env, cwd), ls, logs, rm" t_lifecycle
+run_test "a bare command name is searched in PATH as execvp does, with the same records" t_path_search
 run_test "logs --follow until the sandbox is gone" t_logs_follow
 run_test "rm reviews and applies the workspace changes" t_review_at_rm
 run_test "concurrent execs; rm of a busy sandbox needs --force" t_concurrent
