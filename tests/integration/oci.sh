@@ -125,6 +125,19 @@ t_whole_root() {
 	fi
 	assert_contains "$(cat err)" "root.path" "the message names root.path"
 	[ ! -e "$ROOT/w2" ] || fail "a refused create left state"
+	# the bound: 64 names at the top beyond moat's own (64 pass, 65 fail)
+	rm "$r/bad name"
+	local i n
+	n=$(find "$r" -mindepth 1 -maxdepth 1 ! -name bin ! -name etc ! -name tmp | wc -l)
+	for i in $(seq $((64 - n))); do mkdir "$r/d$i"; done
+	oci create --bundle wb2 w3 </dev/null >/dev/null 2>err || { cat err; fail "64 names refused"; }
+	oci delete --force w3
+	mkdir "$r/d65"
+	if oci create --bundle wb2 w4 </dev/null 2>err; then
+		oci delete --force w4
+		fail "65 names at the top were accepted"
+	fi
+	assert_contains "$(cat err)" "more than 64 names" "the message gives the bound"
 }
 
 # a process that exists and is not a zombie
