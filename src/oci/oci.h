@@ -36,6 +36,7 @@
 #define MOAT_OCI_CONFIG_MAX (4u << 20) /* config.json bytes */
 #define MOAT_OCI_RECS_MAX (2u << 20) /* the records' bytes */
 #define MOAT_OCI_RECS_N 8192 /* records */
+#define MOAT_OCI_ROOT_TOP_MAX 64u /* names at the top of root.path moat binds */
 
 struct moat_oci_recs {
 	char *buf;

@@ -21,12 +21,15 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "policy/errors.h"
 #include "oci/oci.h"
 #include "policy/policy.h"
+#include "policy/policy_int.h"
+#include "sandbox/paths.h"
 #include "moat/moat.h"
 #include "shared/io.h"
 #include "shared/macro.h"
@@ -254,6 +257,74 @@ int moat_oci_process_load(const char *file, struct moat_oci_process *ret, struct
 	return apply_records(NULL, &r, NULL, ret, "--process", err);
 }
 
+/* The top of root.path that moat's own layout does not already give: its
+ * system directories (plan.c), /opt, and what moat makes itself (/etc,
+ * /proc, /dev, /tmp, /var, /home; no /sys). */
+static bool root_top_own(const char *name)
+{
+	static const char *const own[] = {"usr",   "bin",    "sbin", "lib",  "lib32",
+					  "lib64", "libx32", "opt",  "etc",  "proc",
+					  "dev",   "tmp",    "var",  "home", "sys"};
+	for (size_t i = 0; i < ELEMENTSOF(own); i++)
+		if (streq(name, own[i]))
+			return true;
+	return false;
+}
+
+/* The bundle's whole root in the container (docs/OCI.md "root.path"): every
+ * other name at the top of root.path, read-only. Only the names are read
+ * here (the bundle is the user's bytes); each is opened again beneath the
+ * root, with no symlink followed, when it is mounted (sandbox.c), and a
+ * symlink is made again, not followed. A name that could not be shown or
+ * mounted as it is fails create (never dropped in silence). */
+static int root_top(struct moat_policy *p, struct moat_error *err)
+{
+	if (!p->rootfs)
+		return 0;
+	int fd = moat_path_open(p->rootfs, MOAT_PATH_DIR | MOAT_PATH_NO_LINKS, 0, NULL);
+	if (fd < 0)
+		return moat_error_set(err, "oci", -fd, "root.path %s: %s", p->rootfs,
+				      strerror(-fd));
+	int rfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(fd);
+	DIR *d = rfd >= 0 ? fdopendir(rfd) : NULL;
+	if (!d) {
+		int e = errno;
+		if (rfd >= 0)
+			close(rfd);
+		return moat_error_set(err, "oci", e, "root.path %s: %s", p->rootfs, strerror(e));
+	}
+	size_t n = p->n_rootfs_top;
+	int k = 0;
+	struct dirent *de;
+	while (k >= 0 && (errno = 0, de = readdir(d))) {
+		const char *c = de->d_name;
+		if (streq(c, ".") || streq(c, "..") || root_top_own(c))
+			continue;
+		for (; *c; c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			      (*c >= '0' && *c <= '9') || strchr("._+-@", *c)))
+				break;
+		if (*c || strlen(de->d_name) > 64) {
+			k = moat_error_set(err, "oci", EINVAL,
+					   "root.path: a name at its top is not 1-64 of "
+					   "[A-Za-z0-9._+-@]: refused");
+			break;
+		}
+		if ((k = strv_push(&p->rootfs_top, &n, de->d_name, MOAT_OCI_ROOT_TOP_MAX)) < 0)
+			k = k == -E2BIG ? moat_error_set(err, "oci", E2BIG,
+							 "root.path: more than %u names at its top",
+							 MOAT_OCI_ROOT_TOP_MAX)
+					: moat_error_set(err, "oci", ENOMEM, "out of memory");
+	}
+	if (k >= 0 && errno)
+		k = moat_error_set(err, "oci", errno, "root.path %s: %s", p->rootfs,
+				   strerror(errno));
+	p->n_rootfs_top = (unsigned)n;
+	closedir(d);
+	return k < 0 ? k : 0;
+}
+
 int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *log_dir,
 			 struct moat_oci_process *ret, struct moat_error *err)
 {
@@ -273,7 +344,9 @@ int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *
 	struct moat_oci_recs r;
 	if ((k = run_parser(json, len, dir, &r, err)) < 0)
 		return k;
-	return apply_records(p, &r, log_dir, ret, "config.json", err);
+	if ((k = apply_records(p, &r, log_dir, ret, "config.json", err)) < 0)
+		return k;
+	return root_top(p, err);
 }
 
 /* The records into p (NULL: a process only: its options are the

@@ -104,6 +104,16 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 			    .dest = rootfs_extra_dirs[i],
 			    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
 				    sysf);
+	/* the OCI bundle's other top names (/runtimetest, /srv, ...): read-only,
+	 * a symlink made again (its target is read inside the sandbox) */
+	for (unsigned i = 0; *sys && i < p->n_rootfs_top; i++) {
+		const char *dest = arena_join(pl, "/", p->rootfs_top[i]);
+		const char *src = dest ? arena_join(pl, sys, dest) : NULL;
+		if (!src)
+			return -E2BIG;
+		ADD(.op = MOAT_STEP_BIND, .src = src, .dest = dest,
+		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK | sysf);
+	}
 	/* an image's other top directories (/srv, /app, ...): read-only too */
 	for (unsigned i = 0; p->image_root && i < p->n_image_dirs; i++) {
 		const char *dest = arena_join(pl, "/", p->image_dirs[i]);

@@ -74,6 +74,7 @@ struct moat_policy *moat_policy_free(struct moat_policy *p)
 	if (!p)
 		return NULL;
 	free(p->rootfs);
+	moat_policy_strv_free(p->rootfs_top, p->n_rootfs_top);
 	free(p->image);
 	free(p->vm_kernel);
 	free(p->image_root);

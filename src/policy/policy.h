@@ -149,6 +149,11 @@ struct moat_policy {
 
 	/* filesystem */
 	char *rootfs; /* NULL: the host's system directories */
+	/* the OCI runtime (docs/OCI.md "root.path"): the names at the top of
+	 * --rootfs beyond moat's own, each bound read-only (a symlink made
+	 * again); listed by moat_oci_config_load(), never by a key or flag */
+	char **rootfs_top;
+	unsigned n_rootfs_top;
 	/* --image (docs/IMAGES.md): the image's path; its unpacked root,
 	 * digest and top directories are set by moat_policy_image_defaults()
 	 * from the opened image, never by a key or flag */

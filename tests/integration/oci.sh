@@ -83,6 +83,63 @@ t_lifecycle() {
 	assert_contains "$(cat err)" "does not exist"
 }
 
+# root.path: the container sees the bundle's whole root (its top names
+# beyond moat's own layout), read-only; a symlink there is made again and
+# read inside the container, never followed out of the tree on the host
+t_whole_root() {
+	need_busybox
+	local r="$T_OUT/wroot" out
+	rm -rf "$r"
+	make_rootfs "$r"
+	printf '#!/bin/sh\necho top ran\n' >"$r/runtimetest"
+	chmod 755 "$r/runtimetest"
+	mkdir "$r/srv"
+	echo data >"$r/srv/f"
+	ln -s srv "$r/link"
+	echo secret >"$T_OUT/outside"
+	ln -s "$T_OUT/outside" "$r/esc"
+	# positive control: the escape symlink does reach the file on the host
+	assert_eq secret "$(cat "$r/esc")" "control: the symlink leads out of the tree on the host"
+	bundle wb '["sh", "-c", "/runtimetest; cat /srv/f /link/f; cat /esc || echo esc-missing; touch /srv/x 2>&1 || true; touch /runtimetest 2>&1 || true"]' \
+		".root.path = \"$r\""
+	oci create --bundle wb w1 </dev/null >out 2>&1 || { cat out; fail "create"; }
+	oci start w1
+	for _ in $(seq 100); do [ "$(oci state w1 | jq -r .status)" = stopped ] && break; sleep 0.1; done
+	out=$(cat out)
+	oci delete w1
+	assert_contains "$out" "top ran" "a file at the top of root.path runs"
+	assert_contains "$out" "data" "a directory at the top of root.path"
+	assert_eq 2 "$(grep -c '^data$' out)" "a top symlink made again, read inside the container"
+	assert_contains "$out" "esc-missing" "a symlink out of the tree leads nowhere inside"
+	assert_not_contains "$out" "secret" "nothing outside root.path is read"
+	assert_contains "$out" "/srv/x: Read-only file system" "the bundle's directories are read-only"
+	assert_contains "$out" "/runtimetest: Read-only file system" "its files too"
+	[ ! -e "$r/srv/x" ] || fail "a write reached the bundle"
+	# a top name moat could not show as it is: refused by name (the control
+	# above is the same root without it)
+	touch "$r/bad name"
+	bundle wb2 '["true"]' ".root.path = \"$r\""
+	if oci create --bundle wb2 w2 </dev/null 2>err; then
+		oci delete --force w2
+		fail "a top name with a space was accepted"
+	fi
+	assert_contains "$(cat err)" "root.path" "the message names root.path"
+	[ ! -e "$ROOT/w2" ] || fail "a refused create left state"
+	# the bound: 64 names at the top beyond moat's own (64 pass, 65 fail)
+	rm "$r/bad name"
+	local i n
+	n=$(find "$r" -mindepth 1 -maxdepth 1 ! -name bin ! -name etc ! -name tmp | wc -l)
+	for i in $(seq $((64 - n))); do mkdir "$r/d$i"; done
+	oci create --bundle wb2 w3 </dev/null >/dev/null 2>err || { cat err; fail "64 names refused"; }
+	oci delete --force w3
+	mkdir "$r/d65"
+	if oci create --bundle wb2 w4 </dev/null 2>err; then
+		oci delete --force w4
+		fail "65 names at the top were accepted"
+	fi
+	assert_contains "$(cat err)" "more than 64 names" "the message gives the bound"
+}
+
 # a process that exists and is not a zombie
 alive() { [ -r "/proc/$1/stat" ] && ! awk '{exit $3 == "Z" ? 0 : 1}' "/proc/$1/stat" 2>/dev/null; }
 
@@ -823,6 +880,7 @@ EOF
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
+run_test "root.path: the bundle's whole root, read-only, symlinks kept inside" t_whole_root
 run_test "exec --process (foreground and --detach --pid-file), same files, same user" t_exec
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields

@@ -606,3 +606,48 @@ TEST(plan_seccomp_opts_compile)
 	free(pl);
 	moat_policy_free(p);
 }
+
+/* The OCI runtime's top names of --rootfs (docs/OCI.md "root.path"): each a
+ * read-only bind beneath the rootfs, a symlink made again, missing skipped;
+ * without --rootfs none (the host's root is never listed). */
+TEST(plan_rootfs_top_names)
+{
+	static const struct opt o[] = {{"--rootfs", "/srv/b"}, {NULL, NULL}};
+	struct moat_policy *p = policy_with(o);
+	static char name0[] = "runtimetest", name1[] = "srv";
+	char *names[] = {name0, name1};
+	p->rootfs_top = names;
+	p->n_rootfs_top = 2;
+	struct moat_plan *pl = plan_of(p);
+	unsigned seen = 0;
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		if (!s->dest || (!streq(s->dest, "/runtimetest") && !streq(s->dest, "/srv")))
+			continue;
+		seen++;
+		ASSERT_EQ(s->op, MOAT_STEP_BIND);
+		ASSERT_STREQ(s->src, streq(s->dest, "/srv") ? "/srv/b/srv" : "/srv/b/runtimetest");
+		ASSERT_EQ(s->flags &
+				  (MOAT_STEPF_RO | MOAT_STEPF_SYSROOT | MOAT_STEPF_MIRROR_LINK |
+				   MOAT_STEPF_OPTIONAL | MOAT_STEPF_WRITABLE),
+			  MOAT_STEPF_RO | MOAT_STEPF_SYSROOT | MOAT_STEPF_MIRROR_LINK |
+				  MOAT_STEPF_OPTIONAL);
+	}
+	ASSERT_EQ(seen, 2u);
+	free(pl);
+	p->rootfs_top = NULL;
+	p->n_rootfs_top = 0;
+	moat_policy_free(p);
+
+	/* no --rootfs: the names are not used */
+	p = policy_with(o_default);
+	p->rootfs_top = names;
+	p->n_rootfs_top = 2;
+	pl = plan_of(p);
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		ASSERT_TRUE(!pl->steps[i].dest || !streq(pl->steps[i].dest, "/runtimetest"));
+	free(pl);
+	p->rootfs_top = NULL;
+	p->n_rootfs_top = 0;
+	moat_policy_free(p);
+}
