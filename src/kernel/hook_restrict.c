@@ -33,6 +33,12 @@ static int prepare_landlock(struct moat_init *sb)
 		const struct moat_plan_landlock_rule *r = &l->rules[i];
 		if (r->optional && access(r->path, F_OK) < 0)
 			continue;
+		/* a tree of the writable root that is a symlink or a file is no
+		 * writable area (a link made again, a read-only bind) */
+		if (r->writable && r->step >= 0 &&
+		    (sb->plan->steps[r->step].flags & MOAT_STEPF_ROOT_LAYER) &&
+		    sb->step_type[r->step] != S_IFDIR)
+			continue;
 		enum moat_landlock_kind kind = MOAT_LANDLOCK_KIND_DIR;
 		if (r->step >= 0) {
 			unsigned t = sb->step_type[r->step];

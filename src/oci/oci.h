@@ -24,6 +24,8 @@
  *   "ann"  -     key   value    the annotations (state reports them)
  *   "pol"  field name  -        run.moat.policy: a policy file's name
  *   "log"  field name  -        run.moat.log: the audit log's name
+ *   "rrw"  field size  -        root.readonly false: a writable root, its
+ *                               upper layers' size ("" : --disk)
  *   "netns" field path -        linux.namespaces[i].path (network only):
  *                               the egress proxy's upstream namespace
  *   "err"  field text  -        the first field moat cannot honour

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "oci/oci.h"
+#include "shared/parse.h"
 #include "shared/macro.h"
 
 #define MAX_ARGS 1024
@@ -26,6 +27,7 @@ struct ctx {
 	struct moat_oci_recs *r;
 	const char *bundle;
 	bool root_ro_ok; /* run.moat.root-readonly: the caller accepts a read-only root */
+	const char *root_size; /* run.moat.root-size: the writable root's bytes */
 	int k;
 };
 
@@ -163,6 +165,22 @@ static int list_opt(struct ctx *c, const char *field, const char *name, const ch
 	return 0;
 }
 
+/* run.moat.root-size: the writable root's upper layers (docs/OCI.md
+ * "root.readonly"), a size as --tmpfs takes it, from 1M (a smaller tmpfs
+ * holds no copied-up library) to 16T. */
+static int root_size(struct ctx *c, const char *f, const char *s)
+{
+	uint64_t n;
+	int k = moat_parse_size(s, &n);
+	if (k < 0 || n < (1u << 20) || n > (16ull << 40))
+		return fail(c, f,
+			    "%s: a size from 1M to 16T (a number with an optional unit K, M, "
+			    "G, T, e.g. 512M)",
+			    k == -EINVAL ? "not a size" : "out of range");
+	c->root_size = s;
+	return 0;
+}
+
 static int annotations(struct ctx *c, json_t *a)
 {
 	const char *key;
@@ -222,13 +240,16 @@ static int annotations(struct ctx *c, json_t *a)
 			if (!streq(s, "true"))
 				return fail(c, f, "the only value is \"true\"");
 			c->root_ro_ok = true;
+		} else if (streq(k, "root-size")) {
+			if (root_size(c, f, s) < 0)
+				return -EINVAL;
 		} else if (streq(k, "timeout")) {
 			if (opt(c, f, "--timeout", s) < 0)
 				return c->k;
 		} else
 			return fail(c, f,
 				    "unknown moat annotation (allow-hosts, deny-hosts, log, apply, "
-				    "policy, root-readonly, timeout)");
+				    "policy, root-readonly, root-size, timeout)");
 	}
 	return 0;
 }
@@ -253,14 +274,20 @@ static int root(struct ctx *c, json_t *o)
 	json_t *ro = json_object_get(o, "readonly");
 	if (ro && !json_is_boolean(ro))
 		return fail(c, "root.readonly", "must be a boolean");
-	if (!json_is_true(ro)) {
-		if (!c->root_ro_ok)
-			return fail(c, "root.readonly",
-				    "false is not supported: moat's system directories are "
-				    "read-only (writable: /tmp, the home, tmpfs and rw mounts); "
-				    "set root.readonly (podman --read-only) or the annotation "
-				    "run.moat.root-readonly=true");
+	if (c->root_size && (json_is_true(ro) || c->root_ro_ok))
+		return fail(c, "annotations.run.moat.root-size",
+			    "only for a writable root (root.readonly false, without "
+			    "run.moat.root-readonly)");
+	if (!json_is_true(ro) && c->root_ro_ok) {
 		if (note(c, "root.readonly", "false: the root is read-only nonetheless") < 0)
+			return c->k;
+	} else if (!json_is_true(ro)) {
+		/* writes go to a tmpfs of the container's (run.moat.root-size, else
+		 * --disk), never to the bundle; lost at delete */
+		if (rec(c, "rrw", "root.readonly", c->root_size ? c->root_size : "", NULL) < 0 ||
+		    note(c, "root.readonly",
+			 "false: the root's trees are overlays, writes held in a tmpfs of the "
+			 "container's and lost at delete") < 0)
 			return c->k;
 	}
 	return opt(c, "root.path", "--rootfs", abs);

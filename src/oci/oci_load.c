@@ -33,6 +33,7 @@
 #include "moat/moat.h"
 #include "shared/io.h"
 #include "shared/macro.h"
+#include "shared/parse.h"
 
 /* Options a record may name (and, for --net, the one value). */
 static const char *const allowed_opts[] = {
@@ -349,6 +350,20 @@ int moat_oci_config_load(struct moat_policy *p, const char *bundle, const char *
 	return root_top(p, err);
 }
 
+/* root.readonly false (docs/OCI.md): the size was checked by the parser
+ * and is checked again here (the records are the child's bytes). */
+static int root_rw(struct moat_policy *p, const char *f, const char *size, const char *what,
+		   struct moat_error *err)
+{
+	uint64_t n = 0;
+	if (*size && (moat_parse_size(size, &n) < 0 || n < (1u << 20) || n > (16ull << 40)))
+		return moat_error_set(err, "oci", EPROTO,
+				      "%s: %s: a size the parser cannot produce", what, f);
+	p->rootfs_rw = true;
+	p->rootfs_rw_size = n;
+	return 0;
+}
+
 /* The records into p (NULL: a process only: its options are the
  * container's, fixed at create, and only uid/gid are kept to compare). */
 static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const char *log_dir,
@@ -431,7 +446,9 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 		} else if (streq(t, "netns")) {
 			snprintf(netns, sizeof(netns), "%s", a);
 			snprintf(netns_field, sizeof(netns_field), "%s", f);
-		} else if (streq(t, "ann"))
+		} else if (streq(t, "rrw") && p)
+			k = root_rw(p, f, a, what, err);
+		else if (streq(t, "ann"))
 			k = json_object_set_new(ann, a, json_string(b)) < 0 ? -ENOMEM : 0;
 	}
 	moat_oci_recs_done(&r);
@@ -470,6 +487,11 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 				   "annotations.run.moat.policy: the policy weakens a layer "
 				   "(net host, allow_syscalls or allow_degraded): refused for a "
 				   "container");
+	/* the writable root's overlays are the namespace backend's steps */
+	if (k >= 0 && p && p->rootfs_rw && p->isolation != MOAT_ISO_PROCESS)
+		k = moat_error_set(err, "oci", EINVAL,
+				   "root.readonly: false (a writable root) only with the process "
+				   "isolation: set root.readonly or run.moat.root-readonly=true");
 	if (k >= 0) {
 		ret->annotations_json = json_dumps(ann, JSON_COMPACT | JSON_SORT_KEYS);
 		if (!ret->annotations_json)

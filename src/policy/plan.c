@@ -75,6 +75,31 @@ static const char *arena_join(struct moat_plan *pl, const char *x, const char *y
 	return r;
 }
 
+/* One tree of the root (a system directory, or a name at the top of
+ * --rootfs): bound read-only, or with a writable root (OCI root.readonly
+ * false) an overlay over the same source whose upper layer is in the
+ * MOAT_STEP_UPPER tmpfs. Either way a symlink is made again, a missing
+ * source skipped; nothing of the source is ever written. */
+static int root_tree(struct moat_plan *pl, const char *src, const char *dest, unsigned sysf,
+		     uint64_t upper)
+{
+	const unsigned f = MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK | sysf;
+	if (!src)
+		return -E2BIG;
+	if (!upper)
+		return add(pl,
+			   (struct moat_step){.op = MOAT_STEP_BIND,
+					      .src = src,
+					      .dest = dest,
+					      .flags = f | MOAT_STEPF_RO});
+	return add(pl,
+		   (struct moat_step){.op = MOAT_STEP_OVERLAY,
+				      .src = src,
+				      .dest = dest,
+				      .size = upper,
+				      .flags = f | MOAT_STEPF_WRITABLE | MOAT_STEPF_ROOT_LAYER});
+}
+
 int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 {
 	const char *sys = p->rootfs ? p->rootfs : p->image_root ? p->image_root : "";
@@ -95,15 +120,20 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	} while (0)
 #define SYS(path) (*sys ? arena_join(pl, sys, path) : (path))
 
+	/* 0: a read-only root; else the writable root's upper layers' bytes */
+	const uint64_t rw = !p->rootfs || !p->rootfs_rw ? 0
+		: p->rootfs_rw_size			? p->rootfs_rw_size
+							: p->disk;
+	if (rw)
+		ADD(.op = MOAT_STEP_UPPER, .dest = MOAT_PLAN_ROOT_UPPER, .size = rw, .mode = 0755);
 	for (size_t i = 0; i < ELEMENTSOF(system_dirs); i++)
-		ADD(.op = MOAT_STEP_BIND, .src = SYS(system_dirs[i]), .dest = system_dirs[i],
-		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK | sysf);
+		if ((r = root_tree(pl, SYS(system_dirs[i]), system_dirs[i], sysf, rw)) < 0)
+			return r;
 	if (*sys)
 		for (size_t i = 0; i < ELEMENTSOF(rootfs_extra_dirs); i++)
-			ADD(.op = MOAT_STEP_BIND, .src = SYS(rootfs_extra_dirs[i]),
-			    .dest = rootfs_extra_dirs[i],
-			    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK |
-				    sysf);
+			if ((r = root_tree(pl, SYS(rootfs_extra_dirs[i]), rootfs_extra_dirs[i],
+					   sysf, rw)) < 0)
+				return r;
 	/* the OCI bundle's other top names (/runtimetest, /srv, ...): read-only,
 	 * a symlink made again (its target is read inside the sandbox) */
 	for (unsigned i = 0; *sys && i < p->n_rootfs_top; i++) {
@@ -111,8 +141,8 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 		const char *src = dest ? arena_join(pl, sys, dest) : NULL;
 		if (!src)
 			return -E2BIG;
-		ADD(.op = MOAT_STEP_BIND, .src = src, .dest = dest,
-		    .flags = MOAT_STEPF_RO | MOAT_STEPF_OPTIONAL | MOAT_STEPF_MIRROR_LINK | sysf);
+		if ((r = root_tree(pl, src, dest, sysf, rw)) < 0)
+			return r;
 	}
 	/* an image's other top directories (/srv, /app, ...): read-only too */
 	for (unsigned i = 0; p->image_root && i < p->n_image_dirs; i++) {
@@ -274,7 +304,7 @@ const char *moat_step_op_name(enum moat_step_op op)
 		[MOAT_STEP_MQUEUE] = "mqueue",	 [MOAT_STEP_SYMLINK] = "symlink",
 		[MOAT_STEP_MKDIR] = "mkdir",	 [MOAT_STEP_FILE] = "file",
 		[MOAT_STEP_HIDE] = "hide",	 [MOAT_STEP_READONLY] = "readonly",
-		[MOAT_STEP_OVERLAY] = "overlay",
+		[MOAT_STEP_OVERLAY] = "overlay", [MOAT_STEP_UPPER] = "upper",
 	};
 	return (size_t)op < ELEMENTSOF(names) && names[op] ? names[op] : "?";
 }

@@ -37,6 +37,10 @@ enum moat_step_op {
 	MOAT_STEP_HIDE, /* empty read-only file or directory over `dest` */
 	MOAT_STEP_READONLY, /* make the mount at `dest` read-only (not recursive) */
 	MOAT_STEP_OVERLAY, /* overlay: lower = host `src`, upper on tmpfs, at `dest` */
+	/* the writable root's tmpfs (`size`) at `dest`, which holds the upper
+	 * layers of the MOAT_STEPF_ROOT_LAYER overlays after it; detached from
+	 * the root once the plan is applied (the overlays keep it) */
+	MOAT_STEP_UPPER,
 };
 
 enum moat_step_flag {
@@ -56,6 +60,10 @@ enum moat_step_flag {
 	 * the supervisor fills it; moat_plan_check_runtime() refuses a run where
 	 * it is still missing */
 	MOAT_STEPF_RUNTIME = 1u << 11,
+	/* an overlay of the writable root (OCI root.readonly false): its upper
+	 * layer in the MOAT_STEP_UPPER tmpfs, no fd handed to the supervisor;
+	 * a source that is not a directory is bound read-only instead */
+	MOAT_STEPF_ROOT_LAYER = 1u << 12,
 };
 
 struct moat_step {
@@ -82,6 +90,10 @@ struct moat_step {
 
 /* Where the sandbox's CA bundle (system roots + the per-run CA) is bound. */
 #define MOAT_PLAN_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+
+/* The writable root's staging tmpfs (MOAT_STEP_UPPER) in the new root while
+ * it is assembled; gone from it before the command starts. */
+#define MOAT_PLAN_ROOT_UPPER "/.moat-root"
 
 /* Identity: who the command is inside, and in which namespaces. */
 struct moat_plan_identity {

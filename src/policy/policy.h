@@ -154,6 +154,12 @@ struct moat_policy {
 	 * again); listed by moat_oci_config_load(), never by a key or flag */
 	char **rootfs_top;
 	unsigned n_rootfs_top;
+	/* the OCI runtime's root.readonly false (docs/OCI.md "root.readonly"):
+	 * each of those trees (and moat's system directories from --rootfs) is
+	 * an overlay whose upper layers share one tmpfs of rootfs_rw_size
+	 * bytes (0: --disk); set by moat_oci_config_load() only */
+	bool rootfs_rw;
+	uint64_t rootfs_rw_size;
 	/* --image (docs/IMAGES.md): the image's path; its unpacked root,
 	 * digest and top directories are set by moat_policy_image_defaults()
 	 * from the opened image, never by a key or flag */

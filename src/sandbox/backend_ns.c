@@ -349,6 +349,60 @@ static int prepare_idmapped(struct moat_run *r)
 	return 0;
 }
 
+/* Root mode with a writable root (OCI root.readonly false): each tree's
+ * lower layer is an idmapped clone in which the tree's owner (the bundle's,
+ * host root for an engine's) is the sandbox user, as the invoker's own
+ * files are when moat runs unprivileged. Without it the tree shows as
+ * nobody's: the sandbox user can add names only at the overlay's top and
+ * copy-up cannot give a file its owner (measured: docs/OCI.md). Files of
+ * other owners stay nobody's. One id mapping per owner. */
+static int prepare_root_idmapped(struct moat_run *r)
+{
+	const struct moat_plan *pl = r->plan;
+	_cleanup_close_ int uns = -1;
+	uid_t uns_uid = 0;
+	gid_t uns_gid = 0;
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		if (s->op != MOAT_STEP_OVERLAY || !(s->flags & MOAT_STEPF_ROOT_LAYER))
+			continue;
+		_cleanup_close_ int src =
+			moat_sandbox_open_source(s, NULL, r->sb.rootfs_fd, pl->sysroot);
+		struct stat st;
+		if (src == -ENOENT && (s->flags & MOAT_STEPF_OPTIONAL))
+			continue;
+		if (src < 0 || fstat(src, &st) < 0)
+			return moat_error_set(r->err, "mount", src < 0 ? -src : errno,
+					      "root.path: cannot open %s", s->src);
+		if (!S_ISDIR(st.st_mode))
+			continue; /* a symlink made again, a file bound read-only */
+		if (uns < 0 || uns_uid != st.st_uid || uns_gid != st.st_gid) {
+			uns = safe_close(uns);
+			int k = idmap_userns(r, st.st_uid, st.st_gid, &uns);
+			if (k < 0)
+				return moat_error_set(r->err, "mount", -k,
+						      "cannot create the id mapping for %s: %s",
+						      s->src, strerror(-k));
+			uns_uid = st.st_uid;
+			uns_gid = st.st_gid;
+		}
+		int tree = (int)open_tree(src, "",
+					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (tree < 0)
+			return moat_error_set(r->err, "mount", errno,
+					      "cannot clone mount of %s: %s", s->src,
+					      strerror(errno));
+		r->sb.premounted[i] = tree;
+		struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)uns};
+		if (mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0)
+			return moat_error_set(r->err, "mount", errno,
+					      "cannot make an idmapped mount of %s (owner %u shown "
+					      "as the sandbox user): %s",
+					      s->src, (unsigned)st.st_uid, strerror(errno));
+	}
+	return 0;
+}
+
 int moat_backend_ns_idmapped(struct moat_run *r)
 {
 	return prepare_idmapped(r);
@@ -581,7 +635,8 @@ static int ns_start(struct moat_run *r)
 	if (moat_plan_check_runtime(r->plan) < 0)
 		return moat_error_set(r->err, "plan", EPROTO,
 				      "a plan step's source was not made before clone");
-	if (r->sb.root_mode && (k = prepare_idmapped(r)) < 0)
+	if (r->sb.root_mode &&
+	    ((k = prepare_idmapped(r)) < 0 || (k = prepare_root_idmapped(r)) < 0))
 		return k;
 	moat_test_stall("prepared");
 

@@ -591,6 +591,75 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 	rmdir(base);
 }
 
+/* The writable root's tmpfs (MOAT_STEP_UPPER, OCI root.readonly false):
+ * mounted in the new root while it is assembled, owned by the sandbox user
+ * (its upper layers are the user's files), bounded by the step's size;
+ * detached by root_upper_detach() once the overlays hold it. */
+static bool root_upper_mounted;
+
+static void do_upper(const struct moat_step *s, int idx)
+{
+	char opts[96];
+	if (mkdir(NEWROOT MOAT_PLAN_ROOT_UPPER, 0700) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create %s", s->dest);
+	snprintf(opts, sizeof(opts), "mode=0700,size=%llu,uid=%u,gid=%u",
+		 (unsigned long long)s->size, (unsigned)g_sb->plan->id.uid,
+		 (unsigned)g_sb->plan->id.gid);
+	if (mount("tmpfs", NEWROOT MOAT_PLAN_ROOT_UPPER, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount the writable root's tmpfs");
+	walk_mounted(MOAT_PLAN_ROOT_UPPER);
+	root_upper_mounted = true;
+}
+
+static void root_upper_detach(void)
+{
+	if (!root_upper_mounted)
+		return;
+	if (umount2(NEWROOT MOAT_PLAN_ROOT_UPPER, MNT_DETACH) < 0 ||
+	    rmdir(NEWROOT MOAT_PLAN_ROOT_UPPER) < 0)
+		die(MOAT_STAGE_MOUNT, errno, -1, "cannot detach the writable root's tmpfs");
+	root_upper_mounted = false;
+}
+
+/* One tree of the writable root: lower = the source's mount (a clone, made
+ * read-only, nosuid, nodev; idmapped in root mode by the supervisor so that
+ * the tree's owner is the sandbox user and copy-up can give it its owner),
+ * upper and work in the root's tmpfs under the step's index. The upper
+ * directory takes the lower root's mode (the overlay's root shows the
+ * upper's). Nothing is written to the source: the lower is read-only. */
+static void do_root_overlay(const struct moat_step *s, int idx, int srcfd, const struct stat *st)
+{
+	char dir[96], lowerp[128], opts[512], target[32];
+	if (!root_upper_mounted)
+		die(MOAT_STAGE_MOUNT, EINVAL, idx, "the writable root's tmpfs is missing");
+	snprintf(dir, sizeof(dir), NEWROOT MOAT_PLAN_ROOT_UPPER "/%d", idx);
+	int d = -1;
+	if (mkdir(dir, 0700) < 0 || (d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    mkdirat(d, "l", 0700) < 0 || mkdirat(d, "u", st->st_mode & 0777) < 0 ||
+	    mkdirat(d, "w", 0700) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create the layers of %s", s->dest);
+	close(d);
+	int tree = g_sb->premounted[idx];
+	if (tree < 0)
+		tree = (int)open_tree(srcfd, "",
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	struct mount_attr ma = {.attr_set =
+					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	snprintf(lowerp, sizeof(lowerp), "%s/l", dir);
+	int lower = open(lowerp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (tree < 0 || lower < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
+	    move_mount(tree, "", lower, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot attach the lower layer %s", s->src);
+	close(lower);
+	close(tree);
+	int mp = walk_mountpoint(s->dest, 0755, idx);
+	snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", dir, dir,
+		 dir);
+	if (mount("overlay", fd_path(target, mp), "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot mount the overlay over %s", s->dest);
+	walk_mounted(s->dest);
+}
+
 static int srcfd[MOAT_PLAN_MAX_STEPS];
 
 /* The root of the writable tmpfs step idx just mounted, as O_PATH (through
@@ -695,6 +764,32 @@ static void close_sources(void)
 	}
 }
 
+/* A MOAT_STEPF_ROOT_LAYER step: what its source is decides (as for a
+ * bind): missing and optional, nothing; a symlink, made again; a file,
+ * bound read-only (an overlay is of a directory); a directory, an overlay. */
+static void root_layer(const struct moat_step *s, int idx, struct stat *st)
+{
+	int fd = g_sb->premounted[idx] >= 0 ? g_sb->premounted[idx] : srcfd[idx];
+	if (fd < 0)
+		return;
+	if (fstat(fd, st) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot stat %s", s->src);
+	g_sb->step_type[idx] = st->st_mode & S_IFMT;
+	if (S_ISLNK(st->st_mode)) {
+		char target[MOAT_MAX_PATH];
+		ssize_t n = readlinkat(fd, "", target, sizeof(target) - 1);
+		if (n < 0)
+			die(MOAT_STAGE_MOUNT, errno, idx, "cannot read link %s", s->src);
+		target[n] = 0;
+		do_symlink(target, s->dest, idx);
+	} else if (!S_ISDIR(st->st_mode)) {
+		struct moat_step ro = *s;
+		ro.flags = (s->flags & ~MOAT_STEPF_WRITABLE) | MOAT_STEPF_RO;
+		do_bind(&ro, idx, fd, st);
+	} else
+		do_root_overlay(s, idx, fd, st);
+}
+
 /* Phase 2, as the sandbox user with the namespace's capabilities. */
 static void apply_plan(void)
 {
@@ -739,7 +834,14 @@ static void apply_plan(void)
 			break;
 		}
 		case MOAT_STEP_OVERLAY:
-			do_overlay(s, idx, srcfd[i]);
+			if (!(s->flags & MOAT_STEPF_ROOT_LAYER)) {
+				do_overlay(s, idx, srcfd[i]);
+				break;
+			}
+			root_layer(s, idx, &st);
+			break;
+		case MOAT_STEP_UPPER:
+			do_upper(s, idx);
 			break;
 		case MOAT_STEP_TMPFS:
 			do_tmpfs(s, idx);
@@ -785,11 +887,13 @@ static void apply_plan(void)
 			do_readonly(s, idx);
 			break;
 		}
-		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_OVERLAY ||
+		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_UPPER ||
+		    (s->op == MOAT_STEP_OVERLAY && !(s->flags & MOAT_STEPF_ROOT_LAYER)) ||
 		    s->op == MOAT_STEP_PROC || s->op == MOAT_STEP_DEVPTS ||
 		    s->op == MOAT_STEP_MKDIR)
 			g_sb->step_type[i] = S_IFDIR;
 	}
+	root_upper_detach();
 	walk_drop(0);
 	self_fds = safe_close(self_fds);
 	close_sources();
