@@ -53,11 +53,31 @@ static int import(int argc, char **argv)
 	return 0;
 }
 
+/* `moat policy show --bundle DIR [OPTIONS]`: the policy and plan an OCI
+ * bundle's config.json gives (docs/OCI.md), the options on top. No run.moat.log
+ * (no log directory here). */
+static int show_bundle(struct moat_policy *p, int argc, char **argv, int *i)
+{
+	if (*i + 1 >= argc || strcmp(argv[*i], "--bundle") != 0)
+		return 0;
+	struct moat_oci_process pr;
+	struct moat_error e = {0};
+	int k = moat_oci_config_load(p, argv[*i + 1], NULL, &pr, &e);
+	moat_oci_process_done(&pr);
+	if (k < 0) {
+		moat_cli_print_error(&e);
+		return k;
+	}
+	*i += 2;
+	return 0;
+}
+
 int moat_cli_policy(int argc, char **argv)
 {
 	struct moat_error err = {0};
 	if (argc < 2) {
-		fprintf(stderr, "usage: moat policy check FILE | moat policy show [OPTIONS]\n");
+		fprintf(stderr,
+			"usage: moat policy check FILE | moat policy show [--bundle DIR] [OPTIONS]\n");
 		return MOAT_EXIT_USAGE;
 	}
 	struct moat_policy *p = moat_policy_new();
@@ -79,8 +99,10 @@ int moat_cli_policy(int argc, char **argv)
 		int i = 2, ik = 0;
 		char *json = NULL, *plan = NULL;
 		struct moat_image *img = NULL;
-		if (moat_cli_parse_policy_options(p, argc, argv, &i, "policy show") < 0 ||
-		    moat_policy_validate(p, &err) < 0) {
+		if (show_bundle(p, argc, argv, &i) < 0)
+			rc = MOAT_EXIT_USAGE;
+		else if (moat_cli_parse_policy_options(p, argc, argv, &i, "policy show") < 0 ||
+			 moat_policy_validate(p, &err) < 0) {
 			if (err.message[0])
 				moat_cli_print_error(&err);
 			rc = MOAT_EXIT_USAGE;

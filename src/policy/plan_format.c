@@ -57,10 +57,18 @@ static void format_mounts(FILE *f, const struct moat_plan *pl)
 			fprintf(f, " <- %s", s->src);
 		else if (s->flags & MOAT_STEPF_RUNTIME)
 			fprintf(f, " <- (made at run time)");
-		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_OVERLAY) {
+		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_UPPER ||
+		    (s->op == MOAT_STEP_OVERLAY && !(s->flags & MOAT_STEPF_ROOT_LAYER))) {
 			fputs(" size=", f);
 			put_size(f, s->size);
 		}
+		if (s->op == MOAT_STEP_UPPER)
+			fputs(" nosuid,nodev (the writable root's upper layers, detached once "
+			      "assembled)",
+			      f);
+		if (s->flags & MOAT_STEPF_ROOT_LAYER)
+			fputs(" nosuid,nodev (upper in " MOAT_PLAN_ROOT_UPPER ", lower read-only)",
+			      f);
 		if (s->op == MOAT_STEP_TMPFS || s->op == MOAT_STEP_MKDIR || s->op == MOAT_STEP_FILE)
 			fprintf(f, " mode=%04o", s->mode);
 		if (s->op == MOAT_STEP_BIND || s->op == MOAT_STEP_OVERLAY)
