@@ -140,6 +140,69 @@ t_whole_root() {
 	assert_contains "$(cat err)" "more than 64 names" "the message gives the bound"
 }
 
+# tree_sum DIR: every name, mode, owner, size and content of DIR, hashed
+tree_sum() {
+	(cd "$1" && find . -printf '%p %m %U:%G %s %y %l\n' | LC_ALL=C sort &&
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat) | md5sum
+}
+
+# root.readonly false (issue 16, docs/OCI.md): the bundle's trees are
+# overlays, writes land in a tmpfs of the container's (run.moat.root-size),
+# the bundle is never written, nothing is left on the host after delete;
+# no new name at /, and the size bound gives ENOSPC inside
+t_writable_root() {
+	need_busybox
+	local r="$T_OUT/rwroot" out before mark
+	rm -rf "$r"
+	make_rootfs "$r"
+	mkdir -p "$r/usr/sub" "$r/srv"
+	echo data >"$r/srv/f"
+	before=$(tree_sum "$r")
+	mark="moat-rw-$$-$RANDOM"
+	# the marker is written to files only (never printed, and in two halves
+	# in process.args, which the audit stream records): a file left on the
+	# host with it is found below
+	bundle rwb '["sh", "-c", "m=$1$2; echo $m >/usr/x && echo usr-ok; echo $m >/srv/x && echo srv-ok; echo $m >>/srv/f && grep -q data /srv/f && echo append-ok; echo $m >/usr/sub/y && echo sub-ok; echo $m >/bin/z && echo bin-ok; mkdir /newdir 2>&1; echo $m >/newfile 2>&1; dd if=/dev/zero of=/srv/big bs=1M count=3 2>&1", "sh", "moat-rw-", "'"${mark#moat-rw-}"'"]' \
+		".root.path = \"$r\" | .root.readonly = false | .annotations[\"run.moat.root-size\"] = \"2M\""
+	touch "$T_OUT/rw.stamp"
+	oci create --bundle rwb rw1 </dev/null >out 2>&1 || { cat out; fail "create"; }
+	oci start rw1
+	for _ in $(seq 100); do [ "$(oci state rw1 | jq -r .status)" = stopped ] && break; sleep 0.1; done
+	out=$(cat out)
+	oci delete rw1
+	for w in usr srv append sub bin; do
+		assert_contains "$out" "$w-ok" "a write to the root ($w)"
+	done
+	assert_contains "$out" "'/newdir': Read-only file system" "no new directory at /"
+	assert_contains "$out" "create /newfile: Read-only file system" "no new file at /"
+	assert_not_contains "$out" "$mark" "(the marker is never printed)"
+	assert_contains "$out" "No space left on device" "more than run.moat.root-size: ENOSPC inside"
+	assert_eq "$before" "$(tree_sum "$r")" "the bundle is unchanged"
+	[ ! -e "$ROOT/rw1" ] || fail "delete left the state directory"
+	# nothing the container wrote is on the host: no file made since the
+	# start holds the marker (the state directory, /tmp, the test's)
+	# (positive control: a file of the test's own with the marker is found)
+	local left
+	echo "$mark" >"$T_OUT/ctl.mark"
+	left=$(find /tmp "$T_OUT" "$ROOT" -xdev -type f -newer "$T_OUT/rw.stamp" -size -4M \
+		-print0 2>/dev/null | xargs -0 -r grep -l "$mark" 2>/dev/null || true)
+	assert_eq "$T_OUT/ctl.mark" "$left" "no file with the container's writes left on the host"
+	rm "$T_OUT/ctl.mark"
+	# the plan shows the overlays and their tmpfs
+	"$MOAT" policy show --bundle rwb >plan 2>&1 || { cat plan; fail "policy show --bundle"; }
+	assert_contains "$(cat plan)" "upper    /.moat-root size=2.0 MiB" "the plan's upper step"
+	assert_contains "$(cat plan)" "overlay  /srv <- $r/srv" "the plan's overlay of /srv"
+	# run.moat.root-readonly=true keeps its meaning: a read-only root
+	bundle rwb2 '["sh", "-c", "echo x >/srv/x 2>&1; true"]' \
+		".root.path = \"$r\" | .root.readonly = false | .annotations[\"run.moat.root-readonly\"] = \"true\""
+	oci create --bundle rwb2 rw2 </dev/null >out 2>&1 || { cat out; fail "create (root-readonly)"; }
+	oci start rw2
+	for _ in $(seq 100); do [ "$(oci state rw2 | jq -r .status)" = stopped ] && break; sleep 0.1; done
+	assert_contains "$(cat out)" "/srv/x: Read-only file system" "run.moat.root-readonly=true: read-only"
+	oci delete rw2
+	assert_eq "$before" "$(tree_sum "$r")" "the bundle is unchanged (root-readonly)"
+}
+
 # a process that exists and is not a zombie
 alive() { [ -r "/proc/$1/stat" ] && ! awk '{exit $3 == "Z" ? 0 : 1}' "/proc/$1/stat" 2>/dev/null; }
 
@@ -282,7 +345,8 @@ t_refused_fields() {
 	refused 'linux.namespaces[0]' '.linux.namespaces[0].path = "/proc/1/ns/pid"'
 	refused CAP_SYS_ADMIN '.process.capabilities.bounding += ["CAP_SYS_ADMIN"]'
 	refused CAP_NET_ADMIN '.process.capabilities.ambient = ["CAP_NET_ADMIN"]'
-	refused root.readonly '.root.readonly = false'
+	refused annotations.run.moat.root-size '.root.readonly = false | .annotations["run.moat.root-size"] = "512K"'
+	refused annotations.run.moat.root-size '.annotations["run.moat.root-size"] = "2M"'
 	refused annotations.run.moat.bogus '.annotations["run.moat.bogus"] = "1"'
 	refused linux.sysctl '.linux.sysctl = {"net.ipv4.ip_forward": "1"}'
 	refused 'mounts[3]' '.mounts += [{destination: "/x", type: "nfs", source: "h:/x"}]'
@@ -881,6 +945,7 @@ run_test "create/start under a subreaper: pid file, exit status, output, state, 
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
 run_test "root.path: the bundle's whole root, read-only, symlinks kept inside" t_whole_root
+run_test "root.readonly false: writes to the root in a bounded tmpfs, bundle unchanged, no new name at /" t_writable_root
 run_test "exec --process (foreground and --detach --pid-file), same files, same user" t_exec
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
