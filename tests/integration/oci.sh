@@ -185,7 +185,7 @@ t_writable_root() {
 	local left
 	echo "$mark" >"$T_OUT/ctl.mark"
 	left=$(find /tmp "$T_OUT" "$ROOT" -xdev -type f -newer "$T_OUT/rw.stamp" -size -4M \
-		-print0 2>/dev/null | xargs -0 -r grep -l "$mark" 2>/dev/null || true)
+		-print0 2>/dev/null | xargs -0 -r grep -l "$mark" 2>/dev/null | sort -u || true)
 	assert_eq "$T_OUT/ctl.mark" "$left" "no file with the container's writes left on the host"
 	rm "$T_OUT/ctl.mark"
 	# the plan shows the overlays and their tmpfs
