@@ -829,6 +829,25 @@ t_podman() {
 	find /sys/fs/cgroup/*/"$cgp" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 }
 
+# podman without --read-only (root.readonly false): writes to the image's
+# trees succeed and are lost with the container; the image is unchanged
+t_podman_rw() {
+	need_busybox
+	command -v podman >/dev/null || skip "podman is not installed (scripts/deps.sh)"
+	podman_env
+	is_root || trap podman_end_pause EXIT
+	local args=(--rm --pull=never --network=none --user 1000:1000) out
+	is_root && args+=(--cgroups=disabled)
+	out=$(pm run "${args[@]}" localhost/moat-bb:1 sh -c \
+		'echo a >/bin/new && echo bin-ok; echo b >/etc/x 2>&1; mkdir /newdir 2>&1; true' 2>&1)
+	assert_contains "$out" "bin-ok" "podman without --read-only: a write to /bin"
+	assert_contains "$out" "'/newdir': Read-only file system" "no new name at /"
+	assert_contains "$out" "/etc/x: Read-only file system" "moat's /etc stays read-only"
+	out=$(pm run "${args[@]}" localhost/moat-bb:1 sh -c 'cat /bin/new 2>&1 || echo gone' 2>&1)
+	assert_contains "$out" "gone" "the write was lost with the container"
+	is_root || podman_end_pause
+}
+
 # ---- containerd ----------------------------------------------------------------
 
 # A containerd of this test's own (its config, root, state and sockets under
@@ -956,5 +975,6 @@ run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_a
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
 run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli
 run_test "podman --runtime moat: run, exit codes, -d/exec/logs/stop/rm, -t, limits" t_podman
+run_test "podman without --read-only: a writable root, lost with the container" t_podman_rw
 run_test "containerd (ctr, runc shim with moat's binary): run, exit codes, exec, ps, kill, delete (root)" t_containerd
 t_done
