@@ -201,6 +201,9 @@ t_writable_root() {
 	assert_contains "$(cat out)" "/srv/x: Read-only file system" "run.moat.root-readonly=true: read-only"
 	oci delete rw2
 	assert_eq "$before" "$(tree_sum "$r")" "the bundle is unchanged (root-readonly)"
+	# positive control: a change to the bundle changes its sum
+	echo x >>"$r/srv/f"
+	[ "$before" != "$(tree_sum "$r")" ] || fail "control: tree_sum misses a change"
 }
 
 # a process that exists and is not a zombie
