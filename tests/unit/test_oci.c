@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -323,4 +324,39 @@ TEST(oci_oom_score_adj_clone3_spec_1_3)
 		  -EINVAL);
 	ASSERT_STREQ(err_field(&r), "linux.netDevices");
 	moat_oci_recs_done(&r);
+}
+
+/* root.readonly false: a record for a writable root with the annotation's
+ * size (or none: --disk); a bad size, or a size with a read-only root, is
+ * an error naming the annotation; run.moat.root-readonly keeps a read-only
+ * root (a note, no record). */
+TEST(oci_root_writable)
+{
+	struct moat_oci_recs r;
+#define RW_BASE \
+	"\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\",\"readonly\":false}," \
+	"\"process\":{\"user\":{\"uid\":1000,\"gid\":1000},\"args\":[\"sh\"],\"cwd\":\"/\"}"
+	ASSERT_EQ(parse("{" RW_BASE "}", &r), 0);
+	ASSERT_TRUE(has(&r, "rrw", "", NULL));
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{" RW_BASE ",\"annotations\":{\"run.moat.root-size\":\"64M\"}}", &r), 0);
+	ASSERT_TRUE(has(&r, "rrw", "64M", NULL));
+	moat_oci_recs_done(&r);
+	static const char *const bad[] = {"512K", "1x", "", "17T"};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		char js[512];
+		snprintf(js, sizeof(js), "{" RW_BASE ",\"annotations\":{\"run.moat.root-size\":\"%s\"}}",
+			 bad[i]);
+		ASSERT_EQ(parse(js, &r), -EINVAL);
+		ASSERT_STREQ(err_field(&r), "annotations.run.moat.root-size");
+		moat_oci_recs_done(&r);
+	}
+	ASSERT_EQ(parse("{" BASE ",\"annotations\":{\"run.moat.root-size\":\"2M\"}}", &r), -EINVAL);
+	ASSERT_STREQ(err_field(&r), "annotations.run.moat.root-size");
+	moat_oci_recs_done(&r);
+	ASSERT_EQ(parse("{" RW_BASE ",\"annotations\":{\"run.moat.root-readonly\":\"true\"}}", &r),
+		  0);
+	ASSERT_TRUE(!has(&r, "rrw", NULL, NULL));
+	moat_oci_recs_done(&r);
+#undef RW_BASE
 }

@@ -651,3 +651,57 @@ TEST(plan_rootfs_top_names)
 	p->n_rootfs_top = 0;
 	moat_policy_free(p);
 }
+
+/* OCI root.readonly false (docs/OCI.md "root.readonly"): one upper step
+ * first (its size run.moat.root-size, else --disk), then each tree of the
+ * root an overlay over the same source, writable for Landlock; "/" itself
+ * stays read-only for Landlock (no new name at the top). */
+TEST(plan_rootfs_writable)
+{
+	static const struct opt o[] = {{"--rootfs", "/srv/b"}, {"--disk", "64M"}, {NULL, NULL}};
+	struct moat_policy *p = policy_with(o);
+	static char name0[] = "srv";
+	char *names[] = {name0};
+	p->rootfs_top = names;
+	p->n_rootfs_top = 1;
+	p->rootfs_rw = true;
+	struct moat_plan *pl = plan_of(p);
+	ASSERT_EQ(pl->steps[0].op, MOAT_STEP_UPPER);
+	ASSERT_STREQ(pl->steps[0].dest, MOAT_PLAN_ROOT_UPPER);
+	ASSERT_EQ(pl->steps[0].size, 64ull << 20);
+	unsigned seen = 0;
+	for (unsigned i = 0; i < pl->n_steps; i++) {
+		const struct moat_step *s = &pl->steps[i];
+		if (!s->dest || (!streq(s->dest, "/usr") && !streq(s->dest, "/srv")))
+			continue;
+		seen++;
+		ASSERT_EQ(s->op, MOAT_STEP_OVERLAY);
+		ASSERT_STREQ(s->src, streq(s->dest, "/srv") ? "/srv/b/srv" : "/srv/b/usr");
+		ASSERT_EQ(s->flags & (MOAT_STEPF_RO | MOAT_STEPF_ROOT_LAYER | MOAT_STEPF_WRITABLE |
+				      MOAT_STEPF_SYSROOT),
+			  MOAT_STEPF_ROOT_LAYER | MOAT_STEPF_WRITABLE | MOAT_STEPF_SYSROOT);
+	}
+	ASSERT_EQ(seen, 2u);
+	ASSERT_STREQ(pl->landlock.rules[0].path, "/");
+	ASSERT_TRUE(!pl->landlock.rules[0].writable);
+	/* /etc stays moat's own, read-only: no writable rule for it */
+	for (unsigned i = 0; i < pl->landlock.n_rules; i++)
+		ASSERT_TRUE(!streq(pl->landlock.rules[i].path, "/etc") ||
+			    !pl->landlock.rules[i].writable);
+	free(pl);
+	/* run.moat.root-size over --disk */
+	p->rootfs_rw_size = 2u << 20;
+	pl = plan_of(p);
+	ASSERT_EQ(pl->steps[0].size, 2ull << 20);
+	free(pl);
+	/* read-only (the default): no upper step, binds */
+	p->rootfs_rw = false;
+	pl = plan_of(p);
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		ASSERT_TRUE(pl->steps[i].op != MOAT_STEP_UPPER &&
+			    !(pl->steps[i].flags & MOAT_STEPF_ROOT_LAYER));
+	free(pl);
+	p->rootfs_top = NULL;
+	p->n_rootfs_top = 0;
+	moat_policy_free(p);
+}
