@@ -345,8 +345,8 @@ TEST(oci_root_writable)
 	static const char *const bad[] = {"512K", "1x", "", "17T"};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		char js[512];
-		snprintf(js, sizeof(js), "{" RW_BASE ",\"annotations\":{\"run.moat.root-size\":\"%s\"}}",
-			 bad[i]);
+		snprintf(js, sizeof(js),
+			 "{" RW_BASE ",\"annotations\":{\"run.moat.root-size\":\"%s\"}}", bad[i]);
 		ASSERT_EQ(parse(js, &r), -EINVAL);
 		ASSERT_STREQ(err_field(&r), "annotations.run.moat.root-size");
 		moat_oci_recs_done(&r);

@@ -677,8 +677,9 @@ TEST(plan_rootfs_writable)
 		seen++;
 		ASSERT_EQ(s->op, MOAT_STEP_OVERLAY);
 		ASSERT_STREQ(s->src, streq(s->dest, "/srv") ? "/srv/b/srv" : "/srv/b/usr");
-		ASSERT_EQ(s->flags & (MOAT_STEPF_RO | MOAT_STEPF_ROOT_LAYER | MOAT_STEPF_WRITABLE |
-				      MOAT_STEPF_SYSROOT),
+		ASSERT_EQ(s->flags &
+				  (MOAT_STEPF_RO | MOAT_STEPF_ROOT_LAYER | MOAT_STEPF_WRITABLE |
+				   MOAT_STEPF_SYSROOT),
 			  MOAT_STEPF_ROOT_LAYER | MOAT_STEPF_WRITABLE | MOAT_STEPF_SYSROOT);
 	}
 	ASSERT_EQ(seen, 2u);
