@@ -166,9 +166,14 @@ int moat_pset_cwd(struct moat_policy *p, const char *v, char *why, size_t whylen
 static int set_id(uint32_t *dst, const char *v, char *why, size_t whylen)
 {
 	uint64_t n;
-	if (moat_parse_u64(v, 1, 65533, &n) < 0) {
+	/* 0 is the sandbox's own root: mapped to the sandbox's unprivileged
+	 * host uid like any other, with no capability and locked securebits
+	 * (sandbox.c), so it is root of nothing. 65534 stays refused: it is the
+	 * overflow id that every unmapped host owner shows as. */
+	if (moat_parse_u64(v, 0, 65533, &n) < 0) {
 		snprintf(why, whylen,
-			 "must be a number from 1 to 65533 (never 0: the sandbox has no root)");
+			 "must be a number from 0 to 65533 (65534 is the id unmapped host files "
+			 "show as)");
 		return -EINVAL;
 	}
 	*dst = (uint32_t)n;
