@@ -83,6 +83,46 @@ t_lifecycle() {
 	assert_contains "$(cat err)" "does not exist"
 }
 
+# process.user 0:0 (most images): the container's own root, mapped to the
+# sandbox's unprivileged host uid, no capability, securebits locked (a
+# busybox rootfs, no probe: /proc/self/status only), /root its home
+t_uid0_bundle() {
+	need_busybox
+	local script args
+	# shellcheck disable=SC2016 # expanded in the container
+	script='id -u; id -g; echo "$HOME"
+		grep -E "^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):" /proc/self/status | tr -s "\t " " "
+		awk "{print \$2}" /proc/self/uid_map
+		touch /tmp/x && stat -c %u /tmp/x
+		(echo > /bin/sh) 2>/dev/null || echo RO'
+	args=$(jq -cn --arg s "$script" '["sh", "-c", $s]')
+	bundle b0 "$args" '.process.user = {uid: 0, gid: 0}'
+	START="$RT --root $ROOT start u0" timeout 60 python3 "$HELPER" reap "$T_OUT/pid0" -- \
+		"$RT" --root "$ROOT" create --bundle b0 --pid-file "$T_OUT/pid0" u0 >log0 2>&1 || true
+	assert_eq "exited 0" "$(cat pid0.status)" "the uid-0 container's exit: $(cat log0)"
+	local out host
+	out=$(cat log0)
+	host=$(sed -n 9p <<<"$out")
+	assert_eq "0
+0
+/root
+CapPrm: 0000000000000000
+CapEff: 0000000000000000
+CapBnd: 0000000000000000
+CapAmb: 0000000000000000
+NoNewPrivs: 1
+$host
+0
+RO" "$out" "the uid-0 container"
+	[ -n "$host" ] && [ "$host" != 0 ] || fail "uid 0 maps to host uid '$host'"
+	if is_root; then
+		[ "$host" -ge 1000000000 ] || fail "root mode: host uid $host is not from moat's range"
+	else
+		assert_eq "$(id -u)" "$host" "unprivileged: uid 0 maps to the caller"
+	fi
+	oci delete u0
+}
+
 # root.path: the container sees the bundle's whole root (its top names
 # beyond moat's own layout), read-only; a symlink there is made again and
 # read inside the container, never followed out of the tree on the host
@@ -277,7 +317,7 @@ t_refused_fields() {
 	bundle ok '["true"]'
 	oci create --bundle ok ctl </dev/null >/dev/null 2>&1 || fail "control: the plain bundle"
 	oci delete --force ctl
-	refused process.user.uid '.process.user.uid = 0'
+	refused process.user.uid '.process.user.uid = 65534'
 	refused hooks '.hooks = {prestart: [{path: "/bin/true"}]}'
 	refused 'linux.namespaces[0]' '.linux.namespaces[0].path = "/proc/1/ns/pid"'
 	refused CAP_SYS_ADMIN '.process.capabilities.bounding += ["CAP_SYS_ADMIN"]'
@@ -880,6 +920,7 @@ EOF
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
+run_test "process.user 0:0: the container's own root, unprivileged on the host, no capabilities" t_uid0_bundle
 run_test "root.path: the bundle's whole root, read-only, symlinks kept inside" t_whole_root
 run_test "exec --process (foreground and --detach --pid-file), same files, same user" t_exec
 run_test "the console socket gets the container's terminal" t_console
