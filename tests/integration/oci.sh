@@ -681,6 +681,15 @@ t_podman_rootless() {
 	# one id mapped: the container's user onto the runtime's uid 0 (the user)
 	assert_eq 1 "$(grep -c '^ *1000 *0 *1$' <<<"$out")" "the container's uid map: $out"
 	[ -d "$XDG_RUNTIME_DIR/moat-oci" ] || fail "the state is not under XDG_RUNTIME_DIR"
+	# no --user: the image's root, mapped onto the runtime's uid 0 (the user)
+	rc=0
+	out=$(pm run --rm --pull=never --read-only --network=none localhost/moat-bb:1 sh -c 'id -u
+		cat /proc/self/uid_map; grep -E "^Cap(Eff|Bnd):" /proc/self/status' 2>&1) || rc=$?
+	assert_eq 0 "$rc" "rootless podman without --user: $out"
+	assert_eq 0 "$(head -n 1 <<<"$out")" "rootless podman without --user: uid 0 inside"
+	assert_eq 1 "$(grep -c '^ *0 *0 *1$' <<<"$out")" "rootless, no --user: the uid map: $out"
+	assert_contains "$out" "CapEff:	0000000000000000" "rootless, no --user: no capability"
+	assert_contains "$out" "CapBnd:	0000000000000000" "rootless, no --user: empty bounding set"
 	# seccomp's denial inside, with its positive control outside (as this
 	# same user, where a user namespace can be made)
 	"$MOAT_PROBES/rt005_userns" >ctl.out 2>&1 || true
@@ -792,10 +801,21 @@ t_podman() {
 		"podman --network ns: the upstream"
 	rm -f "$plog"
 	kill "$holder" 2>/dev/null || true
+	# no --user: the image's root, the container's own (uid 0 mapped to
+	# moat's unprivileged host uid, no capability)
+	out=$(pm run --rm --pull=never --read-only --network=none --cgroup-parent "$cgp" \
+		localhost/moat-bb:1 sh -c 'id -u; grep -E "^Cap(Eff|Bnd):" /proc/self/status
+		awk "{print \$1, \$2}" /proc/self/uid_map' 2>&1) || fail "podman run as root: $out"
+	assert_eq 0 "$(head -n 1 <<<"$out")" "podman without --user: uid 0 inside"
+	assert_contains "$out" "CapEff:	0000000000000000" "podman without --user: no capability"
+	assert_contains "$out" "CapBnd:	0000000000000000" "podman without --user: empty bounding set"
+	local h0
+	h0=$(awk '$1 == 0 {print $2}' <<<"$out")
+	[ -n "$h0" ] && [ "$h0" -ge 1000000000 ] || fail "podman without --user: uid 0 maps to host '$h0'"
 	# a field moat cannot honour: podman reports moat's message
 	if pm run --rm --pull=never --read-only --network=none --cgroup-parent "$cgp" \
-		localhost/moat-bb:1 true 2>err; then
-		fail "podman run as root (uid 0) was accepted"
+		--user 65534 localhost/moat-bb:1 true 2>err; then
+		fail "podman run as uid 65534 was accepted"
 	fi
 	assert_contains "$(cat err)" "process.user.uid"
 	pm rmi -f localhost/moat-bb:1 >/dev/null 2>&1 || true
@@ -906,9 +926,9 @@ EOF
 	c container delete k4
 	[ ! -e "/sys/fs/cgroup/pids/moat/ctd-$$" ] || fail "ctr: the container's cgroup was left"
 	# a refused field: the shim reports moat's message
-	bundle b '["true"]' '.process.user.uid = 0'
+	bundle b '["true"]' '.process.user.uid = 65534'
 	if c run --rm --config b/config.json --runc-binary "$RT" k3 >out 2>&1; then
-		fail "ctr run as uid 0 was accepted"
+		fail "ctr run as uid 65534 was accepted"
 	fi
 	assert_contains "$(cat out)" "process.user.uid"
 	c container delete k3 >/dev/null 2>&1 || true
