@@ -648,12 +648,9 @@ static int process(struct ctx *c, json_t *o)
 		json_t *uid = json_object_get(u, "uid"), *gid = json_object_get(u, "gid");
 		if (!json_is_integer(uid) || !json_is_integer(gid))
 			return fail(c, "process.user", "uid and gid are required integers");
-		if (json_integer_value(uid) == 0 || json_integer_value(gid) == 0)
-			return fail(c,
-				    json_integer_value(uid) == 0 ? "process.user.uid"
-								 : "process.user.gid",
-				    "0: moat runs no process as root, not even a namespace's "
-				    "(give the container a user, e.g. podman --user 1000:1000)");
+		/* 0 is accepted: the container's own root, which moat maps to the
+		 * sandbox's unprivileged host uid with no capability (policy_set.c
+		 * checks the range when the option is applied) */
 		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(uid));
 		if (opt(c, "process.user.uid", "--uid", num) < 0)
 			return c->k;
@@ -673,7 +670,7 @@ static int process(struct ctx *c, json_t *o)
 		if (!empty(json_object_get(u, "username")))
 			return fail(c, "process.user.username", "not supported (Windows only)");
 	} else
-		return fail(c, "process.user", "required (moat runs no process as root)");
+		return fail(c, "process.user", "required (uid and gid)");
 	json_t *nnp = json_object_get(o, "noNewPrivileges");
 	if (nnp && !json_is_boolean(nnp))
 		return fail(c, "process.noNewPrivileges", "must be a boolean");

@@ -111,7 +111,7 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	memset(pl, 0, sizeof(*pl));
 	pl->policy = p;
 	pl->sysroot = sys;
-	snprintf(home, sizeof(home), "/home/%s", p->user);
+	moat_policy_home(p, home, sizeof(home));
 
 #define ADD(...) \
 	do { \
@@ -137,6 +137,9 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	/* the OCI bundle's other top names (/runtimetest, /srv, ...): read-only,
 	 * a symlink made again (its target is read inside the sandbox) */
 	for (unsigned i = 0; *sys && i < p->n_rootfs_top; i++) {
+		/* uid 0: /root is the home, moat's own tmpfs */
+		if (p->uid == 0 && streq(p->rootfs_top[i], "root"))
+			continue;
 		const char *dest = arena_join(pl, "/", p->rootfs_top[i]);
 		const char *src = dest ? arena_join(pl, sys, dest) : NULL;
 		if (!src)
@@ -146,6 +149,8 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 	}
 	/* an image's other top directories (/srv, /app, ...): read-only too */
 	for (unsigned i = 0; p->image_root && i < p->n_image_dirs; i++) {
+		if (p->uid == 0 && streq(p->image_dirs[i], "root"))
+			continue;
 		const char *dest = arena_join(pl, "/", p->image_dirs[i]);
 		const char *src = dest ? arena_join(pl, sys, dest) : NULL;
 		if (!src)
@@ -156,13 +161,24 @@ int moat_plan_build(const struct moat_policy *p, struct moat_plan *pl)
 
 	/* /etc: generated identity files plus the allowlist, read-only with the
 	 * root. */
-	snprintf(pl->passwd, sizeof(pl->passwd),
-		 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-		 "%s:x:%u:%u:%s:%s:/bin/sh\n"
-		 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
-		 p->user, (unsigned)p->uid, (unsigned)p->gid, p->user, home);
-	snprintf(pl->group, sizeof(pl->group), "root:x:0:\n%s:x:%u:\nnogroup:x:65534:\n", p->user,
-		 (unsigned)p->gid);
+	/* uid 0 is the sandbox user itself (named root, home /root); else root
+	 * is only the name of an id no file of the sandbox has */
+	if (p->uid == 0)
+		snprintf(pl->passwd, sizeof(pl->passwd),
+			 "root:x:0:%u:root:/root:/bin/sh\n"
+			 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			 (unsigned)p->gid);
+	else
+		snprintf(pl->passwd, sizeof(pl->passwd),
+			 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+			 "%s:x:%u:%u:%s:%s:/bin/sh\n"
+			 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+			 p->user, (unsigned)p->uid, (unsigned)p->gid, p->user, home);
+	if (p->gid == 0)
+		snprintf(pl->group, sizeof(pl->group), "root:x:0:\nnogroup:x:65534:\n");
+	else
+		snprintf(pl->group, sizeof(pl->group), "root:x:0:\n%s:x:%u:\nnogroup:x:65534:\n",
+			 p->user, (unsigned)p->gid);
 	snprintf(pl->hosts, sizeof(pl->hosts),
 		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
 		 p->hostname);

@@ -19,9 +19,9 @@ static void build_identity(const struct moat_policy *p, struct moat_plan *pl)
 	struct moat_plan_identity *id = &pl->id;
 	id->uid = p->uid;
 	id->gid = p->gid;
-	id->user = p->user;
+	id->user = moat_policy_user_name(p);
 	id->hostname = p->hostname;
-	snprintf(id->home, sizeof(id->home), "/home/%s", p->user);
+	moat_policy_home(p, id->home, sizeof(id->home));
 	id->clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
 	if (p->net != MOAT_NET_HOST)
 		id->clone_flags |= CLONE_NEWNET;

@@ -69,6 +69,19 @@ void moat_policy_secret_clear(struct moat_secret *s)
 	memset(s, 0, sizeof(*s));
 }
 
+const char *moat_policy_user_name(const struct moat_policy *p)
+{
+	return p->uid == 0 ? "root" : p->user;
+}
+
+void moat_policy_home(const struct moat_policy *p, char *ret_home, size_t len)
+{
+	if (p->uid == 0)
+		snprintf(ret_home, len, "/root");
+	else
+		snprintf(ret_home, len, "/home/%s", p->user);
+}
+
 struct moat_policy *moat_policy_free(struct moat_policy *p)
 {
 	if (!p)

@@ -189,7 +189,7 @@ struct moat_policy {
 	gid_t gid;
 	char *user;
 	char *hostname;
-	char *cwd; /* NULL: the workspace, else /home/agent */
+	char *cwd; /* NULL: the workspace, else the home (moat_policy_home) */
 	struct moat_env *env;
 	unsigned n_env;
 	enum moat_tty_mode tty;
@@ -279,6 +279,12 @@ struct moat_policy {
 	 * it are relative to (not owned; NULL otherwise: the working directory). */
 	const char *base_dir;
 };
+
+/* The sandbox user's name and home (policy.c, pure): uid 0 is the sandbox's
+ * own root, named `root` with home /root whatever p->user says; any other uid
+ * is p->user with home /home/USER. ret_home gets at most len bytes. */
+const char *moat_policy_user_name(const struct moat_policy *p);
+void moat_policy_home(const struct moat_policy *p, char *ret_home, size_t len);
 
 /* The words of the enumerated keys, indexed by their enum (policy.c). */
 extern const char *const moat_ws_mode_names[3];

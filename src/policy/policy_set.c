@@ -166,9 +166,14 @@ int moat_pset_cwd(struct moat_policy *p, const char *v, char *why, size_t whylen
 static int set_id(uint32_t *dst, const char *v, char *why, size_t whylen)
 {
 	uint64_t n;
-	if (moat_parse_u64(v, 1, 65533, &n) < 0) {
+	/* 0 is the sandbox's own root: mapped to the sandbox's unprivileged
+	 * host uid like any other, with no capability and locked securebits
+	 * (sandbox.c), so it is root of nothing. 65534 stays refused: it is the
+	 * overflow id that every unmapped host owner shows as. */
+	if (moat_parse_u64(v, 0, 65533, &n) < 0) {
 		snprintf(why, whylen,
-			 "must be a number from 1 to 65533 (never 0: the sandbox has no root)");
+			 "must be a number from 0 to 65533 (65534 is the id unmapped host files "
+			 "show as)");
 		return -EINVAL;
 	}
 	*dst = (uint32_t)n;
@@ -809,10 +814,11 @@ static const struct option_def options[] = {
 	{"--image-allow-setid", NULL, MANY, set_image_allow_setid,
 	 "unpack an --image whose files have set-user-ID or set-group-ID bits"},
 	{"--cwd", "DIR", ONE, moat_pset_cwd,
-	 "working directory inside (default: the workspace or /home/agent)"},
-	{"--uid", "N", ONE, moat_pset_uid, "uid inside (default 1000)"},
-	{"--gid", "N", ONE, moat_pset_gid, "gid inside (default 1000)"},
-	{"--user", "NAME", ONE, moat_pset_user, "user name inside (default agent)"},
+	 "working directory inside (default: the workspace or the home)"},
+	{"--uid", "N", ONE, moat_pset_uid,
+	 "uid inside, 0-65533 (default 1000; 0: root of the sandbox only)"},
+	{"--gid", "N", ONE, moat_pset_gid, "gid inside, 0-65533 (default 1000)"},
+	{"--user", "NAME", ONE, moat_pset_user, "user name inside (default agent; uid 0 is root)"},
 	{"--hostname", "NAME", ONE, moat_pset_hostname, "hostname inside (default moat)"},
 	{"--env", "NAME[=VALUE]", MANY, set_env,
 	 "set NAME inside (without =VALUE: copy moat's own NAME)"},

@@ -25,6 +25,7 @@
 #include "audit/audit.h"
 #include "sandbox/backend.h"
 #include "policy/errors.h"
+#include "shared/hostroot.h"
 #include "sandbox/paths.h"
 #include "supervisor/run.h"
 #include "supervisor/state.h"
@@ -77,6 +78,12 @@ static int write_maps(struct moat_run *r)
 {
 	char map[64];
 	int k;
+	/* Never host root in the map, whatever the sandbox's own uid is (0 too):
+	 * root mode allocates an unprivileged host uid (spawn.c); unprivileged,
+	 * the caller's own uid is not host root (moat_host_root is false) */
+	if ((r->sb.host_uid == 0 || r->sb.host_gid == 0) && moat_host_root())
+		return moat_error_set(r->err, "identity", EPERM,
+				      "refusing to map host uid/gid 0 into the sandbox");
 	if ((k = write_file(r->init_pid, "setgroups", "deny")) < 0)
 		return moat_error_set(r->err, "identity", -k, "cannot deny setgroups: %s",
 				      strerror(-k));

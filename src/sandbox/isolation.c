@@ -77,6 +77,11 @@ static bool u_image(const struct moat_policy *p)
 	return p->image != NULL;
 }
 
+static bool u_uid0(const struct moat_policy *p)
+{
+	return p->uid == 0 || p->gid == 0;
+}
+
 static bool u_net_host(const struct moat_policy *p)
 {
 	return p->net == MOAT_NET_HOST;
@@ -112,6 +117,15 @@ static const struct moat_iso_key keys[] = {
 	 {S, E, E},
 	 {"the init's identity", "the OCI process of each runsc exec",
 	  "the guest init's, for each command"}},
+	{"process uid or gid 0",
+	 u_uid0,
+	 {S, R, R},
+	 {"the sandbox's own root: mapped to its unprivileged host uid, no capability, "
+	  "securebits locked (no capability regained at exec)",
+	  "root mode gives runsc's sandbox the policy's uid as its host uid, which would be "
+	  "host root; not shown to hold no capability inside gVisor",
+	  "the guest kernel's uid 0 is the guest's real root (every capability in the guest); "
+	  "not shown to be dropped as at process level"}},
 	{"filesystem writable workspace or rw (unprivileged)",
 	 u_rootless_writable,
 	 {S, R, E},

@@ -939,11 +939,20 @@ static void loopback_up(void)
  * the effective capabilities stay until the cgroup namespace is made. */
 static void limit_privileges(void)
 {
-	if (prctl(PR_SET_SECUREBITS,
-		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-			  SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-			  SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+	/* NOROOT: an exec as uid 0 (the sandbox's own root, --uid 0) or of a
+	 * set-uid-0 file gains no capability; NO_SETUID_FIXUP: no uid change
+	 * moves capabilities; KEEP_CAPS off; no ambient raise; each locked. Read
+	 * back: a kernel that ignored a bit must not leave uid 0 able to regain
+	 * capabilities at exec. */
+	const int bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+		SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+	if (prctl(PR_SET_SECUREBITS, bits) < 0)
 		die(MOAT_STAGE_CAPS, errno, -1, "cannot lock securebits");
+	int got = prctl(PR_GET_SECUREBITS);
+	if (got != bits)
+		die(MOAT_STAGE_CAPS, got < 0 ? errno : EPERM, -1,
+		    "securebits read back as %#x, not %#x", (unsigned)got, (unsigned)bits);
 	/* Capabilities are numbered 0..CAP_LAST_CAP without gaps; EINVAL names
 	 * the first number past the last one this kernel knows. */
 	for (int c = 0; c <= 63; c++)

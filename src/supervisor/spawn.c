@@ -92,13 +92,14 @@ static int build_env(struct moat_run *r)
 	const struct moat_policy *p = r->p;
 	char home[128];
 	int k;
-	snprintf(home, sizeof(home), "/home/%s", p->user);
+	const char *user = moat_policy_user_name(p);
+	moat_policy_home(p, home, sizeof(home));
 	const char *term = getenv("TERM");
 	const char *lang = getenv("LANG");
 	if ((k = env_push(r, "PATH",
 			  "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")) < 0 ||
-	    (k = env_push(r, "HOME", home)) < 0 || (k = env_push(r, "USER", p->user)) < 0 ||
-	    (k = env_push(r, "LOGNAME", p->user)) < 0 ||
+	    (k = env_push(r, "HOME", home)) < 0 || (k = env_push(r, "USER", user)) < 0 ||
+	    (k = env_push(r, "LOGNAME", user)) < 0 ||
 	    (k = env_push(r, "TERM", term && *term && strlen(term) < 64 ? term : "dumb")) < 0 ||
 	    (k = env_push(r, "LANG", lang && *lang && strlen(lang) < 64 ? lang : "C.UTF-8")) < 0 ||
 	    (k = env_push(r, "MOAT_SANDBOX", "1")) < 0)

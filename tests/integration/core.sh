@@ -423,6 +423,99 @@ t_no_host_terminal_without_tty() {
 	assert_contains "$out" " 0"
 }
 
+# Capability-changing calls, by a python ctypes script (no probe binary):
+# clearing the securebits, capset(CAP_SYS_ADMIN) (after it: capset keeps
+# only CAP_SYS_ADMIN, the control's CAP_SETPCAP too), setuid to another uid,
+# setgroups; each prints "NAME ok" or "NAME ERRNO".
+# shellcheck disable=SC2016
+CAPS_PY='import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def r(name, rc):
+    print(name, "ok" if rc == 0 else errno.errorcode[ctypes.get_errno()])
+hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
+d = (ctypes.c_uint32 * 6)()
+d[0] = d[1] = 1 << 21
+r("securebits", libc.prctl(28, 0, 0, 0, 0))
+r("capset", libc.capset(hdr, d))
+r("setuid", libc.setuid(4242))
+r("setgroups", libc.setgroups(0, None))'
+
+# --uid 0: the sandbox's own root. Named root at /root, mapped to the same
+# unprivileged host uid as any sandbox user (never host root), no capability,
+# securebits locked (the ctypes attempts fail), host-root files are nobody's,
+# read-only stays read-only, and a file it makes is 0's inside and the
+# sandbox's host uid's outside.
+t_identity_uid0() {
+	local out host_uid
+	out=$(mrun --uid 0 --gid 0 -- /bin/sh -c 'id -u; id -g; id -un; echo "$HOME"; pwd; awk "{print \$1}" /proc/self/uid_map; stat -c %u /usr/bin/env')
+	assert_eq "0
+0
+root
+/root
+/root
+0
+65534" "$out" "identity of --uid 0 (host root's files show as 65534)"
+	host_uid=$(mrun --uid 0 --gid 0 -- /bin/cat /proc/self/uid_map | awk '{print $2}')
+	[ -n "$host_uid" ] && [ "$host_uid" != 0 ] || fail "uid 0 maps to host uid '$host_uid'"
+	if is_root; then
+		[ "$host_uid" -ge 1000000000 ] || fail "root mode: host uid $host_uid is not from moat's range"
+	else
+		assert_eq "$(id -u)" "$host_uid" "unprivileged: uid 0 maps to the caller"
+	fi
+	out=$(mrun --uid 0 --gid 0 -- /bin/sh -c 'grep -E "^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs)" /proc/self/status | tr -s "\t " " "')
+	assert_eq "CapInh: 0000000000000000
+CapPrm: 0000000000000000
+CapEff: 0000000000000000
+CapBnd: 0000000000000000
+CapAmb: 0000000000000000
+NoNewPrivs: 1" "$out"
+	# positive control: uid 0 of a plain user namespace (as the unprivileged
+	# user, never host root) can raise a capability and clear the securebits
+	local ctl
+	if is_root; then
+		ctl=$(cd / && runuser -u moat-test -- unshare -Ur python3 -c "$CAPS_PY")
+	else
+		ctl=$(cd / && unshare -Ur python3 -c "$CAPS_PY")
+	fi
+	assert_contains "$ctl" "capset ok" "control: capset in unshare -Ur"
+	assert_contains "$ctl" "securebits ok" "control: securebits in unshare -Ur"
+	out=$(mrun --uid 0 --gid 0 -- python3 -c "$CAPS_PY")
+	assert_eq "securebits EPERM
+capset EPERM
+setuid EINVAL
+setgroups EPERM" "$out" "capability-changing calls as the sandbox's uid 0"
+	# host files: a --ro bind and the system stay read-only for uid 0
+	mkdir -p "$T_OUT/ro0"
+	echo keep >"$T_OUT/ro0/f"
+	out=$(mrun --uid 0 --gid 0 --ro "$T_OUT/ro0:/opt/ro" -- /bin/sh -c '
+		(echo x > /opt/ro/f) 2>/dev/null || echo RO
+		(touch /usr/moat-uid0-probe) 2>/dev/null || echo SYS
+		(chmod 777 /usr/bin/env) 2>/dev/null || echo CHMOD')
+	[ ! -e /usr/moat-uid0-probe ] || { rm -f /usr/moat-uid0-probe; fail "uid 0 created a file in the host's /usr"; }
+	assert_eq "RO
+SYS
+CHMOD" "$out" "writes to host files as uid 0"
+	assert_eq keep "$(cat "$T_OUT/ro0/f")" "the --ro file on the host"
+	# a file made in /tmp: 0 inside, the sandbox's host uid outside (seen
+	# through /proc/PID/root of the sandboxed shell while it runs)
+	mkdir -p "$T_OUT/sig0"
+	chmod 777 "$T_OUT/sig0"
+	mrun --uid 0 --gid 0 --rw "$T_OUT/sig0:/opt/sig" -- /bin/sh -c \
+		'touch /tmp/made; stat -c %u /tmp/made > /opt/sig/in; awk "{print \$2}" /proc/self/uid_map > /opt/sig/host; exec sleep 20' &
+	local mpid=$! p outside=""
+	for _ in $(seq 100); do [ -s "$T_OUT/sig0/host" ] && break; sleep 0.1; done
+	assert_eq 0 "$(cat "$T_OUT/sig0/in")" "owner of /tmp/made inside"
+	# the descendants of this moat run only
+	for p in $(ps -eo pid=,ppid= | awk -v s="$mpid" '{ kid[$2] = kid[$2] " " $1 }
+		END { q = s; while (q != "") { n = split(q, a, " "); q = ""
+			for (i = 1; i <= n; i++) { print a[i]; q = q kid[a[i]] } } }'); do
+		outside=$(stat -c %u "/proc/$p/root/tmp/made" 2>/dev/null) && [ -n "$outside" ] && break
+	done
+	kill "$mpid" 2>/dev/null || true
+	wait "$mpid" 2>/dev/null || true
+	assert_eq "$(cat "$T_OUT/sig0/host")" "$outside" "owner of /tmp/made outside (the sandbox's host uid)"
+}
+
 t_no_setid_files() {
 	local ws="$T_OUT/wss"
 	mkdir -p "$ws"
@@ -477,6 +570,7 @@ run_test "environment is clean" t_env_clean
 run_test "only fds 0-2 reach the command" t_only_std_fds
 run_test "PID 1 is moat-init and reaps zombies" t_pid1_is_init_and_reaps
 run_test "uid 1000 inside, unprivileged on the host, no capabilities" t_identity
+run_test "--uid 0: the sandbox's own root, unprivileged on the host, no capabilities" t_identity_uid0
 run_test "concurrent sandboxes get distinct host uids (root)" t_concurrent_root_uids_distinct
 run_test "exit codes and signals propagate" t_exit_codes
 run_test "--json-status record" t_status_json

@@ -83,6 +83,46 @@ t_lifecycle() {
 	assert_contains "$(cat err)" "does not exist"
 }
 
+# process.user 0:0 (most images): the container's own root, mapped to the
+# sandbox's unprivileged host uid, no capability, securebits locked (a
+# busybox rootfs, no probe: /proc/self/status only), /root its home
+t_uid0_bundle() {
+	need_busybox
+	local script args
+	# shellcheck disable=SC2016 # expanded in the container
+	script='id -u; id -g; echo "$HOME"
+		grep -E "^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):" /proc/self/status | tr -s "\t " " "
+		awk "{print \$2}" /proc/self/uid_map
+		touch /tmp/x && stat -c %u /tmp/x
+		(echo > /bin/sh) 2>/dev/null || echo RO'
+	args=$(jq -cn --arg s "$script" '["sh", "-c", $s]')
+	bundle b0 "$args" '.process.user = {uid: 0, gid: 0}'
+	START="$RT --root $ROOT start u0" timeout 60 python3 "$HELPER" reap "$T_OUT/pid0" -- \
+		"$RT" --root "$ROOT" create --bundle b0 --pid-file "$T_OUT/pid0" u0 >log0 2>&1 || true
+	assert_eq "exited 0" "$(cat pid0.status)" "the uid-0 container's exit: $(cat log0)"
+	local out host
+	out=$(cat log0)
+	host=$(sed -n 9p <<<"$out")
+	assert_eq "0
+0
+/root
+CapPrm: 0000000000000000
+CapEff: 0000000000000000
+CapBnd: 0000000000000000
+CapAmb: 0000000000000000
+NoNewPrivs: 1
+$host
+0
+RO" "$out" "the uid-0 container"
+	[ -n "$host" ] && [ "$host" != 0 ] || fail "uid 0 maps to host uid '$host'"
+	if is_root; then
+		[ "$host" -ge 1000000000 ] || fail "root mode: host uid $host is not from moat's range"
+	else
+		assert_eq "$(id -u)" "$host" "unprivileged: uid 0 maps to the caller"
+	fi
+	oci delete u0
+}
+
 # root.path: the container sees the bundle's whole root (its top names
 # beyond moat's own layout), read-only; a symlink there is made again and
 # read inside the container, never followed out of the tree on the host
@@ -343,7 +383,7 @@ t_refused_fields() {
 	bundle ok '["true"]'
 	oci create --bundle ok ctl </dev/null >/dev/null 2>&1 || fail "control: the plain bundle"
 	oci delete --force ctl
-	refused process.user.uid '.process.user.uid = 0'
+	refused process.user.uid '.process.user.uid = 65534'
 	refused hooks '.hooks = {prestart: [{path: "/bin/true"}]}'
 	refused 'linux.namespaces[0]' '.linux.namespaces[0].path = "/proc/1/ns/pid"'
 	refused CAP_SYS_ADMIN '.process.capabilities.bounding += ["CAP_SYS_ADMIN"]'
@@ -708,6 +748,15 @@ t_podman_rootless() {
 	# one id mapped: the container's user onto the runtime's uid 0 (the user)
 	assert_eq 1 "$(grep -c '^ *1000 *0 *1$' <<<"$out")" "the container's uid map: $out"
 	[ -d "$XDG_RUNTIME_DIR/moat-oci" ] || fail "the state is not under XDG_RUNTIME_DIR"
+	# no --user: the image's root, mapped onto the runtime's uid 0 (the user)
+	rc=0
+	out=$(pm run --rm --pull=never --read-only --network=none localhost/moat-bb:1 sh -c 'id -u
+		cat /proc/self/uid_map; grep -E "^Cap(Eff|Bnd):" /proc/self/status' 2>&1) || rc=$?
+	assert_eq 0 "$rc" "rootless podman without --user: $out"
+	assert_eq 0 "$(head -n 1 <<<"$out")" "rootless podman without --user: uid 0 inside"
+	assert_eq 1 "$(grep -c '^ *0 *0 *1$' <<<"$out")" "rootless, no --user: the uid map: $out"
+	assert_contains "$out" "CapEff:	0000000000000000" "rootless, no --user: no capability"
+	assert_contains "$out" "CapBnd:	0000000000000000" "rootless, no --user: empty bounding set"
 	# seccomp's denial inside, with its positive control outside (as this
 	# same user, where a user namespace can be made)
 	"$MOAT_PROBES/rt005_userns" >ctl.out 2>&1 || true
@@ -819,10 +868,21 @@ t_podman() {
 		"podman --network ns: the upstream"
 	rm -f "$plog"
 	kill "$holder" 2>/dev/null || true
+	# no --user: the image's root, the container's own (uid 0 mapped to
+	# moat's unprivileged host uid, no capability)
+	out=$(pm run --rm --pull=never --read-only --network=none --cgroup-parent "$cgp" \
+		localhost/moat-bb:1 sh -c 'id -u; grep -E "^Cap(Eff|Bnd):" /proc/self/status
+		awk "{print \$1, \$2}" /proc/self/uid_map' 2>&1) || fail "podman run as root: $out"
+	assert_eq 0 "$(head -n 1 <<<"$out")" "podman without --user: uid 0 inside"
+	assert_contains "$out" "CapEff:	0000000000000000" "podman without --user: no capability"
+	assert_contains "$out" "CapBnd:	0000000000000000" "podman without --user: empty bounding set"
+	local h0
+	h0=$(awk '$1 == 0 {print $2}' <<<"$out")
+	[ -n "$h0" ] && [ "$h0" -ge 1000000000 ] || fail "podman without --user: uid 0 maps to host '$h0'"
 	# a field moat cannot honour: podman reports moat's message
 	if pm run --rm --pull=never --read-only --network=none --cgroup-parent "$cgp" \
-		localhost/moat-bb:1 true 2>err; then
-		fail "podman run as root (uid 0) was accepted"
+		--user 65534 localhost/moat-bb:1 true 2>err; then
+		fail "podman run as uid 65534 was accepted"
 	fi
 	assert_contains "$(cat err)" "process.user.uid"
 	pm rmi -f localhost/moat-bb:1 >/dev/null 2>&1 || true
@@ -952,9 +1012,9 @@ EOF
 	c container delete k4
 	[ ! -e "/sys/fs/cgroup/pids/moat/ctd-$$" ] || fail "ctr: the container's cgroup was left"
 	# a refused field: the shim reports moat's message
-	bundle b '["true"]' '.process.user.uid = 0'
+	bundle b '["true"]' '.process.user.uid = 65534'
 	if c run --rm --config b/config.json --runc-binary "$RT" k3 >out 2>&1; then
-		fail "ctr run as uid 0 was accepted"
+		fail "ctr run as uid 65534 was accepted"
 	fi
 	assert_contains "$(cat out)" "process.user.uid"
 	c container delete k3 >/dev/null 2>&1 || true
@@ -966,6 +1026,7 @@ EOF
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
+run_test "process.user 0:0: the container's own root, unprivileged on the host, no capabilities" t_uid0_bundle
 run_test "root.path: the bundle's whole root, read-only, symlinks kept inside" t_whole_root
 run_test "root.readonly false: writes to the root in a bounded tmpfs, bundle unchanged, no new name at /" t_writable_root
 run_test "exec --process (foreground and --detach --pid-file), same files, same user" t_exec

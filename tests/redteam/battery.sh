@@ -72,9 +72,12 @@ rt_count_wait() {
 	done
 }
 
-# The sandbox under test: the probes directory read-only at /probes.
+# The sandbox under test: the probes directory read-only at /probes; with
+# RT_UID0=1 the command is the sandbox's own root (--uid 0 --gid 0).
 rt_moat() {
-	"$MOAT" run --ro "$P:/probes" "$@"
+	local -a id=()
+	if [ -n "${RT_UID0:-}" ]; then id=(--uid 0 --gid 0); fi
+	"$MOAT" run --ro "$P:/probes" "${id[@]}" "$@"
 }
 
 # Stable attempt names for the report: per-run fixture paths, ports and
@@ -198,6 +201,22 @@ t_rt_arch() { rt_probe rt_arch user; }
 
 t_rt022_setuid() {
 	rt_probe rt022_setuid user
+}
+
+# The same probes with the command as uid 0 of the sandbox (moat run --uid 0,
+# an OCI container's root). The userns control is uid 0 without securebits
+# and with a bounding set: its exec regains every capability. The inside run
+# must really be uid 0 (the probe's securebits line names the uid).
+t_rt010_caps_uid0() {
+	RT_UID0=1 rt_probe rt010_caps user,userns
+	grep -q '^RESULT RT-010/securebits [A-Z]* uid 0,' in.out ||
+		fail "the sandboxed probe did not run as uid 0: $(grep securebits in.out)"
+}
+
+t_rt022_setuid_uid0() {
+	RT_UID0=1 rt_probe rt022_setuid user
+	RT_UID0=1 rt_moat -- /bin/sh -c 'id -u' >uid.out 2>/dev/null || true
+	[ "$(head -n 1 uid.out)" = 0 ] || fail "the sandbox did not run as uid 0: $(cat uid.out)"
 }
 
 # Root only (registered only then): a real setuid-root copy of the probe must
@@ -943,6 +962,8 @@ run_test "RT-019 personality" t_rt019_personality
 run_test "RT-020 ptrace and memory of init" t_rt020_ptrace
 run_test "RT-021 seccomp and NoNewPrivs on every thread" t_rt021_seccomp
 run_test "RT-022 setuid binaries" t_rt022_setuid
+run_test "RT-010 capability sets as the sandbox's uid 0" t_rt010_caps_uid0
+run_test "RT-022 setuid binaries as the sandbox's uid 0" t_rt022_setuid_uid0
 if is_root; then run_test "RT-022 setuid-root exec" t_rt022_setuid_exec; fi
 run_test "RT-023 /proc and /sys leaks" t_rt023_procleak
 run_test "RT-024 /proc and /sys writes" t_rt024_procwrite

@@ -220,6 +220,54 @@ TEST(plan_golden)
 	check_golden("vm", o_vm);
 }
 
+/* uid 0 is the sandbox's own root: named root with home /root, in
+ * /etc/passwd as the sandbox user (a login shell), its home moat's tmpfs at
+ * /root; 65534 (the overflow id) is refused; gvisor and vm refuse uid 0 or
+ * gid 0, naming the key. Control: uid 1000 keeps agent and /home/agent. */
+TEST(plan_uid0_is_root)
+{
+	static const struct opt o_root[] = {{"--uid", "0"}, {"--gid", "0"}, {NULL, NULL}};
+	static const struct opt o_user[] = {{"--uid", "1000"}, {NULL, NULL}};
+	struct moat_policy *p = policy_with(o_root);
+	struct moat_plan *pl = plan_of(p);
+	struct moat_error e = {0};
+	ASSERT_STREQ(pl->id.user, "root");
+	ASSERT_STREQ(pl->id.home, "/root");
+	ASSERT_EQ(pl->id.uid, 0);
+	ASSERT_STREQ(pl->cwd, "/root");
+	ASSERT_TRUE(strncmp(pl->passwd, "root:x:0:0:root:/root:/bin/sh\n", 30) == 0);
+	ASSERT_TRUE(strstr(pl->passwd, "agent") == NULL);
+	ASSERT_STREQ(pl->group, "root:x:0:\nnogroup:x:65534:\n");
+	bool home = false;
+	for (unsigned i = 0; i < pl->n_steps; i++)
+		if (pl->steps[i].op == MOAT_STEP_TMPFS && streq(pl->steps[i].dest, "/root"))
+			home = true;
+	ASSERT_TRUE(home);
+	ASSERT_EQ(moat_isolation_check(p, &e), 0);
+	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "gvisor", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
+	ASSERT_CONTAINS(e.message, "process uid or gid 0");
+	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "vm", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
+	ASSERT_CONTAINS(e.message, "process uid or gid 0");
+	/* gid 0 alone is refused there too */
+	ASSERT_EQ(moat_policy_set_option(p, "--uid", "1000", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), -EOPNOTSUPP);
+	free(pl);
+	moat_policy_free(p);
+
+	p = policy_with(o_user);
+	pl = plan_of(p);
+	ASSERT_STREQ(pl->id.user, "agent");
+	ASSERT_STREQ(pl->id.home, "/home/agent");
+	ASSERT_TRUE(strstr(pl->passwd, "agent:x:1000:1000:agent:/home/agent:/bin/sh\n") != NULL);
+	ASSERT_TRUE(strstr(pl->passwd, "root:x:0:0:root:/root:/usr/sbin/nologin\n") != NULL);
+	ASSERT_EQ(moat_policy_set_option(p, "--isolation", "gvisor", &e), 0);
+	ASSERT_EQ(moat_isolation_check(p, &e), 0);
+	free(pl);
+	moat_policy_free(p);
+}
+
 /* The isolation table (isolation.c): a key the level cannot honour fails
  * closed naming it; the same policy at the process level passes; vm always
  * fails closed; every row says how each level honours it or why not. */

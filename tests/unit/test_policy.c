@@ -88,7 +88,7 @@ TEST(policy_bad_fixtures)
 	expect_bad("unknown-top.json", 3, 3, "unknown key \"limitz\"");
 	expect_bad("bad-size.json", 4, 15, "limits.memory: not a size");
 	expect_bad("version.json", 1, 14, "unsupported version");
-	expect_bad("uid0.json", 1, 37, "never 0");
+	expect_bad("uid65534.json", 1, 37, "65534 is the id unmapped");
 	expect_bad("mount-nosrc.json", 1, 45, "\"src\" is required");
 	expect_bad("mount-proc.json", 1, 45, "cannot mount under /proc");
 	expect_bad("host-scheme.json", 2, 31, "no scheme");
@@ -131,7 +131,10 @@ TEST(policy_flags)
 	ASSERT_TRUE(moat_policy_set_option(p, "--ro", "/a:relative", &e) < 0);
 	ASSERT_CONTAINS(e.message, "must be an absolute path");
 	ASSERT_TRUE(moat_policy_set_option(p, "--tmpfs", "/proc/x", &e) < 0);
-	ASSERT_TRUE(moat_policy_set_option(p, "--uid", "0", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--uid", "65534", &e) < 0);
+	ASSERT_CONTAINS(e.message, "from 0 to 65533");
+	ASSERT_TRUE(moat_policy_set_option(p, "--gid", "65534", &e) < 0);
+	ASSERT_TRUE(moat_policy_set_option(p, "--uid", "-1", &e) < 0);
 	ASSERT_TRUE(moat_policy_set_option(p, "--net", "maybe", &e) < 0);
 	ASSERT_TRUE(moat_policy_set_option(p, "--allow-host", "x.com:0", &e) < 0);
 	ASSERT_TRUE(moat_policy_set_option(p, "--allow-host", "https://x.com", &e) < 0);

@@ -80,7 +80,8 @@ TEST(vm_isolation_net_allow_host_refused)
 {
 	/* --net allow is honoured (the guest's tap, docs/ISOLATION.md); --net
 	 * host is refused, named */
-	struct moat_policy p = {.isolation = MOAT_ISO_VM, .net = MOAT_NET_ALLOW};
+	struct moat_policy p = {
+		.isolation = MOAT_ISO_VM, .net = MOAT_NET_ALLOW, .uid = 1000, .gid = 1000};
 	struct moat_error err = {0};
 	ASSERT_EQ(0, moat_isolation_check(&p, &err));
 	p.net = MOAT_NET_HOST;
