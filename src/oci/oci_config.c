@@ -639,7 +639,9 @@ static int process(struct ctx *c, json_t *o)
 			json_integer_value(v) !=
 				json_integer_value(
 					gid)) return fail(c, "process.user.additionalGids",
-							  "supplementary groups are not supported");
+							  "supplementary groups are not supported: moat maps "
+							  "one gid into the sandbox; a supplementary group "
+							  "would need its host gid mapped too");
 		json_t *um = json_object_get(u, "umask");
 		if (um && (!json_is_integer(um) || json_integer_value(um) != 022))
 			return fail(c, "process.user.umask", "only 0022 (18) is supported");
@@ -1054,7 +1056,10 @@ static int linux_(struct ctx *c, json_t *o)
 	    seccomp_profile(c, json_object_get(o, "seccomp")) < 0)
 		return -EINVAL;
 	if (!empty(json_object_get(o, "sysctl")))
-		return fail(c, "linux.sysctl", "not supported (moat sets no sysctl)");
+		return fail(c, "linux.sysctl",
+			    "not supported: net.* belong to moat's own network namespace, "
+			    "which its egress proxy design owns; ipc (kernel.msg*, kernel.sem, "
+			    "kernel.shm*) keys are not done");
 	if (!empty(json_object_get(o, "devices")))
 		return fail(c, "linux.devices", "device nodes are not supported");
 	static const char *const nope[] = {"intelRdt", "personality", "timeOffsets", "mountLabel"};
