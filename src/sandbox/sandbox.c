@@ -887,6 +887,30 @@ static void limit_ucounts(void)
 	}
 }
 
+/* OCI process.rlimits (oci_rlimits.c checked them against this process's
+ * hard limits): soft and hard as given, never above what is set already
+ * (a lower hard limit of moat's own stays). RLIMIT_AS waits for each new
+ * process (init_serve.c), as the degraded one does; CORE stays 0. */
+static void set_oci_rlimits(const struct moat_policy *p)
+{
+	for (int res = 0; res < MOAT_POLICY_RLIMITS; res++) {
+		const struct moat_policy_rlimit *w = &p->rlimits[res];
+		struct rlimit cur, r;
+		if (!w->set || res == RLIMIT_CORE || res == RLIMIT_AS)
+			continue;
+		if (getrlimit(res, &cur) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "process.rlimits: getrlimit %d", res);
+		r.rlim_max = w->hard;
+		if (cur.rlim_max != RLIM_INFINITY && r.rlim_max > cur.rlim_max)
+			r.rlim_max = cur.rlim_max;
+		r.rlim_cur = w->soft < r.rlim_max ? w->soft : r.rlim_max;
+		if (setrlimit(res, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1,
+			    "process.rlimits: cannot set resource %d to %llu/%llu", res,
+			    (unsigned long long)r.rlim_cur, (unsigned long long)r.rlim_max);
+	}
+}
+
 static void set_rlimits(void)
 {
 	const struct moat_policy *p = g_sb->p;
@@ -914,6 +938,7 @@ static void set_rlimits(void)
 		if (setrlimit(RLIMIT_NPROC, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_NPROC");
 	}
+	set_oci_rlimits(p);
 }
 
 /* The init is a fork of moat: its argument and environment areas still hold
@@ -1414,5 +1439,13 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 		close(sb->init_notify_fd);
 		sb->init_notify_fd = -1;
 	}
-	moat_init_serve(sb->sock_child, sb->rlimit_as, false);
+	struct rlimit as = {sb->rlimit_as, sb->rlimit_as};
+	const struct moat_policy_rlimit *oas = &sb->p->rlimits[RLIMIT_AS];
+	if (oas->set && (!as.rlim_max || oas->hard < as.rlim_max))
+		as.rlim_max = oas->hard;
+	if (oas->set && (!as.rlim_cur || oas->soft < as.rlim_cur))
+		as.rlim_cur = oas->soft;
+	if (as.rlim_cur > as.rlim_max)
+		as.rlim_cur = as.rlim_max;
+	moat_init_serve(sb->sock_child, &as, false);
 }

@@ -145,7 +145,9 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb);
  * fresh_signals: the init was just executed as the first process of a
  * kernel of its own (gVisor's Sentry), so every signal disposition is
  * already the default and the reset is skipped. */
-_Noreturn void moat_init_serve(int sock, uint64_t rlimit_as, bool fresh_signals);
+struct rlimit;
+/* as: RLIMIT_AS of each new process (soft, hard; 0/0: none) */
+_Noreturn void moat_init_serve(int sock, const struct rlimit *as, bool fresh_signals);
 
 /* Test build only (-DMOAT_TESTING, the moat-testing binary that
  * tests/integration/faults.sh runs): with MOAT_TEST_LAYERS=1 and

@@ -289,7 +289,7 @@ t_refused_fields() {
 	refused noexec '.mounts += [{destination: "/x", type: "bind", source: "/tmp", options: ["rbind", "noexec"]}]'
 	refused process.apparmorProfile '.process.apparmorProfile = "p"'
 	refused linux.maskedPaths '.linux.maskedPaths += ["/proc/cpuinfo"]'
-	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_MEMLOCK", hard: 1, soft: 1}]'
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_NOFILE", hard: 1, soft: 1}]'
 	refused ociVersion '.ociVersion = "2.0.0"'
 	refused unknownField '.unknownField = 1'
 	refused linux.seccomp.listenerPath '.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", listenerPath: "/x"}'
@@ -877,6 +877,82 @@ EOF
 	kill "$mns" 2>/dev/null || true
 }
 
+# limit LOG NAME: "soft hard" of /proc/self/limits' line NAME in LOG
+limit() { grep "^$2 " "$1" | sed "s/^$2 *//" | awk '{print $1, $2}'; }
+
+# process.rlimits: every type's soft and hard reach the container's process
+# (/proc/self/limits inside); NPROC is lowered to moat's pids limit, CORE
+# stays 0; a hard value above what moat may set, an unknown type and a type
+# given twice fail create naming the field
+t_rlimits() {
+	need_busybox
+	local nproc hn
+	nproc=$(ulimit -Hu)
+	[ "$nproc" = unlimited ] || [ "$nproc" -gt 4096 ] && nproc=4096
+	bundle b '["cat", "/proc/self/limits"]' '.process.rlimits = [
+		{type: "RLIMIT_NOFILE", soft: 200, hard: 300},
+		{type: "RLIMIT_STACK", soft: 4194304, hard: 6291456},
+		{type: "RLIMIT_MSGQUEUE", soft: 4096, hard: 8192},
+		{type: "RLIMIT_CPU", soft: 100, hard: 200},
+		{type: "RLIMIT_SIGPENDING", soft: 50, hard: 60},
+		{type: "RLIMIT_NPROC", soft: 100000000, hard: 100000000},
+		{type: "RLIMIT_CORE", soft: 1024, hard: 1024}]'
+	START="$RT --root $ROOT start l1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" --log "$T_OUT/l1.log" create --bundle b --pid-file pid l1 \
+		>log 2>&1 || true
+	tr -d '\r' <log >limits
+	assert_eq "200 300" "$(limit limits 'Max open files')" "NOFILE: soft and hard as given"
+	assert_eq "4194304 6291456" "$(limit limits 'Max stack size')" "STACK"
+	assert_eq "4096 8192" "$(limit limits 'Max msgqueue size')" "MSGQUEUE"
+	assert_eq "100 200" "$(limit limits 'Max cpu time')" "CPU"
+	assert_eq "50 60" "$(limit limits 'Max pending signals')" "SIGPENDING"
+	assert_eq "$nproc $nproc" "$(limit limits 'Max processes')" "NPROC: moat's pids limit, the lower"
+	assert_eq "0 0" "$(limit limits 'Max core file size')" "CORE stays 0"
+	assert_contains "$(cat l1.log)" "RLIMIT_CORE: moat sets 0" "a nonzero CORE is a note"
+	oci delete l1
+	# control: the bundle's plain rlimits (NOFILE 1024 only): the probe tells
+	# the two apart
+	bundle b '["cat", "/proc/self/limits"]'
+	START="$RT --root $ROOT start l2" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid l2 >log 2>&1 || true
+	tr -d '\r' <log >limits
+	assert_eq "1024 1024" "$(limit limits 'Max open files')" "control: NOFILE 1024"
+	[ "$(limit limits 'Max stack size')" != "4194304 6291456" ] || fail "control: STACK"
+	oci delete l2
+	hn=$(ulimit -Hn)
+	refused 'process.rlimits[0]' ".process.rlimits = [{type: \"RLIMIT_NOFILE\", soft: 10, hard: $((hn + 1))}]"
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_MSGQUEUE", soft: 1, hard: '"$(($(ulimit -Hq) + 1))"'}]'
+	assert_contains "$(cat err)" "above what moat may set"
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_BOGUS", soft: 1, hard: 1}]'
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_NOFILE", soft: 1, hard: 1}]'
+	assert_contains "$(cat err)" "given twice"
+	refused 'process.rlimits[0]' '.process.rlimits = [{type: "RLIMIT_NOFILE", soft: 20, hard: 10}]'
+}
+
+# exec --process: the container's rlimits (podman repeats them) are the
+# exec'd process's; another value is refused naming the field
+t_rlimits_exec() {
+	need_busybox
+	bundle b '["sleep", "100"]' '.process.rlimits = [{type: "RLIMIT_NOFILE", soft: 200, hard: 300},
+		{type: "RLIMIT_STACK", soft: 4194304, hard: 6291456}]'
+	oci create --bundle b l3 </dev/null >/dev/null 2>&1
+	oci start l3
+	jq -n '{user: {uid: 1000, gid: 1000}, args: ["cat", "/proc/self/limits"],
+		env: ["PATH=/bin"], cwd: "/", terminal: false,
+		rlimits: [{type: "RLIMIT_STACK", soft: 4194304, hard: 6291456},
+			{type: "RLIMIT_NOFILE", soft: 200, hard: 300}]}' >proc.json
+	oci exec --process proc.json l3 >limits 2>err || fail "exec with the container's rlimits: $(cat err)"
+	assert_eq "200 300" "$(limit limits 'Max open files')" "exec: the container's NOFILE"
+	assert_eq "4194304 6291456" "$(limit limits 'Max stack size')" "exec: the container's STACK"
+	jq '.rlimits[1].soft = 100' proc.json >p2.json
+	if oci exec --process p2.json l3 >out 2>err; then fail "exec with another NOFILE"; fi
+	assert_contains "$(cat err)" "process.rlimits[1]"
+	jq '.rlimits = [{type: "RLIMIT_CPU", soft: 1, hard: 1}]' proc.json >p3.json
+	if oci exec --process p3.json l3 >out 2>err; then fail "exec with a CPU limit"; fi
+	assert_contains "$(cat err)" "process.rlimits[0]"
+	oci delete --force l3
+}
+
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
@@ -887,6 +963,8 @@ run_test "config fields moat cannot honour fail create naming the field" t_refus
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
 run_test "linux.cgroupsPath: the engine's placement below /moat/, else refused by name" t_cgroups_path
 run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj
+run_test "process.rlimits: every type's soft and hard, NPROC lowered, CORE 0, too high refused" t_rlimits
+run_test "process.rlimits and exec --process: the container's, another refused" t_rlimits_exec
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
 run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli
