@@ -482,6 +482,7 @@ struct moat_oci_process {
 	char *cgroups_path; /* linux.cgroupsPath, or NULL */
 	struct moat_oci_rlimit rlimits[MOAT_OCI_RLIMITS_MAX]; /* process.rlimits */
 	unsigned n_rlimits;
+	bool disable_oom_killer; /* linux.resources.memory.disableOOMKiller: true */
 };
 /* Reads BUNDLE/config.json (runtime-spec 1.0-1.2) into p (policy options,
  * on top of what p holds) and *ret; a field moat cannot honour is an error
@@ -506,6 +507,12 @@ int moat_oci_cgroup_place(struct moat_policy *p, const char *path);
  * written back to pr->rlimits (state records them for exec). */
 int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
 			   struct moat_error *ret_err);
+/* linux.resources.memory.disableOOMKiller into p: the run's memory cgroup
+ * gets the switch (cgroup v1; create fails on v2, naming the field); an
+ * error where moat's cgroup layer is not used (no_cgroup: the engine's
+ * --cgroup-manager disabled). */
+int moat_oci_oom_killer_place(struct moat_policy *p, const struct moat_oci_process *pr,
+			      bool no_cgroup, struct moat_error *ret_err);
 /* The name of an RLIMIT_* resource ("RLIMIT_NOFILE"), NULL if none. */
 const char *moat_oci_rlimit_name(int resource);
 /* RLIMIT_* name -> resource, -1 if not one. */

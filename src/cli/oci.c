@@ -399,7 +399,8 @@ static int cmd_create(int argc, char **argv)
 	/* the spec's values, before moat lowers any: `exec --process` compares */
 	char rl[MOAT_OCI_RLIMITS_MAX * 64];
 	moat_oci_rlimits_line(&pr, rl, sizeof(rl));
-	if (moat_oci_rlimits_place(p, &pr, &e) < 0) {
+	if (moat_oci_rlimits_place(p, &pr, &e) < 0 ||
+	    moat_oci_oom_killer_place(p, &pr, moat_oci_g.no_cgroup, &e) < 0) {
 		moat_oci_moat_err("create", &e);
 		goto fail;
 	}

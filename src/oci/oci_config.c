@@ -788,6 +788,20 @@ static int id_mappings(struct ctx *c, json_t *a, const char *field)
 	return note(c, field, "moat maps the container's one user itself");
 }
 
+/* memory.disableOOMKiller: true is the runtime's to apply (cgroup v1's
+ * memory.oom_control, oci_place.c); false is what moat does anyway. */
+static int oom_killer(struct ctx *c, json_t *v)
+{
+	const char *f = "linux.resources.memory.disableOOMKiller";
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return fail(c, f, "must be a boolean");
+	if (json_is_true(v))
+		return rec(c, "nooom", f, NULL, NULL);
+	return note(c, f, "false: the kernel's OOM killer acts at the memory limit");
+}
+
 static int resources(struct ctx *c, json_t *o)
 {
 	static const char *const known[] = {
@@ -820,8 +834,8 @@ static int resources(struct ctx *c, json_t *o)
 			if (opt(c, "linux.resources.memory.limit", "--memory", v) < 0)
 				return c->k;
 		}
-		if (json_is_true(json_object_get(mem, "disableOOMKiller")))
-			return fail(c, "linux.resources.memory.disableOOMKiller", "not supported");
+		if (oom_killer(c, json_object_get(mem, "disableOOMKiller")) < 0)
+			return -EINVAL;
 		json_t *kl = json_object_get(mem, "kernel");
 		if (kl && !(json_is_integer(kl) && json_integer_value(kl) <= 0))
 			return fail(c, "linux.resources.memory.kernel", "not supported");

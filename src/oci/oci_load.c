@@ -447,7 +447,9 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 			char line[1024];
 			snprintf(line, sizeof(line), "%s: %s", f, a);
 			k = strv_push(&ret->notes, &n_notes, line, 4096);
-		} else if (streq(t, "rlim"))
+		} else if (streq(t, "nooom"))
+			ret->disable_oom_killer = true;
+		else if (streq(t, "rlim"))
 			k = rlimit_record(ret, f, a, b, what, err);
 		else if (streq(t, "cgp")) {
 			free(ret->cgroups_path);

@@ -204,6 +204,10 @@ struct moat_policy {
 		bool set;
 		uint64_t soft, hard;
 	} rlimits[MOAT_POLICY_RLIMITS];
+	/* OCI linux.resources.memory.disableOOMKiller (no option: set by moat
+	 * oci): the run's memory cgroup waits at its limit, never kills; a
+	 * run that cannot have it fails (cgroup v1 only) */
+	bool oom_kill_disable;
 	uint64_t max_output;
 	uint64_t nofile;
 	uint64_t fsize;

@@ -953,6 +953,85 @@ t_rlimits_exec() {
 	oci delete --force l3
 }
 
+# the memory cgroup's memory.oom_control of a live container ("" if none)
+oom_control() {
+	local p c
+	for p in $(oci ps --format json "$1" | jq -r '.[]'); do
+		c=$(sed -n 's/^[0-9]*:memory://p' "/proc/$p/cgroup" 2>/dev/null)
+		case $c in */moat/*) echo "/sys/fs/cgroup/memory$c/memory.oom_control"; return ;; esac
+	done
+}
+
+# linux.resources.memory.disableOOMKiller: as root on cgroup v1 the
+# container's memory cgroup has oom_kill_disable: at its limit the process
+# stalls (under_oom) instead of dying, and kill/delete still end it; the
+# control without the field is OOM-killed. Where moat's cgroup layer is not
+# used (the unprivileged user, --cgroup-manager disabled) or the memory
+# controller is v2, create fails naming the field.
+t_oom_killer_disabled() {
+	need_busybox
+	local grow='["sh", "-c", "echo start; a=x; while :; do a=\"$a$a\"; done"]'
+	local lim='.linux.resources.memory.limit = 33554432'
+	refused linux.resources.memory.disableOOMKiller \
+		"$lim | .linux.resources.memory.disableOOMKiller = \"yes\""
+	# --cgroup-manager disabled: no cgroup of moat's, refused
+	bundle nb '["true"]' "$lim | .linux.resources.memory.disableOOMKiller = true"
+	if timeout 30 "$RT" --root "$ROOT" --cgroup-manager disabled create --bundle nb n1 \
+		</dev/null 2>err; then
+		oci delete --force n1 || true
+		fail "disableOOMKiller accepted without moat's cgroup layer"
+	fi
+	assert_contains "$(cat err)" "linux.resources.memory.disableOOMKiller"
+	[ ! -e "$ROOT/n1" ] || fail "a refused create left state"
+	if [ "$(id -u)" != 0 ] || ! grep -qE '^[0-9]+:memory:' /proc/self/cgroup; then
+		# unprivileged, or memory on cgroup v2: refused by name, nothing left
+		refused linux.resources.memory.disableOOMKiller \
+			"$lim | .linux.resources.memory.disableOOMKiller = true"
+		return 0
+	fi
+	# control: the same process without the field is killed at the limit
+	bundle b "$grow" "$lim"
+	START="$RT --root $ROOT start m1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid m1 >log 2>&1 || true
+	assert_eq "signaled 9" "$(cat pid.status)" "control: OOM-killed at the memory limit"
+	oci delete m1
+	bundle b "$grow" "$lim | .linux.resources.memory.disableOOMKiller = true"
+	oci create --bundle b m2 </dev/null >log 2>&1
+	oci start m2
+	local f="" i
+	for i in $(seq 100); do
+		f=$(oom_control m2)
+		[ -n "$f" ] && grep -q '^under_oom 1' "$f" && break
+		sleep 0.1
+	done
+	[ -n "$f" ] || fail "no memory cgroup of the container"
+	assert_contains "$(cat "$f")" "oom_kill_disable 1" "the cgroup's OOM killer is off"
+	assert_contains "$(cat "$f")" "under_oom 1" "the process waits at the limit"
+	sleep 1
+	assert_eq running "$(oci state m2 | jq -r .status)" "not killed: it stalls"
+	assert_contains "$(cat "$f")" "oom_kill 0" "nothing was OOM-killed"
+	oci kill m2 KILL
+	for i in $(seq 100); do
+		[ "$(oci state m2 | jq -r .status)" = stopped ] && break
+		sleep 0.1
+	done
+	assert_eq stopped "$(oci state m2 | jq -r .status)" "kill ends a stalled container"
+	oci delete --force m2
+	[ ! -e "$f" ] || fail "delete left the memory cgroup"
+	# delete --force of a stalled one, without a kill first
+	oci create --bundle b m3 </dev/null >log 2>&1
+	oci start m3
+	for i in $(seq 100); do
+		f=$(oom_control m3)
+		[ -n "$f" ] && grep -q '^under_oom 1' "$f" && break
+		sleep 0.1
+	done
+	assert_contains "$(cat "$f")" "under_oom 1" "m3 waits at the limit"
+	oci delete --force m3
+	[ ! -e "$ROOT/m3" ] || fail "delete --force left state"
+	[ ! -e "$f" ] || fail "delete --force left the memory cgroup"
+}
+
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
@@ -965,6 +1044,7 @@ run_test "linux.cgroupsPath: the engine's placement below /moat/, else refused b
 run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj
 run_test "process.rlimits: every type's soft and hard, NPROC lowered, CORE 0, too high refused" t_rlimits
 run_test "process.rlimits and exec --process: the container's, another refused" t_rlimits_exec
+run_test "memory.disableOOMKiller: stalls at the limit, kill/delete end it (root, v1); else refused" t_oom_killer_disabled
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
 run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * process.rlimits (docs/OCI.md) into a policy: the parser's "rlim" records
+ * Fields that the parser's records cannot set as options, checked and put
+ * into a policy (docs/OCI.md): linux.resources.memory.disableOOMKiller, and
+ * process.rlimits: the parser's "rlim" records
  * (oci_config.c) checked against what moat itself may set, then kept in
  * the policy for the sandbox's init (sandbox.c, set_rlimits) to apply.
  * moat never raises a limit: a hard value above the runtime's own hard
@@ -112,5 +114,24 @@ int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
 		p->rlimits[r->resource].soft = r->soft;
 		p->rlimits[r->resource].hard = r->hard;
 	}
+	return 0;
+}
+
+int moat_oci_oom_killer_place(struct moat_policy *p, const struct moat_oci_process *pr,
+			      bool no_cgroup, struct moat_error *err)
+{
+	if (!pr->disable_oom_killer)
+		return 0;
+	/* the switch is the memory cgroup's: without moat's cgroup layer it
+	 * would be dropped in silence */
+	if (no_cgroup)
+		return moat_error_set(err, "oci", EOPNOTSUPP,
+				      "config.json: linux.resources.memory.disableOOMKiller: needs "
+				      "moat's cgroup layer (--cgroup-manager disabled)");
+	if (p->isolation != MOAT_ISO_PROCESS)
+		return moat_error_set(err, "oci", EOPNOTSUPP,
+				      "config.json: linux.resources.memory.disableOOMKiller: the "
+				      "namespace backend only");
+	p->oom_kill_disable = true;
 	return 0;
 }
