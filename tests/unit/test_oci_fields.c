@@ -178,3 +178,40 @@ TEST(oci_refusals_say_why)
 	ASSERT_TRUE(err_is(&r, "linux.sysctl", "network namespace"));
 	moat_oci_recs_done(&r);
 }
+
+TEST(oci_disable_oom_killer)
+{
+	struct moat_oci_recs r;
+	char json[1024];
+	const char *f = "linux.resources.memory.disableOOMKiller";
+	snprintf(json, sizeof(json),
+		 PROC_HEAD "},\"linux\":{\"resources\":{\"memory\":{\"limit\":33554432,"
+			   "\"disableOOMKiller\":true}}}}");
+	ASSERT_EQ(moat_oci_parse(json, strlen(json), "/b", &r), 0);
+	ASSERT_TRUE(rec_has(&r, "nooom", f, NULL, NULL));
+	moat_oci_recs_done(&r);
+	snprintf(json, sizeof(json),
+		 PROC_HEAD "},\"linux\":{\"resources\":{\"memory\":{\"disableOOMKiller\":false}}}}");
+	ASSERT_EQ(moat_oci_parse(json, strlen(json), "/b", &r), 0);
+	ASSERT_TRUE(!rec_has(&r, "nooom", NULL, NULL, NULL));
+	ASSERT_TRUE(rec_has(&r, "note", f, NULL, NULL));
+	moat_oci_recs_done(&r);
+	snprintf(json, sizeof(json),
+		 PROC_HEAD "},\"linux\":{\"resources\":{\"memory\":{\"disableOOMKiller\":1}}}}");
+	ASSERT_EQ(moat_oci_parse(json, strlen(json), "/b", &r), -EINVAL);
+	ASSERT_TRUE(err_is(&r, f, "boolean"));
+	moat_oci_recs_done(&r);
+	/* into a policy: never without moat's cgroup layer */
+	struct moat_policy *p = moat_policy_new();
+	struct moat_error e = {0};
+	struct moat_oci_process pr = {.disable_oom_killer = true}, none = {0};
+	ASSERT_TRUE(p != NULL);
+	ASSERT_EQ(moat_oci_oom_killer_place(p, &none, true, &e), 0);
+	ASSERT_TRUE(!p->oom_kill_disable);
+	ASSERT_EQ(moat_oci_oom_killer_place(p, &pr, true, &e), -EOPNOTSUPP);
+	ASSERT_TRUE(strstr(e.message, f) != NULL);
+	ASSERT_TRUE(!p->oom_kill_disable);
+	ASSERT_EQ(moat_oci_oom_killer_place(p, &pr, false, &e), 0);
+	ASSERT_TRUE(p->oom_kill_disable);
+	moat_policy_free(p);
+}
