@@ -150,9 +150,10 @@ static bool rlimits_differ(const struct moat_oci_process *pr, const struct moat_
 		char have[sizeof(st->rlimits) + 2];
 		snprintf(have, sizeof(have), ",%s,", st->rlimits);
 		if (!strstr(have, want)) {
-			moat_oci_err("exec: process.rlimits[%u]: %s is not the container's (%s): an "
-				     "exec'd process has the container's rlimits",
-				     r->index, one, st->rlimits[0] ? st->rlimits : "none given");
+			moat_oci_err(
+				"exec: process.rlimits[%u]: %s is not the container's (%s): an "
+				"exec'd process has the container's rlimits",
+				r->index, one, st->rlimits[0] ? st->rlimits : "none given");
 			return true;
 		}
 	}

@@ -278,8 +278,7 @@ static int set_limits(struct moat_cgroup *cg, struct moat_cgroup_dir *d,
 static unsigned wanted(const struct moat_cgroup_limits *l)
 {
 	return (l->memory || l->oom_kill_disable ? MOAT_CG_MEMORY : 0) |
-		(l->pids ? MOAT_CG_PIDS : 0) |
-		(l->cpus_milli ? MOAT_CG_CPU : 0);
+		(l->pids ? MOAT_CG_PIDS : 0) | (l->cpus_milli ? MOAT_CG_CPU : 0);
 }
 
 int moat_cgroup_create_with(const struct moat_cgroup_info *info, const struct moat_cgroup_limits *l,

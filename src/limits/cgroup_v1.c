@@ -68,8 +68,7 @@ static bool v1_kill(const struct moat_cgroup_dir *d, bool fake)
 }
 
 /* memory.oom_control: writing 1 sets oom_kill_disable (v1 only) */
-static int v1_disable_oom_killer(const struct moat_cgroup_dir *d, bool fake,
-				 const char **ret_file)
+static int v1_disable_oom_killer(const struct moat_cgroup_dir *d, bool fake, const char **ret_file)
 {
 	return moat_cgroup_put(d, "memory.oom_control", 1, fake, ret_file);
 }

@@ -142,8 +142,7 @@ static bool v2_kill(const struct moat_cgroup_dir *d, bool fake)
 }
 
 /* cgroup v2 has no per-group switch that turns the OOM killer off */
-static int v2_disable_oom_killer(const struct moat_cgroup_dir *d, bool fake,
-				 const char **ret_file)
+static int v2_disable_oom_killer(const struct moat_cgroup_dir *d, bool fake, const char **ret_file)
 {
 	*ret_file = "memory.oom_control (cgroup v2 has none)";
 	return -EOPNOTSUPP;

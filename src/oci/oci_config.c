@@ -517,10 +517,10 @@ static int capabilities(struct ctx *c, json_t *o)
 /* The runtime-spec's RLIMIT_* names (getrlimit(2)); the applying side
  * (oci_load.c) maps them to resources again. */
 static const char *const rlimit_names[] = {
-	"RLIMIT_AS",	  "RLIMIT_CORE",    "RLIMIT_CPU",	 "RLIMIT_DATA",
-	"RLIMIT_FSIZE",	  "RLIMIT_LOCKS",   "RLIMIT_MEMLOCK",	 "RLIMIT_MSGQUEUE",
-	"RLIMIT_NICE",	  "RLIMIT_NOFILE",  "RLIMIT_NPROC",	 "RLIMIT_RSS",
-	"RLIMIT_RTPRIO",  "RLIMIT_RTTIME",  "RLIMIT_SIGPENDING", "RLIMIT_STACK",
+	"RLIMIT_AS",	 "RLIMIT_CORE",	  "RLIMIT_CPU",	       "RLIMIT_DATA",
+	"RLIMIT_FSIZE",	 "RLIMIT_LOCKS",  "RLIMIT_MEMLOCK",    "RLIMIT_MSGQUEUE",
+	"RLIMIT_NICE",	 "RLIMIT_NOFILE", "RLIMIT_NPROC",      "RLIMIT_RSS",
+	"RLIMIT_RTPRIO", "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_STACK",
 };
 
 /* process.rlimits: one "rlim" record each (type, "SOFT HARD") for the

@@ -364,8 +364,8 @@ static int rlimit_record(struct moat_oci_process *ret, const char *f, const char
 		return moat_error_set(err, "oci", EPROTO, "%s: a malformed rlimit record", what);
 	for (unsigned i = 0; i < ret->n_rlimits; i++)
 		if (ret->rlimits[i].resource == res)
-			return moat_error_set(err, "oci", EPROTO, "%s: %s: %s given twice", what,
-					      f, type);
+			return moat_error_set(err, "oci", EPROTO, "%s: %s: %s given twice", what, f,
+					      type);
 	ret->rlimits[ret->n_rlimits++] =
 		(struct moat_oci_rlimit){.resource = res, .index = idx, .soft = soft, .hard = hard};
 	return 0;

@@ -82,9 +82,8 @@ int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
 			return moat_error_set(err, "oci", errno,
 					      "config.json: process.rlimits[%u]: %s: getrlimit: %s",
 					      r->index, name, strerror(errno));
-		unsigned long long cap = own.rlim_max == RLIM_INFINITY
-			? ~0ULL
-			: (unsigned long long)own.rlim_max;
+		unsigned long long cap =
+			own.rlim_max == RLIM_INFINITY ? ~0ULL : (unsigned long long)own.rlim_max;
 		const char *whose = "the runtime's own hard limit, which moat never raises";
 		if (r->resource == RLIMIT_NOFILE && p->nofile && p->nofile < cap) {
 			cap = p->nofile;
@@ -95,10 +94,11 @@ int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
 			whose = "moat's --fsize";
 		}
 		if (r->resource == RLIMIT_AS && r->hard == 0)
-			return moat_error_set(err, "oci", EINVAL,
-					      "config.json: process.rlimits[%u]: RLIMIT_AS hard 0: no "
-					      "process could run",
-					      r->index);
+			return moat_error_set(
+				err, "oci", EINVAL,
+				"config.json: process.rlimits[%u]: RLIMIT_AS hard 0: no "
+				"process could run",
+				r->index);
 		if (r->resource == RLIMIT_NPROC) {
 			/* moat's rule: the lower of the spec's and moat's pids limit */
 			if (p->pids && p->pids < cap)

@@ -191,7 +191,8 @@ TEST(oci_disable_oom_killer)
 	ASSERT_TRUE(rec_has(&r, "nooom", f, NULL, NULL));
 	moat_oci_recs_done(&r);
 	snprintf(json, sizeof(json),
-		 PROC_HEAD "},\"linux\":{\"resources\":{\"memory\":{\"disableOOMKiller\":false}}}}");
+		 PROC_HEAD
+		 "},\"linux\":{\"resources\":{\"memory\":{\"disableOOMKiller\":false}}}}");
 	ASSERT_EQ(moat_oci_parse(json, strlen(json), "/b", &r), 0);
 	ASSERT_TRUE(!rec_has(&r, "nooom", NULL, NULL, NULL));
 	ASSERT_TRUE(rec_has(&r, "note", f, NULL, NULL));
