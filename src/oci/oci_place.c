@@ -93,12 +93,11 @@ int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
 			cap = p->fsize;
 			whose = "moat's --fsize";
 		}
-		if (r->resource == RLIMIT_AS && r->hard == 0)
-			return moat_error_set(
-				err, "oci", EINVAL,
-				"config.json: process.rlimits[%u]: RLIMIT_AS hard 0: no "
-				"process could run",
-				r->index);
+		if ((r->resource == RLIMIT_AS || r->resource == RLIMIT_DATA) && r->hard == 0)
+			return moat_error_set(err, "oci", EINVAL,
+					      "config.json: process.rlimits[%u]: %s hard 0: no "
+					      "process could run",
+					      r->index, name);
 		if (r->resource == RLIMIT_NPROC) {
 			/* moat's rule: the lower of the spec's and moat's pids limit */
 			if (p->pids && p->pids < cap)

@@ -895,6 +895,8 @@ t_rlimits() {
 		{type: "RLIMIT_MSGQUEUE", soft: 4096, hard: 8192},
 		{type: "RLIMIT_CPU", soft: 100, hard: 200},
 		{type: "RLIMIT_SIGPENDING", soft: 50, hard: 60},
+		{type: "RLIMIT_DATA", soft: 1073741824, hard: 2147483648},
+		{type: "RLIMIT_AS", soft: 4294967296, hard: 8589934592},
 		{type: "RLIMIT_NPROC", soft: 100000000, hard: 100000000},
 		{type: "RLIMIT_CORE", soft: 1024, hard: 1024}]'
 	START="$RT --root $ROOT start l1" timeout 60 python3 "$HELPER" reap pid -- \
@@ -906,6 +908,8 @@ t_rlimits() {
 	assert_eq "4096 8192" "$(limit limits 'Max msgqueue size')" "MSGQUEUE"
 	assert_eq "100 200" "$(limit limits 'Max cpu time')" "CPU"
 	assert_eq "50 60" "$(limit limits 'Max pending signals')" "SIGPENDING"
+	assert_eq "1073741824 2147483648" "$(limit limits 'Max data size')" "DATA (set before exec)"
+	assert_eq "4294967296 8589934592" "$(limit limits 'Max address space')" "AS (set before exec)"
 	assert_eq "$nproc $nproc" "$(limit limits 'Max processes')" "NPROC: moat's pids limit, the lower"
 	assert_eq "0 0" "$(limit limits 'Max core file size')" "CORE stays 0"
 	assert_contains "$(cat l1.log)" "RLIMIT_CORE: moat sets 0" "a nonzero CORE is a note"
