@@ -461,6 +461,14 @@ int moat_sandbox_destroy(struct moat_sandbox *sb, struct moat_status *ret_status
 			 struct moat_error *ret_err);
 /* ---- OCI runtime (docs/OCI.md) ---------------------------------------------- */
 
+/* One entry of process.rlimits (not RLIMIT_CORE: moat keeps it 0). */
+#define MOAT_OCI_RLIMITS_MAX 16
+struct moat_oci_rlimit {
+	int resource; /* RLIMIT_* of <sys/resource.h> */
+	unsigned index; /* i of process.rlimits[i], for messages */
+	unsigned long long soft, hard;
+};
+
 /* The container's process of a bundle. */
 struct moat_oci_process {
 	char **argv, **env; /* NULL-terminated */
@@ -472,6 +480,9 @@ struct moat_oci_process {
 	char **notes; /* "FIELD: what moat does instead", NULL-terminated, or NULL */
 	char *annotations_json; /* the bundle's annotations as a JSON object */
 	char *cgroups_path; /* linux.cgroupsPath, or NULL */
+	struct moat_oci_rlimit rlimits[MOAT_OCI_RLIMITS_MAX]; /* process.rlimits */
+	unsigned n_rlimits;
+	bool disable_oom_killer; /* linux.resources.memory.disableOOMKiller: true */
 };
 /* Reads BUNDLE/config.json (runtime-spec 1.0-1.2) into p (policy options,
  * on top of what p holds) and *ret; a field moat cannot honour is an error
@@ -488,6 +499,24 @@ void moat_oci_process_done(struct moat_oci_process *x);
 /* The container's cgroup at path (linux.cgroupsPath) instead of moat's own
  * place: the sandbox's create fails where moat may not make it there. */
 int moat_oci_cgroup_place(struct moat_policy *p, const char *path);
+/* process.rlimits into p: each hard value checked against what moat itself
+ * may set (the calling runtime's hard limit, which the container inherits;
+ * NOFILE/FSIZE: also p's --nofile/--fsize, set from the hard value), above
+ * it an error naming process.rlimits[i]; RLIMIT_NPROC lowered to p's pids
+ * limit and the runtime's hard limit. The values the container gets are
+ * written back to pr->rlimits (state records them for exec). */
+int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
+			   struct moat_error *ret_err);
+/* linux.resources.memory.disableOOMKiller into p: the run's memory cgroup
+ * gets the switch (cgroup v1; create fails on v2, naming the field); an
+ * error where moat's cgroup layer is not used (no_cgroup: the engine's
+ * --cgroup-manager disabled). */
+int moat_oci_oom_killer_place(struct moat_policy *p, const struct moat_oci_process *pr,
+			      bool no_cgroup, struct moat_error *ret_err);
+/* The name of an RLIMIT_* resource ("RLIMIT_NOFILE"), NULL if none. */
+const char *moat_oci_rlimit_name(int resource);
+/* RLIMIT_* name -> resource, -1 if not one. */
+int moat_oci_rlimit_resource(const char *name);
 
 /* The egress proxy helper of a --net allow run: moat_run() execs moat's own
  * executable as `moat __proxy` with its descriptors at fixed numbers (its

@@ -141,6 +141,8 @@ int moat_oci_state_load(const char *id, struct moat_oci_state *st)
 			st->created = atoll(eq);
 		else if (!strcmp(line, "oom"))
 			st->oom_score_adj = atoi(eq);
+		else if (!strcmp(line, "rlimits"))
+			snprintf(st->rlimits, sizeof(st->rlimits), "%s", eq);
 		else if (!strcmp(line, "annotations")) {
 			free(st->annotations);
 			st->annotations = strdup(eq);
@@ -280,6 +282,20 @@ int moat_oci_oom_apply(const struct moat_oci_process *pr, int *ret)
 	return k;
 }
 
+void moat_oci_rlimits_line(const struct moat_oci_process *pr, char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (unsigned i = 0; i < pr->n_rlimits && n < len; i++) {
+		const struct moat_oci_rlimit *r = &pr->rlimits[i];
+		int k = snprintf(buf + n, len - n, "%s%s:%llu:%llu", i ? "," : "",
+				 moat_oci_rlimit_name(r->resource), r->soft, r->hard);
+		if (k < 0)
+			break;
+		n += (size_t)k;
+	}
+}
+
 /* ---- commands ------------------------------------------------------------------ */
 
 static int opt_value(int argc, char **argv, int *i, const char *name, const char **ret)
@@ -380,6 +396,14 @@ static int cmd_create(int argc, char **argv)
 		log_line("info",
 			 "config.json: linux.cgroupsPath: --cgroup-manager disabled: "
 			 "moat's own cgroup");
+	/* the spec's values, before moat lowers any: `exec --process` compares */
+	char rl[MOAT_OCI_RLIMITS_MAX * 64];
+	moat_oci_rlimits_line(&pr, rl, sizeof(rl));
+	if (moat_oci_rlimits_place(p, &pr, &e) < 0 ||
+	    moat_oci_oom_killer_place(p, &pr, moat_oci_g.no_cgroup, &e) < 0) {
+		moat_oci_moat_err("create", &e);
+		goto fail;
+	}
 	if (moat_policy_validate(p, &e) < 0) {
 		moat_oci_moat_err("create", &e);
 		goto fail;
@@ -416,9 +440,9 @@ static int cmd_create(int argc, char **argv)
 	if (!rec)
 		goto fail;
 	snprintf(rec, cap,
-		 "session=%s\npid=%d\nuser=%u:%u\ncreated=%lld\noom=%d\nbundle=%s\n"
+		 "session=%s\npid=%d\nuser=%u:%u\ncreated=%lld\noom=%d\nrlimits=%s\nbundle=%s\n"
 		 "annotations=%s\n",
-		 sid, pid, pr.uid, pr.gid, (long long)time(NULL), oom, real,
+		 sid, pid, pr.uid, pr.gid, (long long)time(NULL), oom, rl, real,
 		 pr.annotations_json ? pr.annotations_json : "{}");
 	snprintf(path, sizeof(path), "%s/state", dir);
 	k = write_file_atomic(path, rec);

@@ -28,6 +28,8 @@ struct moat_oci_state {
 	long long created; /* seconds since the epoch */
 	int oom_score_adj; /* the container's (process.oomScoreAdj, else the runtime's) */
 	char *annotations; /* a JSON object (owned) */
+	/* process.rlimits as the spec gave them: "RLIMIT_X:SOFT:HARD,..." */
+	char rlimits[MOAT_OCI_RLIMITS_MAX * 64];
 };
 
 extern struct moat_oci_globals moat_oci_g;
@@ -55,3 +57,5 @@ _Noreturn void moat_oci_exit_as(const struct moat_proc_status *ps);
 int moat_oci_oom_apply(const struct moat_oci_process *pr, int *ret);
 
 int moat_oci_cmd_exec(int argc, char **argv);
+/* pr's process.rlimits as the state file's line (RLIMIT_X:SOFT:HARD,...). */
+void moat_oci_rlimits_line(const struct moat_oci_process *pr, char *buf, size_t len);

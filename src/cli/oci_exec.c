@@ -136,6 +136,30 @@ _Noreturn static void exec_client(const char *session, const struct moat_exec *x
 	moat_oci_exit_as(&ps);
 }
 
+/* An exec'd process is the container's init's child: it has the
+ * container's rlimits. process.rlimits of the exec may repeat them (podman
+ * copies the container's); another value is refused naming the field. */
+static bool rlimits_differ(const struct moat_oci_process *pr, const struct moat_oci_state *st)
+{
+	for (unsigned i = 0; i < pr->n_rlimits; i++) {
+		const struct moat_oci_rlimit *r = &pr->rlimits[i];
+		char one[96], want[100];
+		struct moat_oci_process single = {.n_rlimits = 1, .rlimits = {*r}};
+		moat_oci_rlimits_line(&single, one, sizeof(one));
+		snprintf(want, sizeof(want), ",%s,", one);
+		char have[sizeof(st->rlimits) + 2];
+		snprintf(have, sizeof(have), ",%s,", st->rlimits);
+		if (!strstr(have, want)) {
+			moat_oci_err(
+				"exec: process.rlimits[%u]: %s is not the container's (%s): an "
+				"exec'd process has the container's rlimits",
+				r->index, one, st->rlimits[0] ? st->rlimits : "none given");
+			return true;
+		}
+	}
+	return false;
+}
+
 int moat_oci_cmd_exec(int argc, char **argv)
 {
 	const char *process = NULL, *pid_file = NULL, *console = NULL, *id = NULL, *v = NULL;
@@ -209,6 +233,8 @@ int moat_oci_cmd_exec(int argc, char **argv)
 			     pr.oom_score_adj, st.oom_score_adj);
 		goto out;
 	}
+	if (rlimits_differ(&pr, &st))
+		goto out;
 	if ((pr.terminal || tty) != (console != NULL)) {
 		moat_oci_err("exec: a terminal needs --console-socket (and only then)");
 		goto out;

@@ -251,6 +251,12 @@ static int set_limits(struct moat_cgroup *cg, struct moat_cgroup_dir *d,
 			return r;
 		cg->limited |= MOAT_CG_MEMORY;
 	}
+	if ((d->controllers & MOAT_CG_MEMORY) && l->oom_kill_disable) {
+		r = ops->disable_oom_killer(d, cg->fake, ret_file);
+		if (r < 0)
+			return r;
+		cg->limited |= MOAT_CG_MEMORY;
+	}
 	if ((d->controllers & MOAT_CG_PIDS) && l->pids) {
 		r = moat_cgroup_put(d, "pids.max", l->pids, cg->fake, ret_file);
 		if (r < 0)
@@ -271,8 +277,8 @@ static int set_limits(struct moat_cgroup *cg, struct moat_cgroup_dir *d,
 
 static unsigned wanted(const struct moat_cgroup_limits *l)
 {
-	return (l->memory ? MOAT_CG_MEMORY : 0) | (l->pids ? MOAT_CG_PIDS : 0) |
-		(l->cpus_milli ? MOAT_CG_CPU : 0);
+	return (l->memory || l->oom_kill_disable ? MOAT_CG_MEMORY : 0) |
+		(l->pids ? MOAT_CG_PIDS : 0) | (l->cpus_milli ? MOAT_CG_CPU : 0);
 }
 
 int moat_cgroup_create_with(const struct moat_cgroup_info *info, const struct moat_cgroup_limits *l,

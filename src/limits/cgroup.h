@@ -80,6 +80,9 @@ struct moat_cgroup_limits {
 	 * every hierarchy, absolute from the hierarchy's root or relative to the
 	 * cgroup we sit in; NULL: BASE/moat/RUN_ID */
 	const char *path;
+	/* OCI linux.resources.memory.disableOOMKiller: needs the memory
+	 * controller (cgroup v1 only; v2 fails) */
+	bool oom_kill_disable;
 };
 
 struct moat_cgroup;

@@ -58,6 +58,11 @@ struct moat_cgroup_ops {
 	bool (*frozen)(const struct moat_cgroup_dir *d);
 	/* kill everything in one write; false where there is no such file */
 	bool (*kill)(const struct moat_cgroup_dir *d, bool fake);
+	/* OCI memory.disableOOMKiller: the group's tasks wait at its memory
+	 * limit instead of being killed; -EOPNOTSUPP where the version has no
+	 * such switch (v2: memory.oom.group is the opposite, no "disable") */
+	int (*disable_oom_killer)(const struct moat_cgroup_dir *d, bool fake,
+				  const char **ret_file);
 };
 
 extern const struct moat_cgroup_ops moat_cgroup_v1_ops;

@@ -67,6 +67,12 @@ static bool v1_kill(const struct moat_cgroup_dir *d, bool fake)
 	return false;
 }
 
+/* memory.oom_control: writing 1 sets oom_kill_disable (v1 only) */
+static int v1_disable_oom_killer(const struct moat_cgroup_dir *d, bool fake, const char **ret_file)
+{
+	return moat_cgroup_put(d, "memory.oom_control", 1, fake, ret_file);
+}
+
 const struct moat_cgroup_ops moat_cgroup_v1_ops = {
 	.limit_memory = v1_limit_memory,
 	.limit_cpu = v1_limit_cpu,
@@ -74,4 +80,5 @@ const struct moat_cgroup_ops moat_cgroup_v1_ops = {
 	.freeze = v1_freeze,
 	.frozen = v1_frozen,
 	.kill = v1_kill,
+	.disable_oom_killer = v1_disable_oom_killer,
 };

@@ -141,6 +141,13 @@ static bool v2_kill(const struct moat_cgroup_dir *d, bool fake)
 		moat_cgroup_write_at(d->fd, "cgroup.kill", "1", fake) >= 0;
 }
 
+/* cgroup v2 has no per-group switch that turns the OOM killer off */
+static int v2_disable_oom_killer(const struct moat_cgroup_dir *d, bool fake, const char **ret_file)
+{
+	*ret_file = "memory.oom_control (cgroup v2 has none)";
+	return -EOPNOTSUPP;
+}
+
 const struct moat_cgroup_ops moat_cgroup_v2_ops = {
 	.limit_memory = v2_limit_memory,
 	.limit_cpu = v2_limit_cpu,
@@ -148,4 +155,5 @@ const struct moat_cgroup_ops moat_cgroup_v2_ops = {
 	.freeze = v2_freeze,
 	.frozen = v2_frozen,
 	.kill = v2_kill,
+	.disable_oom_killer = v2_disable_oom_killer,
 };

@@ -17,7 +17,7 @@ int moat_limits_setup(const struct moat_plan_limits *pl, const char *run_id,
 	ret->cl = pl->cg;
 
 	unsigned asked = pl->asked & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS);
-	if (!asked && moat_host_root() && !pl->cg.path) {
+	if (!asked && moat_host_root() && !pl->cg.path && !pl->cg.oom_kill_disable) {
 		/* Root mode with only the default limits: every sandbox has its own
 		 * host uid, so RLIMIT_NPROC counts exactly this sandbox's processes and
 		 * the default pids limit needs no cgroup. (Attaching a task to a v1
@@ -42,6 +42,18 @@ int moat_limits_setup(const struct moat_plan_limits *pl, const char *run_id,
 				       MIN(strlen(err.message) + 1,
 					   sizeof(ret_err->message) - (size_t)n - 1));
 			ret_err->message[sizeof(ret_err->message) - 1] = 0;
+		}
+		return r;
+	}
+	/* no OOM killer switch without the memory cgroup: never rlimits */
+	if (pl->cg.oom_kill_disable) {
+		if (ret_err) {
+			*ret_err = err;
+			static const char pre[] = "linux.resources.memory.disableOOMKiller: ";
+			size_t n = MIN(strlen(err.message), sizeof(ret_err->message) - sizeof(pre));
+			memcpy(ret_err->message, pre, sizeof(pre) - 1);
+			memcpy(ret_err->message + sizeof(pre) - 1, err.message, n);
+			ret_err->message[sizeof(pre) - 1 + n] = 0;
 		}
 		return r;
 	}

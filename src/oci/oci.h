@@ -19,6 +19,9 @@
  *   "cwd"  -     dir   -
  *   "tty"  -     -     -        process.terminal
  *   "oom"  field value -        process.oomScoreAdj (-1000..1000)
+ *   "rlim" field TYPE  "S H"    process.rlimits[i]: RLIMIT_* name, soft and
+ *                               hard (decimal; not RLIMIT_CORE, which is 0)
+ *   "nooom" field -    -        linux.resources.memory.disableOOMKiller: true
  *   "cgp"  field path  -        linux.cgroupsPath: where the container's cgroup goes
  *   "note" field text  -        what moat provides itself instead (logged)
  *   "ann"  -     key   value    the annotations (state reports them)

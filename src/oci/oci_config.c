@@ -541,42 +541,64 @@ static int capabilities(struct ctx *c, json_t *o)
 	return 0;
 }
 
+/* The runtime-spec's RLIMIT_* names (getrlimit(2)); the applying side
+ * (oci_load.c) maps them to resources again. */
+static const char *const rlimit_names[] = {
+	"RLIMIT_AS",	 "RLIMIT_CORE",	  "RLIMIT_CPU",	       "RLIMIT_DATA",
+	"RLIMIT_FSIZE",	 "RLIMIT_LOCKS",  "RLIMIT_MEMLOCK",    "RLIMIT_MSGQUEUE",
+	"RLIMIT_NICE",	 "RLIMIT_NOFILE", "RLIMIT_NPROC",      "RLIMIT_RSS",
+	"RLIMIT_RTPRIO", "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_STACK",
+};
+
+/* process.rlimits: one "rlim" record each (type, "SOFT HARD") for the
+ * runtime to check against its own limits and the container to get (and
+ * `exec --process` to compare); NOFILE and FSIZE also bound moat's policy
+ * (--nofile, --fsize: the hard value); CORE stays 0 (moat's rule). */
 static int rlimits(struct ctx *c, json_t *a)
 {
 	size_t i;
 	json_t *r;
+	bool seen[ELEMENTSOF(rlimit_names)] = {false};
 	if (!a)
 		return 0;
 	if (!json_is_array(a) || json_array_size(a) > 64)
 		return fail(c, "process.rlimits", "must be an array");
 	json_array_foreach(a, i, r)
 	{
-		char f[64], v[32];
+		char f[64], v[48];
 		snprintf(f, sizeof(f), "process.rlimits[%zu]", i);
 		const char *type = str(json_object_get(r, "type"));
 		json_t *soft = json_object_get(r, "soft"), *hard = json_object_get(r, "hard");
-		if (!type || !json_is_integer(soft) || !json_is_integer(hard) ||
-		    json_integer_value(soft) < 0 || json_integer_value(hard) < 0 ||
+		if (!json_is_object(r) || !type || !json_is_integer(soft) ||
+		    !json_is_integer(hard) || json_integer_value(soft) < 0 ||
+		    json_integer_value(hard) < 0 ||
 		    json_integer_value(soft) > json_integer_value(hard))
 			return fail(c, f, "needs type, soft and hard (0 <= soft <= hard)");
-		/* moat sets one value as both: the soft one (the stricter) */
-		snprintf(v, sizeof(v), "%lld", (long long)json_integer_value(soft));
-		if (streq(type, "RLIMIT_NOFILE")) {
-			if (opt(c, f, "--nofile", v) < 0)
+		if (only_keys(c, r, f, (const char *const[]){"type", "soft", "hard", NULL}) < 0)
+			return -EINVAL;
+		size_t t = 0;
+		while (t < ELEMENTSOF(rlimit_names) && !streq(type, rlimit_names[t]))
+			t++;
+		if (t == ELEMENTSOF(rlimit_names))
+			return fail(c, f, "%.40s: not an RLIMIT_* type moat knows", type);
+		if (seen[t])
+			return fail(c, f, "%s: given twice", type);
+		seen[t] = true;
+		long long sv = (long long)json_integer_value(soft);
+		long long hv = (long long)json_integer_value(hard);
+		if (streq(type, "RLIMIT_CORE")) {
+			if (hv > 0 && note(c, f, "RLIMIT_CORE: moat sets 0 (no core dumps)") < 0)
 				return c->k;
-		} else if (streq(type, "RLIMIT_FSIZE")) {
-			if (opt(c, f, "--fsize", v) < 0)
-				return c->k;
-		} else if (streq(type, "RLIMIT_NPROC")) {
-			if (note(c, f, "RLIMIT_NPROC: moat bounds processes with its pids limit") <
-			    0)
-				return c->k;
-		} else if (streq(type, "RLIMIT_CORE")) {
-			if (note(c, f, "RLIMIT_CORE: moat sets 0 (no core dumps)") < 0)
-				return c->k;
-		} else
-			return fail(c, f, "%.40s: not supported (RLIMIT_NOFILE, RLIMIT_FSIZE are)",
-				    type);
+			continue;
+		}
+		snprintf(v, sizeof(v), "%lld", hv);
+		if (streq(type, "RLIMIT_NOFILE") && opt(c, f, "--nofile", v) < 0)
+			return c->k;
+		if (streq(type, "RLIMIT_FSIZE") && opt(c, f, "--fsize", v) < 0)
+			return c->k;
+		snprintf(v, sizeof(v), "%lld %lld", sv, hv);
+		if (rec(c, "rlim", f, type, v) < 0)
+			return c->k;
 	}
 	return 0;
 }
@@ -663,7 +685,9 @@ static int process(struct ctx *c, json_t *o)
 			json_integer_value(v) !=
 				json_integer_value(
 					gid)) return fail(c, "process.user.additionalGids",
-							  "supplementary groups are not supported");
+							  "supplementary groups are not supported: moat maps "
+							  "one gid into the sandbox; a supplementary group "
+							  "would need its host gid mapped too");
 		json_t *um = json_object_get(u, "umask");
 		if (um && (!json_is_integer(um) || json_integer_value(um) != 022))
 			return fail(c, "process.user.umask", "only 0022 (18) is supported");
@@ -788,6 +812,20 @@ static int id_mappings(struct ctx *c, json_t *a, const char *field)
 	return note(c, field, "moat maps the container's one user itself");
 }
 
+/* memory.disableOOMKiller: true is the runtime's to apply (cgroup v1's
+ * memory.oom_control, oci_place.c); false is what moat does anyway. */
+static int oom_killer(struct ctx *c, json_t *v)
+{
+	const char *f = "linux.resources.memory.disableOOMKiller";
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return fail(c, f, "must be a boolean");
+	if (json_is_true(v))
+		return rec(c, "nooom", f, NULL, NULL);
+	return note(c, f, "false: the kernel's OOM killer acts at the memory limit");
+}
+
 static int resources(struct ctx *c, json_t *o)
 {
 	static const char *const known[] = {
@@ -820,8 +858,8 @@ static int resources(struct ctx *c, json_t *o)
 			if (opt(c, "linux.resources.memory.limit", "--memory", v) < 0)
 				return c->k;
 		}
-		if (json_is_true(json_object_get(mem, "disableOOMKiller")))
-			return fail(c, "linux.resources.memory.disableOOMKiller", "not supported");
+		if (oom_killer(c, json_object_get(mem, "disableOOMKiller")) < 0)
+			return -EINVAL;
 		json_t *kl = json_object_get(mem, "kernel");
 		if (kl && !(json_is_integer(kl) && json_integer_value(kl) <= 0))
 			return fail(c, "linux.resources.memory.kernel", "not supported");
@@ -1078,7 +1116,10 @@ static int linux_(struct ctx *c, json_t *o)
 	    seccomp_profile(c, json_object_get(o, "seccomp")) < 0)
 		return -EINVAL;
 	if (!empty(json_object_get(o, "sysctl")))
-		return fail(c, "linux.sysctl", "not supported (moat sets no sysctl)");
+		return fail(c, "linux.sysctl",
+			    "not supported: net.* belong to moat's own network namespace, "
+			    "which its egress proxy design owns; ipc (kernel.msg*, kernel.sem, "
+			    "kernel.shm*) keys are not done");
 	if (!empty(json_object_get(o, "devices")))
 		return fail(c, "linux.devices", "device nodes are not supported");
 	static const char *const nope[] = {"intelRdt", "personality", "timeOffsets", "mountLabel"};

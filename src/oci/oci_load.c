@@ -364,6 +364,28 @@ static int root_rw(struct moat_policy *p, const char *f, const char *size, const
 	return 0;
 }
 
+/* An "rlim" record (field, RLIMIT_* name, "SOFT HARD") into ret: the
+ * parser's strings are checked again (it is the untrusted side). */
+static int rlimit_record(struct moat_oci_process *ret, const char *f, const char *type,
+			 const char *v, const char *what, struct moat_error *err)
+{
+	unsigned long long soft, hard;
+	unsigned idx;
+	char tail;
+	int end = 0, res = moat_oci_rlimit_resource(type);
+	if (res < 0 || sscanf(v, "%llu %llu%c", &soft, &hard, &tail) != 2 || soft > hard ||
+	    sscanf(f, "process.rlimits[%u]%n", &idx, &end) != 1 || !end || f[end] ||
+	    ret->n_rlimits >= MOAT_OCI_RLIMITS_MAX)
+		return moat_error_set(err, "oci", EPROTO, "%s: a malformed rlimit record", what);
+	for (unsigned i = 0; i < ret->n_rlimits; i++)
+		if (ret->rlimits[i].resource == res)
+			return moat_error_set(err, "oci", EPROTO, "%s: %s: %s given twice", what, f,
+					      type);
+	ret->rlimits[ret->n_rlimits++] =
+		(struct moat_oci_rlimit){.resource = res, .index = idx, .soft = soft, .hard = hard};
+	return 0;
+}
+
 /* The records into p (NULL: a process only: its options are the
  * container's, fixed at create, and only uid/gid are kept to compare). */
 static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const char *log_dir,
@@ -440,7 +462,11 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 			char line[1024];
 			snprintf(line, sizeof(line), "%s: %s", f, a);
 			k = strv_push(&ret->notes, &n_notes, line, 4096);
-		} else if (streq(t, "cgp")) {
+		} else if (streq(t, "nooom"))
+			ret->disable_oom_killer = true;
+		else if (streq(t, "rlim"))
+			k = rlimit_record(ret, f, a, b, what, err);
+		else if (streq(t, "cgp")) {
 			free(ret->cgroups_path);
 			k = (ret->cgroups_path = strdup(a)) ? 0 : -ENOMEM;
 		} else if (streq(t, "netns")) {

@@ -347,7 +347,8 @@ void moat_plan_build_limits(const struct moat_policy *p, struct moat_plan_limits
 	l->cg = (struct moat_cgroup_limits){.cpus_milli = p->cpus_milli,
 					    .memory = p->memory,
 					    .pids = p->pids,
-					    .path = p->cgroup_path};
+					    .path = p->cgroup_path,
+					    .oom_kill_disable = p->oom_kill_disable};
 	l->asked = p->limits_set;
 	l->may_degrade = p->allow_degraded & MOAT_DEGRADE_CGROUP;
 	moat_rlimits_plan(&l->cg, p->nofile, p->fsize, false, &l->rl);

@@ -23,6 +23,7 @@
 #define MOAT_MAX_SYSCALL_NAMES 256
 #define MOAT_MAX_SECRETS 64
 #define MOAT_MAX_PORTS 32
+#define MOAT_POLICY_RLIMITS 16 /* RLIM_NLIMITS on Linux */
 #define MOAT_MAX_PATH 4096
 #define MOAT_MAX_POLICY_BYTES (1u << 20)
 #define MOAT_MAX_STRING 4096
@@ -202,6 +203,17 @@ struct moat_policy {
 	uint64_t kill_grace_ms;
 	uint64_t disk;
 	char *cgroup_path; /* OCI linux.cgroupsPath (no option: set by moat oci) */
+	/* OCI process.rlimits (no option: set by moat oci, oci_load.c), indexed
+	 * by RLIMIT_*: the sandbox's init sets soft and hard after nofile/fsize;
+	 * every process of the container inherits them. */
+	struct moat_policy_rlimit {
+		bool set;
+		uint64_t soft, hard;
+	} rlimits[MOAT_POLICY_RLIMITS];
+	/* OCI linux.resources.memory.disableOOMKiller (no option: set by moat
+	 * oci): the run's memory cgroup waits at its limit, never kills; a
+	 * run that cannot have it fails (cgroup v1 only) */
+	bool oom_kill_disable;
 	uint64_t max_output;
 	uint64_t nofile;
 	uint64_t fsize;

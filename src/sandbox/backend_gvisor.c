@@ -770,5 +770,5 @@ int moat_gvisor_init_main(struct moat_error *err)
 	/* the Sentry executed this as its container's first process: no
 	 * disposition was inherited from anyone (the 64 resets cost ~2 ms of
 	 * ptrace round trips on an idle machine, 10-16 ms on a loaded one) */
-	moat_init_serve(sock, 0, true);
+	moat_init_serve(sock, NULL, true);
 }

@@ -182,7 +182,7 @@ plain:
 }
 
 /* --allow-degraded cgroup: the address-space limit each process gets */
-static uint64_t rlimit_as;
+static struct moat_init_late_rlimits late_rl; /* rlim_max 0: not set */
 
 /* The new process: fds, session, terminal, signals, then exec. Vforked
  * (MOAT_CTL_SHARED_MM) it runs on the init's memory and stack: it changes
@@ -236,11 +236,10 @@ static _Noreturn void start(const struct moat_ctl_req *rq, const int *fds, unsig
 	 * supervisor that asked for a vfork may read it as it is). */
 	if (!(rq->flags & MOAT_CTL_SHARED_MM))
 		prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-	if (rlimit_as) {
-		struct rlimit r = {rlimit_as, rlimit_as};
-		if (setrlimit(RLIMIT_AS, &r) < 0)
-			refuse(rep, MOAT_STAGE_RLIMIT, errno, "cannot set RLIMIT_AS");
-	}
+	if (late_rl.as.rlim_max && setrlimit(RLIMIT_AS, &late_rl.as) < 0)
+		refuse(rep, MOAT_STAGE_RLIMIT, errno, "cannot set RLIMIT_AS");
+	if (late_rl.data.rlim_max && setrlimit(RLIMIT_DATA, &late_rl.data) < 0)
+		refuse(rep, MOAT_STAGE_RLIMIT, errno, "cannot set RLIMIT_DATA");
 	exec_search(argv, envp);
 	refuse(rep, MOAT_STAGE_EXEC, errno, argv[0]);
 }
@@ -368,9 +367,11 @@ static void reap(int sock)
 	}
 }
 
-_Noreturn void moat_init_serve(int sock, uint64_t limit_as, bool fresh_signals)
+_Noreturn void moat_init_serve(int sock, const struct moat_init_late_rlimits *late,
+			       bool fresh_signals)
 {
-	rlimit_as = limit_as;
+	if (late)
+		late_rl = *late;
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);

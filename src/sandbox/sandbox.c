@@ -1000,6 +1000,42 @@ static void limit_ucounts(void)
 	}
 }
 
+/* OCI process.rlimits (oci_rlimits.c checked them against this process's
+ * hard limits): soft and hard as given, never above what is set already
+ * (a lower hard limit of moat's own stays). RLIMIT_AS and RLIMIT_DATA wait
+ * for each new process (init_serve.c), as the degraded AS does; CORE stays 0. */
+static void set_oci_rlimits(const struct moat_policy *p)
+{
+	for (int res = 0; res < MOAT_POLICY_RLIMITS; res++) {
+		const struct moat_policy_rlimit *w = &p->rlimits[res];
+		struct rlimit cur, r;
+		if (!w->set || res == RLIMIT_CORE || res == RLIMIT_AS || res == RLIMIT_DATA)
+			continue;
+		if (getrlimit(res, &cur) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1, "process.rlimits: getrlimit %d", res);
+		r.rlim_max = w->hard;
+		if (cur.rlim_max != RLIM_INFINITY && r.rlim_max > cur.rlim_max)
+			r.rlim_max = cur.rlim_max;
+		r.rlim_cur = w->soft < r.rlim_max ? w->soft : r.rlim_max;
+		if (setrlimit(res, &r) < 0)
+			die(MOAT_STAGE_RLIMIT, errno, -1,
+			    "process.rlimits: cannot set resource %d to %llu/%llu", res,
+			    (unsigned long long)r.rlim_cur, (unsigned long long)r.rlim_max);
+	}
+}
+
+/* OCI's value for a limit each process sets before exec: the lower of it
+ * and moat's own (r; rlim_max 0: none) */
+static void late_rlimit(struct rlimit *r, const struct moat_policy_rlimit *w)
+{
+	if (w->set && (!r->rlim_max || w->hard < r->rlim_max))
+		r->rlim_max = w->hard;
+	if (w->set && (!r->rlim_cur || w->soft < r->rlim_cur))
+		r->rlim_cur = w->soft;
+	if (r->rlim_cur > r->rlim_max)
+		r->rlim_cur = r->rlim_max;
+}
+
 static void set_rlimits(void)
 {
 	const struct moat_policy *p = g_sb->p;
@@ -1027,6 +1063,7 @@ static void set_rlimits(void)
 		if (setrlimit(RLIMIT_NPROC, &r) < 0)
 			die(MOAT_STAGE_RLIMIT, errno, -1, "cannot set RLIMIT_NPROC");
 	}
+	set_oci_rlimits(p);
 }
 
 /* The init is a fork of moat: its argument and environment areas still hold
@@ -1527,5 +1564,8 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb)
 		close(sb->init_notify_fd);
 		sb->init_notify_fd = -1;
 	}
-	moat_init_serve(sb->sock_child, sb->rlimit_as, false);
+	struct moat_init_late_rlimits late = {.as = {sb->rlimit_as, sb->rlimit_as}};
+	late_rlimit(&late.as, &sb->p->rlimits[RLIMIT_AS]);
+	late_rlimit(&late.data, &sb->p->rlimits[RLIMIT_DATA]);
+	moat_init_serve(sb->sock_child, &late, false);
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "policy/plan.h"
@@ -145,7 +146,15 @@ _Noreturn void moat_sandbox_init(struct moat_init *sb);
  * fresh_signals: the init was just executed as the first process of a
  * kernel of its own (gVisor's Sentry), so every signal disposition is
  * already the default and the reset is skipped. */
-_Noreturn void moat_init_serve(int sock, uint64_t rlimit_as, bool fresh_signals);
+/* The limits each new process sets just before it execs (not the init:
+ * its address space, under ASan terabytes of shadow, may exceed them);
+ * rlim_max 0: not set. */
+struct moat_init_late_rlimits {
+	struct rlimit as; /* RLIMIT_AS: the degraded memory limit, OCI's */
+	struct rlimit data; /* RLIMIT_DATA: OCI's */
+};
+_Noreturn void moat_init_serve(int sock, const struct moat_init_late_rlimits *late,
+			       bool fresh_signals);
 
 /* Test build only (-DMOAT_TESTING, the moat-testing binary that
  * tests/integration/faults.sh runs): with MOAT_TEST_LAYERS=1 and

@@ -396,7 +396,7 @@ t_refused_fields() {
 	refused noexec '.mounts += [{destination: "/x", type: "bind", source: "/tmp", options: ["rbind", "noexec"]}]'
 	refused process.apparmorProfile '.process.apparmorProfile = "p"'
 	refused linux.maskedPaths '.linux.maskedPaths += ["/proc/cpuinfo"]'
-	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_MEMLOCK", hard: 1, soft: 1}]'
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_NOFILE", hard: 1, soft: 1}]'
 	refused ociVersion '.ociVersion = "2.0.0"'
 	refused unknownField '.unknownField = 1'
 	refused linux.seccomp.listenerPath '.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", listenerPath: "/x"}'
@@ -1023,6 +1023,165 @@ EOF
 	kill "$mns" 2>/dev/null || true
 }
 
+# limit LOG NAME: "soft hard" of /proc/self/limits' line NAME in LOG
+limit() { grep "^$2 " "$1" | sed "s/^$2 *//" | awk '{print $1, $2}'; }
+
+# process.rlimits: every type's soft and hard reach the container's process
+# (/proc/self/limits inside); NPROC is lowered to moat's pids limit, CORE
+# stays 0; a hard value above what moat may set, an unknown type and a type
+# given twice fail create naming the field
+t_rlimits() {
+	need_busybox
+	local nproc hn
+	nproc=$(ulimit -Hu)
+	[ "$nproc" = unlimited ] || [ "$nproc" -gt 4096 ] && nproc=4096
+	bundle b '["cat", "/proc/self/limits"]' '.process.rlimits = [
+		{type: "RLIMIT_NOFILE", soft: 200, hard: 300},
+		{type: "RLIMIT_STACK", soft: 4194304, hard: 6291456},
+		{type: "RLIMIT_MSGQUEUE", soft: 4096, hard: 8192},
+		{type: "RLIMIT_CPU", soft: 100, hard: 200},
+		{type: "RLIMIT_SIGPENDING", soft: 50, hard: 60},
+		{type: "RLIMIT_DATA", soft: 1073741824, hard: 2147483648},
+		{type: "RLIMIT_AS", soft: 4294967296, hard: 8589934592},
+		{type: "RLIMIT_NPROC", soft: 100000000, hard: 100000000},
+		{type: "RLIMIT_CORE", soft: 1024, hard: 1024}]'
+	START="$RT --root $ROOT start l1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" --log "$T_OUT/l1.log" create --bundle b --pid-file pid l1 \
+		>log 2>&1 || true
+	tr -d '\r' <log >limits
+	assert_eq "200 300" "$(limit limits 'Max open files')" "NOFILE: soft and hard as given"
+	assert_eq "4194304 6291456" "$(limit limits 'Max stack size')" "STACK"
+	assert_eq "4096 8192" "$(limit limits 'Max msgqueue size')" "MSGQUEUE"
+	assert_eq "100 200" "$(limit limits 'Max cpu time')" "CPU"
+	assert_eq "50 60" "$(limit limits 'Max pending signals')" "SIGPENDING"
+	assert_eq "1073741824 2147483648" "$(limit limits 'Max data size')" "DATA (set before exec)"
+	assert_eq "4294967296 8589934592" "$(limit limits 'Max address space')" "AS (set before exec)"
+	assert_eq "$nproc $nproc" "$(limit limits 'Max processes')" "NPROC: moat's pids limit, the lower"
+	assert_eq "0 0" "$(limit limits 'Max core file size')" "CORE stays 0"
+	assert_contains "$(cat l1.log)" "RLIMIT_CORE: moat sets 0" "a nonzero CORE is a note"
+	oci delete l1
+	# control: the bundle's plain rlimits (NOFILE 1024 only): the probe tells
+	# the two apart
+	bundle b '["cat", "/proc/self/limits"]'
+	START="$RT --root $ROOT start l2" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid l2 >log 2>&1 || true
+	tr -d '\r' <log >limits
+	assert_eq "1024 1024" "$(limit limits 'Max open files')" "control: NOFILE 1024"
+	[ "$(limit limits 'Max stack size')" != "4194304 6291456" ] || fail "control: STACK"
+	oci delete l2
+	hn=$(ulimit -Hn)
+	refused 'process.rlimits[0]' ".process.rlimits = [{type: \"RLIMIT_NOFILE\", soft: 10, hard: $((hn + 1))}]"
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_MSGQUEUE", soft: 1, hard: '"$(($(ulimit -Hq) + 1))"'}]'
+	assert_contains "$(cat err)" "above what moat may set"
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_BOGUS", soft: 1, hard: 1}]'
+	refused 'process.rlimits[1]' '.process.rlimits += [{type: "RLIMIT_NOFILE", soft: 1, hard: 1}]'
+	assert_contains "$(cat err)" "given twice"
+	refused 'process.rlimits[0]' '.process.rlimits = [{type: "RLIMIT_NOFILE", soft: 20, hard: 10}]'
+}
+
+# exec --process: the container's rlimits (podman repeats them) are the
+# exec'd process's; another value is refused naming the field
+t_rlimits_exec() {
+	need_busybox
+	bundle b '["sleep", "100"]' '.process.rlimits = [{type: "RLIMIT_NOFILE", soft: 200, hard: 300},
+		{type: "RLIMIT_STACK", soft: 4194304, hard: 6291456}]'
+	oci create --bundle b l3 </dev/null >/dev/null 2>&1
+	oci start l3
+	jq -n '{user: {uid: 1000, gid: 1000}, args: ["cat", "/proc/self/limits"],
+		env: ["PATH=/bin"], cwd: "/", terminal: false,
+		rlimits: [{type: "RLIMIT_STACK", soft: 4194304, hard: 6291456},
+			{type: "RLIMIT_NOFILE", soft: 200, hard: 300}]}' >proc.json
+	oci exec --process proc.json l3 >limits 2>err || fail "exec with the container's rlimits: $(cat err)"
+	assert_eq "200 300" "$(limit limits 'Max open files')" "exec: the container's NOFILE"
+	assert_eq "4194304 6291456" "$(limit limits 'Max stack size')" "exec: the container's STACK"
+	jq '.rlimits[1].soft = 100' proc.json >p2.json
+	if oci exec --process p2.json l3 >out 2>err; then fail "exec with another NOFILE"; fi
+	assert_contains "$(cat err)" "process.rlimits[1]"
+	jq '.rlimits = [{type: "RLIMIT_CPU", soft: 1, hard: 1}]' proc.json >p3.json
+	if oci exec --process p3.json l3 >out 2>err; then fail "exec with a CPU limit"; fi
+	assert_contains "$(cat err)" "process.rlimits[0]"
+	oci delete --force l3
+}
+
+# the memory cgroup's memory.oom_control of a live container ("" if none)
+oom_control() {
+	local p c
+	for p in $(oci ps --format json "$1" | jq -r '.[]'); do
+		c=$(sed -n 's/^[0-9]*:memory://p' "/proc/$p/cgroup" 2>/dev/null)
+		case $c in */moat/*) echo "/sys/fs/cgroup/memory$c/memory.oom_control"; return ;; esac
+	done
+}
+
+# linux.resources.memory.disableOOMKiller: as root on cgroup v1 the
+# container's memory cgroup has oom_kill_disable: at its limit the process
+# stalls (under_oom) instead of dying, and kill/delete still end it; the
+# control without the field is OOM-killed. Where moat's cgroup layer is not
+# used (the unprivileged user, --cgroup-manager disabled) or the memory
+# controller is v2, create fails naming the field.
+t_oom_killer_disabled() {
+	need_busybox
+	local grow='["sh", "-c", "echo start; a=x; while :; do a=\"$a$a\"; done"]'
+	local lim='.linux.resources.memory.limit = 33554432'
+	refused linux.resources.memory.disableOOMKiller \
+		"$lim | .linux.resources.memory.disableOOMKiller = \"yes\""
+	# --cgroup-manager disabled: no cgroup of moat's, refused
+	bundle nb '["true"]' "$lim | .linux.resources.memory.disableOOMKiller = true"
+	if timeout 30 "$RT" --root "$ROOT" --cgroup-manager disabled create --bundle nb n1 \
+		</dev/null 2>err; then
+		oci delete --force n1 || true
+		fail "disableOOMKiller accepted without moat's cgroup layer"
+	fi
+	assert_contains "$(cat err)" "linux.resources.memory.disableOOMKiller"
+	[ ! -e "$ROOT/n1" ] || fail "a refused create left state"
+	if [ "$(id -u)" != 0 ] || ! grep -qE '^[0-9]+:memory:' /proc/self/cgroup; then
+		# unprivileged, or memory on cgroup v2: refused by name, nothing left
+		refused linux.resources.memory.disableOOMKiller \
+			"$lim | .linux.resources.memory.disableOOMKiller = true"
+		return 0
+	fi
+	# control: the same process without the field is killed at the limit
+	bundle b "$grow" "$lim"
+	START="$RT --root $ROOT start m1" timeout 60 python3 "$HELPER" reap pid -- \
+		"$RT" --root "$ROOT" create --bundle b --pid-file pid m1 >log 2>&1 || true
+	assert_eq "signaled 9" "$(cat pid.status)" "control: OOM-killed at the memory limit"
+	oci delete m1
+	bundle b "$grow" "$lim | .linux.resources.memory.disableOOMKiller = true"
+	oci create --bundle b m2 </dev/null >log 2>&1
+	oci start m2
+	local f="" i
+	for i in $(seq 100); do
+		f=$(oom_control m2)
+		[ -n "$f" ] && grep -q '^under_oom 1' "$f" && break
+		sleep 0.1
+	done
+	[ -n "$f" ] || fail "no memory cgroup of the container"
+	assert_contains "$(cat "$f")" "oom_kill_disable 1" "the cgroup's OOM killer is off"
+	assert_contains "$(cat "$f")" "under_oom 1" "the process waits at the limit"
+	sleep 1
+	assert_eq running "$(oci state m2 | jq -r .status)" "not killed: it stalls"
+	assert_contains "$(cat "$f")" "oom_kill 0" "nothing was OOM-killed"
+	oci kill m2 KILL
+	for i in $(seq 100); do
+		[ "$(oci state m2 | jq -r .status)" = stopped ] && break
+		sleep 0.1
+	done
+	assert_eq stopped "$(oci state m2 | jq -r .status)" "kill ends a stalled container"
+	oci delete --force m2
+	[ ! -e "$f" ] || fail "delete left the memory cgroup"
+	# delete --force of a stalled one, without a kill first
+	oci create --bundle b m3 </dev/null >log 2>&1
+	oci start m3
+	for i in $(seq 100); do
+		f=$(oom_control m3)
+		[ -n "$f" ] && grep -q '^under_oom 1' "$f" && break
+		sleep 0.1
+	done
+	assert_contains "$(cat "$f")" "under_oom 1" "m3 waits at the limit"
+	oci delete --force m3
+	[ ! -e "$ROOT/m3" ] || fail "delete --force left state"
+	[ ! -e "$f" ] || fail "delete --force left the memory cgroup"
+}
+
 run_test "create/start under a subreaper: pid file, exit status, output, state, delete" t_lifecycle
 run_test "states created/running/stopped; start once; ps; kill; delete [--force]" t_states_kill
 run_test "a container killed by a signal: its supervisor is killed by it too" t_signal_status
@@ -1035,6 +1194,9 @@ run_test "config fields moat cannot honour fail create naming the field" t_refus
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
 run_test "linux.cgroupsPath: the engine's placement below /moat/, else refused by name" t_cgroups_path
 run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj
+run_test "process.rlimits: every type's soft and hard, NPROC lowered, CORE 0, too high refused" t_rlimits
+run_test "process.rlimits and exec --process: the container's, another refused" t_rlimits_exec
+run_test "memory.disableOOMKiller: stalls at the limit, kill/delete end it (root, v1); else refused" t_oom_killer_disabled
 run_test "run.moat.allow-hosts: moat's egress proxy, a denied name recorded" t_allow_hosts
 run_test "an engine's network namespace: the proxy's upstream, the container in moat's own" t_engine_netns
 run_test "--version, features, checkpoint refused (also --help), ids, --log json" t_cli

@@ -789,3 +789,40 @@ TEST(cgroup_real_200_cycles_no_leak)
 	}
 	ASSERT_EQ(count_fds(), fds);
 }
+
+/* OCI memory.disableOOMKiller: v1's memory.oom_control gets 1 (the memory
+ * hierarchy only); v2 has no such switch, and creation fails closed. */
+TEST(cgroup_fake_disable_oom_killer)
+{
+	struct moat_cgroup_info info;
+	struct moat_cgroup *cg = NULL;
+	struct moat_error err = {0};
+	const struct moat_cgroup_limits l = {.memory = 32 << 20, .oom_kill_disable = true};
+	char p[1200];
+	struct stat sb;
+	fake_hybrid();
+	ASSERT_EQ(moat_cgroup_detect_at(fake_root, &info), 0);
+	ASSERT_EQ(moat_cgroup_create_with(&info, &l, "o1", &cg, &err), 0);
+	snprintf(p, sizeof(p), "%s/sys/fs/cgroup/memory/process_api/abc/moat/o1", fake_root);
+	ASSERT_STREQ(getf(p, "memory.oom_control"), "1\n");
+	ASSERT_STREQ(getf(p, "memory.limit_in_bytes"), "33554432\n");
+	snprintf(p, sizeof(p), "%s/sys/fs/cgroup/pids/moat/o1/memory.oom_control", fake_root);
+	ASSERT_ERRNO(stat(p, &sb), ENOENT);
+	ASSERT_EQ(moat_cgroup_destroy(cg), 0);
+	/* control: without the field no oom_control is written */
+	const struct moat_cgroup_limits plain = {.memory = 32 << 20};
+	ASSERT_EQ(moat_cgroup_create_with(&info, &plain, "o2", &cg, &err), 0);
+	snprintf(p, sizeof(p), "%s/sys/fs/cgroup/memory/process_api/abc/moat/o2/memory.oom_control",
+		 fake_root);
+	ASSERT_ERRNO(stat(p, &sb), ENOENT);
+	ASSERT_EQ(moat_cgroup_destroy(cg), 0);
+	drop_root();
+
+	fake_v2_user();
+	ASSERT_EQ(moat_cgroup_detect_at(fake_root, &info), 0);
+	cg = NULL;
+	ASSERT_EQ(moat_cgroup_create_with(&info, &l, "o3", &cg, &err), -EOPNOTSUPP);
+	ASSERT_TRUE(cg == NULL);
+	ASSERT_CONTAINS(err.message, "memory.oom_control");
+	drop_root();
+}
