@@ -2,6 +2,8 @@
 /* The limits layer's supervisor side and the run's state record. */
 #include "limits/supervise_limits.h"
 
+#include <errno.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,15 +80,31 @@ int moat_supervise_limits_prepare(struct moat_run *r)
 	return 0;
 }
 
-int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *path)
+int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *stage, const char *path)
 {
 	struct moat_state_record *rec = r->state_rec;
-	if (!rec)
-		return 0;
+	int k;
+	/* Fail closed: a temporary that the record does not name is what a
+	 * SIGKILL of the supervisor would leave behind for good. */
+	if (!rec || !r->state)
+		return moat_error_set(r->err, stage, ENOENT,
+				      "cannot record the temporary directory %s: the run has no "
+				      "state record (its state directory could not be written)",
+				      path);
 	if (rec->n_tmpdirs >= MOAT_STATE_MAX_TMPDIRS || strlen(path) >= MOAT_STATE_PATH)
-		return -E2BIG;
+		return moat_error_set(r->err, stage, E2BIG,
+				      "cannot record the temporary directory %s in the run's state "
+				      "record: too many or too long",
+				      path);
 	snprintf(rec->tmpdirs[rec->n_tmpdirs++], MOAT_STATE_PATH, "%s", path);
-	return r->state ? moat_state_update(r->state, rec) : 0;
+	if ((k = moat_state_update(r->state, rec)) < 0) {
+		rec->n_tmpdirs--;
+		return moat_error_set(r->err, stage, -k,
+				      "cannot record the temporary directory %s in the run's state "
+				      "record: %s",
+				      path, strerror(-k));
+	}
+	return 0;
 }
 
 static void close_self_attach(struct moat_run *r)

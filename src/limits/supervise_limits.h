@@ -21,6 +21,11 @@ void moat_supervise_limits_kill(struct moat_run *r);
 void moat_supervise_limits_finish(struct moat_run *r);
 /* Kill and remove the groups, drop the state record. Idempotent. */
 void moat_supervise_limits_teardown(struct moat_run *r);
-/* Record a host temporary directory of the run, so `moat gc` can remove it
- * after a crash (its last component must start with "moat-"). */
-int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *path);
+/* Record a host temporary directory of the run in its state record, so that
+ * `moat gc` or the next run's sweep removes it after a crash (its last
+ * component must start with "moat-", it must be owned by the caller's euid).
+ * Call it right after mkdtemp(), before anything is written into it: the
+ * record is on disk (renamed into place) when this returns 0. Fails closed:
+ * no record, or one that cannot be rewritten, is < 0 with r->err naming
+ * `stage`, and the caller must not use the directory (it removes it). */
+int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *stage, const char *path);

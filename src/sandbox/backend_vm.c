@@ -53,6 +53,7 @@
 
 #include "kernel/seccomp.h"
 #include "network/netns.h"
+#include "limits/supervise_limits.h"
 #include "policy/errors.h"
 #include "sandbox/backend.h"
 #include "sandbox/backend_gvisor.h"
@@ -1144,7 +1145,17 @@ static int vm_start(struct moat_run *r)
 		return moat_error_set(r->err, "isolation", errno, "cannot create the tree %s: %s",
 				      v->dir, strerror(errno));
 	v->dirfd = open(v->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (v->dirfd < 0 || mkdirat(v->dirfd, MOAT_GV_OVL, 0700) < 0 || fchmod(v->dirfd, 0711) < 0)
+	if (v->dirfd < 0) {
+		k = -errno;
+		(void)rmdir(v->dir);
+		return moat_error_set(r->err, "isolation", -k, "cannot open the tree %s: %s",
+				      v->dir, strerror(-k));
+	}
+	/* named in the run's state record before anything goes in: after a
+	 * SIGKILL of the supervisor, moat gc or the next run removes it */
+	if ((k = moat_supervise_state_add_tmpdir(r, "isolation", v->dir)) < 0)
+		return k;
+	if (mkdirat(v->dirfd, MOAT_GV_OVL, 0700) < 0 || fchmod(v->dirfd, 0711) < 0)
 		return moat_error_set(r->err, "isolation", errno, "cannot prepare the tree %s",
 				      v->dir);
 	int srcfd[MOAT_PLAN_MAX_STEPS + 1];

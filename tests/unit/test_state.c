@@ -305,6 +305,53 @@ TEST(state_gc_refuses_foreign_paths)
 	drop_sdir();
 }
 
+/* gc removes only the temporaries the caller owns: a record naming another
+ * user's "moat-" directory (edited by someone else) removes nothing. The
+ * owner check itself for every caller; through gc as root, with a directory
+ * given to another uid (unprivileged, no directory of another owner can be
+ * made). Positive control: the same directory, owned by the caller, goes. */
+TEST(state_gc_refuses_foreign_owner)
+{
+	char d[] = "/tmp/moat-ownertest-XXXXXX";
+	char f[64], cmd[2048];
+	struct stat st;
+	ASSERT_TRUE(mkdtemp(d) != NULL);
+	snprintf(f, sizeof(f), "%s/file", d);
+	int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	ASSERT_EQ(moat_state_remove_tmpdir(d, geteuid() + 1), -EPERM);
+	ASSERT_EQ(stat(f, &st), 0); /* nothing inside removed either */
+	ASSERT_EQ(moat_state_remove_tmpdir(d, geteuid()), 0);
+	ASSERT_ERRNO(stat(d, &st), ENOENT);
+	ASSERT_EQ(moat_state_remove_tmpdir(d, geteuid()), 0); /* gone: nothing to do */
+
+	if (geteuid() != 0)
+		return;
+	make_sdir();
+	ASSERT_TRUE(mkdtemp(strcpy(d, "/tmp/moat-ownertest-XXXXXX")) != NULL);
+	ASSERT_EQ(chown(d, 65534, 65534), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s/foreign' && printf '%%s' '{\"id\":\"foreign\",\"pid\":1,"
+		 "\"start_us\":0,\"cgroups\":[],\"tmpdirs\":[\"%s\"]}' > "
+		 "'%s/foreign/run.json' && : > '%s/foreign/lock'",
+		 sdir, d, sdir, sdir);
+	ASSERT_EQ(system(cmd), 0);
+	struct moat_state_gc_result g;
+	ASSERT_EQ(moat_state_gc(sdir, &g), -EPERM);
+	ASSERT_EQ(g.failed, 1);
+	ASSERT_EQ(g.tmpdirs, 0);
+	ASSERT_EQ(stat(d, &st), 0);
+	ASSERT_EQ(count_entries(), 1); /* kept for a human to look at */
+	/* control: once it is the caller's, the same record's gc removes it */
+	ASSERT_EQ(chown(d, 0, 0), 0);
+	ASSERT_EQ(moat_state_gc(sdir, &g), 0);
+	ASSERT_EQ(g.removed, 1);
+	ASSERT_EQ(g.tmpdirs, 1);
+	ASSERT_ERRNO(stat(d, &st), ENOENT);
+	drop_sdir();
+}
+
 /* Stale half-built (.tmp-) entries go; fresh ones stay (a run is starting). */
 TEST(state_gc_stale_dot_entries)
 {
