@@ -533,8 +533,7 @@ static int gv_start(struct moat_run *r)
 	 * SIGKILL of the supervisor, moat gc or the next run removes it */
 	if ((k = moat_supervise_state_add_tmpdir(r, "isolation", g->dir)) < 0)
 		return k;
-	if (mkdirat(g->dirfd, MOAT_GV_STATE, 0700) < 0 ||
-	    mkdirat(g->dirfd, MOAT_GV_OVL, 0700) < 0)
+	if (mkdirat(g->dirfd, MOAT_GV_STATE, 0700) < 0 || mkdirat(g->dirfd, MOAT_GV_OVL, 0700) < 0)
 		return moat_error_set(r->err, "isolation", errno, "cannot prepare the bundle %s",
 				      g->dir);
 	/* rootless: the holder's user namespace maps its root to us; the
