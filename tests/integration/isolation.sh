@@ -387,29 +387,40 @@ t_no_leftovers() {
 	# nothing of runsc survives the run (a background sleep included)
 	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived the run"
 	# SIGKILL of moat itself: its init inside gVisor sees the channel close
-	# and the container, runsc and its gofer end with it
-	log="$T_OUT/kill.json"
+	# and the container, runsc and its gofer end with it; the bundle is
+	# named in the run's state record, so `moat gc` removes it
+	gv_killed "$T_OUT/kill.json"
+	"$MOAT" gc --quiet || fail "moat gc failed"
+	[ -z "$(bundles_of "$GV_ID")" ] || fail "the bundle was left after SIGKILL and moat gc"
+	# and without moat gc: the next run's sweep (at the process level)
+	gv_killed "$T_OUT/kill2.json"
+	"$MOAT" run --quiet -- true || fail "the next run failed"
+	[ -z "$(bundles_of "$GV_ID")" ] || fail "the bundle was left after SIGKILL and the next run"
+}
+
+# gv_killed LOG: a gVisor run of `sleep 60` SIGKILLed (moat, the process
+# holding the sandbox) once its runsc sandbox and bundle are seen (positive
+# control); then no process of runsc is left. Its run id in GV_ID.
+gv_killed() {
+	local log=$1 pid
 	"$MOAT" run --quiet --log "$log" --isolation gvisor -- sleep 60 &
-	local pid=$!
-	id=
+	pid=$!
+	GV_ID=
 	for _ in $(seq 100); do
-		id=$(run_of "$log")
-		[ -n "$id" ] && pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null && break
+		GV_ID=$(run_of "$log")
+		[ -n "$GV_ID" ] && pgrep -f "runsc-sandbox.*moat-gvisor-$GV_ID" >/dev/null && break
 		sleep 0.1
 	done
-	pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null ||
+	pgrep -f "runsc-sandbox.*moat-gvisor-$GV_ID" >/dev/null ||
 		fail "positive control: the run's runsc sandbox was not seen running"
-	[ -n "$(bundles_of "$id")" ] || fail "positive control: the running run's bundle was not found"
+	[ -n "$(bundles_of "$GV_ID")" ] || fail "positive control: the running run's bundle was not found"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	for _ in $(seq 50); do
-		pgrep -f "runsc.*moat-gvisor-$id" >/dev/null || break
+		pgrep -f "runsc.*moat-gvisor-$GV_ID" >/dev/null || break
 		sleep 0.1
 	done
-	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived moat's SIGKILL"
-	# the crashed run's bundle (moat could not remove it)
-	local b
-	for b in $(bundles_of "$id"); do rm -rf "$b"; done
+	[ -z "$(pgrep -f "runsc.*moat-gvisor-$GV_ID" || true)" ] || fail "runsc survived moat's SIGKILL"
 }
 
 # moat doctor says gvisor works only when runsc starts a container of
@@ -451,6 +462,6 @@ run_test "gvisor: --rootfs is the system (a libc-less tree)" t_rootfs
 run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and network probes" t_selftest
 run_test "vm: a key it cannot honour fails closed" t_vm
 run_test "gvisor: moat serve creates and resets a gvisor sandbox without holding its other requests" t_serve
-run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
+run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat (moat gc, the next run)" t_no_leftovers
 run_test "gvisor: the command inherits no ignored signal" t_signals_default
 t_done
