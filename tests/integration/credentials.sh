@@ -283,6 +283,15 @@ run_of() { sed -n 's/.*"run":"\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | head -1;
 # ca_dirs ID: the per-run CA bundle directories of run ID
 ca_dirs() { ls -d "/tmp/moat-ca-$1."* 2>/dev/null || true; }
 
+# gone_or_fail DIRS WHAT: fails when DIRS (left by a crashed run) is not
+# empty, removing them first (the next test starts clean).
+gone_or_fail() {
+	[ -z "$1" ] && return 0
+	local d
+	for d in $1; do rm -rf "$d"; done
+	fail "$2: $1"
+}
+
 # killed_run LOG MARK: a run with a credential (so a per-run CA bundle)
 # SIGKILLed (moat, the process holding the sandbox) once its command and
 # its CA bundle directory are seen (positive control); then no process of
@@ -319,10 +328,10 @@ t_sigkill_leaves_no_ca() {
 	local mark="moat-cred-kill-$$-$RANDOM"
 	killed_run "$T_OUT/kill.jsonl" "$mark-1"
 	"$MOAT" gc --quiet || fail "moat gc failed"
-	[ -z "$(ca_dirs "$RUN_ID")" ] || fail "the CA bundle directory was left after SIGKILL and moat gc"
+	gone_or_fail "$(ca_dirs "$RUN_ID")" "the CA bundle directory was left after SIGKILL and moat gc"
 	killed_run "$T_OUT/kill2.jsonl" "$mark-2"
 	"$MOAT" run --quiet -- true || fail "the next run failed"
-	[ -z "$(ca_dirs "$RUN_ID")" ] || fail "the CA bundle directory was left after SIGKILL and the next run"
+	gone_or_fail "$(ca_dirs "$RUN_ID")" "the CA bundle directory was left after SIGKILL and the next run"
 }
 
 run_test "curl, python and git get the real token to the upstream; the sandbox holds a placeholder" t_injected_for_curl_python_git

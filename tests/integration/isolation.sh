@@ -391,11 +391,20 @@ t_no_leftovers() {
 	# named in the run's state record, so `moat gc` removes it
 	gv_killed "$T_OUT/kill.json"
 	"$MOAT" gc --quiet || fail "moat gc failed"
-	[ -z "$(bundles_of "$GV_ID")" ] || fail "the bundle was left after SIGKILL and moat gc"
+	gone_or_fail "$(bundles_of "$GV_ID")" "the bundle was left after SIGKILL and moat gc"
 	# and without moat gc: the next run's sweep (at the process level)
 	gv_killed "$T_OUT/kill2.json"
 	"$MOAT" run --quiet -- true || fail "the next run failed"
-	[ -z "$(bundles_of "$GV_ID")" ] || fail "the bundle was left after SIGKILL and the next run"
+	gone_or_fail "$(bundles_of "$GV_ID")" "the bundle was left after SIGKILL and the next run"
+}
+
+# gone_or_fail DIRS WHAT: fails when DIRS (left by a crashed run) is not
+# empty, removing them first (the next test starts clean).
+gone_or_fail() {
+	[ -z "$1" ] && return 0
+	local d
+	for d in $1; do rm -rf "$d"; done
+	fail "$2: $1"
 }
 
 # gv_killed LOG: a gVisor run of `sleep 60` SIGKILLed (moat, the process

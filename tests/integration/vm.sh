@@ -290,7 +290,10 @@ t_sigkill() {
 	"$MOAT" gc --quiet || fail "moat gc failed"
 	local left
 	left=$(ls -d /tmp/moat-vm-"$id"-* 2>/dev/null || true)
-	[ -z "$left" ] || fail "the VM's tree was left after SIGKILL and moat gc: $left"
+	[ -z "$left" ] || {
+		rm -rf "$left"
+		fail "the VM's tree was left after SIGKILL and moat gc: $left"
+	}
 }
 
 # moat gc prunes the initramfs cache: a file unused for a week goes, a
