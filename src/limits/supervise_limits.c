@@ -175,14 +175,22 @@ void moat_supervise_limits_teardown(struct moat_run *r)
 {
 	close_self_attach(r);
 	moat_disk_watch_teardown(r);
-	int k = moat_limits_teardown(&r->limits);
+	if (moat_limits_teardown(&r->limits) < 0)
+		r->state_keep = true;
+}
+
+void moat_supervise_limits_state_end(struct moat_run *r)
+{
 	/* Something could not be removed: keep the record (lock released), so
-	 * the next run or `moat gc` retries. */
-	if (k < 0)
+	 * the next run or `moat gc` retries. Else it goes only now, after the
+	 * backend removed its temporaries (release): a SIGKILL before this
+	 * point leaves a record that still names them. */
+	if (r->state_keep)
 		moat_state_abandon(r->state);
 	else
 		(void)moat_state_unregister(r->state);
 	r->state = NULL;
+	r->state_keep = false;
 	free(r->state_rec);
 	r->state_rec = NULL;
 }

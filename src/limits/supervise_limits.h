@@ -19,8 +19,12 @@ int moat_supervise_limits_child(struct moat_run *r);
 void moat_supervise_limits_kill(struct moat_run *r);
 /* Statistics and reasons into r->st. */
 void moat_supervise_limits_finish(struct moat_run *r);
-/* Kill and remove the groups, drop the state record. Idempotent. */
+/* Kill and remove the groups. Idempotent. */
 void moat_supervise_limits_teardown(struct moat_run *r);
+/* After the backend released what it kept (its temporaries removed): drop
+ * the state record, or keep it for gc when a group could not be removed.
+ * Idempotent. */
+void moat_supervise_limits_state_end(struct moat_run *r);
 /* Record a host temporary directory of the run in its state record, so that
  * `moat gc` or the next run's sweep removes it after a crash (its last
  * component must start with "moat-", it must be owned by the caller's euid).

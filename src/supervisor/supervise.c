@@ -188,3 +188,8 @@ void moat_supervise_teardown(struct moat_run *r)
 			layers[i]->teardown(r);
 	layers[N_LAYERS - 1]->teardown(r);
 }
+
+void moat_supervise_released(struct moat_run *r)
+{
+	moat_supervise_limits_state_end(r);
+}
