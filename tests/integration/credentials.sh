@@ -283,6 +283,39 @@ run_of() { sed -n 's/.*"run":"\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | head -1;
 # ca_dirs ID: the per-run CA bundle directories of run ID
 ca_dirs() { ls -d "/tmp/moat-ca-$1."* 2>/dev/null || true; }
 
+# no_record CMD...: CMD with a state directory where the run's record
+# cannot be written (root: a read-only tmpfs over /run/moat/live in a mount
+# namespace of its own; else XDG_STATE_HOME whose moat/live is a file).
+no_record() {
+	if is_root; then
+		mkdir -p /run/moat/live
+		unshare -m --propagation private sh -c \
+			'mount -t tmpfs -o ro,size=4k tmpfs /run/moat/live && exec "$@"' sh "$@"
+	else
+		mkdir -p "$T_OUT/nostate/moat"
+		: >"$T_OUT/nostate/moat/live"
+		XDG_STATE_HOME="$T_OUT/nostate" "$@"
+	fi
+}
+
+# No state record to name the CA bundle's directory: the run does not start
+# (125 naming the step) and leaves no directory. Positive control: the same
+# state directory lets a run without a credential (no temporary) run.
+t_no_record_fails_closed() {
+	setup
+	local out rc=0 id
+	out=$(GH_TOKEN=$REAL no_record "$MOAT" run --quiet "${COMMON[@]}" --log "$T_OUT/nr.jsonl" \
+		-- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a run with a credential and no state record: $out"
+	assert_contains "$out" "credentials step: cannot record the temporary directory" "names the step"
+	id=$(run_of "$T_OUT/nr.jsonl")
+	[ -n "$id" ] || fail "no run id in the log"
+	gone_or_fail "$(ca_dirs "$id")" "the CA bundle directory of the refused run was left"
+	rc=0
+	out=$(no_record "$MOAT" run --quiet -- echo ran 2>&1) || rc=$?
+	assert_eq 0 "$rc" "positive control: a run without temporaries runs: $out"
+}
+
 # gone_or_fail DIRS WHAT: fails when DIRS (left by a crashed run) is not
 # empty, removing them first (the next test starts clean).
 gone_or_fail() {
@@ -341,5 +374,6 @@ run_test "an upstream certificate from another CA: the request fails, nothing se
 run_test "a secret source that fails stops the run (125)" t_source_failures
 run_test "--inspect-tls all sees placeholders on every host; --no-inspect passes through" t_inspect_tls_all
 run_test "SIGKILL of moat: no process left, moat gc and the next run remove the per-run CA" t_sigkill_leaves_no_ca
+run_test "no state record for the per-run CA: 125 naming the step, nothing left" t_no_record_fails_closed
 run_test "a request smuggled behind CL/TE is refused with its reason, intercepted and plain" t_smuggling_refused_on_every_path
 t_done

@@ -398,6 +398,40 @@ t_no_leftovers() {
 	gone_or_fail "$(bundles_of "$GV_ID")" "the bundle was left after SIGKILL and the next run"
 }
 
+# no_record CMD...: CMD with a state directory where the run's record
+# cannot be written (root: a read-only tmpfs over /run/moat/live in a mount
+# namespace of its own; else XDG_STATE_HOME whose moat/live is a file).
+no_record() {
+	if is_root; then
+		mkdir -p /run/moat/live
+		unshare -m --propagation private sh -c \
+			'mount -t tmpfs -o ro,size=4k tmpfs /run/moat/live && exec "$@"' sh "$@"
+	else
+		mkdir -p "$T_OUT/nostate/moat"
+		: >"$T_OUT/nostate/moat/live"
+		XDG_STATE_HOME="$T_OUT/nostate" "$@"
+	fi
+}
+
+# A temporary the run's state record cannot name is never made use of: no
+# record, no gVisor run (125 naming the step), and no bundle left. Positive
+# control: the same state directory lets a process-level run (no
+# temporary) run.
+t_no_record_fails_closed() {
+	need_runsc
+	local out rc=0 id
+	out=$(no_record "$MOAT" run --quiet --log "$T_OUT/nr.json" --isolation gvisor -- true 2>&1) ||
+		rc=$?
+	assert_eq 125 "$rc" "a gVisor run without a state record: $out"
+	assert_contains "$out" "isolation step: cannot record the temporary directory" "names the step"
+	id=$(run_of "$T_OUT/nr.json")
+	[ -n "$id" ] || fail "no run id in the log"
+	gone_or_fail "$(bundles_of "$id")" "the bundle of the refused run was left"
+	rc=0
+	out=$(no_record "$MOAT" run --quiet -- echo ran 2>&1) || rc=$?
+	assert_eq 0 "$rc" "positive control: a run without temporaries runs: $out"
+}
+
 # gone_or_fail DIRS WHAT: fails when DIRS (left by a crashed run) is not
 # empty, removing them first (the next test starts clean).
 gone_or_fail() {
@@ -472,5 +506,6 @@ run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and netw
 run_test "vm: a key it cannot honour fails closed" t_vm
 run_test "gvisor: moat serve creates and resets a gvisor sandbox without holding its other requests" t_serve
 run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat (moat gc, the next run)" t_no_leftovers
+run_test "gvisor: no state record for its bundle: 125 naming the step, nothing left" t_no_record_fails_closed
 run_test "gvisor: the command inherits no ignored signal" t_signals_default
 t_done
