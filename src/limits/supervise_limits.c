@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -80,7 +82,9 @@ int moat_supervise_limits_prepare(struct moat_run *r)
 	return 0;
 }
 
-int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *stage, const char *path)
+/* Names path in the record's slot `slot` (a new one when slot ==
+ * rec->n_tmpdirs) and rewrites run.json. */
+static int record_tmpdir(struct moat_run *r, const char *stage, unsigned slot, const char *path)
 {
 	struct moat_state_record *rec = r->state_rec;
 	int k;
@@ -91,20 +95,57 @@ int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *stage, const
 				      "cannot record the temporary directory %s: the run has no "
 				      "state record (its state directory could not be written)",
 				      path);
-	if (rec->n_tmpdirs >= MOAT_STATE_MAX_TMPDIRS || strlen(path) >= MOAT_STATE_PATH)
+	if (slot >= MOAT_STATE_MAX_TMPDIRS || strlen(path) >= MOAT_STATE_PATH)
 		return moat_error_set(r->err, stage, E2BIG,
 				      "cannot record the temporary directory %s in the run's state "
 				      "record: too many or too long",
 				      path);
-	snprintf(rec->tmpdirs[rec->n_tmpdirs++], MOAT_STATE_PATH, "%s", path);
+	snprintf(rec->tmpdirs[slot], MOAT_STATE_PATH, "%s", path);
+	unsigned n = rec->n_tmpdirs;
+	if (slot == n)
+		rec->n_tmpdirs++;
 	if ((k = moat_state_update(r->state, rec)) < 0) {
-		rec->n_tmpdirs--;
+		rec->n_tmpdirs = n;
 		return moat_error_set(r->err, stage, -k,
 				      "cannot record the temporary directory %s in the run's state "
 				      "record: %s",
 				      path, strerror(-k));
 	}
 	return 0;
+}
+
+int moat_supervise_state_mkdtemp(struct moat_run *r, const char *stage, char *tmpl)
+{
+	static const char set[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	size_t len = strlen(tmpl);
+	char *x = len >= 6 ? tmpl + len - 6 : NULL;
+	unsigned slot = r->state_rec ? r->state_rec->n_tmpdirs : 0;
+	int k;
+	if (!x || strcmp(x, "XXXXXX") != 0)
+		return moat_error_set(r->err, stage, EINVAL, "bad temporary name %s", tmpl);
+	for (unsigned tries = 0; tries < 100; tries++) {
+		uint8_t b[6];
+		if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+			return moat_error_set(r->err, stage, errno, "getrandom: %s",
+					      strerror(errno));
+		for (unsigned i = 0; i < 6; i++)
+			x[i] = set[b[i] % (sizeof(set) - 1)];
+		/* named first, made second: a SIGKILL at any point leaves at
+		 * most a record naming a directory that does not exist yet */
+		if ((k = record_tmpdir(r, stage, slot, tmpl)) < 0)
+			return k;
+		if (mkdir(tmpl, 0700) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return moat_error_set(r->err, stage, errno,
+					      "cannot create the temporary directory %s: %s", tmpl,
+					      strerror(errno));
+		/* someone else's (planted): another name, in the same slot */
+	}
+	return moat_error_set(r->err, stage, EEXIST,
+			      "cannot create a temporary directory like %s: every name tried "
+			      "exists",
+			      tmpl);
 }
 
 static void close_self_attach(struct moat_run *r)

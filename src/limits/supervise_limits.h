@@ -25,11 +25,13 @@ void moat_supervise_limits_teardown(struct moat_run *r);
  * the state record, or keep it for gc when a group could not be removed.
  * Idempotent. */
 void moat_supervise_limits_state_end(struct moat_run *r);
-/* Record a host temporary directory of the run in its state record, so that
+/* mkdtemp() of a host temporary directory of the run (tmpl ends in
+ * "XXXXXX", filled in), named in the run's state record first, so that
  * `moat gc` or the next run's sweep removes it after a crash (its last
- * component must start with "moat-", it must be owned by the caller's euid).
- * Call it right after mkdtemp(), before anything is written into it: the
- * record is on disk (renamed into place) when this returns 0. Fails closed:
- * no record, or one that cannot be rewritten, is < 0 with r->err naming
- * `stage`, and the caller must not use the directory (it removes it). */
-int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *stage, const char *path);
+ * component must start with "moat-"; gc removes it only if it is the
+ * caller's euid's). The record is on disk (rewritten under a temporary name,
+ * renamed into place) before the directory exists, so a SIGKILL at any point
+ * leaves nothing the record does not name. Fails closed: no record, or one
+ * that cannot be rewritten, is < 0 with r->err naming `stage`, and no
+ * directory was made. */
+int moat_supervise_state_mkdtemp(struct moat_run *r, const char *stage, char *tmpl);

@@ -184,9 +184,9 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 }
 
 /* The per-run CA bundle: a private directory under /tmp, named in the run's
- * state record (limits layer, before this one) before the bundle is written
- * into it, so that a SIGKILL of the supervisor leaves nothing `moat gc` or
- * the next run does not remove. */
+ * state record (limits layer, before this one) before it is made, so that a
+ * SIGKILL of the supervisor leaves nothing `moat gc` or the next run does
+ * not remove. */
 static int credentials_prepare(struct moat_run *r, struct moat_net_run *n)
 {
 	const struct moat_plan_creds *c = &r->plan->creds;
@@ -195,16 +195,11 @@ static int credentials_prepare(struct moat_run *r, struct moat_net_run *n)
 	if (!c->intercept || !n->creds || n->bundle_dir[0])
 		return 0;
 	snprintf(n->bundle_dir, sizeof(n->bundle_dir), "/tmp/moat-ca-%s.XXXXXX", r->run_id);
-	if (!mkdtemp(n->bundle_dir)) {
-		k = -errno;
+	if ((k = moat_supervise_state_mkdtemp(r, "credentials", n->bundle_dir)) < 0) {
 		n->bundle_dir[0] = 0;
-		return moat_error_set(r->err, "credentials", -k,
-				      "cannot create a directory for the CA bundle: %s",
-				      strerror(-k));
+		return k;
 	}
 	snprintf(n->bundle_path, sizeof(n->bundle_path), "%s/ca-bundle.crt", n->bundle_dir);
-	if ((k = moat_supervise_state_add_tmpdir(r, "credentials", n->bundle_dir)) < 0)
-		return k;
 	chmod(n->bundle_dir, 0755);
 	int fd = open(n->bundle_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)

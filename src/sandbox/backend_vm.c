@@ -1141,9 +1141,10 @@ static int vm_start(struct moat_run *r)
 	if (r->sb.root_mode && (k = moat_backend_ns_idmapped(r)) < 0)
 		return k;
 	snprintf(v->dir, sizeof(v->dir), "/tmp/moat-vm-%s-XXXXXX", r->run_id);
-	if (!mkdtemp(v->dir))
-		return moat_error_set(r->err, "isolation", errno, "cannot create the tree %s: %s",
-				      v->dir, strerror(errno));
+	/* named in the run's state record before it exists: after a SIGKILL
+	 * of the supervisor, moat gc or the next run removes it */
+	if ((k = moat_supervise_state_mkdtemp(r, "isolation", v->dir)) < 0)
+		return k;
 	v->dirfd = open(v->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (v->dirfd < 0) {
 		k = -errno;
@@ -1151,10 +1152,6 @@ static int vm_start(struct moat_run *r)
 		return moat_error_set(r->err, "isolation", -k, "cannot open the tree %s: %s",
 				      v->dir, strerror(-k));
 	}
-	/* named in the run's state record before anything goes in: after a
-	 * SIGKILL of the supervisor, moat gc or the next run removes it */
-	if ((k = moat_supervise_state_add_tmpdir(r, "isolation", v->dir)) < 0)
-		return k;
 	if (mkdirat(v->dirfd, MOAT_GV_OVL, 0700) < 0 || fchmod(v->dirfd, 0711) < 0)
 		return moat_error_set(r->err, "isolation", errno, "cannot prepare the tree %s",
 				      v->dir);

@@ -42,7 +42,7 @@
  * - limits before every layer or backend start that makes a host temporary
  *   (the credentials' CA bundle directory, gVisor's bundle, the VM's tree):
  *   its prepare makes the run's state record, which names each one before
- *   it is filled (moat_supervise_state_add_tmpdir).
+ *   it is made (moat_supervise_state_mkdtemp).
  * - audit last: it opens (prepare) even when a layer before it failed, so
  *   that the failure is recorded, and writes the exit record at finish. */
 static const struct moat_layer_ops *const layers[] = {

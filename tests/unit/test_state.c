@@ -12,6 +12,8 @@
 
 #include "harness/tap.h"
 #include "supervisor/state.h"
+#include "supervisor/run.h"
+#include "limits/supervise_limits.h"
 #include "shared/macro.h"
 
 static char sdir[128];
@@ -349,6 +351,55 @@ TEST(state_gc_refuses_foreign_owner)
 	ASSERT_EQ(g.removed, 1);
 	ASSERT_EQ(g.tmpdirs, 1);
 	ASSERT_ERRNO(stat(d, &st), ENOENT);
+	drop_sdir();
+}
+
+/* A run's temporary is named in its record before it exists; without a
+ * record none is made (fail closed); after a crash gc removes each. */
+TEST(state_mkdtemp_named_before_made)
+{
+	static struct moat_run run;
+	struct moat_error err = {0};
+	struct moat_state_record rec, *list = NULL;
+	struct moat_state_gc_result g;
+	char a[64] = "/tmp/moat-mktest-XXXXXX", b[64] = "/tmp/moat-mktest-XXXXXX";
+	struct stat st;
+	size_t n = 0;
+	make_sdir();
+	memset(&run, 0, sizeof(run));
+	fill(&rec, "mk-one");
+	run.err = &err;
+	run.state_rec = &rec;
+	ASSERT_TRUE(moat_supervise_state_mkdtemp(&run, "isolation", a) < 0);
+	ASSERT_STREQ(err.stage, "isolation");
+	ASSERT_TRUE(strstr(err.message, "no state record") != NULL);
+	ASSERT_ERRNO(stat(a, &st), ENOENT); /* nothing made */
+	ASSERT_EQ(rec.n_tmpdirs, 0);
+
+	ASSERT_EQ(moat_state_register(sdir, &rec, &run.state), 0);
+	snprintf(a, sizeof(a), "/tmp/moat-mktest-XXXXXX");
+	ASSERT_EQ(moat_supervise_state_mkdtemp(&run, "isolation", a), 0);
+	ASSERT_EQ(moat_supervise_state_mkdtemp(&run, "credentials", b), 0);
+	ASSERT_TRUE(strcmp(a, b) != 0);
+	ASSERT_EQ(stat(a, &st), 0);
+	ASSERT_TRUE(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700 && st.st_uid == geteuid());
+	ASSERT_EQ(moat_state_list(sdir, &list, &n), 0);
+	ASSERT_EQ(n, 1);
+	ASSERT_EQ(list[0].n_tmpdirs, 2);
+	ASSERT_STREQ(list[0].tmpdirs[0], a);
+	ASSERT_STREQ(list[0].tmpdirs[1], b);
+	free(list);
+	char bad[] = "/tmp/moat-mktest-no-x";
+	ASSERT_TRUE(moat_supervise_state_mkdtemp(&run, "isolation", bad) < 0);
+
+	/* the supervisor "crashes": its lock goes, gc removes both */
+	moat_state_abandon(run.state);
+	run.state = NULL;
+	ASSERT_EQ(moat_state_gc(sdir, &g), 0);
+	ASSERT_EQ(g.removed, 1);
+	ASSERT_EQ(g.tmpdirs, 2);
+	ASSERT_ERRNO(stat(a, &st), ENOENT);
+	ASSERT_ERRNO(stat(b, &st), ENOENT);
 	drop_sdir();
 }
 
