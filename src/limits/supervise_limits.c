@@ -2,6 +2,10 @@
 /* The limits layer's supervisor side and the run's state record. */
 #include "limits/supervise_limits.h"
 
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,15 +82,70 @@ int moat_supervise_limits_prepare(struct moat_run *r)
 	return 0;
 }
 
-int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *path)
+/* Names path in the record's slot `slot` (a new one when slot ==
+ * rec->n_tmpdirs) and rewrites run.json. */
+static int record_tmpdir(struct moat_run *r, const char *stage, unsigned slot, const char *path)
 {
 	struct moat_state_record *rec = r->state_rec;
-	if (!rec)
-		return 0;
-	if (rec->n_tmpdirs >= MOAT_STATE_MAX_TMPDIRS || strlen(path) >= MOAT_STATE_PATH)
-		return -E2BIG;
-	snprintf(rec->tmpdirs[rec->n_tmpdirs++], MOAT_STATE_PATH, "%s", path);
-	return r->state ? moat_state_update(r->state, rec) : 0;
+	int k;
+	/* Fail closed: a temporary that the record does not name is what a
+	 * SIGKILL of the supervisor would leave behind for good. */
+	if (!rec || !r->state)
+		return moat_error_set(r->err, stage, ENOENT,
+				      "cannot record the temporary directory %s: the run has no "
+				      "state record (its state directory could not be written)",
+				      path);
+	if (slot >= MOAT_STATE_MAX_TMPDIRS || strlen(path) >= MOAT_STATE_PATH)
+		return moat_error_set(r->err, stage, E2BIG,
+				      "cannot record the temporary directory %s in the run's state "
+				      "record: too many or too long",
+				      path);
+	snprintf(rec->tmpdirs[slot], MOAT_STATE_PATH, "%s", path);
+	unsigned n = rec->n_tmpdirs;
+	if (slot == n)
+		rec->n_tmpdirs++;
+	if ((k = moat_state_update(r->state, rec)) < 0) {
+		rec->n_tmpdirs = n;
+		return moat_error_set(r->err, stage, -k,
+				      "cannot record the temporary directory %s in the run's state "
+				      "record: %s",
+				      path, strerror(-k));
+	}
+	return 0;
+}
+
+int moat_supervise_state_mkdtemp(struct moat_run *r, const char *stage, char *tmpl)
+{
+	static const char set[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	size_t len = strlen(tmpl);
+	char *x = len >= 6 ? tmpl + len - 6 : NULL;
+	unsigned slot = r->state_rec ? r->state_rec->n_tmpdirs : 0;
+	int k;
+	if (!x || strcmp(x, "XXXXXX") != 0)
+		return moat_error_set(r->err, stage, EINVAL, "bad temporary name %s", tmpl);
+	for (unsigned tries = 0; tries < 100; tries++) {
+		uint8_t b[6];
+		if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+			return moat_error_set(r->err, stage, errno, "getrandom: %s",
+					      strerror(errno));
+		for (unsigned i = 0; i < 6; i++)
+			x[i] = set[b[i] % (sizeof(set) - 1)];
+		/* named first, made second: a SIGKILL at any point leaves at
+		 * most a record naming a directory that does not exist yet */
+		if ((k = record_tmpdir(r, stage, slot, tmpl)) < 0)
+			return k;
+		if (mkdir(tmpl, 0700) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return moat_error_set(r->err, stage, errno,
+					      "cannot create the temporary directory %s: %s", tmpl,
+					      strerror(errno));
+		/* someone else's (planted): another name, in the same slot */
+	}
+	return moat_error_set(r->err, stage, EEXIST,
+			      "cannot create a temporary directory like %s: every name tried "
+			      "exists",
+			      tmpl);
 }
 
 static void close_self_attach(struct moat_run *r)
@@ -157,14 +216,22 @@ void moat_supervise_limits_teardown(struct moat_run *r)
 {
 	close_self_attach(r);
 	moat_disk_watch_teardown(r);
-	int k = moat_limits_teardown(&r->limits);
+	if (moat_limits_teardown(&r->limits) < 0)
+		r->state_keep = true;
+}
+
+void moat_supervise_limits_state_end(struct moat_run *r)
+{
 	/* Something could not be removed: keep the record (lock released), so
-	 * the next run or `moat gc` retries. */
-	if (k < 0)
+	 * the next run or `moat gc` retries. Else it goes only now, after the
+	 * backend removed its temporaries (release): a SIGKILL before this
+	 * point leaves a record that still names them. */
+	if (r->state_keep)
 		moat_state_abandon(r->state);
 	else
 		(void)moat_state_unregister(r->state);
 	r->state = NULL;
+	r->state_keep = false;
 	free(r->state_rec);
 	r->state_rec = NULL;
 }

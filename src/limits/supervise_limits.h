@@ -19,8 +19,19 @@ int moat_supervise_limits_child(struct moat_run *r);
 void moat_supervise_limits_kill(struct moat_run *r);
 /* Statistics and reasons into r->st. */
 void moat_supervise_limits_finish(struct moat_run *r);
-/* Kill and remove the groups, drop the state record. Idempotent. */
+/* Kill and remove the groups. Idempotent. */
 void moat_supervise_limits_teardown(struct moat_run *r);
-/* Record a host temporary directory of the run, so `moat gc` can remove it
- * after a crash (its last component must start with "moat-"). */
-int moat_supervise_state_add_tmpdir(struct moat_run *r, const char *path);
+/* After the backend released what it kept (its temporaries removed): drop
+ * the state record, or keep it for gc when a group could not be removed.
+ * Idempotent. */
+void moat_supervise_limits_state_end(struct moat_run *r);
+/* mkdtemp() of a host temporary directory of the run (tmpl ends in
+ * "XXXXXX", filled in), named in the run's state record first, so that
+ * `moat gc` or the next run's sweep removes it after a crash (its last
+ * component must start with "moat-"; gc removes it only if it is the
+ * caller's euid's). The record is on disk (rewritten under a temporary name,
+ * renamed into place) before the directory exists, so a SIGKILL at any point
+ * leaves nothing the record does not name. Fails closed: no record, or one
+ * that cannot be rewritten, is < 0 with r->err naming `stage`, and no
+ * directory was made. */
+int moat_supervise_state_mkdtemp(struct moat_run *r, const char *stage, char *tmpl);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The credentials layer: the plan's credentials part (plan_parts.c). Before
- * clone the supervisor makes the per-run CA and the placeholders
- * (supervise_net.c, through moat-net.so); the CA bundle is one of the plan's
+ * clone the supervisor makes the per-run CA and the placeholders (env), then
+ * the CA bundle's directory, named in the run's state record, and the bundle
+ * (prepare; supervise_net.c, through moat-net.so); the CA bundle is one of the plan's
  * bind steps, its source written at run time; the secrets' values are loaded
  * into the proxy helper with the network layer's start and never enter the
  * sandbox. Inside, the init wipes moat's own argv and environment, which may
@@ -36,4 +37,5 @@ const struct moat_layer_ops moat_layer_credentials = {
 	.name = "credentials",
 	.derive = credentials_derive,
 	.env = moat_net_env_credentials,
+	.prepare = moat_net_prepare_credentials,
 };

@@ -32,6 +32,7 @@
 #include "network/net_plugin.h"
 #include "network/netns.h"
 #include "audit/observe.h"
+#include "limits/supervise_limits.h"
 #include "proxy/event.h"
 #include "proxy/proxy.h"
 #include "shared/fdset.h"
@@ -147,11 +148,12 @@ int moat_net_prepare(struct moat_run *r)
 
 static int policy_subset(const struct moat_policy *p, char **ret);
 
-/* The credential proxy's part before clone: placeholders into the sandbox's
- * environment, and a per-run CA whose bundle replaces the system bundle inside
- * (only when some host is intercepted: a secret's host or an http rule's).
- * Where the bundle is bound and which variables point at it is the plan's
- * (plan.h, creds); the bundle's bytes are made here. */
+/* The credential proxy's part of the environment: placeholders, and the
+ * variables that point at the per-run CA bundle (only when some host is
+ * intercepted: a secret's host or an http rule's). Where the bundle is bound
+ * and which variables point at it is the plan's (plan.h, creds); the
+ * bundle's bytes are made at prepare (credentials_prepare), once the run's
+ * state record exists to name their directory. */
 static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 			   int (*push)(struct moat_run *, const char *, const char *))
 {
@@ -175,16 +177,30 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 		if ((k = push(r, n->ops->creds_name(n->creds, i),
 			      n->ops->creds_placeholder(n->creds, i))) < 0)
 			return k;
+	for (unsigned i = 0; i < c->n_ca_env; i++)
+		if ((k = push(r, c->ca_env[i], c->ca_dest)) < 0)
+			return k;
+	return 0;
+}
+
+/* The per-run CA bundle: a private directory under /tmp, named in the run's
+ * state record (limits layer, before this one) before it is made, so that a
+ * SIGKILL of the supervisor leaves nothing `moat gc` or the next run does
+ * not remove. */
+static int credentials_prepare(struct moat_run *r, struct moat_net_run *n)
+{
+	const struct moat_plan_creds *c = &r->plan->creds;
+	int k;
+
+	if (!c->intercept || !n->creds || n->bundle_dir[0])
+		return 0;
 	snprintf(n->bundle_dir, sizeof(n->bundle_dir), "/tmp/moat-ca-%s.XXXXXX", r->run_id);
-	if (!mkdtemp(n->bundle_dir)) {
-		k = -errno;
+	if ((k = moat_supervise_state_mkdtemp(r, "credentials", n->bundle_dir)) < 0) {
 		n->bundle_dir[0] = 0;
-		return moat_error_set(r->err, "credentials", -k,
-				      "cannot create a directory for the CA bundle: %s",
-				      strerror(-k));
+		return k;
 	}
-	chmod(n->bundle_dir, 0755);
 	snprintf(n->bundle_path, sizeof(n->bundle_path), "%s/ca-bundle.crt", n->bundle_dir);
+	chmod(n->bundle_dir, 0755);
 	int fd = open(n->bundle_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return moat_error_set(r->err, "credentials", errno,
@@ -202,10 +218,14 @@ static int credentials_env(struct moat_run *r, struct moat_net_run *n,
 	if (!s || !(s->flags & MOAT_STEPF_RUNTIME))
 		return moat_error_set(r->err, "plan", EPROTO, "the plan has no CA bundle step");
 	s->src = n->bundle_path;
-	for (unsigned i = 0; i < c->n_ca_env; i++)
-		if ((k = push(r, c->ca_env[i], c->ca_dest)) < 0)
-			return k;
 	return 0;
+}
+
+int moat_net_prepare_credentials(struct moat_run *r)
+{
+	if (r->plan->net.mode != MOAT_NET_ALLOW || !r->net)
+		return 0;
+	return credentials_prepare(r, r->net);
 }
 
 int moat_net_env_proxy(struct moat_run *r,

@@ -21,11 +21,14 @@
 int moat_net_prepare(struct moat_run *r);
 /* Before clone, in this order: both plugins are there and of this build,
  * the proxy variables (layer_network.c); then, for the credential proxy, the
- * placeholders and the CA bundle (layer_credentials.c). */
+ * placeholders and the variables naming the CA bundle (layer_credentials.c). */
 int moat_net_env_proxy(struct moat_run *r,
 		       int (*push)(struct moat_run *, const char *, const char *));
 int moat_net_env_credentials(struct moat_run *r,
 			     int (*push)(struct moat_run *, const char *, const char *));
+/* Before clone, after the run's state record exists (limits layer): the
+ * per-run CA bundle's directory, recorded there, then the bundle. */
+int moat_net_prepare_credentials(struct moat_run *r);
 /* An fd from the sandbox: 1 if it was a network listener (now owned), else 0. */
 int moat_net_take_fd(struct moat_run *r, int kind, int fd);
 /* After clone, before the command can run: load the secrets' values and

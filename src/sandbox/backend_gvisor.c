@@ -46,6 +46,7 @@
 #include "sandbox/backend.h"
 #include "sandbox/backend_gvisor.h"
 #include "sandbox/holder_wait.h"
+#include "limits/supervise_limits.h"
 #include "policy/errors.h"
 #include "sandbox/hooks.h"
 #include "supervisor/run.h"
@@ -518,12 +519,18 @@ static int gv_start(struct moat_run *r)
 		return k;
 	/* the bundle: a fresh private directory */
 	snprintf(g->dir, sizeof(g->dir), "%s/moat-gvisor-%s-XXXXXX", bundle_parent(), r->run_id);
-	if (!mkdtemp(g->dir))
-		return moat_error_set(r->err, "isolation", errno, "cannot create the bundle %s: %s",
-				      g->dir, strerror(errno));
+	/* named in the run's state record before it exists: after a SIGKILL
+	 * of the supervisor, moat gc or the next run removes it */
+	if ((k = moat_supervise_state_mkdtemp(r, "isolation", g->dir)) < 0)
+		return k;
 	g->dirfd = open(g->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (g->dirfd < 0 || mkdirat(g->dirfd, MOAT_GV_STATE, 0700) < 0 ||
-	    mkdirat(g->dirfd, MOAT_GV_OVL, 0700) < 0)
+	if (g->dirfd < 0) {
+		k = -errno;
+		(void)rmdir(g->dir);
+		return moat_error_set(r->err, "isolation", -k, "cannot open the bundle %s: %s",
+				      g->dir, strerror(-k));
+	}
+	if (mkdirat(g->dirfd, MOAT_GV_STATE, 0700) < 0 || mkdirat(g->dirfd, MOAT_GV_OVL, 0700) < 0)
 		return moat_error_set(r->err, "isolation", errno, "cannot prepare the bundle %s",
 				      g->dir);
 	/* rootless: the holder's user namespace maps its root to us; the

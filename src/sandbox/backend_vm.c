@@ -53,6 +53,7 @@
 
 #include "kernel/seccomp.h"
 #include "network/netns.h"
+#include "limits/supervise_limits.h"
 #include "policy/errors.h"
 #include "sandbox/backend.h"
 #include "sandbox/backend_gvisor.h"
@@ -1140,11 +1141,18 @@ static int vm_start(struct moat_run *r)
 	if (r->sb.root_mode && (k = moat_backend_ns_idmapped(r)) < 0)
 		return k;
 	snprintf(v->dir, sizeof(v->dir), "/tmp/moat-vm-%s-XXXXXX", r->run_id);
-	if (!mkdtemp(v->dir))
-		return moat_error_set(r->err, "isolation", errno, "cannot create the tree %s: %s",
-				      v->dir, strerror(errno));
+	/* named in the run's state record before it exists: after a SIGKILL
+	 * of the supervisor, moat gc or the next run removes it */
+	if ((k = moat_supervise_state_mkdtemp(r, "isolation", v->dir)) < 0)
+		return k;
 	v->dirfd = open(v->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (v->dirfd < 0 || mkdirat(v->dirfd, MOAT_GV_OVL, 0700) < 0 || fchmod(v->dirfd, 0711) < 0)
+	if (v->dirfd < 0) {
+		k = -errno;
+		(void)rmdir(v->dir);
+		return moat_error_set(r->err, "isolation", -k, "cannot open the tree %s: %s",
+				      v->dir, strerror(-k));
+	}
+	if (mkdirat(v->dirfd, MOAT_GV_OVL, 0700) < 0 || fchmod(v->dirfd, 0711) < 0)
 		return moat_error_set(r->err, "isolation", errno, "cannot prepare the tree %s",
 				      v->dir);
 	int srcfd[MOAT_PLAN_MAX_STEPS + 1];

@@ -128,6 +128,7 @@ struct moat_run {
 	struct moat_limits limits;
 	struct moat_state_entry *state;
 	struct moat_state_record *state_rec;
+	bool state_keep; /* a cgroup was left: the record stays for gc */
 	struct moat_disk_watch disk; /* the writable tmpfs areas (disk_watch.c) */
 
 	struct moat_status *st; /* &status, or moat_run()'s */

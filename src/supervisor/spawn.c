@@ -184,6 +184,7 @@ static void run_free(struct moat_run *r)
 	safe_close(r->notify_fd);
 	if (r->backend)
 		r->backend->release(r);
+	moat_supervise_released(r);
 	safe_close(r->sb.sock_sup);
 	safe_close(r->uid_slot_fd);
 }

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sandbox/paths.h"
 #include "shared/macro.h"
@@ -419,7 +420,7 @@ int moat_state_list(const char *dir, struct moat_state_record **ret, size_t *ret
 	return 0;
 }
 
-static int remove_tmpdir(const char *path)
+int moat_state_remove_tmpdir(const char *path, uid_t owner)
 {
 	char parent[MOAT_STATE_PATH];
 	const char *slash = strrchr(path, '/');
@@ -435,6 +436,10 @@ static int remove_tmpdir(const char *path)
 		return errno == ENOENT ? 0 : negerrno();
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
+	/* Only what the caller made: a record edited by someone else must not
+	 * make gc (root's above all) remove another user's directory. */
+	if (st.st_uid != owner)
+		return -EPERM;
 	return moat_rmtree_at(pfd, slash + 1, RM_MAX_DEPTH);
 }
 
@@ -470,7 +475,7 @@ static int clean_dead(int dfd, const char *name, int edfd, struct moat_state_gc_
 		if (r < 0 && !first)
 			first = r;
 		for (unsigned i = 0; i < rec.n_tmpdirs; i++) {
-			r = remove_tmpdir(rec.tmpdirs[i]);
+			r = moat_state_remove_tmpdir(rec.tmpdirs[i], geteuid());
 			if (r == 0)
 				res->tmpdirs++;
 			else if (!first)

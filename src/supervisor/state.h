@@ -73,7 +73,11 @@ struct moat_state_gc_result {
 
 /* Clean every dead entry: kill and remove its cgroups (only directories on a
  * cgroup filesystem whose name is the run id), remove its temporary
- * directories (only absolute paths whose last component starts with "moat-",
- * never following symlinks or crossing into another filesystem), then the
+ * directories (moat_state_remove_tmpdir with the caller's euid), then the
  * entry. Returns 0, or the first error with *ret still filled. */
 int moat_state_gc(const char *dir, struct moat_state_gc_result *ret);
+/* Remove one recorded temporary directory: only an absolute path without
+ * "/../" whose last component starts with "moat-", a directory owned by
+ * `owner` (else -EPERM, nothing removed), never following symlinks or
+ * crossing into another filesystem. 0 also when it is already gone. */
+int moat_state_remove_tmpdir(const char *path, uid_t owner);

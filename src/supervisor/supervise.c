@@ -14,6 +14,7 @@
  *   seccomp     | kernel check, map  | BPF compiled    | seccomp listener | counters, net top list
  *   network     | rules; env: proxy  | proxy helper    | proxy events     | counters, helper gone
  *   credentials | env: CA, placehold.| (network's)     | -                | -
+ *               | prep: CA bundle dir|                 |                  |
  *   audit       | log, /output, ws   | start record    | -                | exit record
  */
 #include <errno.h>
@@ -38,6 +39,10 @@
  *   started, as the sandbox waits for it.
  * - network before credentials: the plugins are checked and the proxy's
  *   variables set before the per-run CA and the placeholders are made.
+ * - limits before every layer or backend start that makes a host temporary
+ *   (the credentials' CA bundle directory, gVisor's bundle, the VM's tree):
+ *   its prepare makes the run's state record, which names each one before
+ *   it is made (moat_supervise_state_mkdtemp).
  * - audit last: it opens (prepare) even when a layer before it failed, so
  *   that the failure is recorded, and writes the exit record at finish. */
 static const struct moat_layer_ops *const layers[] = {
@@ -182,4 +187,9 @@ void moat_supervise_teardown(struct moat_run *r)
 		if (layers[i]->teardown)
 			layers[i]->teardown(r);
 	layers[N_LAYERS - 1]->teardown(r);
+}
+
+void moat_supervise_released(struct moat_run *r)
+{
+	moat_supervise_limits_state_end(r);
 }

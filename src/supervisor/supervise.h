@@ -41,5 +41,9 @@ void moat_supervise_kill_all(struct moat_run *r);
 /* After the init exited: statistics, /output, workspace changes, exit event.
  * `k` is the loop's result; returns the run's result. */
 int moat_supervise_finish(struct moat_run *r, int k);
-/* Remove everything of the run (cgroups, state). Safe to call at any point. */
+/* Remove everything of the run (cgroups, the layers' temporaries). Safe to
+ * call at any point. */
 void moat_supervise_teardown(struct moat_run *r);
+/* After the backend's release (its temporaries gone): the run's state
+ * record goes last. Safe to call at any point, and twice. */
+void moat_supervise_released(struct moat_run *r);

@@ -278,11 +278,102 @@ print(t.recv(4096).decode(errors="replace"))
 	assert_contains "$(cat "$PKI/seen")" "POST /control" "control: the upstream got it"
 }
 
+# run_of LOG: the run id in an audit log.
+run_of() { sed -n 's/.*"run":"\([0-9a-f]*\)".*/\1/p' "$1" 2>/dev/null | head -1; }
+# ca_dirs ID: the per-run CA bundle directories of run ID
+ca_dirs() { ls -d "/tmp/moat-ca-$1."* 2>/dev/null || true; }
+
+# no_record CMD...: CMD with a state directory where the run's record
+# cannot be written (root: a read-only tmpfs over /run/moat/live in a mount
+# namespace of its own; else XDG_STATE_HOME whose moat/live is a file).
+no_record() {
+	if is_root; then
+		mkdir -p /run/moat/live
+		unshare -m --propagation private sh -c \
+			'mount -t tmpfs -o ro,size=4k tmpfs /run/moat/live && exec "$@"' sh "$@"
+	else
+		mkdir -p "$T_OUT/nostate/moat"
+		: >"$T_OUT/nostate/moat/live"
+		XDG_STATE_HOME="$T_OUT/nostate" "$@"
+	fi
+}
+
+# No state record to name the CA bundle's directory: the run does not start
+# (125 naming the step) and leaves no directory. Positive control: the same
+# state directory lets a run without a credential (no temporary) run.
+t_no_record_fails_closed() {
+	setup
+	local out rc=0 id
+	out=$(GH_TOKEN=$REAL no_record "$MOAT" run --quiet "${COMMON[@]}" --log "$T_OUT/nr.jsonl" \
+		-- true 2>&1) || rc=$?
+	assert_eq 125 "$rc" "a run with a credential and no state record: $out"
+	assert_contains "$out" "credentials step: cannot record the temporary directory" "names the step"
+	id=$(run_of "$T_OUT/nr.jsonl")
+	[ -n "$id" ] || fail "no run id in the log"
+	gone_or_fail "$(ca_dirs "$id")" "the CA bundle directory of the refused run was left"
+	rc=0
+	out=$(no_record "$MOAT" run --quiet -- echo ran 2>&1) || rc=$?
+	assert_eq 0 "$rc" "positive control: a run without temporaries runs: $out"
+}
+
+# gone_or_fail DIRS WHAT: fails when DIRS (left by a crashed run) is not
+# empty, removing them first (the next test starts clean).
+gone_or_fail() {
+	[ -z "$1" ] && return 0
+	local d
+	for d in $1; do rm -rf "$d"; done
+	fail "$2: $1"
+}
+
+# killed_run LOG MARK: a run with a credential (so a per-run CA bundle)
+# SIGKILLed (moat, the process holding the sandbox) once its command and
+# its CA bundle directory are seen (positive control); then no process of
+# the sandbox is left. Its run id in RUN_ID.
+killed_run() {
+	local log=$1 mark=$2 pid left
+	# shellcheck disable=SC2016 # expanded inside
+	GH_TOKEN=$REAL "$MOAT" run --quiet "${COMMON[@]}" --log "$log" -- \
+		sh -c 'sleep 60; echo "$0"' "$mark" &
+	pid=$!
+	RUN_ID=
+	for _ in $(seq 100); do
+		RUN_ID=$(run_of "$log")
+		[ -n "$RUN_ID" ] && pgrep -f -- "$mark" >/dev/null && break
+		sleep 0.1
+	done
+	pgrep -f -- "$mark" >/dev/null || { kill -9 "$pid"; fail "positive control: the command was not seen running"; }
+	[ -n "$(ca_dirs "$RUN_ID")" ] || { kill -9 "$pid"; fail "positive control: the run's CA bundle directory was not found"; }
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do
+		left=$(pgrep -f -- "$mark" || true)
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	[ -z "$left" ] || fail "processes of the sandbox survived moat's SIGKILL: $left"
+}
+
+# The per-run CA bundle's directory is named in the run's state record
+# before the bundle is written: after a SIGKILL of moat, `moat gc` (or the
+# next run's sweep) removes it.
+t_sigkill_leaves_no_ca() {
+	setup
+	local mark="moat-cred-kill-$$-$RANDOM"
+	killed_run "$T_OUT/kill.jsonl" "$mark-1"
+	"$MOAT" gc --quiet || fail "moat gc failed"
+	gone_or_fail "$(ca_dirs "$RUN_ID")" "the CA bundle directory was left after SIGKILL and moat gc"
+	killed_run "$T_OUT/kill2.jsonl" "$mark-2"
+	"$MOAT" run --quiet -- true || fail "the next run failed"
+	gone_or_fail "$(ca_dirs "$RUN_ID")" "the CA bundle directory was left after SIGKILL and the next run"
+}
+
 run_test "curl, python and git get the real token to the upstream; the sandbox holds a placeholder" t_injected_for_curl_python_git
 run_test "the real value is nowhere inside (environment, files)" t_value_never_inside
 run_test "the placeholder to another host, in a URL, a body or DNS is refused and alerted" t_refused_elsewhere
 run_test "an upstream certificate from another CA: the request fails, nothing sent" t_bad_upstream_cert
 run_test "a secret source that fails stops the run (125)" t_source_failures
 run_test "--inspect-tls all sees placeholders on every host; --no-inspect passes through" t_inspect_tls_all
+run_test "SIGKILL of moat: no process left, moat gc and the next run remove the per-run CA" t_sigkill_leaves_no_ca
+run_test "no state record for the per-run CA: 125 naming the step, nothing left" t_no_record_fails_closed
 run_test "a request smuggled behind CL/TE is refused with its reason, intercepted and plain" t_smuggling_refused_on_every_path
 t_done

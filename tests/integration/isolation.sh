@@ -387,29 +387,83 @@ t_no_leftovers() {
 	# nothing of runsc survives the run (a background sleep included)
 	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived the run"
 	# SIGKILL of moat itself: its init inside gVisor sees the channel close
-	# and the container, runsc and its gofer end with it
-	log="$T_OUT/kill.json"
+	# and the container, runsc and its gofer end with it; the bundle is
+	# named in the run's state record, so `moat gc` removes it
+	gv_killed "$T_OUT/kill.json"
+	"$MOAT" gc --quiet || fail "moat gc failed"
+	gone_or_fail "$(bundles_of "$GV_ID")" "the bundle was left after SIGKILL and moat gc"
+	# and without moat gc: the next run's sweep (at the process level)
+	gv_killed "$T_OUT/kill2.json"
+	"$MOAT" run --quiet -- true || fail "the next run failed"
+	gone_or_fail "$(bundles_of "$GV_ID")" "the bundle was left after SIGKILL and the next run"
+}
+
+# no_record CMD...: CMD with a state directory where the run's record
+# cannot be written (root: a read-only tmpfs over /run/moat/live in a mount
+# namespace of its own; else XDG_STATE_HOME whose moat/live is a file).
+no_record() {
+	if is_root; then
+		mkdir -p /run/moat/live
+		unshare -m --propagation private sh -c \
+			'mount -t tmpfs -o ro,size=4k tmpfs /run/moat/live && exec "$@"' sh "$@"
+	else
+		mkdir -p "$T_OUT/nostate/moat"
+		: >"$T_OUT/nostate/moat/live"
+		XDG_STATE_HOME="$T_OUT/nostate" "$@"
+	fi
+}
+
+# A temporary the run's state record cannot name is never made use of: no
+# record, no gVisor run (125 naming the step), and no bundle left. Positive
+# control: the same state directory lets a process-level run (no
+# temporary) run.
+t_no_record_fails_closed() {
+	need_runsc
+	local out rc=0 id
+	out=$(no_record "$MOAT" run --quiet --log "$T_OUT/nr.json" --isolation gvisor -- true 2>&1) ||
+		rc=$?
+	assert_eq 125 "$rc" "a gVisor run without a state record: $out"
+	assert_contains "$out" "isolation step: cannot record the temporary directory" "names the step"
+	id=$(run_of "$T_OUT/nr.json")
+	[ -n "$id" ] || fail "no run id in the log"
+	gone_or_fail "$(bundles_of "$id")" "the bundle of the refused run was left"
+	rc=0
+	out=$(no_record "$MOAT" run --quiet -- echo ran 2>&1) || rc=$?
+	assert_eq 0 "$rc" "positive control: a run without temporaries runs: $out"
+}
+
+# gone_or_fail DIRS WHAT: fails when DIRS (left by a crashed run) is not
+# empty, removing them first (the next test starts clean).
+gone_or_fail() {
+	[ -z "$1" ] && return 0
+	local d
+	for d in $1; do rm -rf "$d"; done
+	fail "$2: $1"
+}
+
+# gv_killed LOG: a gVisor run of `sleep 60` SIGKILLed (moat, the process
+# holding the sandbox) once its runsc sandbox and bundle are seen (positive
+# control); then no process of runsc is left. Its run id in GV_ID.
+gv_killed() {
+	local log=$1 pid
 	"$MOAT" run --quiet --log "$log" --isolation gvisor -- sleep 60 &
-	local pid=$!
-	id=
+	pid=$!
+	GV_ID=
 	for _ in $(seq 100); do
-		id=$(run_of "$log")
-		[ -n "$id" ] && pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null && break
+		GV_ID=$(run_of "$log")
+		[ -n "$GV_ID" ] && pgrep -f "runsc-sandbox.*moat-gvisor-$GV_ID" >/dev/null && break
 		sleep 0.1
 	done
-	pgrep -f "runsc-sandbox.*moat-gvisor-$id" >/dev/null ||
+	pgrep -f "runsc-sandbox.*moat-gvisor-$GV_ID" >/dev/null ||
 		fail "positive control: the run's runsc sandbox was not seen running"
-	[ -n "$(bundles_of "$id")" ] || fail "positive control: the running run's bundle was not found"
+	[ -n "$(bundles_of "$GV_ID")" ] || fail "positive control: the running run's bundle was not found"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
 	for _ in $(seq 50); do
-		pgrep -f "runsc.*moat-gvisor-$id" >/dev/null || break
+		pgrep -f "runsc.*moat-gvisor-$GV_ID" >/dev/null || break
 		sleep 0.1
 	done
-	[ -z "$(pgrep -f "runsc.*moat-gvisor-$id" || true)" ] || fail "runsc survived moat's SIGKILL"
-	# the crashed run's bundle (moat could not remove it)
-	local b
-	for b in $(bundles_of "$id"); do rm -rf "$b"; done
+	[ -z "$(pgrep -f "runsc.*moat-gvisor-$GV_ID" || true)" ] || fail "runsc survived moat's SIGKILL"
 }
 
 # moat doctor says gvisor works only when runsc starts a container of
@@ -451,6 +505,7 @@ run_test "gvisor: --rootfs is the system (a libc-less tree)" t_rootfs
 run_test "gvisor: moat selftest --isolation gvisor holds the filesystem and network probes" t_selftest
 run_test "vm: a key it cannot honour fails closed" t_vm
 run_test "gvisor: moat serve creates and resets a gvisor sandbox without holding its other requests" t_serve
-run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat" t_no_leftovers
+run_test "gvisor: no bundle or runsc process left, even after SIGKILL of moat (moat gc, the next run)" t_no_leftovers
+run_test "gvisor: no state record for its bundle: 125 naming the step, nothing left" t_no_record_fails_closed
 run_test "gvisor: the command inherits no ignored signal" t_signals_default
 t_done

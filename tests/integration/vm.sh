@@ -274,6 +274,8 @@ t_sigkill() {
 	done
 	pgrep -f "qemu-system.*moat-vm-$id" >/dev/null ||
 		fail "positive control: the run's QEMU was not seen running"
+	ls -d /tmp/moat-vm-"$id"-* >/dev/null 2>&1 ||
+		fail "positive control: the running run's tree was not found"
 	assert_eq "$k" "$(qemu_kernel "$id")" "QEMU boots the kernel vm_kernel names"
 	kill -9 "$pid"
 	wait "$pid" 2>/dev/null || true
@@ -282,8 +284,16 @@ t_sigkill() {
 		sleep 0.1
 	done
 	[ -z "$(pgrep -f "qemu-system.*moat-vm-$id" || true)" ] || fail "QEMU survived moat's SIGKILL"
-	# the crashed run's tree (moat could not remove it)
-	rm -rf "${TMPDIR:-/tmp}/moat-vm-$id-"*
+	# the crashed run's tree is named in its state record: moat gc removes
+	# it (the initramfs cache, /tmp/moat-vm-UID or next to the state
+	# directory, stays)
+	"$MOAT" gc --quiet || fail "moat gc failed"
+	local left
+	left=$(ls -d /tmp/moat-vm-"$id"-* 2>/dev/null || true)
+	[ -z "$left" ] || {
+		rm -rf "$left"
+		fail "the VM's tree was left after SIGKILL and moat gc: $left"
+	}
 }
 
 # moat gc prunes the initramfs cache: a file unused for a week goes, a
@@ -473,7 +483,7 @@ run_test "vm: moat doctor says TCG only rather than works; --boot vm proves the 
 run_test "vm: --net allow: proxy, capture, refusals recorded as at the process level, a credential kept outside" t_net_allow
 run_test "vm: keys it cannot honour fail closed naming them; vm_accel kvm without KVM" t_refused
 run_test "vm: moat exec into a vm session (exit status, stdin, death by signal)" t_session
-run_test "vm: no QEMU left after SIGKILL of moat" t_sigkill
+run_test "vm: no QEMU and no tree left after SIGKILL of moat and moat gc" t_sigkill
 run_test "vm: moat serve creates and resets a vm sandbox without holding its other requests" t_serve
 run_test "vm: moat selftest --isolation vm: the battery's probes against their controls; fails closed without KVM" t_selftest
 run_test "vm: moat gc prunes the initramfs cache (unused for a week)" t_gc

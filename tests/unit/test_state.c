@@ -12,6 +12,8 @@
 
 #include "harness/tap.h"
 #include "supervisor/state.h"
+#include "supervisor/run.h"
+#include "limits/supervise_limits.h"
 #include "shared/macro.h"
 
 static char sdir[128];
@@ -302,6 +304,102 @@ TEST(state_gc_refuses_foreign_paths)
 	ASSERT_EQ(stat(victim, &st), 0);
 	ASSERT_EQ(count_entries(), 1); /* kept for a human to look at */
 	rmdir(victim);
+	drop_sdir();
+}
+
+/* gc removes only the temporaries the caller owns: a record naming another
+ * user's "moat-" directory (edited by someone else) removes nothing. The
+ * owner check itself for every caller; through gc as root, with a directory
+ * given to another uid (unprivileged, no directory of another owner can be
+ * made). Positive control: the same directory, owned by the caller, goes. */
+TEST(state_gc_refuses_foreign_owner)
+{
+	char d[] = "/tmp/moat-ownertest-XXXXXX";
+	char f[64], cmd[2048];
+	struct stat st;
+	ASSERT_TRUE(mkdtemp(d) != NULL);
+	snprintf(f, sizeof(f), "%s/file", d);
+	int fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	ASSERT_EQ(moat_state_remove_tmpdir(d, geteuid() + 1), -EPERM);
+	ASSERT_EQ(stat(f, &st), 0); /* nothing inside removed either */
+	ASSERT_EQ(moat_state_remove_tmpdir(d, geteuid()), 0);
+	ASSERT_ERRNO(stat(d, &st), ENOENT);
+	ASSERT_EQ(moat_state_remove_tmpdir(d, geteuid()), 0); /* gone: nothing to do */
+
+	if (geteuid() != 0)
+		return;
+	make_sdir();
+	ASSERT_TRUE(mkdtemp(strcpy(d, "/tmp/moat-ownertest-XXXXXX")) != NULL);
+	ASSERT_EQ(chown(d, 65534, 65534), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s/foreign' && printf '%%s' '{\"id\":\"foreign\",\"pid\":1,"
+		 "\"start_us\":0,\"cgroups\":[],\"tmpdirs\":[\"%s\"]}' > "
+		 "'%s/foreign/run.json' && : > '%s/foreign/lock'",
+		 sdir, d, sdir, sdir);
+	ASSERT_EQ(system(cmd), 0);
+	struct moat_state_gc_result g;
+	ASSERT_EQ(moat_state_gc(sdir, &g), -EPERM);
+	ASSERT_EQ(g.failed, 1);
+	ASSERT_EQ(g.tmpdirs, 0);
+	ASSERT_EQ(stat(d, &st), 0);
+	ASSERT_EQ(count_entries(), 1); /* kept for a human to look at */
+	/* control: once it is the caller's, the same record's gc removes it */
+	ASSERT_EQ(chown(d, 0, 0), 0);
+	ASSERT_EQ(moat_state_gc(sdir, &g), 0);
+	ASSERT_EQ(g.removed, 1);
+	ASSERT_EQ(g.tmpdirs, 1);
+	ASSERT_ERRNO(stat(d, &st), ENOENT);
+	drop_sdir();
+}
+
+/* A run's temporary is named in its record before it exists; without a
+ * record none is made (fail closed); after a crash gc removes each. */
+TEST(state_mkdtemp_named_before_made)
+{
+	static struct moat_run run;
+	struct moat_error err = {0};
+	struct moat_state_record rec, *list = NULL;
+	struct moat_state_gc_result g;
+	char a[64] = "/tmp/moat-mktest-XXXXXX", b[64] = "/tmp/moat-mktest-XXXXXX";
+	struct stat st;
+	size_t n = 0;
+	make_sdir();
+	memset(&run, 0, sizeof(run));
+	fill(&rec, "mk-one");
+	run.err = &err;
+	run.state_rec = &rec;
+	ASSERT_TRUE(moat_supervise_state_mkdtemp(&run, "isolation", a) < 0);
+	ASSERT_STREQ(err.stage, "isolation");
+	ASSERT_TRUE(strstr(err.message, "no state record") != NULL);
+	ASSERT_ERRNO(stat(a, &st), ENOENT); /* nothing made */
+	ASSERT_EQ(rec.n_tmpdirs, 0);
+
+	ASSERT_EQ(moat_state_register(sdir, &rec, &run.state), 0);
+	snprintf(a, sizeof(a), "/tmp/moat-mktest-XXXXXX");
+	ASSERT_EQ(moat_supervise_state_mkdtemp(&run, "isolation", a), 0);
+	ASSERT_EQ(moat_supervise_state_mkdtemp(&run, "credentials", b), 0);
+	ASSERT_TRUE(strcmp(a, b) != 0);
+	ASSERT_EQ(stat(a, &st), 0);
+	ASSERT_TRUE(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700 && st.st_uid == geteuid());
+	ASSERT_EQ(moat_state_list(sdir, &list, &n), 0);
+	ASSERT_EQ(n, 1);
+	ASSERT_EQ(list[0].n_tmpdirs, 2);
+	ASSERT_STREQ(list[0].tmpdirs[0], a);
+	ASSERT_STREQ(list[0].tmpdirs[1], b);
+	free(list);
+	char bad[] = "/tmp/moat-mktest-no-x";
+	ASSERT_TRUE(moat_supervise_state_mkdtemp(&run, "isolation", bad) < 0);
+
+	/* the supervisor "crashes": its lock goes, gc removes both */
+	moat_state_abandon(run.state);
+	run.state = NULL;
+	ASSERT_EQ(moat_state_gc(sdir, &g), 0);
+	ASSERT_EQ(g.removed, 1);
+	ASSERT_EQ(g.tmpdirs, 2);
+	ASSERT_ERRNO(stat(a, &st), ENOENT);
+	ASSERT_ERRNO(stat(b, &st), ENOENT);
 	drop_sdir();
 }
 
