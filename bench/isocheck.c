@@ -82,10 +82,20 @@ static int call(const char *name)
 static void syscalls(void)
 {
 	static const char *const names[] = {
-		"getpid",	  "unshare(CLONE_NEWUSER)", "setns",	       "keyctl",
-		"bpf",		  "perf_event_open",	    "ptrace",	       "clone3",
-		"io_uring_setup", "open_tree",		    "personality(ADDR_NO_RANDOMIZE)",
-		"ioctl(TIOCSTI)", "socket(AF_ALG)",	    "chmod(S_ISUID)",
+		"getpid",
+		"unshare(CLONE_NEWUSER)",
+		"setns",
+		"keyctl",
+		"bpf",
+		"perf_event_open",
+		"ptrace",
+		"clone3",
+		"io_uring_setup",
+		"open_tree",
+		"personality(ADDR_NO_RANDOMIZE)",
+		"ioctl(TIOCSTI)",
+		"socket(AF_ALG)",
+		"chmod(S_ISUID)",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		fflush(stdout);
@@ -112,8 +122,8 @@ static void syscalls(void)
 
 static void status(void)
 {
-	static const char *const keys[] = {"CapInh:", "CapPrm:", "CapEff:", "CapBnd:",
-					   "CapAmb:", "NoNewPrivs:", "Seccomp:"};
+	static const char *const keys[] = {
+		"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:", "Seccomp:"};
 	char line[256];
 	FILE *f = fopen("/proc/self/status", "re");
 	if (!f) {
@@ -146,11 +156,11 @@ static char type_of(mode_t m)
 static void proc(void)
 {
 	/* moat's lists (src/sandbox/sandbox.c, do_proc) */
-	static const char *const ro_names[] = {"sys", "sysrq-trigger", "irq", "bus", "fs", "asound"};
-	static const char *const masked[] = {"kcore",	   "keys",	  "timer_list",
-					     "sched_debug", "kallsyms",	  "kpagecount",
-					     "kpageflags",  "sysvipc",	  "acpi",
-					     "latency_stats", "timer_stats", "scsi"};
+	static const char *const ro_names[] = {"sys", "sysrq-trigger", "irq", "bus",
+					       "fs",  "asound"};
+	static const char *const masked[] = {
+		"kcore",      "keys",	 "timer_list", "sched_debug",	"kallsyms",    "kpagecount",
+		"kpageflags", "sysvipc", "acpi",       "latency_stats", "timer_stats", "scsi"};
 	char p[64];
 	for (size_t i = 0; i < sizeof(ro_names) / sizeof(ro_names[0]); i++) {
 		snprintf(p, sizeof(p), "/proc/%s", ro_names[i]);

@@ -65,6 +65,7 @@ bench_bwrap_same() {
 	chmod 644 "$bpf"
 	rm -rf "$etc"
 	mkdir -p "$etc"
+	# shellcheck disable=SC2034 # used by the scripts that source this file
 	BENCH_BWRAP_SAME=("<10:$bpf" bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts
 		--unshare-net --unshare-cgroup-try --uid 1000 --gid 1000 --hostname moat)
 	# system directories: moat's list (policy/plan.c), a symlink where the
@@ -120,6 +121,7 @@ bench_bwrap_same() {
 		--perms 1777 --tmpfs /tmp --dir /var --symlink /tmp /var/tmp
 		--dir /home --perms 0700 --tmpfs /home/agent)
 	# the end: after any mount a caller adds (a workspace), before the command
+	# shellcheck disable=SC2034 # used by the scripts that source this file
 	BENCH_BWRAP_SAME_END=(--remount-ro /dev --remount-ro / --seccomp 10 --cap-drop ALL
 		--die-with-parent --new-session --clearenv)
 }

@@ -49,7 +49,8 @@ int main(int argc, char **argv)
 	 * no lists, and exec/net recording exist only with one. */
 	const struct moat_seccomp_opts o = {.notify = false};
 	/* what moat installs with a listener (default policy, --net none) */
-	const struct moat_seccomp_opts on = {.notify = true, .record_exec = true, .record_net = true};
+	const struct moat_seccomp_opts on = {
+		.notify = true, .record_exec = true, .record_net = true};
 	const struct moat_seccomp_baked *b = moat_seccomp_baked_find(&o);
 	const struct moat_seccomp_baked *bn = moat_seccomp_baked_find(&on);
 	if (!b || !bn) {
