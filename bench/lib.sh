@@ -33,10 +33,11 @@ BENCH_USER=${BENCH_USER:-root}
 BENCH_SCALE=${BENCH_SCALE:-1}
 BENCH_UNPRIV=moat-test
 
-# bubblewrap with the isolation moat gives by default: user, pid, ipc, uts,
-# net (and cgroup) namespaces, read-only system directories, private /tmp,
-# fresh /proc and /dev, uid 1000, killed with its parent. It does less than
-# moat (no seccomp, no Landlock, no generated /etc, no exec recording).
+# A minimal bubblewrap: moat's namespaces (user, pid, ipc, uts, net, cgroup),
+# read-only /usr, private /tmp, fresh /proc and /dev, uid 1000, killed with
+# its parent. It does less than moat (no seccomp, no /etc but ld.so.cache,
+# no /proc masks, no Landlock, no records): bench_bwrap_same below is the
+# command of moat's isolation, the one the start-up targets compare with.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_BWRAP=(bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net
 	--unshare-cgroup-try --uid 1000 --gid 1000 --hostname moat
