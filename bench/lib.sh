@@ -33,10 +33,11 @@ BENCH_USER=${BENCH_USER:-root}
 BENCH_SCALE=${BENCH_SCALE:-1}
 BENCH_UNPRIV=moat-test
 
-# bubblewrap with the isolation moat gives by default: user, pid, ipc, uts,
-# net (and cgroup) namespaces, read-only system directories, private /tmp,
-# fresh /proc and /dev, uid 1000, killed with its parent. It does less than
-# moat (no seccomp, no Landlock, no generated /etc, no exec recording).
+# A minimal bubblewrap: moat's namespaces (user, pid, ipc, uts, net, cgroup),
+# read-only /usr, private /tmp, fresh /proc and /dev, uid 1000, killed with
+# its parent. It does less than moat (no seccomp, no /etc but ld.so.cache,
+# no /proc masks, no Landlock, no records): bench_bwrap_same below is the
+# command of moat's isolation, the one the start-up targets compare with.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_BWRAP=(bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net
 	--unshare-cgroup-try --uid 1000 --gid 1000 --hostname moat
@@ -45,6 +46,87 @@ BENCH_BWRAP=(bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --un
 	--ro-bind-try /etc/ld.so.cache /etc/ld.so.cache
 	--tmpfs /tmp --proc /proc --dev /dev --die-with-parent --new-session --clearenv)
 
+# bench_bwrap_same: sets BENCH_BWRAP_SAME and BENCH_BWRAP_SAME_END (the
+# command is "${BENCH_BWRAP_SAME[@]}" [MOUNTS...] "${BENCH_BWRAP_SAME_END[@]}"
+# CMD), bubblewrap set up for the
+# isolation of `moat run` with the default policy, as far as bubblewrap's
+# options go (bench/FINDINGS.md, issue 14, session 11). Its first word is
+# "<10:FILE" (bench/timer opens moat's seccomp program as descriptor 10 for
+# each run). Beyond BENCH_BWRAP: moat's seccomp program without a listener
+# (bench/seccomp_bpf), the system directories and their symlinks as moat makes
+# them, moat's /etc names (from `moat policy show`) with the generated files'
+# content taken from a moat run (the small files copied into one staged
+# directory, bound read-only; moat's directories bound from the host), /proc
+# with moat's read-only and masked files, /dev/shm, /var/tmp, a tmpfs home,
+# the root read-only, every capability dropped. Not matched (bubblewrap has no
+# option): Landlock, the cgroup and rlimits, exec and denial records.
+bench_bwrap_same() {
+	local etc=$BENCH_STAGE/bwrap-etc bpf=$BENCH_STAGE/moat-seccomp.bpf d n t
+	"$BENCH_STAGE/bin/seccomp_bpf" "$bpf" || return 1
+	chmod 644 "$bpf"
+	rm -rf "$etc"
+	mkdir -p "$etc"
+	# shellcheck disable=SC2034 # used by the scripts that source this file
+	BENCH_BWRAP_SAME=("<10:$bpf" bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts
+		--unshare-net --unshare-cgroup-try --uid 1000 --gid 1000 --hostname moat)
+	# system directories: moat's list (policy/plan.c), a symlink where the
+	# host has one
+	for d in /usr /bin /sbin /lib /lib32 /lib64 /libx32; do
+		if [ -L "$d" ]; then
+			BENCH_BWRAP_SAME+=(--symlink "$(readlink "$d")" "$d")
+		elif [ -d "$d" ]; then
+			BENCH_BWRAP_SAME+=(--ro-bind "$d" "$d")
+		fi
+	done
+	# /etc: the names of moat's plan; generated files as a moat run shows them
+	local -a binds=()
+	while read -r t n; do
+		case $t in
+		file)
+			bench_as_user "$MOAT" run -- /bin/cat "$n" >"$etc/${n#/etc/}" 2>/dev/null ||
+				return 1
+			;;
+		bind)
+			if [ -L "$n" ]; then
+				cp -P "$n" "$etc/"
+			elif [ -f "$n" ]; then
+				cp "$n" "$etc/"
+			elif [ -d "$n" ]; then
+				mkdir "$etc/${n#/etc/}"
+				binds+=(--ro-bind "$n" "$n")
+			fi
+			;;
+		esac
+	done < <("$MOAT" policy show 2>/dev/null | awk '$2 == "file" && $3 ~ /^\/etc\// { print "file", $3 }
+		$2 == "bind" && $3 ~ /^\/etc\// { print "bind", $3 }')
+	chmod -R a+rX "$etc"
+	BENCH_BWRAP_SAME+=(--ro-bind "$etc" /etc "${binds[@]}")
+	# /proc: moat's read-only names and masks (sandbox/sandbox.c, do_proc).
+	# bubblewrap 0.8's own cover of sys, sysrq-trigger, irq and bus fails
+	# quietly in a user namespace (as root irq and bus only, as moat-test
+	# none: seen in mountinfo), so each is bound read-only from the host's
+	# /proc (same content: sysctls answer for the reader's namespaces).
+	BENCH_BWRAP_SAME+=(--proc /proc)
+	for n in sys sysrq-trigger irq bus fs asound; do
+		[ -e "/proc/$n" ] && BENCH_BWRAP_SAME+=(--ro-bind "/proc/$n" "/proc/$n")
+	done
+	for n in kcore keys timer_list sched_debug kallsyms kpagecount kpageflags sysvipc acpi \
+		latency_stats timer_stats scsi; do
+		if [ -d "/proc/$n" ]; then
+			BENCH_BWRAP_SAME+=(--perms 0555 --tmpfs "/proc/$n" --remount-ro "/proc/$n")
+		elif [ -e "/proc/$n" ]; then
+			BENCH_BWRAP_SAME+=(--ro-bind /dev/null "/proc/$n")
+		fi
+	done
+	BENCH_BWRAP_SAME+=(--dev /dev --perms 1777 --tmpfs /dev/shm
+		--perms 1777 --tmpfs /tmp --dir /var --symlink /tmp /var/tmp
+		--dir /home --perms 0700 --tmpfs /home/agent)
+	# the end: after any mount a caller adds (a workspace), before the command
+	# shellcheck disable=SC2034 # used by the scripts that source this file
+	BENCH_BWRAP_SAME_END=(--remount-ro /dev --remount-ro / --seccomp 10 --cap-drop ALL
+		--die-with-parent --new-session --clearenv)
+}
+
 # bench_setup: compile the helpers and stage everything an unprivileged user
 # must run into a world-readable directory ($BENCH_STAGE) that lives as long
 # as the calling script (or run-all.sh, which exports it).
@@ -52,12 +134,17 @@ bench_setup() {
 	mkdir -p "$BENCH_OUT"
 	: "${BENCH_CC:=${CC:-cc}}"
 	local src
-	for src in timer sysload; do
+	for src in timer sysload isocheck; do
 		if [ ! -x "$BENCH_OUT/$src" ] || [ "$BENCH_TOP/bench/$src.c" -nt "$BENCH_OUT/$src" ]; then
 			"$BENCH_CC" -O2 -Wall -Wextra -Werror -std=gnu17 -D_GNU_SOURCE \
 				-o "$BENCH_OUT/$src" "$BENCH_TOP/bench/$src.c" || return 1
 		fi
 	done
+	# moat's own seccomp code and the build's baked programs (always rebuilt:
+	# the program must be the one of the moat under test)
+	"$BENCH_CC" -O2 -Wall -Wextra -Werror -std=gnu17 -D_GNU_SOURCE -I"$BENCH_TOP/src" \
+		-o "$BENCH_OUT/seccomp_bpf" "$BENCH_TOP/bench/seccomp_bpf.c" \
+		"$BENCH_TOP/src/kernel/seccomp.c" "$BENCH_TOP/$O/gen/seccomp_baked.c" -lseccomp || return 1
 	if [ -z "${BENCH_STAGE:-}" ] || [ ! -d "$BENCH_STAGE" ]; then
 		BENCH_STAGE=$(mktemp -d /tmp/moat-bench.XXXXXX)
 		export BENCH_STAGE
@@ -66,12 +153,14 @@ bench_setup() {
 	fi
 	chmod 755 "$BENCH_STAGE"
 	mkdir -p "$BENCH_STAGE/bin"
-	cp "$BENCH_TOP/$O/moat" "$BENCH_TOP/$O/moat-net.so" "$BENCH_TOP/$O/moat-nft.so" "$BENCH_OUT/timer" "$BENCH_OUT/sysload" "$BENCH_STAGE/bin/"
+	cp "$BENCH_TOP/$O/moat" "$BENCH_TOP/$O/moat-net.so" "$BENCH_TOP/$O/moat-nft.so" "$BENCH_OUT/timer" \
+		"$BENCH_OUT/sysload" "$BENCH_OUT/isocheck" "$BENCH_OUT/seccomp_bpf" "$BENCH_STAGE/bin/"
 	chmod -R a+rX "$BENCH_STAGE/bin"
 	MOAT=$BENCH_STAGE/bin/moat
 	TIMER=$BENCH_STAGE/bin/timer
 	SYSLOAD=$BENCH_STAGE/bin/sysload
-	export MOAT TIMER SYSLOAD
+	ISOCHECK=$BENCH_STAGE/bin/isocheck
+	export MOAT TIMER SYSLOAD ISOCHECK
 	touch "$BENCH_OUT/results.tsv" "$BENCH_OUT/targets.tsv" "$BENCH_OUT/commands.tsv" \
 		"$BENCH_OUT/notes.tsv"
 }
@@ -194,8 +283,11 @@ bench_run() {
 		local -a cmd=("${_bench_cmds[@]:$off:$n}")
 		off=$((off + n))
 		printf '%s\t%s\t%s\n' "$suite" "$name" "$(_bench_quote "${cmd[@]}")" >>"$BENCH_OUT/commands.tsv"
-		# Probe: one run with its stderr kept, bounded in time.
-		if ! bench_as_user timeout 120 "${cmd[@]}" </dev/null >/dev/null 2>"$err"; then
+		# Probe: one run with its stderr kept, bounded in time (through
+		# the timer when the command opens descriptors: "<N:PATH").
+		local -a via=()
+		[ "${cmd[0]:0:1}" = "<" ] && via=("$TIMER" -x)
+		if ! bench_as_user timeout 120 "${via[@]}" "${cmd[@]}" </dev/null >/dev/null 2>"$err"; then
 			line=$(grep -v '^$' "$err" | tail -1 | cut -c1-160)
 			printf '  %-28s missing: %s\n' "$name" "${line:-exit status not 0}"
 			printf '%s\t%s\t%s\tmissing\t%s\n' "$suite" "$BENCH_USER" "$name" \

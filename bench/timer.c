@@ -3,6 +3,15 @@
  * bench/timer: times several commands side by side, interleaved in one run.
  *
  *   timer [-n RUNS] [-w WARMUP] [-T SECONDS] [-v] CMD [ARG...] [:: CMD [ARG...]]...
+ *   timer -x CMD [ARG...]
+ *
+ * A command may start with words "<N:PATH": the child opens PATH read-only
+ * as its descriptor N before the exec (in the timed window: one open), for
+ * programs that read a file from a descriptor number, e.g. bubblewrap's
+ * `--seccomp N` (a descriptor inherited from the timer would be at its end
+ * after the first run). -x runs one command so, once, with the timer's
+ * stdio, by exec: its exit status is the command's (the probe of
+ * bench_run).
  *
  * Each round runs every command once (fork + execvp + waitpid, no shell), in a
  * rotated order (ABC, BCA, CAB, ...) so that no command always runs first or
@@ -34,8 +43,13 @@
 #define MAX_CMDS 16
 #define MAX_RUNS 100000
 
+#define MAX_FDS 4
+
 struct cmd {
 	char **argv;
+	int fds[MAX_FDS]; /* "<N:PATH" prefixes: N */
+	const char *paths[MAX_FDS];
+	int nfds;
 	double *wall;
 	double *cpu;
 	int fails;
@@ -110,6 +124,40 @@ static int reap_orphans(void)
 	return 1;
 }
 
+/* Takes the "<N:PATH" words off the front of c->argv. */
+static int parse_fds(struct cmd *c)
+{
+	while (c->argv[0] && c->argv[0][0] == '<') {
+		char *end;
+		long n = strtol(c->argv[0] + 1, &end, 10);
+		if (end == c->argv[0] + 1 || *end != ':' || n < 3 || n > 255 || c->nfds == MAX_FDS)
+			return -1;
+		c->fds[c->nfds] = (int)n;
+		c->paths[c->nfds++] = end + 1;
+		c->argv++;
+	}
+	return c->argv[0] ? 0 : -1;
+}
+
+/* In the child, before the exec: the command's descriptors, then exec. */
+static void exec_cmd(const struct cmd *c)
+{
+	for (int i = 0; i < c->nfds; i++) {
+		int fd = open(c->paths[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || (fd != c->fds[i] && dup2(fd, c->fds[i]) < 0)) {
+			fprintf(stderr, "timer: %s: %s\n", c->paths[i], strerror(errno));
+			_exit(127);
+		}
+		if (fd == c->fds[i])
+			fcntl(fd, F_SETFD, 0);
+		else
+			close(fd);
+	}
+	execvp(c->argv[0], c->argv);
+	fprintf(stderr, "timer: %s: %s\n", c->argv[0], strerror(errno));
+	_exit(127);
+}
+
 static int run_once(struct cmd *c, int devnull, int verbose, double *ret_wall, double *ret_cpu)
 {
 	double t0, t1, cpu0;
@@ -127,8 +175,7 @@ static int run_once(struct cmd *c, int devnull, int verbose, double *ret_wall, d
 			dup2(devnull, 1);
 			dup2(devnull, 2);
 		}
-		execvp(c->argv[0], c->argv);
-		_exit(127);
+		exec_cmd(c);
 	}
 	if (waitpid(pid, &status, 0) < 0)
 		return -errno;
@@ -143,18 +190,21 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: timer [-n RUNS] [-w WARMUP] [-T SECONDS] [-v] CMD [ARG...] "
-		"[:: CMD [ARG...]]...\n");
+		"[:: CMD [ARG...]]...\n       timer -x CMD [ARG...]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	struct cmd cmds[MAX_CMDS] = {};
-	int runs = 20, warmup = 2, verbose = 0, ncmd = 0, done = 0, opt, devnull;
+	int runs = 20, warmup = 2, verbose = 0, ncmd = 0, done = 0, opt, devnull, once = 0;
 	double budget = 0, start;
 
-	while ((opt = getopt(argc, argv, "+n:w:T:v")) != -1) {
+	while ((opt = getopt(argc, argv, "+n:w:T:vx")) != -1) {
 		switch (opt) {
+		case 'x':
+			once = 1;
+			break;
 		case 'n':
 			runs = atoi(optarg);
 			break;
@@ -173,6 +223,12 @@ int main(int argc, char **argv)
 	}
 	if (runs < 1 || runs > MAX_RUNS || warmup < 0 || warmup > MAX_RUNS || optind >= argc)
 		usage();
+	if (once) {
+		struct cmd c = {.argv = &argv[optind]};
+		if (parse_fds(&c) < 0)
+			usage();
+		exec_cmd(&c);
+	}
 
 	/* Split the remaining arguments at "::" in place. */
 	for (int i = optind; i < argc;) {
@@ -183,7 +239,7 @@ int main(int argc, char **argv)
 			i++;
 		if (i < argc)
 			argv[i++] = NULL;
-		if (!cmds[ncmd].argv[0])
+		if (!cmds[ncmd].argv[0] || parse_fds(&cmds[ncmd]) < 0)
 			usage();
 		cmds[ncmd].wall = calloc((size_t)runs, sizeof(double));
 		cmds[ncmd].cpu = calloc((size_t)runs, sizeof(double));
