@@ -83,9 +83,11 @@ static bool numeric(const char *s, unsigned *ret)
 	return true;
 }
 
-/* User "name", "uid", "uid:gid", "name:group". The sandbox has no root
- * (moat's own rule: --uid is 1..65533): an image user of 0, or none, keeps
- * moat's default identity. */
+/* User "name", "uid", "uid:gid", "name:group". An image user of 0, or
+ * none, keeps moat's default identity (agent, uid 1000): most images name
+ * root only because engines have no other default, and `moat run` gives
+ * the sandbox's own root (no capability, docs/POLICY.md) only when --uid 0
+ * asks for it. */
 static int apply_user(struct moat_policy *p, const char *root, const char *user,
 		      struct moat_error *err)
 {
