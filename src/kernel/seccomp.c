@@ -209,9 +209,9 @@ static const struct moat_seccomp_rule rules[] = {
 	R("fchmodat2", "fchmodat2(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 2, EPERM, true,
 	  true, 452, "RT-022",
 	  "making a set-uid/set-gid file that would run with its owner's rights on the host"),
-	R("open", "open(O_CREAT, S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 2, EPERM, true,
+	R("open", "open(O_CREAT, S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_CREATE_SETID, 2, EPERM, true,
 	  false, 0, "RT-022", "creating a set-uid/set-gid file directly"),
-	R("openat", "openat(O_CREAT, S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 3, EPERM,
+	R("openat", "openat(O_CREAT, S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_CREATE_SETID, 3, EPERM,
 	  true, false, 0, "RT-022", "creating a set-uid/set-gid file directly"),
 	R("creat", "creat(S_ISUID|S_ISGID)", MOAT_SECCOMP_MATCH_SETID_MODE, 1, EPERM, true, false,
 	  0, "RT-022", "creating a set-uid/set-gid file directly"),
@@ -353,6 +353,20 @@ static int add_rule(scmp_filter_ctx ctx, const struct moat_seccomp_rule *rule, i
 		r = add1(ctx, act, nr, SCMP_CMP(a, SCMP_CMP_MASKED_EQ, S_ISUID, S_ISUID));
 		if (r >= 0)
 			r = add1(ctx, act, nr, SCMP_CMP(a, SCMP_CMP_MASKED_EQ, S_ISGID, S_ISGID));
+		return r;
+	}
+	case MOAT_SECCOMP_MATCH_CREATE_SETID: {
+		/* The kernel reads an open's mode only when it creates (O_CREAT,
+		 * or O_TMPFILE, which includes O_DIRECTORY's bit): a plain open
+		 * whose mode register holds garbage (busybox sh's redirects) must
+		 * not be denied. One rule per (creating flag, set-id bit). */
+		const unsigned m = (unsigned)rule->value, f = m - 1;
+		const uint64_t creating[] = {O_CREAT, O_TMPFILE}, bits[] = {S_ISUID, S_ISGID};
+		for (size_t i = 0; i < ELEMENTSOF(creating) && r >= 0; i++)
+			for (size_t j = 0; j < ELEMENTSOF(bits) && r >= 0; j++)
+				r = add2(ctx, act, nr,
+					 SCMP_CMP(f, SCMP_CMP_MASKED_EQ, creating[i], creating[i]),
+					 SCMP_CMP(m, SCMP_CMP_MASKED_EQ, bits[j], bits[j]));
 		return r;
 	}
 	case MOAT_SECCOMP_MATCH_SOCKETPAIR:

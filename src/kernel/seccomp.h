@@ -47,6 +47,9 @@ enum moat_seccomp_match {
 	MOAT_SECCOMP_MATCH_INET_TYPE, /* socket(AF_INET/AF_INET6, type & 0xf == value) */
 	MOAT_SECCOMP_MATCH_SOCKETPAIR, /* socketpair() of a family other than AF_UNIX */
 	MOAT_SECCOMP_MATCH_SETID_MODE, /* a mode argument (index `value`) with S_ISUID or S_ISGID */
+	MOAT_SECCOMP_MATCH_CREATE_SETID, /* open/openat creating (O_CREAT or O_TMPFILE in the
+					  * flags, index `value` - 1) with S_ISUID or S_ISGID
+					  * in the mode (index `value`) */
 };
 
 struct moat_seccomp_rule {

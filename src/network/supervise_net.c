@@ -38,6 +38,7 @@
 #include "shared/fdset.h"
 #include "shared/io.h"
 #include "shared/jsonesc.h"
+#include "shared/nsfile.h"
 #include "shared/macro.h"
 
 _Static_assert(MOAT_NET_PLUGIN_MAX_FDS == MOAT_NETNS_N_FDS, "listener count");
@@ -93,33 +94,19 @@ static struct moat_net_run *net_get(struct moat_run *r)
 }
 
 /* An engine's network namespace, by a path the bundle names (the runtime
- * may be root): opened O_PATH without a side effect (no FIFO, no device is
- * opened for reading), then reopened through /proc/self/fd only when it is
- * a namespace file (nsfs), and only a network namespace is kept. */
+ * may be root): only a network namespace is kept (shared/nsfile.c opens it
+ * without a side effect). */
 static int open_netns(struct moat_run *r, struct moat_net_run *n, const char *path)
 {
 	static const char what[] = "linux.namespaces: the network namespace";
-	_cleanup_close_ int pfd = open(path, O_PATH | O_CLOEXEC);
-	struct statfs sf;
-	struct stat st;
-	char proc[40];
-	if (pfd < 0)
-		return moat_error_set(r->err, "network", errno, "%s %s: %s", what, path,
-				      strerror(errno));
-	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(pfd, &sf) < 0 ||
-	    sf.f_type != NSFS_MAGIC)
-		return moat_error_set(r->err, "network", EINVAL, "%s %s: not a namespace", what,
-				      path);
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-	int fd = open(proc, O_RDONLY | O_CLOEXEC);
+	int fd = moat_nsfile_open(path, CLONE_NEWNET);
+	if (fd == -EINVAL || fd == -EPROTOTYPE)
+		return moat_error_set(r->err, "network", EINVAL, "%s %s: %s", what, path,
+				      fd == -EINVAL ? "not a namespace"
+						    : "not a network namespace");
 	if (fd < 0)
-		return moat_error_set(r->err, "network", errno, "%s %s: %s", what, path,
-				      strerror(errno));
-	if (ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
-		close(fd);
-		return moat_error_set(r->err, "network", EINVAL, "%s %s: not a network namespace",
-				      what, path);
-	}
+		return moat_error_set(r->err, "network", -fd, "%s %s: %s", what, path,
+				      strerror(-fd));
 	n->netns_fd = fd;
 	return 0;
 }

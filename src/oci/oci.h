@@ -31,6 +31,8 @@
  *                               upper layers' size ("" : --disk)
  *   "netns" field path -        linux.namespaces[i].path (network only):
  *                               the egress proxy's upstream namespace
+ *   "nspath" field path kind   linux.namespaces[i].path of the ipc or uts
+ *                               kind: not joined, checked to be of its kind
  *   "err"  field text  -        the first field moat cannot honour
  */
 #pragma once

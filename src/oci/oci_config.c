@@ -773,6 +773,9 @@ static int namespaces(struct ctx *c, json_t *a)
 				return fail(c, f, "type: a second %s namespace", t);
 			if (pod_ns) {
 				seen |= 1u << k;
+				/* not joined, but still a namespace of its kind
+				 * (checked by the runtime: oci_load.c) */
+				rec(c, "nspath", f, path, t);
 				note(c, f,
 				     streq(t, "ipc")
 					     ? "path not joined: the container has moat's own ipc "

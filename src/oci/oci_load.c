@@ -15,6 +15,7 @@
 #include <grp.h>
 #include <jansson.h>
 #include <limits.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "moat/moat.h"
 #include "shared/io.h"
 #include "shared/macro.h"
+#include "shared/nsfile.h"
 #include "shared/parse.h"
 
 /* Options a record may name (and, for --net, the one value). */
@@ -364,6 +366,32 @@ static int root_rw(struct moat_policy *p, const char *f, const char *size, const
 	return 0;
 }
 
+/* A linux.namespaces path (an "nspath" record of an ipc or uts kind, which
+ * is not joined, or the "netns" of the network kind, which may be unused):
+ * whether moat uses it or not, it must be a namespace of the kind given,
+ * as the spec asks (a path of another kind is an error). The parser's kind
+ * is checked again (it is the untrusted side). */
+static int nspath_check(const char *f, const char *path, const char *kind, const char *what,
+			struct moat_error *err)
+{
+	int type = streq(kind, "ipc")	 ? CLONE_NEWIPC
+		: streq(kind, "uts")	 ? CLONE_NEWUTS
+		: streq(kind, "network") ? CLONE_NEWNET
+					 : 0;
+	if (!type || path[0] != '/')
+		return moat_error_set(err, "oci", EPROTO, "%s: a malformed namespace record", what);
+	int fd = moat_nsfile_open(path, type);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return moat_error_set(err, "oci", fd == -EPROTOTYPE || fd == -EINVAL ? EINVAL : -fd,
+			      "%s: %s: path %s: %s", what, f, path,
+			      fd == -EPROTOTYPE	      ? "a namespace of another kind"
+				      : fd == -EINVAL ? "not a namespace file"
+						      : strerror(-fd));
+}
+
 /* An "rlim" record (field, RLIMIT_* name, "SOFT HARD") into ret: the
  * parser's strings are checked again (it is the untrusted side). */
 static int rlimit_record(struct moat_oci_process *ret, const char *f, const char *type,
@@ -469,9 +497,12 @@ static int apply_records(struct moat_policy *p, struct moat_oci_recs *rr, const 
 		else if (streq(t, "cgp")) {
 			free(ret->cgroups_path);
 			k = (ret->cgroups_path = strdup(a)) ? 0 : -ENOMEM;
+		} else if (streq(t, "nspath")) {
+			k = nspath_check(f, a, b, what, err);
 		} else if (streq(t, "netns")) {
 			snprintf(netns, sizeof(netns), "%s", a);
 			snprintf(netns_field, sizeof(netns_field), "%s", f);
+			k = nspath_check(f, a, "network", what, err);
 		} else if (streq(t, "rrw") && p)
 			k = root_rw(p, f, a, what, err);
 		else if (streq(t, "ann"))

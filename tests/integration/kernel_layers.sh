@@ -203,6 +203,60 @@ l = ctypes.CDLL(None, use_errno=True); print(l.personality(0x40000), ctypes.get_
 	assert_contains "$(cat err)" "no_such_call"
 }
 
+# RT-022's open/openat rule denies creating a set-id file, and only that: the
+# kernel ignores the mode of an open that does not create, so a plain open
+# whose mode register holds set-id bits (busybox sh's redirects leave garbage
+# there) must work. Control: the same creating opens without moat's filter,
+# in a throw-away user namespace of the unprivileged user, succeed.
+openmode_py='
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+O_RDONLY, O_WRONLY, O_CREAT, O_TMPFILE = 0, 1, 0o100, 0o20200000
+AT_FDCWD = -100
+keep = []
+def path(s):
+    b = ctypes.create_string_buffer(s.encode())
+    keep.append(b)
+    return ctypes.addressof(b)
+def sc(nr, *a):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(x) for x in a])
+    if r >= 0:
+        os.close(r)
+        return 0
+    return ctypes.get_errno()
+d = sys.argv[1]
+out = [
+  "open_plain=%d" % sc(2, path("/dev/null"), O_RDONLY, 0o4000),
+  "openat_plain=%d" % sc(257, AT_FDCWD, path("/dev/null"), O_RDONLY, 0o6000),
+  "open_creat_suid=%d" % sc(2, path(d + "/a"), O_WRONLY | O_CREAT, 0o4755),
+  "openat_creat_sgid=%d" % sc(257, AT_FDCWD, path(d + "/b"), O_WRONLY | O_CREAT, 0o2755),
+  "openat_tmpfile_suid=%d" % sc(257, AT_FDCWD, path(d), O_WRONLY | O_TMPFILE, 0o4755),
+  "open_creat_plain=%d" % sc(2, path(d + "/c"), O_WRONLY | O_CREAT, 0o644),
+]
+print(" ".join(out))'
+
+t_open_mode_only_when_creating() {
+	[ "$(uname -m)" = x86_64 ] || skip "the probe uses x86_64 syscall numbers"
+	local w out
+	w=$(ws)
+	out=$(run_in "$w" -- python3 -c "$openmode_py" "$w")
+	assert_eq "open_plain=0 openat_plain=0 open_creat_suid=1 openat_creat_sgid=1 openat_tmpfile_suid=1 open_creat_plain=0" \
+		"$out" "inside moat: plain opens with set-id bits in the mode work, creating set-id files is EPERM"
+	# control: without moat's filter the creating opens succeed (the probe
+	# can see a creation), as the unprivileged user in its own namespace
+	local ctl
+	ctl=$(mktemp -d /tmp/moat-openmode.XXXXXX)
+	chmod 777 "$ctl"
+	if is_root; then
+		out=$(cd / && runuser -u moat-test -- unshare -Ur python3 -c "$openmode_py" "$ctl")
+	else
+		out=$(unshare -Ur python3 -c "$openmode_py" "$ctl")
+	fi
+	rm -rf "$ctl"
+	assert_eq "open_plain=0 openat_plain=0 open_creat_suid=0 openat_creat_sgid=0 openat_tmpfile_suid=0 open_creat_plain=0" \
+		"$out" "control: no filter, every open succeeds"
+}
+
 t_no_record_exec() {
 	local w
 	w=$(ws)
@@ -224,4 +278,5 @@ run_test "each exec counted once, PATH misses not" t_exec_count
 run_test "abstract unix sockets outside the domain (Landlock scope)" t_abstract_scope
 run_test "--allow-syscall and --deny-syscall" t_allow_deny_flags
 run_test "--no-record-exec records no execs" t_no_record_exec
+run_test "open/openat: set-id modes denied only when creating (RT-022)" t_open_mode_only_when_creating
 t_done

@@ -412,6 +412,27 @@ t_refused_fields() {
 	assert_contains "$(cat err)" "at most"
 }
 
+# A linux.namespaces path moat does not join (ipc, uts: a pod's) or does not
+# use (network without egress) must still be a namespace of its kind, as the
+# spec asks; the control: the right kinds are accepted.
+t_ns_path_types() {
+	need_busybox
+	local i
+	bundle nsok '["true"]' '.linux.namespaces[3].path = "/proc/self/ns/ipc" | .linux.namespaces[4].path = "/proc/self/ns/uts" | .linux.namespaces[2].path = "/proc/self/ns/net"'
+	oci create --bundle nsok nsok </dev/null >/dev/null 2>err || fail "control: namespace paths of the right kinds: $(cat err)"
+	oci delete --force nsok
+	for i in "3 /proc/self/ns/mnt" "4 /proc/self/ns/pid" "2 /proc/self/ns/cgroup" "3 /etc/hostname" "4 /nonexistent"; do
+		set -- $i
+		bundle "nsbad$1" '["true"]' ".linux.namespaces[$1].path = \"$2\""
+		if oci create --bundle "nsbad$1" nsbad </dev/null 2>err; then
+			oci delete --force nsbad
+			fail "linux.namespaces[$1] = $2 accepted"
+		fi
+		assert_contains "$(cat err)" "linux.namespaces[$1]" "$2 as namespace $1"
+		[ ! -e "$ROOT/nsbad" ] || fail "a refused create left state"
+	done
+}
+
 t_seccomp_limits() {
 	need_busybox
 	# the spec's profile refuses mkdir: refused inside, on top of moat's own
@@ -1191,6 +1212,7 @@ run_test "root.readonly false: writes to the root in a bounded tmpfs, bundle unc
 run_test "exec --process (foreground and --detach --pid-file), same files, same user" t_exec
 run_test "the console socket gets the container's terminal" t_console
 run_test "config fields moat cannot honour fail create naming the field" t_refused_fields
+run_test "namespace paths: of their kind, joined or not" t_ns_path_types
 run_test "the spec's seccomp profile on top of moat's; pids limit" t_seccomp_limits
 run_test "linux.cgroupsPath: the engine's placement below /moat/, else refused by name" t_cgroups_path
 run_test "process.oomScoreAdj: raised is applied, lowered is refused" t_oom_score_adj

@@ -110,6 +110,9 @@ TEST(oci_pod_ipc_uts_namespace_paths)
 			"path not joined: the container has moat's own uts namespace (its "
 			"hostname is the spec's)",
 			NULL));
+	/* not joined, but the runtime checks each is of its kind */
+	ASSERT_TRUE(has(&r, "nspath", "/proc/9/ns/ipc", "ipc"));
+	ASSERT_TRUE(has(&r, "nspath", "/proc/9/ns/uts", "uts"));
 	ASSERT_TRUE(!has(&r, "netns", NULL, NULL));
 	moat_oci_recs_done(&r);
 	/* control: the kinds that stay refused */
