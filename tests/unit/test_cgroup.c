@@ -924,6 +924,7 @@ TEST(cgroup_v1_fake_kill_freezes_signals_thaws)
 	pid_t helper = fork();
 	ASSERT_GE(helper, 0);
 	if (helper == 0) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL); /* not past the test */
 		alarm(10);
 		_exit(serve_kill_order(procs, state));
 	}
