@@ -186,10 +186,10 @@ static void fill_info(struct sess *s, struct moat_session_info *in)
 	}
 	if (s->main.prepared) /* OCI's states */
 		snprintf(in->state, sizeof(in->state), "%s",
-			 !s->main.started	 ? "created"
-				 : s->main.ended ? "stopped"
+			 !s->main.started	  ? "created"
+				 : s->main.ended  ? "stopped"
 				 : s->main.paused ? "paused"
-						 : "running");
+						  : "running");
 	in->pid = (int)getpid();
 	in->created_us = s->created_us;
 	in->execs = s->execs;
