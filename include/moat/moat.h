@@ -507,6 +507,10 @@ int moat_oci_cgroup_place(struct moat_policy *p, const char *path);
  * written back to pr->rlimits (state records them for exec). */
 int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
 			   struct moat_error *ret_err);
+/* `pause`: the container's cgroups (and so a freezer, v1 or v2) are made
+ * even when only moat's defaults are in play (as root moat makes none for
+ * those in `moat run`). */
+void moat_oci_freezer_place(struct moat_policy *p);
 /* linux.resources.memory.disableOOMKiller into p: the run's memory cgroup
  * gets the switch (cgroup v1; create fails on v2, naming the field); an
  * error where moat's cgroup layer is not used (no_cgroup: the engine's

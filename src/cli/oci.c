@@ -396,6 +396,7 @@ static int cmd_create(int argc, char **argv)
 		log_line("info",
 			 "config.json: linux.cgroupsPath: --cgroup-manager disabled: "
 			 "moat's own cgroup");
+	moat_oci_freezer_place(p);
 	/* the spec's values, before moat lowers any: `exec --process` compares */
 	char rl[MOAT_OCI_RLIMITS_MAX * 64];
 	moat_oci_rlimits_line(&pr, rl, sizeof(rl));
@@ -624,7 +625,7 @@ static int cmd_delete(int argc, char **argv)
 	int lk = lock_dir(st.dir);
 	const char *status = moat_oci_status(&st);
 	int ret = 0;
-	if (!strcmp(status, "running") && !force) {
+	if ((!strcmp(status, "running") || !strcmp(status, "paused")) && !force) {
 		moat_oci_err("delete: container '%s' is running (stop it, or --force)", id);
 		ret = 1;
 	} else {

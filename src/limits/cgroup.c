@@ -342,6 +342,12 @@ int moat_cgroup_create_with(const struct moat_cgroup_info *info, const struct mo
 				return e;
 			}
 		} else if ((r = make_dir(h, run_id, cg->fake, d)) < 0) {
+			/* The freezer is expected where its base is ours: the kill
+			 * path freezes before it signals (no fork escapes the one
+			 * pass over cgroup.procs), so a group that cannot be made
+			 * there fails closed, as a limit's does. */
+			if (!req && (h->controllers & MOAT_CG_FREEZER) && h->writable)
+				req = MOAT_CG_FREEZER;
 			if (req) {
 				char p[MOAT_CGROUP_PATH + 16];
 				snprintf(p, sizeof(p), "%s/moat/%s", h->base, run_id);

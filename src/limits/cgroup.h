@@ -83,6 +83,9 @@ struct moat_cgroup_limits {
 	/* OCI linux.resources.memory.disableOOMKiller: needs the memory
 	 * controller (cgroup v1 only; v2 fails) */
 	bool oom_kill_disable;
+	/* OCI: the container's groups are made even when only defaults are in
+	 * play (limits.c), so that `pause` has a freezer */
+	bool freezer;
 };
 
 struct moat_cgroup;

@@ -17,7 +17,8 @@ int moat_limits_setup(const struct moat_plan_limits *pl, const char *run_id,
 	ret->cl = pl->cg;
 
 	unsigned asked = pl->asked & (MOAT_LIMIT_CPUS | MOAT_LIMIT_MEMORY | MOAT_LIMIT_PIDS);
-	if (!asked && moat_host_root() && !pl->cg.path && !pl->cg.oom_kill_disable) {
+	if (!asked && moat_host_root() && !pl->cg.path && !pl->cg.oom_kill_disable &&
+	    !pl->cg.freezer) {
 		/* Root mode with only the default limits: every sandbox has its own
 		 * host uid, so RLIMIT_NPROC counts exactly this sandbox's processes and
 		 * the default pids limit needs no cgroup. (Attaching a task to a v1

@@ -116,6 +116,11 @@ int moat_oci_rlimits_place(struct moat_policy *p, struct moat_oci_process *pr,
 	return 0;
 }
 
+void moat_oci_freezer_place(struct moat_policy *p)
+{
+	p->cgroup_freezer = true;
+}
+
 int moat_oci_oom_killer_place(struct moat_policy *p, const struct moat_oci_process *pr,
 			      bool no_cgroup, struct moat_error *err)
 {

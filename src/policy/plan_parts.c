@@ -348,7 +348,8 @@ void moat_plan_build_limits(const struct moat_policy *p, struct moat_plan_limits
 					    .memory = p->memory,
 					    .pids = p->pids,
 					    .path = p->cgroup_path,
-					    .oom_kill_disable = p->oom_kill_disable};
+					    .oom_kill_disable = p->oom_kill_disable,
+					    .freezer = p->cgroup_freezer};
 	l->asked = p->limits_set;
 	l->may_degrade = p->allow_degraded & MOAT_DEGRADE_CGROUP;
 	moat_rlimits_plan(&l->cg, p->nofile, p->fsize, false, &l->rl);

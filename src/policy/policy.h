@@ -214,6 +214,9 @@ struct moat_policy {
 	 * oci): the run's memory cgroup waits at its limit, never kills; a
 	 * run that cannot have it fails (cgroup v1 only) */
 	bool oom_kill_disable;
+	/* an OCI container (no option: set by moat oci): its cgroups are made
+	 * even with only the default limits, so that `pause` has a freezer */
+	bool cgroup_freezer;
 	uint64_t max_output;
 	uint64_t nofile;
 	uint64_t fsize;

@@ -186,9 +186,10 @@ static void fill_info(struct sess *s, struct moat_session_info *in)
 	}
 	if (s->main.prepared) /* OCI's states */
 		snprintf(in->state, sizeof(in->state), "%s",
-			 !s->main.started	 ? "created"
-				 : s->main.ended ? "stopped"
-						 : "running");
+			 !s->main.started	  ? "created"
+				 : s->main.ended  ? "stopped"
+				 : s->main.paused ? "paused"
+						  : "running");
 	in->pid = (int)getpid();
 	in->created_us = s->created_us;
 	in->execs = s->execs;
@@ -444,6 +445,10 @@ static void on_kill(struct sess *s, struct conn *c, struct moat_sess_msg *m)
 		moat_sandbox_signal(s->sb, (int)sig);
 	else
 		moat_proc_signal(ms->pr, (int)sig);
+	/* as runc: SIGKILL thaws a paused container so that it can die (and
+	 * delete --force ends); other signals wait for resume */
+	if (sig == SIGKILL && ms->paused && moat_cgroup_freeze(s->sb->r.limits.cg, false) >= 0)
+		ms->paused = false;
 	reply_ok(c->fd, NULL);
 }
 
@@ -761,6 +766,9 @@ static void end_session(struct sess *s, int reply_fd)
 	bool main_runs = s->main.pr && !moat_proc_done(s->main.pr);
 	if (running(s) || main_runs) {
 		moat_sandbox_signal(s->sb, SIGKILL);
+		/* a paused container: the SIGKILLs land when it thaws */
+		if (s->main.paused && moat_cgroup_freeze(s->sb->r.limits.cg, false) >= 0)
+			s->main.paused = false;
 		uint64_t until = mono_ms() + 5000;
 		while ((running(s) || (s->main.pr && !moat_proc_done(s->main.pr))) &&
 		       mono_ms() < until) {

@@ -826,3 +826,117 @@ TEST(cgroup_fake_disable_oom_killer)
 	ASSERT_CONTAINS(err.message, "memory.oom_control");
 	drop_root();
 }
+
+/* The v1 kill path with a freezer: freeze, then signal, then thaw. In a fake
+ * v1 tree the group's cgroup.procs and freezer.state are FIFOs served by a
+ * helper in the order the kill must take; any other order leaves both sides
+ * blocked in open(2) and the alarm fails the test. The helper sees the
+ * victim die of SIGKILL before it lets the thaw's write through. */
+static int fifo_write(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static int fifo_read(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t off = 0;
+	ssize_t n;
+	while (off + 1 < len && (n = read(fd, buf + off, len - 1 - off)) > 0)
+		off += (size_t)n;
+	buf[off] = 0;
+	close(fd);
+	return 0;
+}
+
+static int serve_kill_order(const char *procs, const char *state)
+{
+	char buf[64], list[32];
+	int status;
+	pid_t victim = fork();
+	if (victim == 0) {
+		for (;;)
+			pause();
+	}
+	if (victim < 0)
+		return 1;
+	snprintf(list, sizeof(list), "%d\n", (int)victim);
+	if (fifo_write(procs, list) < 0) /* the first count */
+		return 2;
+	if (fifo_read(state, buf, sizeof(buf)) < 0 || strncmp(buf, "FROZEN", 6) != 0)
+		return 3; /* the freeze comes first */
+	if (fifo_write(state, "FROZEN\n") < 0) /* the wait for FROZEN */
+		return 4;
+	if (fifo_write(procs, list) < 0) /* the signalling pass, while frozen */
+		return 5;
+	if (waitpid(victim, &status, 0) != victim || !WIFSIGNALED(status) ||
+	    WTERMSIG(status) != SIGKILL)
+		return 6;
+	if (fifo_read(state, buf, sizeof(buf)) < 0 || strncmp(buf, "THAWED", 6) != 0)
+		return 7; /* the thaw, after the victim died */
+	/* empty now: the next count gets EOF, and every later one an empty
+	 * regular file put in the FIFO's place before that EOF */
+	char empty[2100];
+	snprintf(empty, sizeof(empty), "%s.empty", procs);
+	int efd = open(empty, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (efd < 0 || fd < 0 || rename(empty, procs) < 0)
+		return 8;
+	close(efd);
+	close(fd);
+	return 0;
+}
+
+TEST(cgroup_v1_fake_kill_freezes_signals_thaws)
+{
+	struct moat_cgroup_info info;
+	struct moat_cgroup *cg = NULL;
+	struct moat_error err;
+	const struct moat_cgroup_limits l = {0};
+	char procs[2048], state[2048], pids_procs[2048];
+	make_root();
+	put("proc/self/mountinfo",
+	    "30 22 0:25 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755\n"
+	    "34 30 0:29 / /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n"
+	    "35 30 0:30 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n");
+	put("proc/self/cgroup", "8:pids:/\n6:freezer:/\n");
+	put("sys/fs/cgroup/pids/cgroup.procs", "1\n");
+	put("sys/fs/cgroup/freezer/cgroup.procs", "1\n");
+	ASSERT_EQ(moat_cgroup_detect_at(fake_root, &info), 0);
+	ASSERT_EQ(info.mode, 1);
+	ASSERT_EQ(moat_cgroup_create_with(&info, &l, "k1", &cg, &err), 0);
+	ASSERT_EQ(moat_cgroup_n_dirs(cg), 2);
+	snprintf(procs, sizeof(procs), "%s/sys/fs/cgroup/freezer/moat/k1/cgroup.procs", fake_root);
+	snprintf(state, sizeof(state), "%s/sys/fs/cgroup/freezer/moat/k1/freezer.state", fake_root);
+	snprintf(pids_procs, sizeof(pids_procs), "%s/sys/fs/cgroup/pids/moat/k1/cgroup.procs",
+		 fake_root);
+	(void)unlink(procs);
+	(void)unlink(pids_procs);
+	ASSERT_EQ(mkfifo(procs, 0600), 0);
+	ASSERT_EQ(mkfifo(state, 0600), 0);
+	pid_t helper = fork();
+	ASSERT_GE(helper, 0);
+	if (helper == 0) {
+		(void)prctl(PR_SET_PDEATHSIG, SIGKILL); /* not past the test */
+		alarm(10);
+		_exit(serve_kill_order(procs, state));
+	}
+	alarm(10); /* a wrong order blocks the kill in open(2) */
+	ASSERT_EQ(moat_cgroup_kill(cg), 0);
+	alarm(0);
+	int status;
+	ASSERT_EQ(waitpid(helper, &status, 0), helper);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	ASSERT_EQ(unlink(procs), 0);
+	ASSERT_EQ(unlink(state), 0);
+	ASSERT_EQ(moat_cgroup_destroy(cg), 0);
+	drop_root();
+}
