@@ -385,11 +385,11 @@ static int nspath_check(const char *f, const char *path, const char *kind, const
 		close(fd);
 		return 0;
 	}
-	return moat_error_set(err, "oci", fd == -EPROTOTYPE || fd == -EINVAL ? EINVAL : -fd,
-			      "%s: %s: path %s: %s", what, f, path,
-			      fd == -EPROTOTYPE	      ? "a namespace of another kind"
-				      : fd == -EINVAL ? "not a namespace file"
-						      : strerror(-fd));
+	if (fd == -EPROTOTYPE)
+		return moat_error_set(err, "oci", EINVAL, "%s: %s: path %s: not a%s %s namespace",
+				      what, f, path, streq(kind, "ipc") ? "n" : "", kind);
+	return moat_error_set(err, "oci", fd == -EINVAL ? EINVAL : -fd, "%s: %s: path %s: %s", what,
+			      f, path, fd == -EINVAL ? "not a namespace" : strerror(-fd));
 }
 
 /* An "rlim" record (field, RLIMIT_* name, "SOFT HARD") into ret: the
