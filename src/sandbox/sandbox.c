@@ -535,6 +535,26 @@ static void do_readonly(const struct moat_step *s, int idx)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot make %s read-only", s->dest);
 }
 
+/* An overlay's lower layer: the step's source mount (premounted, idmapped in
+ * root mode, else a clone of srcfd) made read-only, nosuid and nodev and
+ * attached at the directory lowerp, which must exist. */
+static void attach_lower(const struct moat_step *s, int idx, int srcfd, const char *lowerp)
+{
+	int tree = g_sb->premounted[idx];
+	if (tree < 0)
+		tree = (int)open_tree(srcfd, "",
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	struct mount_attr ma = {.attr_set =
+					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	int lower = open(lowerp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (tree < 0 || lower < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
+	    move_mount(tree, "", lower, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		die(MOAT_STAGE_MOUNT, errno, idx, "cannot attach the overlay's lower layer %s",
+		    s->src);
+	close(lower);
+	close(tree);
+}
+
 /* Overlay over the workspace: lower = the real directory (read-only), upper
  * and work on a private tmpfs, so every write is held for review. The lower
  * layer is a clone of the workspace's mount (idmapped in root mode) attached
@@ -555,22 +575,10 @@ static void do_overlay(const struct moat_step *s, int idx, int srcfd)
 	    mkdir(NEWROOT "/.moat-ovl/work", 0755) < 0 ||
 	    mkdir(NEWROOT "/.moat-ovl/lower", 0755) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create the overlay's directories");
-	int tree = g_sb->premounted[idx];
-	if (tree < 0)
-		tree = (int)open_tree(srcfd, "",
-				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	struct mount_attr ma = {.attr_set =
-					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-	int lower = open(NEWROOT "/.moat-ovl/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (tree < 0 || lower < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
-	    move_mount(tree, "", lower, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot attach the overlay's lower layer %s",
-		    s->src);
-	close(lower);
-	close(tree);
+	attach_lower(s, idx, srcfd, NEWROOT "/.moat-ovl/lower");
 	/* the lower tree itself (the mount now attached there), for snapshots:
 	 * the supervisor reads the workspace's start from it (snapshot.c) */
-	lower = open(NEWROOT "/.moat-ovl/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int lower = open(NEWROOT "/.moat-ovl/lower", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (lower < 0 || moat_sandbox_send_fd(g_sb->sock_child, MOAT_FD_LOWER, lower) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot hand the overlay's lower layer to moat");
 	close(lower);
@@ -639,19 +647,8 @@ static void do_root_overlay(const struct moat_step *s, int idx, int srcfd, const
 	    mkdirat(d, "w", 0700) < 0)
 		die(MOAT_STAGE_MOUNT, errno, idx, "cannot create the layers of %s", s->dest);
 	close(d);
-	int tree = g_sb->premounted[idx];
-	if (tree < 0)
-		tree = (int)open_tree(srcfd, "",
-				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	struct mount_attr ma = {.attr_set =
-					MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
 	snprintf(lowerp, sizeof(lowerp), "%s/l", dir);
-	int lower = open(lowerp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (tree < 0 || lower < 0 || mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0 ||
-	    move_mount(tree, "", lower, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		die(MOAT_STAGE_MOUNT, errno, idx, "cannot attach the lower layer %s", s->src);
-	close(lower);
-	close(tree);
+	attach_lower(s, idx, srcfd, lowerp);
 	int mp = walk_mountpoint(s->dest, 0755, idx);
 	snprintf(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w,userxattr", dir, dir,
 		 dir);
