@@ -317,6 +317,28 @@ out:
 	return k;
 }
 
+/* Plan step i's source src as an idmapped clone (of its whole tree when
+ * recursive is AT_RECURSIVE) through the user namespace uns, kept in
+ * premounted[i] for the init to attach. */
+static int idmapped_clone(struct moat_run *r, unsigned i, int src, int uns, unsigned recursive,
+			  uid_t owner)
+{
+	const struct moat_step *s = &r->plan->steps[i];
+	int tree = (int)open_tree(src, "",
+				  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | recursive);
+	if (tree < 0)
+		return moat_error_set(r->err, "mount", errno, "cannot clone mount of %s: %s",
+				      s->src, strerror(errno));
+	r->sb.premounted[i] = tree;
+	struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)uns};
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | recursive, &ma, sizeof(ma)) < 0)
+		return moat_error_set(
+			r->err, "mount", errno,
+			"cannot make an idmapped mount of %s (owner %u shown as the sandbox user): %s",
+			s->src, (unsigned)owner, strerror(errno));
+	return 0;
+}
+
 static int prepare_idmapped(struct moat_run *r)
 {
 	const struct moat_plan *pl = r->plan;
@@ -338,20 +360,8 @@ static int prepare_idmapped(struct moat_run *r)
 			return moat_error_set(r->err, "mount", -k,
 					      "cannot create the id mapping for %s: %s", s->src,
 					      strerror(-k));
-		int tree = (int)open_tree(src, "",
-					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
-						  AT_RECURSIVE);
-		if (tree < 0)
-			return moat_error_set(r->err, "mount", errno,
-					      "cannot clone mount of %s: %s", s->src,
-					      strerror(errno));
-		r->sb.premounted[i] = tree;
-		struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)uns};
-		if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ma, sizeof(ma)) < 0)
-			return moat_error_set(
-				r->err, "mount", errno,
-				"cannot make an idmapped mount of %s (owner %u shown as the sandbox user): %s",
-				s->src, (unsigned)st.st_uid, strerror(errno));
+		if ((k = idmapped_clone(r, i, src, uns, AT_RECURSIVE, st.st_uid)) < 0)
+			return k;
 	}
 	return 0;
 }
@@ -393,19 +403,9 @@ static int prepare_root_idmapped(struct moat_run *r)
 			uns_uid = st.st_uid;
 			uns_gid = st.st_gid;
 		}
-		int tree = (int)open_tree(src, "",
-					  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-		if (tree < 0)
-			return moat_error_set(r->err, "mount", errno,
-					      "cannot clone mount of %s: %s", s->src,
-					      strerror(errno));
-		r->sb.premounted[i] = tree;
-		struct mount_attr ma = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)uns};
-		if (mount_setattr(tree, "", AT_EMPTY_PATH, &ma, sizeof(ma)) < 0)
-			return moat_error_set(r->err, "mount", errno,
-					      "cannot make an idmapped mount of %s (owner %u shown "
-					      "as the sandbox user): %s",
-					      s->src, (unsigned)st.st_uid, strerror(errno));
+		int k = idmapped_clone(r, i, src, uns, 0, st.st_uid);
+		if (k < 0)
+			return k;
 	}
 	return 0;
 }
